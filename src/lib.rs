@@ -1,0 +1,9 @@
+//! fabricplan: prove a RoCE/RDMA GPU fabric is healthy before trusting it with a workload.
+//!
+//! Data flows one way: `plan` (raw TOML -> validated model) -> `topology` (the fabric graph) ->
+//! `schedule` (rounds of jobs) -> `render` (command lines) -> `exec` (transport) -> `parse` ->
+//! `gate` -> `report`. Everything but `exec` is pure and synchronous; only the CLI and the
+//! terminal reporter print.
+#![warn(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod parse;

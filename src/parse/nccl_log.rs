@@ -1,0 +1,1 @@
+//! NCCL debug log lines. STUB.
