@@ -7,3 +7,8 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod parse;
+pub mod gate;
+pub mod plan;
+pub mod render;
+pub mod schedule;
+pub mod topology;

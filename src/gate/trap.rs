@@ -1,0 +1,192 @@
+//! The trap library: every silent failure fabricplan names, with the fix to print.
+//! A trap is chosen by the gate engine from a signature of measurements and context.
+
+use serde::Serialize;
+
+/// A known way for a fabric to look fine while it is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Trap {
+    /// 8-25 Gb/s on a half: CX7 firmware throttle.
+    FirmwareThrottle,
+    /// Below line rate but not throttle-low: cable, PCIe, contention.
+    BelowLineRate,
+    /// One half of a two-half cable missing from NCCL_IB_HCA: NCCL capped near one half.
+    HalfMissingFromHca,
+    /// One half of a cable dead or throttled: the both-halves sum is short.
+    HalfDeadOrThrottled,
+    /// Single-digit cross-switch bandwidth: the ISL is blocked by RSTP.
+    IslBlockedRstp,
+    /// ~5 Gb/s with packet_seq_err growing: a bridge forwarding in software.
+    SoftwareForwarding,
+    /// packet_seq_err growing at near line rate: congestion control at work (WARN).
+    CongestionControl,
+    /// Small ping fine, jumbo ping failing: an MTU 1500 hop.
+    MtuMismatch,
+    /// "Couldn't connect": server died with its SSH session, or a firewall rule on the source port.
+    ServerGoneOrFirewall,
+    /// NCCL used NET/Socket: silent TCP fallback.
+    TcpFallback,
+    /// #wrong or out-of-bounds values: wrong results.
+    WrongResults,
+    /// QP to RTR failed on RoCE: GID index, MTU mismatch, ring wired port 0 to port 0.
+    QpRtrFailed,
+    /// "cannot find a corresponding process entry": docker0 subnet picked by Open MPI.
+    Docker0Subnet,
+    /// RDMA byte counters did not move during NCCL: the management network carried it.
+    FabricNotUsed,
+    /// GPUDirect RDMA off (reported, not failed).
+    GdrOff,
+    /// Latency above the hardware floor: wrong device or a software path.
+    SlowLatency,
+    /// NCCL small-message time high.
+    SlowCollective,
+    /// The tool could not find the RDMA device named.
+    NoDevice,
+    /// The port is down.
+    PortDown,
+    /// No RoCE v2 GID maps the half's address.
+    NoGid,
+    /// The cable lands on another port than the plan says.
+    CrossedCable,
+    /// Host could not be reached over SSH.
+    Unreachable,
+    /// The job did not finish in its time.
+    Timeout,
+    /// The tool's output could not be read.
+    Unparseable,
+    /// The tool exited with an error not covered above.
+    ToolError,
+    /// mpirun could not start its daemons / ranks.
+    MpiLaunch,
+    /// NCCL environment in the node's config disagrees with discovery.
+    NcclEnvMismatch,
+    /// A default route or a second route goes through a fabric netdev.
+    RoutingTrap,
+    /// Kernel CMA too small: memory registration fails.
+    MemoryRegistration,
+    /// A site-specific trap named in the plan.
+    Site,
+}
+
+impl Trap {
+    pub fn name(self) -> &'static str {
+        match self {
+            Trap::FirmwareThrottle => "firmware throttle",
+            Trap::BelowLineRate => "below line rate",
+            Trap::HalfMissingFromHca => "one half missing from NCCL_IB_HCA",
+            Trap::HalfDeadOrThrottled => "one half dead or throttled",
+            Trap::IslBlockedRstp => "ISL blocked by RSTP",
+            Trap::SoftwareForwarding => "software-forwarding bridge",
+            Trap::CongestionControl => "congestion control at work",
+            Trap::MtuMismatch => "MTU 1500 on the path",
+            Trap::ServerGoneOrFirewall => "server gone or firewall on the wrong port",
+            Trap::TcpFallback => "NCCL TCP fallback (NET/Socket)",
+            Trap::WrongResults => "wrong results",
+            Trap::QpRtrFailed => "QP could not reach RTR",
+            Trap::Docker0Subnet => "Open MPI on the docker0 subnet",
+            Trap::FabricNotUsed => "the fabric did not carry it",
+            Trap::GdrOff => "GPUDirect RDMA off",
+            Trap::SlowLatency => "latency above the hardware floor",
+            Trap::SlowCollective => "slow small-message collective",
+            Trap::NoDevice => "RDMA device not found",
+            Trap::PortDown => "port down",
+            Trap::NoGid => "no RoCE v2 GID for the address",
+            Trap::CrossedCable => "crossed cable",
+            Trap::Unreachable => "host unreachable",
+            Trap::Timeout => "timeout",
+            Trap::Unparseable => "unreadable output",
+            Trap::ToolError => "tool error",
+            Trap::MpiLaunch => "mpirun could not launch",
+            Trap::NcclEnvMismatch => "NCCL environment disagrees with discovery",
+            Trap::RoutingTrap => "route through the fabric",
+            Trap::MemoryRegistration => "memory registration failed",
+            Trap::Site => "site trap",
+        }
+    }
+
+    pub fn fix(self) -> &'static str {
+        match self {
+            Trap::FirmwareThrottle => {
+                "update the ConnectX-7 firmware, then drain NIC power fully (power off, unplug), not just a reboot"
+            }
+            Trap::BelowLineRate => {
+                "check the cable and its seating, the PCIe link (lspci -vv), and other traffic on the pair"
+            }
+            Trap::HalfMissingFromHca => {
+                "list every half's device of every rank in NCCL_IB_HCA (and its netdev in NCCL_SOCKET_IFNAME)"
+            }
+            Trap::HalfDeadOrThrottled => {
+                "measure each half alone: the short one is throttled or down; fix it before trusting the sum"
+            }
+            Trap::IslBlockedRstp => {
+                "check the ISL's spanning-tree role on both switches: an RSTP-blocked or alternate port forwards nothing useful"
+            }
+            Trap::SoftwareForwarding => {
+                "remove the second bridge / software path on the switch so the ASIC forwards; packet_seq_err grows while throughput collapses"
+            }
+            Trap::CongestionControl => {
+                "expected on an oversubscribed hop (DCQCN backing off); consider PFC/ECN on the ISL if routine"
+            }
+            Trap::MtuMismatch => {
+                "set MTU 9000 on every fabric netdev and switch port on the path (ip link set DEV mtu 9000), and persist it"
+            }
+            Trap::ServerGoneOrFirewall => {
+                "start the server detached (setsid, stdin from /dev/null); allow the perftest port (TCP 18515 or -p) as the DESTINATION port in the firewall"
+            }
+            Trap::TcpFallback => {
+                "set NCCL_NET_PLUGIN=none, list every rank's device in NCCL_IB_HCA and netdev in NCCL_SOCKET_IFNAME, and confirm NET/IB in the log"
+            }
+            Trap::WrongResults => {
+                "results are corrupt: check the fabric's error counters, GPU health and the NCCL/driver versions before any workload"
+            }
+            Trap::QpRtrFailed => {
+                "use the RoCE v2 GID index that maps the half's IPv4 on each box, equal MTU on both ends, and cable rings f0 to f1"
+            }
+            Trap::Docker0Subnet => {
+                "pin Open MPI to the fabric: --mca oob_tcp_if_include SUBNET --mca btl_tcp_if_include SUBNET"
+            }
+            Trap::FabricNotUsed => {
+                "NCCL used the management network: check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_NET_PLUGIN=none"
+            }
+            Trap::GdrOff => {
+                "expected on GB10 (unified memory, data staged through host memory); reported, not failed"
+            }
+            Trap::SlowLatency => {
+                "check that the device is the one carrying the address (not a software RoCE path) and the port is ACTIVE"
+            }
+            Trap::SlowCollective => {
+                "check the transport (NET/IB), the GID index and that no other job loads the nodes"
+            }
+            Trap::NoDevice => {
+                "check the device name on that box (fabricplan detect): names differ per box; pin or let discovery choose"
+            }
+            Trap::PortDown => "seat the cable, check the peer port, `ip link set DEV up`",
+            Trap::NoGid => {
+                "assign the half's IPv4 to its netdev (ip addr add ...) so a RoCE v2 GID maps it"
+            }
+            Trap::CrossedCable => {
+                "re-cable to match the plan, or change the plan to match the cabling"
+            }
+            Trap::Unreachable => {
+                "check SSH to the node (ssh -G ALIAS, keys, known_hosts) and that it is up"
+            }
+            Trap::Timeout => "the tool hung: check the peer and the path; the job was killed",
+            Trap::Unparseable => "read the raw output kept in the run directory",
+            Trap::ToolError => "read the tool's message kept in the run directory",
+            Trap::MpiLaunch => {
+                "mpirun must reach every rank over SSH from the launching node (keys, PATH, same install on every node)"
+            }
+            Trap::NcclEnvMismatch => {
+                "fix or remove the NCCL_* variables in the node's environment so they match the discovered devices"
+            }
+            Trap::RoutingTrap => {
+                "remove default routes and stale bonds/profiles that route through a fabric netdev"
+            }
+            Trap::MemoryRegistration => {
+                "give the kernel contiguous memory (cma=) so ibv_reg_mr succeeds"
+            }
+            Trap::Site => "see the plan's gate for the fix",
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! Plan diagnostics: every problem of a plan, each pointing at its span with a help line.
+//! Collected, never thrown one at a time: a bad plan gets all of its problems at once.
+
+use std::ops::Range;
+
+use miette::{Diagnostic, LabeledSpan, NamedSource, Severity, SourceSpan};
+
+/// One problem in a plan file.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub severity: Severity,
+    /// Stable machine-readable code, e.g. `plan::unknown-node`.
+    pub code: &'static str,
+    /// Lowercase fragment with names in backticks.
+    pub message: String,
+    /// Primary label: (span, text).
+    pub primary: Option<(Range<usize>, String)>,
+    /// Secondary labels (the other place that disagrees).
+    pub secondary: Vec<(Range<usize>, String)>,
+    pub help: Option<String>,
+}
+
+impl Problem {
+    pub fn error(code: &'static str, message: impl Into<String>) -> Self {
+        Problem {
+            severity: Severity::Error,
+            code,
+            message: message.into(),
+            primary: None,
+            secondary: Vec::new(),
+            help: None,
+        }
+    }
+
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Self {
+        Problem {
+            severity: Severity::Warning,
+            ..Problem::error(code, message)
+        }
+    }
+
+    pub fn at(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
+        self.primary = Some((span, label.into()));
+        self
+    }
+
+    pub fn also(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
+        self.secondary.push((span, label.into()));
+        self
+    }
+
+    pub fn help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self.severity, Severity::Error)
+    }
+}
+
+/// A problem bound to its source, renderable by miette.
+#[derive(Debug)]
+pub struct SourcedProblem {
+    pub problem: Problem,
+    pub src: NamedSource<String>,
+}
+
+impl std::fmt::Display for SourcedProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem.message)
+    }
+}
+
+impl std::error::Error for SourcedProblem {}
+
+impl Diagnostic for SourcedProblem {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Some(Box::new(self.problem.code))
+    }
+
+    fn severity(&self) -> Option<Severity> {
+        Some(self.problem.severity)
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.problem
+            .help
+            .as_ref()
+            .map(|h| Box::new(h.clone()) as Box<dyn std::fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.src)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let mut labels = Vec::new();
+        if let Some((span, text)) = &self.problem.primary {
+            labels.push(LabeledSpan::new_primary_with_span(
+                Some(text.clone()),
+                SourceSpan::from(span.clone()),
+            ));
+        }
+        for (span, text) in &self.problem.secondary {
+            labels.push(LabeledSpan::new_with_span(
+                Some(text.clone()),
+                SourceSpan::from(span.clone()),
+            ));
+        }
+        if labels.is_empty() {
+            None
+        } else {
+            Some(Box::new(labels.into_iter()))
+        }
+    }
+}
+
+/// Every problem found in one plan file.
+#[derive(Debug)]
+pub struct PlanDiagnostics {
+    pub path: String,
+    pub problems: Vec<SourcedProblem>,
+}
+
+impl PlanDiagnostics {
+    pub fn new(path: &str, text: &str, problems: Vec<Problem>) -> Self {
+        let src = NamedSource::new(path, text.to_string());
+        PlanDiagnostics {
+            path: path.to_string(),
+            problems: problems
+                .into_iter()
+                .map(|problem| SourcedProblem {
+                    problem,
+                    src: src.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    pub fn errors(&self) -> usize {
+        self.problems.iter().filter(|p| p.problem.is_error()).count()
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.problems.len() - self.errors()
+    }
+
+    /// Render all problems with miette's graphical handler.
+    pub fn render(&self, color: bool, width: usize) -> String {
+        let theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(width);
+        let mut out = String::new();
+        for p in &self.problems {
+            let _ = handler.render_report(&mut out, p);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Nearest candidate by edit distance, for "did you mean".
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(name, c);
+        let limit = (name.len().max(c.len()) / 3).max(1);
+        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_near_names_only() {
+        assert_eq!(did_you_mean("spark-9", ["spark-a", "spark-b"]), Some("spark-a"));
+        assert_eq!(did_you_mean("sw-c", ["sw-a", "core"]), Some("sw-a"));
+        assert_eq!(did_you_mean("zzzzzz", ["spark-a"]), None);
+    }
+}

@@ -1,0 +1,102 @@
+//! The plan language: raw TOML -> validated model.
+//!
+//! `raw` mirrors the file with spans; `validate` checks everything and collects every problem;
+//! `model` is what the rest of fabricplan works from. This module reads files and nothing else:
+//! no network, no printing.
+
+pub mod diag;
+pub mod model;
+pub mod raw;
+pub mod validate;
+
+use std::path::{Path, PathBuf};
+
+pub use diag::{PlanDiagnostics, Problem};
+pub use model::*;
+pub use raw::RawPlan;
+
+/// Why a plan could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read plan `{path}`: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("plan `{}` is invalid: {} error(s)", .0.path, .0.errors())]
+    Invalid(PlanDiagnostics),
+}
+
+/// A loaded plan and its warnings.
+#[derive(Debug)]
+pub struct Loaded {
+    pub plan: Plan,
+    pub warnings: PlanDiagnostics,
+}
+
+/// Read and validate a plan file.
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let base = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    load_str(path, &text, &base)
+}
+
+/// Validate plan text; `base_dir` resolves relative paths (templates, known_hosts).
+pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, LoadError> {
+    let display = path.display().to_string();
+    let raw: RawPlan = match toml::from_str(text) {
+        Ok(r) => r,
+        Err(e) => {
+            let mut p = Problem::error("plan::toml", toml_message(&e));
+            if let Some(span) = e.span() {
+                p = p.at(span, "here");
+            }
+            p = p.help(toml_help(&e));
+            return Err(LoadError::Invalid(PlanDiagnostics::new(&display, text, vec![p])));
+        }
+    };
+    let (plan, problems) = validate::validate(raw, path, text, base_dir);
+    let diags = PlanDiagnostics::new(&display, text, problems);
+    match plan {
+        Some(plan) if diags.errors() == 0 => Ok(Loaded {
+            plan,
+            warnings: diags,
+        }),
+        _ => Err(LoadError::Invalid(diags)),
+    }
+}
+
+fn toml_message(e: &toml::de::Error) -> String {
+    let msg = e.message().trim();
+    let mut chars = msg.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().collect::<String>() + chars.as_str(),
+        None => "invalid TOML".to_string(),
+    }
+}
+
+fn toml_help(e: &toml::de::Error) -> String {
+    let msg = e.message();
+    if msg.contains("unknown field") {
+        "unknown keys are rejected so a misspelling cannot silently change a verdict; see `fabricplan schema`".into()
+    } else if msg.contains("missing field") {
+        "add the required key; `fabricplan schema` lists every key".into()
+    } else {
+        "the plan is TOML 1.0 with kebab-case keys; `fabricplan schema` prints its JSON Schema".into()
+    }
+}
+
+/// The plan's JSON Schema (draft-07), as committed in `schemas/plan.schema.json`.
+pub fn json_schema() -> String {
+    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    let schema = generator.into_root_schema_for::<RawPlan>();
+    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,406 @@
+//! The validated plan: no spans, no raw strings where a type fits, nothing left for later
+//! stages to re-check. IDs are indices into the plan's vectors.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+use crate::gate::GateSpec;
+use crate::gate::threshold::Metric;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct NodeId(pub usize);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct SwitchId(pub usize);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct SegmentId(pub usize);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct IslId(pub usize);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct ProfileId(pub usize);
+
+/// A validated plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub name: String,
+    pub description: Option<String>,
+    /// The plan file, and its text (copied into run directories).
+    pub path: PathBuf,
+    pub text: String,
+    pub ssh: SshDefaults,
+    pub profiles: Vec<Profile>,
+    pub nodes: Vec<Node>,
+    pub switches: Vec<Switch>,
+    pub isls: Vec<Isl>,
+    pub cables: Vec<Cable>,
+    /// Layer-2 segments, one subnet each: a direct or ring link half, or one half of a switched fabric.
+    pub segments: Vec<Segment>,
+    pub gates: BTreeMap<Metric, GateSpec>,
+    pub tests: Tests,
+    /// Template overrides by name (text already loaded).
+    pub templates: BTreeMap<String, String>,
+    pub capacity: CapacityConfig,
+    pub sim: SimConfig,
+    pub setup: Option<Setup>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SshDefaults {
+    pub user: Option<String>,
+    pub known_hosts: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+    pub connect_timeout_s: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub name: String,
+    pub half_rate_gbps: Option<f64>,
+    pub port_rate_gbps: Option<f64>,
+    pub ports: Vec<ProfilePort>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfilePort {
+    pub name: String,
+    pub halves: Vec<ProfileHalf>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileHalf {
+    pub name: String,
+    pub device: String,
+    pub netdev: String,
+}
+
+impl Profile {
+    /// The built-in GB10 / DGX Spark profile (DOMAIN: hardware model).
+    pub fn gb10() -> Profile {
+        let half = |name: &str, device: &str, netdev: &str| ProfileHalf {
+            name: name.into(),
+            device: device.into(),
+            netdev: netdev.into(),
+        };
+        Profile {
+            name: "gb10".into(),
+            half_rate_gbps: Some(111.9),
+            port_rate_gbps: Some(196.0),
+            ports: vec![
+                ProfilePort {
+                    name: "f0".into(),
+                    halves: vec![
+                        half("a", "rocep1s0f0", "enp1s0f0np0"),
+                        half("b", "roceP2p1s0f0", "enP2p1s0f0np0"),
+                    ],
+                },
+                ProfilePort {
+                    name: "f1".into(),
+                    halves: vec![
+                        half("a", "rocep1s0f1", "enp1s0f1np1"),
+                        half("b", "roceP2p1s0f1", "enP2p1s0f1np1"),
+                    ],
+                },
+            ],
+        }
+    }
+
+    pub fn port(&self, name: &str) -> Option<&ProfilePort> {
+        self.ports.iter().find(|p| p.name == name)
+    }
+
+    pub fn half(&self, port: &str, half: &str) -> Option<&ProfileHalf> {
+        self.port(port)?.halves.iter().find(|h| h.name == half)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SshTarget {
+    /// An ssh_config alias, resolved at run time with `ssh -G`.
+    Alias(String),
+    /// An explicit host.
+    Host {
+        host: String,
+        user: Option<String>,
+        port: Option<u16>,
+        identity_file: Option<PathBuf>,
+    },
+}
+
+impl SshTarget {
+    pub fn display(&self) -> String {
+        match self {
+            SshTarget::Alias(a) => a.clone(),
+            SshTarget::Host {
+                host, user, port, ..
+            } => {
+                let mut s = String::new();
+                if let Some(u) = user {
+                    s.push_str(u);
+                    s.push('@');
+                }
+                s.push_str(host);
+                if let Some(p) = port {
+                    s.push_str(&format!(":{p}"));
+                }
+                s
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub id: NodeId,
+    pub name: String,
+    pub ssh: SshTarget,
+    pub profile: ProfileId,
+    pub env: BTreeMap<String, String>,
+    pub nccl_tests_dir: Option<String>,
+    /// Pinned values per (port, half).
+    pub pins: BTreeMap<(String, String), Pin>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Pin {
+    pub device: Option<String>,
+    pub netdev: Option<String>,
+    pub gid_index: Option<u32>,
+}
+
+/// One half of one port of one node: the unit a cable lands on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Endpoint {
+    pub node: NodeId,
+    pub port: String,
+    pub half: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Switch {
+    pub id: SwitchId,
+    pub name: String,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Isl {
+    pub id: IslId,
+    pub name: String,
+    pub a: SwitchId,
+    pub b: SwitchId,
+    pub capacity_gbps: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CableKind {
+    Direct,
+    Ring,
+    Switched,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cable {
+    pub name: String,
+    pub kind: CableKind,
+    pub segments: Vec<SegmentId>,
+}
+
+/// A layer-2 segment with its subnet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    pub id: SegmentId,
+    /// e.g. `stack.a`, `ring.l1.b`, `fabric.a`.
+    pub name: String,
+    pub cable: usize,
+    pub half: String,
+    pub subnet: Ipv4Net,
+    pub members: Vec<Member>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub endpoint: Endpoint,
+    pub address: Ipv4Addr,
+    /// The switch this endpoint lands on (switched segments).
+    pub switch: Option<SwitchId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScheduleKind {
+    PerLink,
+    Rounds,
+    AllPairs,
+}
+
+/// A flow in a declared round: client sends to server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub client: Endpoint,
+    pub server: Endpoint,
+    pub segment: SegmentId,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredRound {
+    pub name: String,
+    pub flows: Vec<Flow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BwTest {
+    pub duration_s: u32,
+    pub size_bytes: u64,
+    pub qps: u32,
+    pub schedule: ScheduleKind,
+    /// Halves to measure; empty = all.
+    pub halves: Vec<String>,
+    pub rounds: Vec<DeclaredRound>,
+    pub timeout_s: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatTest {
+    pub size_bytes: u64,
+    pub iterations: u32,
+    pub halves: Vec<String>,
+    pub timeout_s: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Collective {
+    AllReduce,
+    AllGather,
+    Sendrecv,
+}
+
+impl Collective {
+    pub fn binary(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "all_reduce_perf",
+            Collective::AllGather => "all_gather_perf",
+            Collective::Sendrecv => "sendrecv_perf",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "all_reduce",
+            Collective::AllGather => "all_gather",
+            Collective::Sendrecv => "sendrecv",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NcclTest {
+    pub name: String,
+    pub collective: Collective,
+    pub nodes: Vec<NodeId>,
+    pub halves: Vec<String>,
+    pub min_bytes: String,
+    pub max_bytes: String,
+    pub step_factor: u32,
+    pub warmup: u32,
+    pub iterations: u32,
+    pub env: BTreeMap<String, String>,
+    pub timeout_s: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IperfTest {
+    pub duration_s: u32,
+    pub streams: u32,
+    pub halves: Vec<String>,
+    pub timeout_s: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tests {
+    pub preflight: bool,
+    pub rdma_bw: Option<BwTest>,
+    pub rdma_bw_both: Option<BwTest>,
+    pub rdma_lat: Option<LatTest>,
+    pub nccl: Vec<NcclTest>,
+    pub iperf3: Option<IperfTest>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapacityConfig {
+    pub efficiency: f64,
+    pub switch_penalty_pct: f64,
+}
+
+impl Default for CapacityConfig {
+    fn default() -> Self {
+        CapacityConfig {
+            efficiency: 0.82,
+            switch_penalty_pct: 0.7,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub faults: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setup {
+    pub packages: Vec<String>,
+    pub build_nccl_tests: bool,
+    pub nccl_tests_repo: Option<String>,
+}
+
+impl Plan {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0]
+    }
+
+    pub fn node_by_name(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    pub fn profile_of(&self, node: NodeId) -> &Profile {
+        &self.profiles[self.nodes[node.0].profile.0]
+    }
+
+    pub fn segment(&self, id: SegmentId) -> &Segment {
+        &self.segments[id.0]
+    }
+
+    /// `spark-a.f0.a`
+    pub fn endpoint_name(&self, e: &Endpoint) -> String {
+        format!("{}.{}.{}", self.node(e.node).name, e.port, e.half)
+    }
+
+    /// The segment an endpoint is cabled into, and its member entry.
+    pub fn member_of(&self, e: &Endpoint) -> Option<(&Segment, &Member)> {
+        self.segments.iter().find_map(|s| {
+            s.members
+                .iter()
+                .find(|m| &m.endpoint == e)
+                .map(|m| (s, m))
+        })
+    }
+
+    /// The device name for an endpoint: pinned, else `None` (discovered at run time).
+    pub fn pinned(&self, e: &Endpoint) -> Pin {
+        self.node(e.node)
+            .pins
+            .get(&(e.port.clone(), e.half.clone()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The profile's default device/netdev for an endpoint (what discovery expects first).
+    pub fn profile_half(&self, e: &Endpoint) -> Option<&ProfileHalf> {
+        self.profile_of(e.node).half(&e.port, &e.half)
+    }
+}

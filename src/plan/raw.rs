@@ -1,0 +1,451 @@
+//! The plan exactly as written: serde mirrors of the TOML with spans on every value a
+//! diagnostic may point at. Strict: unknown keys are rejected (a misspelled threshold key
+//! silently ignored is exactly the plausible-but-wrong verdict fabricplan exists to prevent).
+//! Nothing here is checked beyond TOML types; `validate` does that.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// A fabric plan: nodes, cables, gates and tests of one site. Kept in git; one per site.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawPlan {
+    /// Plan format version. This fabricplan reads version 1.
+    #[schemars(with = "u32")]
+    pub format_version: Spanned<u32>,
+    /// Site name, used in run directories and reports. Safe characters only: letters, digits, `-`, `_`, `.`.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Free text.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// SSH settings that apply to every node.
+    #[serde(default)]
+    pub ssh: Option<RawSshDefaults>,
+    /// Hardware profiles beyond the built-in `gb10`.
+    #[serde(default)]
+    pub profile: Vec<RawProfile>,
+    /// The machines of the fabric.
+    #[serde(default)]
+    pub node: Vec<RawNode>,
+    /// Switches of a switched fabric.
+    #[serde(default)]
+    pub switch: Vec<RawSwitch>,
+    /// Inter-switch links.
+    #[serde(default)]
+    pub isl: Vec<RawIsl>,
+    /// Cables: `direct`, `ring` or `switched`.
+    #[serde(default)]
+    pub cable: Vec<RawCable>,
+    /// Pass and warn thresholds per metric; DOMAIN defaults apply to anything not given.
+    #[serde(default)]
+    pub gates: BTreeMap<String, RawGate>,
+    /// What to measure and how to schedule it.
+    #[serde(default)]
+    pub tests: RawTests,
+    /// Overrides of the built-in command templates, by template name.
+    #[serde(default)]
+    pub templates: BTreeMap<String, RawTemplate>,
+    /// The capacity model's knobs (expected values).
+    #[serde(default)]
+    pub capacity: Option<RawCapacity>,
+    /// Faults injected when the plan runs on the simulated fabric (`--sim`).
+    #[serde(default)]
+    pub sim: Option<RawSim>,
+    /// Optional setup stage, only run with `fabricplan run --setup`.
+    #[serde(default)]
+    pub setup: Option<RawSetup>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawSshDefaults {
+    /// Default login user.
+    pub user: Option<String>,
+    /// known_hosts file to verify host keys against (relative to the plan file). Default: ~/.ssh/known_hosts.
+    pub known_hosts: Option<String>,
+    /// ssh_config file used to resolve aliases (`ssh -G -F FILE`). Default: the user's.
+    pub config: Option<String>,
+    /// Connect timeout in seconds.
+    pub connect_timeout_s: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawProfile {
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// What one half reaches with ib_write_bw on a healthy direct cable, Gb/s.
+    pub half_rate_gbps: Option<f64>,
+    /// What both halves of one port reach together, Gb/s.
+    pub port_rate_gbps: Option<f64>,
+    pub port: Vec<RawProfilePort>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawProfilePort {
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    pub half: Vec<RawProfileHalf>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawProfileHalf {
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Default RDMA device name (e.g. `mlx5_0`).
+    pub device: String,
+    /// Default netdev name.
+    pub netdev: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawNode {
+    /// Node name, referenced by cables and tests. Safe characters only.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// How to reach it over SSH. Default: the node name as an ssh_config alias.
+    #[serde(default)]
+    pub ssh: Option<RawSsh>,
+    /// Hardware profile: `gb10` (default) or one declared under `[[profile]]`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub profile: Option<Spanned<String>>,
+    /// Environment for every command on this node (e.g. `PATH`, `LD_LIBRARY_PATH`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Directory holding the nccl-tests binaries (`all_reduce_perf` ...). Default: found on PATH.
+    #[serde(default)]
+    pub nccl_tests_dir: Option<String>,
+    /// Device, netdev and GID index pinned per half, keyed `PORT.HALF` (e.g. `f0.a`).
+    /// Anything not pinned is discovered at run time.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawPin>")]
+    pub pin: BTreeMap<Spanned<String>, RawPin>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawSsh {
+    /// An ssh_config alias (resolved with `ssh -G`).
+    pub alias: Option<String>,
+    /// Host name or address.
+    pub host: Option<String>,
+    pub user: Option<String>,
+    pub port: Option<u16>,
+    /// Private key to offer (only this key is offered).
+    pub identity_file: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawPin {
+    #[schemars(with = "Option<String>")]
+    pub device: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
+    pub netdev: Option<Spanned<String>>,
+    pub gid_index: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawSwitch {
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Free text (model, location).
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawIsl {
+    /// The two switches it joins.
+    #[schemars(with = "[String; 2]")]
+    pub ends: Spanned<Vec<Spanned<String>>>,
+    /// Capacity per direction (full duplex), Gb/s.
+    #[schemars(with = "f64")]
+    pub capacity_gbps: Spanned<f64>,
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawCable {
+    /// `direct`, `ring` or `switched`.
+    #[schemars(with = "CableKindSchema")]
+    pub kind: Spanned<String>,
+    /// Cable name (default: derived from its ends).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub name: Option<Spanned<String>>,
+    /// direct: the two node ports, `NODE.PORT`.
+    #[serde(default)]
+    #[schemars(with = "Option<[String; 2]>")]
+    pub ends: Option<Spanned<Vec<Spanned<String>>>>,
+    /// ring: the nodes in ring order (at least 3); node[i].f0 faces node[i+1].f1, wrapping.
+    #[serde(default)]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub nodes: Option<Spanned<Vec<Spanned<String>>>>,
+    /// ring: ports used (default `["f0", "f1"]`: the outgoing and the incoming port).
+    #[serde(default)]
+    #[schemars(with = "Option<[String; 2]>")]
+    pub ports: Option<Spanned<Vec<Spanned<String>>>>,
+    /// switched: which node port lands on which switch: `{ "NODE.PORT" = "SWITCH" }`.
+    #[serde(default)]
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub attach: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    /// Halves carried (default: every half of the port).
+    #[serde(default)]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub halves: Option<Vec<Spanned<String>>>,
+    /// Subnet per half: `{ a = "198.51.100.0/30", b = "203.0.113.0/30" }` (direct, switched),
+    /// or one per link in order for a ring (link i half a, link i half b, ...).
+    #[serde(default)]
+    #[schemars(with = "Option<SubnetsSchema>")]
+    pub subnets: Option<Spanned<RawSubnets>>,
+    /// ring: carve each link's subnet from this pool instead (`pool-prefix` long, default /24).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub subnet_pool: Option<Spanned<String>>,
+    #[serde(default)]
+    pub pool_prefix: Option<u8>,
+    /// Addresses per node and half: `{ "NODE" = { a = "198.51.100.1" } }`. Default: derived from
+    /// the subnet (first usable host for the first end, and so on).
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, BTreeMap<String, String>>")]
+    pub addresses: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawSubnets {
+    PerHalf(BTreeMap<Spanned<String>, Spanned<String>>),
+    List(Vec<Spanned<String>>),
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(untagged)]
+enum SubnetsSchema {
+    PerHalf(BTreeMap<String, String>),
+    List(Vec<String>),
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum CableKindSchema {
+    Direct,
+    Ring,
+    Switched,
+}
+
+/// Thresholds of one metric. Values carry their unit: `"90 Gb/s"`, `"3 us"`, `"8 GB/s"`, or a
+/// percentage of the capacity model's expected value: `"90%"`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawGate {
+    /// Pass threshold (at least, for bandwidths; at most, for times).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub pass: Option<Spanned<String>>,
+    /// Warn threshold: between warn and pass is WARN, beyond warn is FAIL.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub warn: Option<Spanned<String>>,
+    /// Pass threshold as a percentage of the expected value (same as `pass = "N%"`).
+    #[serde(default)]
+    #[schemars(with = "Option<f64>")]
+    pub min_pct_of_expected: Option<Spanned<f64>>,
+    /// Warn threshold as a percentage of the expected value.
+    #[serde(default)]
+    #[schemars(with = "Option<f64>")]
+    pub warn_pct_of_expected: Option<Spanned<f64>>,
+    /// The trap to name when this gate is not OK.
+    pub trap: Option<String>,
+    /// The fix to print with it.
+    pub fix: Option<String>,
+    /// Repeat the measurement this many times (default 1).
+    pub attempts: Option<u32>,
+    /// Pass when at least this many attempts pass (default: all).
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub pass_if: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawTests {
+    /// Read-only checks before any measurement (default true).
+    pub preflight: Option<bool>,
+    /// RDMA bandwidth per half (`ib_write_bw`).
+    pub rdma_bw: Option<RawBwTest>,
+    /// Both halves of each cable at once, summed per node.
+    pub rdma_bw_both: Option<RawBwTest>,
+    /// RDMA latency per half (`ib_write_lat`).
+    pub rdma_lat: Option<RawLatTest>,
+    /// NCCL collectives through mpirun.
+    #[serde(default)]
+    pub nccl: Vec<RawNcclTest>,
+    /// TCP sanity (informational).
+    pub iperf3: Option<RawIperfTest>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawBwTest {
+    /// Set false to keep the table but skip the test.
+    pub enabled: Option<bool>,
+    /// `-D`, seconds (default 6).
+    pub duration_s: Option<u32>,
+    /// `-s`, bytes (default 65536).
+    pub size_bytes: Option<u64>,
+    /// `-q`, queue pairs (default 1).
+    pub qps: Option<u32>,
+    /// `per-link` (default: each link alone), `rounds` (declared below) or `all-pairs`.
+    #[schemars(with = "Option<ScheduleSchema>")]
+    pub schedule: Option<Spanned<String>>,
+    /// Halves to measure (default all cabled).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub halves: Option<Vec<Spanned<String>>>,
+    /// Declared concurrent rounds (schedule = "rounds").
+    #[serde(default)]
+    pub round: Vec<RawRound>,
+    /// Per-job timeout in seconds (default: duration + 30).
+    pub timeout_s: Option<u32>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum ScheduleSchema {
+    PerLink,
+    Rounds,
+    AllPairs,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawRound {
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Flows `"CLIENT -> SERVER"`, each end `NODE[.PORT[.HALF]]`, all started together.
+    #[schemars(with = "Vec<String>")]
+    pub flows: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawLatTest {
+    pub enabled: Option<bool>,
+    /// `-s`, bytes (default 2).
+    pub size_bytes: Option<u64>,
+    /// `-n`, iterations (default 1000).
+    pub iterations: Option<u32>,
+    #[schemars(with = "Option<Vec<String>>")]
+    pub halves: Option<Vec<Spanned<String>>>,
+    pub timeout_s: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawNcclTest {
+    /// Job name (default: the collective).
+    #[schemars(with = "Option<String>")]
+    pub name: Option<Spanned<String>>,
+    /// `all_reduce`, `all_gather` or `sendrecv`.
+    #[schemars(with = "CollectiveSchema")]
+    pub collective: Spanned<String>,
+    /// Ranks, one per node, in rank order (default: every node).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub nodes: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Halves whose devices NCCL may use (default all cabled).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub halves: Option<Vec<Spanned<String>>>,
+    /// `-b` (default 8), bytes with optional K/M/G suffix.
+    pub min_bytes: Option<String>,
+    /// `-e` (default 128M; GB10 memory is unified: raise past 1G only deliberately).
+    pub max_bytes: Option<String>,
+    /// `-f` (default 2).
+    pub step_factor: Option<u32>,
+    /// `-w` (default 5).
+    pub warmup: Option<u32>,
+    /// `-n` (default 20).
+    pub iterations: Option<u32>,
+    /// Extra or overriding NCCL environment (e.g. `NCCL_IB_MERGE_NICS = "0"`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub timeout_s: Option<u32>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum CollectiveSchema {
+    AllReduce,
+    AllGather,
+    Sendrecv,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawIperfTest {
+    pub enabled: Option<bool>,
+    /// `-t`, seconds (default 2).
+    pub duration_s: Option<u32>,
+    /// `-P`, parallel streams (default 1).
+    pub streams: Option<u32>,
+    #[schemars(with = "Option<Vec<String>>")]
+    pub halves: Option<Vec<Spanned<String>>>,
+    pub timeout_s: Option<u32>,
+}
+
+/// A template override: inline text, or a path relative to the plan file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawTemplate {
+    #[schemars(with = "Option<String>")]
+    pub inline: Option<Spanned<String>>,
+    #[schemars(with = "Option<String>")]
+    pub path: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawCapacity {
+    /// Share of an oversubscribed hop that flows really get under congestion control
+    /// (default 0.82: 163.8 of 200 Gb/s measured for two flows on one ISL direction).
+    pub efficiency: Option<f64>,
+    /// Cost of crossing a switch, percent (default 0.7).
+    pub switch_penalty_pct: Option<f64>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawSim {
+    /// Seed of the simulated noise (default 1).
+    pub seed: Option<u64>,
+    /// Faults, same syntax as `--sim-fault`: `throttle:NODE.PORT.HALF`, `mtu1500:NODE.PORT.HALF`,
+    /// `crossed:NODE.PORT`, `dead-host:NODE`, `server-dies:NODE`, `rstp-block:SWITCH-SWITCH`,
+    /// `nccl-socket:NODE`.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub faults: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawSetup {
+    /// Debian packages to install (default: perftest rdma-core ibverbs-utils openmpi-bin libnccl2 libnccl-dev).
+    pub packages: Option<Vec<String>>,
+    /// Build nccl-tests with MPI=1 into the node's `nccl-tests-dir`.
+    pub build_nccl_tests: Option<bool>,
+    /// Where to clone nccl-tests from (a mirror URL of the site's).
+    pub nccl_tests_repo: Option<String>,
+}

@@ -1,0 +1,296 @@
+//! Command lines from templates: built-in minijinja templates (one `.j2` per command, included
+//! at compile time, overridable from the plan) and the fixed wrappers that make remote runs safe
+//! (detached servers, remote timeouts, process-group kills).
+//!
+//! Every value interpolated into a command is shell-quoted by the environment's formatter;
+//! `|safe` (or a value built with [`safe`]) is the explicit opt-out, used only for values this
+//! module constructs itself (placeholders). Templates are checked at plan load time against the
+//! variables their job provides.
+
+mod quote;
+
+use std::collections::BTreeMap;
+
+use minijinja::{Environment, UndefinedBehavior, Value};
+
+pub use quote::quote;
+
+/// The built-in templates, by name.
+pub const BUILTINS: [(&str, &str); 9] = [
+    ("rdma-bw-server", include_str!("templates/rdma-bw-server.j2")),
+    ("rdma-bw-client", include_str!("templates/rdma-bw-client.j2")),
+    ("rdma-lat-server", include_str!("templates/rdma-lat-server.j2")),
+    ("rdma-lat-client", include_str!("templates/rdma-lat-client.j2")),
+    ("iperf3-server", include_str!("templates/iperf3-server.j2")),
+    ("iperf3-client", include_str!("templates/iperf3-client.j2")),
+    ("nccl", include_str!("templates/nccl.j2")),
+    ("mpi-hostname", include_str!("templates/mpi-hostname.j2")),
+    ("ping", include_str!("templates/ping.j2")),
+];
+
+/// Names a plan may override.
+pub const TEMPLATE_NAMES: [&str; 9] = [
+    "rdma-bw-server",
+    "rdma-bw-client",
+    "rdma-lat-server",
+    "rdma-lat-client",
+    "iperf3-server",
+    "iperf3-client",
+    "nccl",
+    "mpi-hostname",
+    "ping",
+];
+
+/// The variables each template is given.
+pub fn variables_of(name: &str) -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = match name {
+        "rdma-bw-server" | "rdma-bw-client" => vec![
+            "tool", "device", "gid_index", "port", "duration_s", "size_bytes", "qps", "netdev",
+            "local_ip", "server_ip", "node",
+        ],
+        "rdma-lat-server" | "rdma-lat-client" => vec![
+            "tool", "device", "gid_index", "port", "size_bytes", "iterations", "netdev",
+            "local_ip", "server_ip", "node",
+        ],
+        "iperf3-server" | "iperf3-client" => vec![
+            "port", "local_ip", "server_ip", "duration_s", "streams", "node",
+        ],
+        "nccl" => vec![
+            "apps", "subnets", "binary", "min_bytes", "max_bytes", "step_factor", "warmup",
+            "iterations", "collective", "hosts", "env",
+        ],
+        "mpi-hostname" => vec!["hosts", "subnets"],
+        "ping" => vec!["count", "netdev", "jumbo", "peer_ip", "local_ip", "node"],
+        _ => vec![],
+    };
+    v.sort_unstable();
+    v
+}
+
+/// The built-in source of a template.
+pub fn builtin(name: &str) -> Option<&'static str> {
+    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+}
+
+fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_debug(true);
+    env.set_formatter(|out, _state, value| {
+        if value.is_undefined() || value.is_none() {
+            return Err(minijinja::Error::new(
+                minijinja::ErrorKind::UndefinedError,
+                "a value interpolated into a command is undefined",
+            ));
+        }
+        let text = value.to_string();
+        if value.is_safe() {
+            out.write_str(&text).map_err(minijinja::Error::from)
+        } else {
+            match quote(&text) {
+                Some(q) => out.write_str(&q).map_err(minijinja::Error::from),
+                None => Err(minijinja::Error::new(
+                    minijinja::ErrorKind::InvalidOperation,
+                    "a value interpolated into a command contains a NUL byte",
+                )),
+            }
+        }
+    });
+    env
+}
+
+/// Check a template's syntax and that it uses only the variables its job provides.
+pub fn check_template(name: &str, source: &str) -> Result<(), String> {
+    let env = environment();
+    let tmpl = env
+        .template_from_str(source)
+        .map_err(|e| format!("does not parse: {}", e.detail().unwrap_or(&e.to_string())))?;
+    let allowed = variables_of(name);
+    let mut unknown: Vec<String> = tmpl
+        .undeclared_variables(false)
+        .into_iter()
+        .filter(|v| !allowed.contains(&v.as_str()))
+        .collect();
+    unknown.sort();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "uses {}, which its job does not provide",
+            unknown
+                .iter()
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+/// Renders commands from the built-in templates and a plan's overrides.
+pub struct Renderer {
+    env: Environment<'static>,
+}
+
+/// A template failed to render (a bug or a bad override: load-time checks catch most).
+#[derive(Debug, thiserror::Error)]
+#[error("template `{name}`: {message}")]
+pub struct RenderError {
+    pub name: String,
+    pub message: String,
+}
+
+impl Renderer {
+    pub fn new(overrides: &BTreeMap<String, String>) -> Renderer {
+        let mut env = environment();
+        for name in TEMPLATE_NAMES {
+            let src = overrides
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| builtin(name).unwrap_or_default().to_string());
+            // overrides were checked at load time; a failure here leaves the name missing and
+            // surfaces as a RenderError when used.
+            let _ = env.add_template_owned(name.to_string(), src);
+        }
+        Renderer { env }
+    }
+
+    pub fn render(&self, name: &str, ctx: Value) -> Result<String, RenderError> {
+        let err = |message: String| RenderError {
+            name: name.to_string(),
+            message,
+        };
+        let t = self.env.get_template(name).map_err(|e| err(e.to_string()))?;
+        t.render(ctx).map(|s| s.trim().to_string()).map_err(|e| {
+            err(e
+                .detail()
+                .map(str::to_string)
+                .unwrap_or_else(|| e.to_string()))
+        })
+    }
+}
+
+/// A value this module vouches for: rendered without quoting.
+pub fn safe(s: impl Into<String>) -> Value {
+    Value::from_safe_string(s.into())
+}
+
+/// A placeholder for a value known only at run time: `<spark-a.f0.a:device>`.
+pub fn placeholder(endpoint: &str, what: &str) -> String {
+    format!("<{endpoint}:{what}>")
+}
+
+/// Is this a placeholder produced by [`placeholder`]?
+pub fn is_placeholder(s: &str) -> bool {
+    s.starts_with('<') && s.ends_with('>') && s.contains(':')
+}
+
+/// Remote paths and wrappers. The remote login shell may be csh or fish: every script runs
+/// under `/bin/sh -c`.
+pub mod wrap {
+    use super::quote;
+    use std::collections::BTreeMap;
+
+    /// `/bin/sh -c 'SCRIPT'`
+    pub fn sh(script: &str) -> String {
+        format!("/bin/sh -c {}", quote(script).unwrap_or_default())
+    }
+
+    /// `export K=V; ` for the node's environment.
+    pub fn exports(env: &BTreeMap<String, String>) -> String {
+        env.iter()
+            .map(|(k, v)| format!("export {k}={}; ", quote(v).unwrap_or_default()))
+            .collect()
+    }
+
+    /// Start `cmd` detached: its own session (setsid), stdin from /dev/null, output to a log
+    /// unique to the run and job, its process-group id written to `<job>.pgid`, and a remote
+    /// timeout so it dies even if we lose the connection. A server started any other way dies
+    /// with its SSH session and the client reports "Couldn't connect".
+    pub fn detached(dir: &str, job: &str, timeout_s: u32, env: &BTreeMap<String, String>, cmd: &str) -> String {
+        let inner = format!("echo $$ > {job}.pgid; exec timeout -k 5 {timeout_s} {cmd}");
+        format!(
+            "{}mkdir -p {d} && cd {d} && rm -f {job}.log {job}.pgid && setsid /bin/sh -c {} </dev/null >{job}.log 2>&1 &",
+            exports(env),
+            quote(&inner).unwrap_or_default(),
+            d = quote(dir).unwrap_or_default(),
+        )
+    }
+
+    /// Run `cmd` in the foreground under a remote timeout (clients, mpirun, probes).
+    pub fn foreground(dir: &str, timeout_s: u32, env: &BTreeMap<String, String>, cmd: &str) -> String {
+        format!(
+            "{}mkdir -p {d} && cd {d} && exec timeout -k 5 {timeout_s} {cmd}",
+            exports(env),
+            d = quote(dir).unwrap_or_default(),
+        )
+    }
+
+    /// Poll until the server of `job` listens on `port` (or died): prints its pgid on ready.
+    /// Exit 0 ready, 3 died, 4 gave up after `limit_s`. Polls every 20 ms; never a fixed sleep.
+    pub fn ready(dir: &str, job: &str, port: u16, limit_s: u32) -> String {
+        let hex = format!("{port:04X}");
+        format!(
+            "cd {d} || exit 5; n=0; while [ $n -lt {tries} ]; do \
+if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; exit 0; fi; \
+if [ -s {job}.pgid ] && ! kill -0 -- -$(cat {job}.pgid) 2>/dev/null; then exit 3; fi; \
+sleep 0.02; n=$((n+1)); done; exit 4",
+            d = quote(dir).unwrap_or_default(),
+            tries = limit_s * 50,
+        )
+    }
+
+    /// Kill exactly the process group we started (never by name), then confirm it is gone.
+    /// Exit 0 gone, 1 still there after SIGKILL.
+    pub fn kill_group(pgid: u32) -> String {
+        format!(
+            "kill -TERM -- -{pgid} 2>/dev/null; n=0; while kill -0 -- -{pgid} 2>/dev/null; do \
+n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -- -{pgid} 2>/dev/null; fi; if [ $n -gt 100 ]; then exit 1; fi; sleep 0.02; done; exit 0"
+        )
+    }
+
+    /// Read a remote file (a server's log) after the job.
+    pub fn cat(dir: &str, file: &str) -> String {
+        format!("cat {}/{} 2>/dev/null", quote(dir).unwrap_or_default(), file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_passes_its_own_check() {
+        for name in TEMPLATE_NAMES {
+            check_template(name, builtin(name).unwrap()).unwrap();
+        }
+    }
+
+    #[test]
+    fn undeclared_variable_is_reported() {
+        let err = check_template("rdma-bw-client", "ib_write_bw -d {{ device }} {{ serverip }}").unwrap_err();
+        assert!(err.contains("`serverip`"), "{err}");
+    }
+
+    #[test]
+    fn hostile_values_render_inert() {
+        let r = Renderer::new(&BTreeMap::new());
+        let ctx = minijinja::context! {
+            tool => "ib_write_bw", device => "$(touch /tmp/x)", gid_index => 3, port => 18515,
+            duration_s => 6, size_bytes => 65536, qps => 1, server_ip => "1.2.3.4; rm -rf /",
+        };
+        let out = r.render("rdma-bw-client", ctx).unwrap();
+        assert!(out.contains("'$(touch /tmp/x)'"), "{out}");
+        assert!(out.contains("'1.2.3.4; rm -rf /'"), "{out}");
+    }
+
+    #[test]
+    fn placeholders_stay_visible() {
+        let r = Renderer::new(&BTreeMap::new());
+        let ctx = minijinja::context! {
+            tool => "ib_write_bw", device => safe(placeholder("spark-a.f0.a", "device")), gid_index => safe(placeholder("spark-a.f0.a", "gid")),
+            port => 18515, duration_s => 6, size_bytes => 65536, qps => 1,
+        };
+        let out = r.render("rdma-bw-server", ctx).unwrap();
+        assert!(out.contains("-d <spark-a.f0.a:device> -i 1 -x <spark-a.f0.a:gid>"), "{out}");
+    }
+}
