@@ -7,8 +7,12 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod parse;
+pub mod capacity;
+pub mod cli;
+pub mod exit;
 pub mod gate;
 pub mod plan;
 pub mod render;
+pub mod report;
 pub mod schedule;
 pub mod topology;

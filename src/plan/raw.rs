@@ -204,11 +204,14 @@ pub struct RawCable {
     #[serde(default)]
     #[schemars(with = "Option<Vec<String>>")]
     pub halves: Option<Vec<Spanned<String>>>,
-    /// Subnet per half: `{ a = "198.51.100.0/30", b = "203.0.113.0/30" }` (direct, switched),
-    /// or one per link in order for a ring (link i half a, link i half b, ...).
+    /// Subnet per half: `{ a = "198.51.100.0/30", b = "203.0.113.0/30" }` (direct, switched).
     #[serde(default)]
-    #[schemars(with = "Option<SubnetsSchema>")]
-    pub subnets: Option<Spanned<RawSubnets>>,
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub subnets: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
+    /// ring: one subnet per link and half, in order (link 1 half a, link 1 half b, link 2 ...).
+    #[serde(default)]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub link_subnets: Option<Spanned<Vec<Spanned<String>>>>,
     /// ring: carve each link's subnet from this pool instead (`pool-prefix` long, default /24).
     #[serde(default)]
     #[schemars(with = "Option<String>")]
@@ -220,21 +223,6 @@ pub struct RawCable {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, BTreeMap<String, String>>")]
     pub addresses: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<String>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub enum RawSubnets {
-    PerHalf(BTreeMap<Spanned<String>, Spanned<String>>),
-    List(Vec<Spanned<String>>),
-}
-
-#[allow(dead_code)]
-#[derive(JsonSchema)]
-#[serde(untagged)]
-enum SubnetsSchema {
-    PerHalf(BTreeMap<String, String>),
-    List(Vec<String>),
 }
 
 #[allow(dead_code)]

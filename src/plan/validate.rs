@@ -727,6 +727,7 @@ fn cables(
             ("ports", c.ports.is_some() && kind != CableKind::Ring),
             ("attach", c.attach.is_some() && kind != CableKind::Switched),
             ("subnet-pool", c.subnet_pool.is_some() && kind != CableKind::Ring),
+            ("link-subnets", c.link_subnets.is_some() && kind != CableKind::Ring),
         ];
         for (field, bad) in stray {
             if bad {
@@ -913,15 +914,9 @@ fn per_half_subnets(
                     .help("one subnet per half: `subnets = { a = \"198.51.100.0/30\", b = \"203.0.113.0/30\" }`"),
             );
         }
-        Some(s) => match s.get_ref() {
-            RawSubnets::List(_) => {
-                ctx.push(
-                    Problem::error("plan::subnet-missing", format!("cable `{name}` needs one subnet per half, keyed by half"))
-                        .at(span(s), "a list")
-                        .help("`subnets = { a = \"198.51.100.0/30\", b = \"203.0.113.0/30\" }`"),
-                );
-            }
-            RawSubnets::PerHalf(map) => {
+        Some(s) => {
+            let map = s.get_ref();
+            {
                 for (h, net) in map {
                     if !halves.contains(h.get_ref()) {
                         ctx.push(
@@ -945,7 +940,7 @@ fn per_half_subnets(
                     }
                 }
             }
-        },
+        }
     }
     out
 }
@@ -1037,35 +1032,34 @@ fn ring_cable(
     // subnets: an explicit list (one per link and half, in order) or carved from a pool
     let needed = n * halves.len();
     let mut nets: Vec<(Ipv4Net, Range<usize>)> = Vec::new();
-    match (&c.subnets, &c.subnet_pool) {
-        (Some(s), None) => match s.get_ref() {
-            RawSubnets::List(list) => {
-                if list.len() != needed {
-                    ctx.push(
-                        Problem::error("plan::subnet-count", format!("ring `{name}` has {n} links x {} halves = {needed} subnets to give, the list has {}", halves.len(), list.len()))
-                            .at(span(s), "wrong count")
-                            .help("list them in order: link 1 half a, link 1 half b, link 2 half a, ... (link i joins node i to node i+1), or use `subnet-pool`"),
-                    );
-                    return;
-                }
-                for net in list {
-                    if let Some(x) = parse_net(ctx, net) {
-                        nets.push((x, span(net)));
-                    }
-                }
-                if nets.len() != needed {
-                    return;
-                }
-            }
-            RawSubnets::PerHalf(_) => {
+    if let Some(s) = &c.subnets {
+        ctx.push(
+            Problem::error("plan::subnet-count", format!("ring `{name}` needs a subnet for every link, not one per half"))
+                .at(span(s), "one per half")
+                .help("give `link-subnets` (link 1 a, link 1 b, ...) or `subnet-pool = \"198.19.0.0/16\"`"),
+        );
+        return;
+    }
+    match (&c.link_subnets, &c.subnet_pool) {
+        (Some(s), None) => {
+            let list = s.get_ref();
+            if list.len() != needed {
                 ctx.push(
-                    Problem::error("plan::subnet-count", format!("ring `{name}` needs a subnet for every link, not one per half"))
-                        .at(span(s), "one per half")
-                        .help("give a list of subnets (link 1 a, link 1 b, ...) or `subnet-pool = \"198.19.0.0/16\"`"),
+                    Problem::error("plan::subnet-count", format!("ring `{name}` has {n} links x {} halves = {needed} subnets to give, the list has {}", halves.len(), list.len()))
+                        .at(span(s), "wrong count")
+                        .help("list them in order: link 1 half a, link 1 half b, link 2 half a, ... (link i joins node i to node i+1), or use `subnet-pool`"),
                 );
                 return;
             }
-        },
+            for net in list {
+                if let Some(x) = parse_net(ctx, net) {
+                    nets.push((x, span(net)));
+                }
+            }
+            if nets.len() != needed {
+                return;
+            }
+        }
         (None, Some(pool)) => {
             let Some(pool_net) = parse_net(ctx, pool) else {
                 return;
@@ -1095,7 +1089,7 @@ fn ring_cable(
         }
         (Some(s), Some(_)) => {
             ctx.push(
-                Problem::error("plan::subnet-pool", format!("ring `{name}` gives both `subnets` and `subnet-pool`"))
+                Problem::error("plan::subnet-pool", format!("ring `{name}` gives both `link-subnets` and `subnet-pool`"))
                     .at(span(s), "here")
                     .help("keep one of them"),
             );
@@ -1105,7 +1099,7 @@ fn ring_cable(
             ctx.push(
                 Problem::error("plan::subnet-missing", format!("ring `{name}` gives no subnets"))
                     .at(span(list), "this ring")
-                    .help("each link is its own subnet: `subnet-pool = \"198.19.0.0/16\"` or a list of subnets"),
+                    .help("each link is its own subnet: `subnet-pool = \"198.19.0.0/16\"` or `link-subnets = [...]`"),
             );
             return;
         }

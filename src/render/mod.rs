@@ -7,6 +7,7 @@
 //! module constructs itself (placeholders). Templates are checked at plan load time against the
 //! variables their job provides.
 
+pub mod job;
 mod quote;
 
 use std::collections::BTreeMap;

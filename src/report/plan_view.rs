@@ -1,0 +1,216 @@
+//! `fabricplan plan`: the dry run. Rounds, jobs and the exact command lines each host would run,
+//! in order, as text or JSON. Written round by round: a 4096-node all-pairs plan streams.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::capacity;
+use crate::plan::Plan;
+use crate::render::Renderer;
+use crate::render::job::{JobCommands, Resolution, job_commands};
+use crate::schedule::{Job, Round, Schedule, isl_load};
+use crate::topology::Fabric;
+
+/// The version of the `plan --format json` document.
+pub const PLAN_JSON_VERSION: u32 = 1;
+
+/// One job in `plan --format json`.
+#[derive(Debug, Serialize)]
+pub struct JobView<'a> {
+    pub id: &'a str,
+    pub kind: &'static str,
+    pub label: String,
+    pub port: u16,
+    pub resources: Vec<String>,
+    pub expected_gbps: Option<f64>,
+    pub isl: Vec<String>,
+    pub commands: Option<JobCommands>,
+    pub error: Option<String>,
+}
+
+fn job_view<'a>(plan: &Plan, fabric: &Fabric, renderer: &Renderer, res: &Resolution, job: &'a Job, expected: Option<f64>, run_id: &str) -> JobView<'a> {
+    let _ = fabric;
+    let (commands, error) = match job_commands(plan, renderer, res, job, run_id) {
+        Ok(c) => (Some(c), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let isl = job
+        .pair
+        .as_ref()
+        .map(|p| {
+            p.path
+                .isl_hops()
+                .map(|(isl, from)| {
+                    let i = &plan.isls[isl.0];
+                    let to = if i.a == from { i.b } else { i.a };
+                    format!("{} -> {}", plan.switches[from.0].name, plan.switches[to.0].name)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    JobView {
+        id: &job.id,
+        kind: job.kind.name(),
+        label: job.label(plan),
+        port: job.port,
+        resources: job.resources.iter().map(|e| plan.endpoint_name(e)).collect(),
+        expected_gbps: expected.map(|e| (e * 10.0).round() / 10.0),
+        isl,
+        commands,
+        error,
+    }
+}
+
+/// Write the dry run as text.
+pub fn write_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, schedule: &Schedule, run_id: &str) -> io::Result<()> {
+    let renderer = Renderer::new(&plan.templates);
+    let res = Resolution::from_plan(plan);
+    writeln!(
+        w,
+        "plan `{}`: {} nodes, {} switches, {} links, {} rounds",
+        plan.name,
+        plan.nodes.len(),
+        plan.switches.len(),
+        plan.segments.len(),
+        schedule.len()
+    )?;
+    writeln!(w)?;
+    writeln!(w, "links")?;
+    for s in &plan.segments {
+        let ends: Vec<String> = s
+            .members
+            .iter()
+            .map(|m| {
+                let sw = m.switch.map(|x| format!(" via {}", plan.switches[x.0].name)).unwrap_or_default();
+                format!("{} {}{}", plan.endpoint_name(&m.endpoint), m.address, sw)
+            })
+            .collect();
+        writeln!(w, "  {:<14} {:<18} {}", s.name, s.subnet.to_string(), ends.join("  <->  "))?;
+    }
+    for i in &plan.isls {
+        writeln!(
+            w,
+            "  {:<14} {:<18} {} <-> {}, {} Gb/s per direction",
+            i.name,
+            "ISL",
+            plan.switches[i.a.0].name,
+            plan.switches[i.b.0].name,
+            i.capacity_gbps
+        )?;
+    }
+    if plan.tests.preflight {
+        writeln!(w)?;
+        writeln!(w, "preflight (read-only, before any measurement)")?;
+        writeln!(w, "  discover every node's RDMA devices, GIDs, MTUs and counters (one SSH round trip per node)")?;
+        writeln!(w, "  per link: small ping and `ping -M do -s 8972` out of the planned netdev; cabling; RoCE v2 GID; MTU 9000 both ends")?;
+        if !plan.tests.nccl.is_empty() {
+            writeln!(w, "  per NCCL job: mpirun launches `hostname` on every rank over the fabric subnet")?;
+        }
+    }
+    for round in schedule.rounds(plan, fabric) {
+        write_round_text(w, plan, fabric, &renderer, &res, &round, schedule.len(), run_id)?;
+    }
+    let res_all = Resolution::from_plan(plan);
+    let _ = res_all;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_round_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, renderer: &Renderer, res: &Resolution, round: &Round, total: usize, run_id: &str) -> io::Result<()> {
+    writeln!(w)?;
+    let conc = if round.jobs.len() > 1 { format!(", {} jobs together", round.jobs.len()) } else { String::new() };
+    writeln!(w, "round {}/{}  {}{}", round.index + 1, total, round.name, conc)?;
+    for ((isl, from), n) in isl_load(round) {
+        let i = &plan.isls[isl.0];
+        let to = if i.a == from { i.b } else { i.a };
+        writeln!(
+            w,
+            "  ISL {} -> {}: {} flow(s) share one direction ({} Gb/s)",
+            plan.switches[from.0].name, plan.switches[to.0].name, n, i.capacity_gbps
+        )?;
+    }
+    let expected = capacity::expected(plan, round);
+    let views: Vec<JobView> = round
+        .jobs
+        .iter()
+        .zip(&expected)
+        .map(|(j, e)| job_view(plan, fabric, renderer, res, j, *e, run_id))
+        .collect();
+    for v in &views {
+        let exp = v.expected_gbps.map(|e| format!("  expected {e:.1} Gb/s")).unwrap_or_default();
+        let isl = if v.isl.is_empty() { String::new() } else { format!("  over ISL {}", v.isl.join(", ")) };
+        writeln!(w, "  job {}  {}  port {}{}{}", v.id, v.label, v.port, exp, isl)?;
+    }
+    // servers of every job first, then the clients together, then launchers
+    for role in [crate::render::job::Role::Server, crate::render::job::Role::Client, crate::render::job::Role::Launcher] {
+        for v in &views {
+            if let Some(c) = &v.commands {
+                for s in c.steps.iter().filter(|s| s.role == role) {
+                    let what = match role {
+                        crate::render::job::Role::Server => "server, detached",
+                        crate::render::job::Role::Client => "client",
+                        crate::render::job::Role::Launcher => "mpirun",
+                    };
+                    writeln!(w, "    [{}] {} ({}):", s.host, what, v.id)?;
+                    writeln!(w, "      {}", s.script)?;
+                }
+            }
+            if let Some(e) = &v.error {
+                writeln!(w, "    error: {e}")?;
+            }
+        }
+    }
+    let unresolved: Vec<String> = {
+        let mut u: Vec<String> = views.iter().filter_map(|v| v.commands.as_ref()).flat_map(|c| c.unresolved.clone()).collect();
+        u.sort();
+        u.dedup();
+        u
+    };
+    if !unresolved.is_empty() {
+        writeln!(w, "    discovered at run time: {}", unresolved.join(" "))?;
+    }
+    Ok(())
+}
+
+/// Write the dry run as one JSON document, streamed round by round:
+/// `{ "format_version": 1, "plan": NAME, "rounds": [ { "index", "name", "kind", "jobs": [JobView] } ] }`.
+pub fn write_json(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, schedule: &Schedule, run_id: &str) -> io::Result<()> {
+    let renderer = Renderer::new(&plan.templates);
+    let res = Resolution::from_plan(plan);
+    write!(
+        w,
+        "{{\"format_version\":{PLAN_JSON_VERSION},\"plan\":{},\"round_count\":{},\"rounds\":[",
+        serde_json::to_string(&plan.name).unwrap_or_default(),
+        schedule.len()
+    )?;
+    for (i, round) in schedule.rounds(plan, fabric).enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        let expected = capacity::expected(plan, &round);
+        let jobs: Vec<JobView> = round
+            .jobs
+            .iter()
+            .zip(&expected)
+            .map(|(j, e)| job_view(plan, fabric, &renderer, &res, j, *e, run_id))
+            .collect();
+        #[derive(Serialize)]
+        struct RoundView<'a> {
+            index: usize,
+            name: &'a str,
+            kind: &'static str,
+            jobs: Vec<JobView<'a>>,
+        }
+        serde_json::to_writer(
+            &mut *w,
+            &RoundView {
+                index: round.index,
+                name: &round.name,
+                kind: round.kind.name(),
+                jobs,
+            },
+        )?;
+    }
+    w.write_all(b"]}\n")
+}
