@@ -1,0 +1,118 @@
+//! A recording fake transport for tests: commands in, canned outputs back, and a log of what
+//! ran where and in which order.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::transport::{BoxFuture, Output, Transport, TransportError};
+use crate::plan::Node;
+
+/// One command the fake received.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub seq: usize,
+    pub host: String,
+    pub script: String,
+    pub at: Instant,
+}
+
+type Answer = Box<dyn Fn(&str, &str) -> Option<Result<Output, TransportError>> + Send + Sync>;
+
+/// Answers by rule: the first rule returning `Some` wins; unmatched commands succeed silently.
+pub struct FakeTransport {
+    rules: Vec<Answer>,
+    log: Mutex<Vec<Call>>,
+    delay: Mutex<Vec<(String, Duration)>>,
+}
+
+impl Default for FakeTransport {
+    fn default() -> Self {
+        FakeTransport::new()
+    }
+}
+
+impl FakeTransport {
+    pub fn new() -> FakeTransport {
+        FakeTransport {
+            rules: Vec::new(),
+            log: Mutex::new(Vec::new()),
+            delay: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Answer `output` when the host is `host` (or any, with `"*"`) and the script contains `needle`.
+    pub fn on(mut self, host: &str, needle: &str, output: Result<Output, TransportError>) -> Self {
+        let host = host.to_string();
+        let needle = needle.to_string();
+        self.rules.push(Box::new(move |h, s| {
+            ((host == "*" || host == h) && s.contains(&needle)).then(|| output.clone())
+        }));
+        self
+    }
+
+    /// A rule computed from (host, script).
+    pub fn rule(mut self, f: impl Fn(&str, &str) -> Option<Result<Output, TransportError>> + Send + Sync + 'static) -> Self {
+        self.rules.push(Box::new(f));
+        self
+    }
+
+    /// Hold commands containing `needle` for `d` before answering (a slow or hung tool).
+    pub fn delay(self, needle: &str, d: Duration) -> Self {
+        self.delay.lock().unwrap_or_else(|e| e.into_inner()).push((needle.to_string(), d));
+        self
+    }
+
+    /// Everything received, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Transport for FakeTransport {
+    fn exec<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            {
+                let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+                let seq = log.len();
+                log.push(Call {
+                    seq,
+                    host: node.name.clone(),
+                    script: script.to_string(),
+                    at: Instant::now(),
+                });
+            }
+            let wait = self
+                .delay
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .find(|(n, _)| script.contains(n.as_str()))
+                .map(|(_, d)| *d);
+            if let Some(d) = wait {
+                if d > timeout {
+                    tokio::time::sleep(timeout).await;
+                    return Err(TransportError::Timeout {
+                        host: node.name.clone(),
+                        secs: timeout.as_secs(),
+                    });
+                }
+                tokio::time::sleep(d).await;
+            }
+            for r in &self.rules {
+                if let Some(out) = r(&node.name, script) {
+                    return out;
+                }
+            }
+            Ok(Output::default())
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+}

@@ -1,0 +1,9 @@
+//! Execution: the only async part of fabricplan. Transports carry commands to hosts; the runner
+//! drives rounds (servers, readiness, clients together, collection, cleanup) and turns what
+//! came back into results through the pure parse and gate stages.
+
+pub mod fake;
+pub mod local;
+pub mod transport;
+
+pub use transport::{BoxFuture, Output, Transport, TransportError};

@@ -1,0 +1,85 @@
+//! How commands reach hosts. One trait, several transports: local processes, SSH, a recording
+//! fake for tests, the simulated fabric. The runner only ever sees this trait.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use crate::plan::Node;
+
+/// What a remote command left behind.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Output {
+    /// The exit status; a command killed by signal n reports 128 + n, like a shell.
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn ok(stdout: impl Into<String>) -> Output {
+        Output {
+            status: 0,
+            stdout: stdout.into(),
+            stderr: String::new(),
+        }
+    }
+
+    pub fn success(&self) -> bool {
+        self.status == 0
+    }
+}
+
+/// Why a command could not be run at all (as opposed to running and failing).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// The host cannot be reached or refused us (connect, auth).
+    #[error("{host}: unreachable: {reason}")]
+    Unreachable { host: String, reason: String },
+    /// The host key is unknown or changed: refused.
+    #[error("{host}: {reason}")]
+    HostKey { host: String, reason: String },
+    /// No answer within the time given.
+    #[error("{host}: no answer within {secs} s")]
+    Timeout { host: String, secs: u64 },
+    /// The connection broke while the command ran.
+    #[error("{host}: connection lost: {reason}")]
+    Lost { host: String, reason: String },
+}
+
+impl TransportError {
+    pub fn host(&self) -> &str {
+        match self {
+            TransportError::Unreachable { host, .. }
+            | TransportError::HostKey { host, .. }
+            | TransportError::Timeout { host, .. }
+            | TransportError::Lost { host, .. } => host,
+        }
+    }
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Runs shell scripts on plan nodes.
+pub trait Transport: Send + Sync {
+    /// Run `script` (POSIX sh) on `node`; give up after `timeout`.
+    fn exec<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Output, TransportError>>;
+
+    /// A short name for reports (`ssh`, `local`, `sim`, `fake`).
+    fn name(&self) -> &'static str;
+
+    /// True when the transport answers from a model rather than real hosts.
+    fn simulated(&self) -> bool {
+        false
+    }
+
+    /// Close connections (best effort).
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
