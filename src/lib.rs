@@ -9,6 +9,7 @@
 pub mod parse;
 pub mod capacity;
 pub mod cli;
+pub mod discover;
 pub mod exec;
 pub mod exit;
 pub mod gate;

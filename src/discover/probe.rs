@@ -1,0 +1,312 @@
+//! The read-only probe: one shell script per node, one SSH round trip, nothing installed.
+//! It dumps the RDMA devices from sysfs (state, rate, netdev, GID table, counters) and the
+//! interfaces, addresses and routes from iproute2; `parse` reads the dump.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+/// The probe script. POSIX sh, read-only, sysfs and `ip` only.
+pub const PROBE_SCRIPT: &str = r#"echo "@host $(hostname)"
+for d in /sys/class/infiniband/*; do
+  [ -d "$d" ] || continue
+  p="$d/ports/1"
+  echo "@dev ${d##*/}"
+  echo "@state $(cat "$p/state" 2>/dev/null)"
+  echo "@phys $(cat "$p/phys_state" 2>/dev/null)"
+  echo "@rate $(cat "$p/rate" 2>/dev/null)"
+  echo "@layer $(cat "$p/link_layer" 2>/dev/null)"
+  for n in "$d"/device/net/*; do [ -e "$n" ] && echo "@netdev ${n##*/}"; done
+  grep -H . "$p"/gids/* 2>/dev/null | sed 's/^/@gid /'
+  grep -H . "$p"/gid_attrs/types/* 2>/dev/null | sed 's/^/@gidtype /'
+  grep -H . "$p"/counters/* "$p"/hw_counters/* 2>/dev/null | sed 's/^/@counter /'
+done
+echo "@ip"
+ip -4 -o addr show 2>/dev/null
+echo "@link"
+ip -o link show 2>/dev/null
+echo "@route"
+ip -4 route show 2>/dev/null
+echo "@end"
+"#;
+
+/// Counters only, for snapshots around a job: `DEV...` appended as arguments.
+pub fn counters_script(devices: &[String]) -> String {
+    let mut s = String::new();
+    for d in devices {
+        s.push_str(&format!(
+            "echo \"@dev {d}\"; grep -H . /sys/class/infiniband/{d}/ports/1/counters/* /sys/class/infiniband/{d}/ports/1/hw_counters/* 2>/dev/null | sed 's/^/@counter /'; "
+        ));
+    }
+    s.push_str("echo @end");
+    s
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Gid {
+    pub index: u32,
+    pub gid: String,
+    /// `RoCE v2`, `IB/RoCE v1`, ...
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Device {
+    pub name: String,
+    /// `ACTIVE`, `DOWN`, ...
+    pub state: String,
+    pub phys_state: String,
+    /// As the OS reports it: a hint only (200 Gb/sec is shown for a 100G half).
+    pub rate: String,
+    pub link_layer: String,
+    pub netdevs: Vec<String>,
+    pub gids: Vec<Gid>,
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl Device {
+    pub fn active(&self) -> bool {
+        self.state == "ACTIVE"
+    }
+
+    /// The RoCE v2 GID index whose GID maps `ip` (IPv4-mapped: its last four bytes).
+    pub fn roce_v2_index(&self, ip: Ipv4Addr) -> Option<u32> {
+        let o = ip.octets();
+        let tail = format!("{:02x}{:02x}:{:02x}{:02x}", o[0], o[1], o[2], o[3]);
+        self.gids
+            .iter()
+            .filter(|g| g.kind.contains("RoCE v2"))
+            .find(|g| g.gid.to_ascii_lowercase().ends_with(&format!("ffff:{tail}")))
+            .map(|g| g.index)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interface {
+    pub name: String,
+    pub mtu: Option<u32>,
+    pub up: bool,
+    /// A bond or bridge this interface is enslaved to.
+    pub master: Option<String>,
+    pub ipv4: Vec<Ipv4Net>,
+}
+
+/// What one node's probe found.
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Probe {
+    pub hostname: String,
+    pub devices: Vec<Device>,
+    pub interfaces: Vec<Interface>,
+    /// `ip -4 route` lines.
+    pub routes: Vec<String>,
+    /// The probe ran to its end marker.
+    pub complete: bool,
+}
+
+impl Probe {
+    pub fn device(&self, name: &str) -> Option<&Device> {
+        self.devices.iter().find(|d| d.name == name)
+    }
+
+    pub fn interface(&self, name: &str) -> Option<&Interface> {
+        self.interfaces.iter().find(|i| i.name == name)
+    }
+
+    /// The interface holding `ip`.
+    pub fn interface_with(&self, ip: Ipv4Addr) -> Option<&Interface> {
+        self.interfaces.iter().find(|i| i.ipv4.iter().any(|n| n.addr() == ip))
+    }
+
+    /// The RDMA device behind a netdev.
+    pub fn device_of_netdev(&self, netdev: &str) -> Option<&Device> {
+        self.devices.iter().find(|d| d.netdevs.iter().any(|n| n == netdev))
+    }
+}
+
+fn iface_mut<'a>(ifs: &'a mut Vec<Interface>, name: &str) -> &'a mut Interface {
+    if let Some(i) = ifs.iter().position(|i| i.name == name) {
+        return &mut ifs[i];
+    }
+    ifs.push(Interface {
+        name: name.to_string(),
+        mtu: None,
+        up: false,
+        master: None,
+        ipv4: Vec::new(),
+    });
+    let last = ifs.len() - 1;
+    &mut ifs[last]
+}
+
+/// Read a probe dump (also the counters-only dump).
+pub fn parse(text: &str) -> Probe {
+    let mut p = Probe::default();
+    let mut section = "";
+    for line in text.lines() {
+        let line = line.trim_end();
+        if let Some(rest) = line.strip_prefix('@') {
+            let (tag, val) = rest.split_once(' ').unwrap_or((rest, ""));
+            match tag {
+                "host" => p.hostname = val.trim().to_string(),
+                "dev" => p.devices.push(Device {
+                    name: val.trim().to_string(),
+                    state: String::new(),
+                    phys_state: String::new(),
+                    rate: String::new(),
+                    link_layer: String::new(),
+                    netdevs: Vec::new(),
+                    gids: Vec::new(),
+                    counters: BTreeMap::new(),
+                }),
+                "state" | "phys" | "rate" | "layer" | "netdev" | "gid" | "gidtype" | "counter" => {
+                    let Some(d) = p.devices.last_mut() else { continue };
+                    // sysfs state reads "4: ACTIVE": keep the word
+                    let word = |v: &str| v.split_once(": ").map(|(_, w)| w).unwrap_or(v).trim().to_string();
+                    match tag {
+                        "state" => d.state = word(val),
+                        "phys" => d.phys_state = word(val),
+                        "rate" => d.rate = val.trim().to_string(),
+                        "layer" => d.link_layer = val.trim().to_string(),
+                        "netdev" => d.netdevs.push(val.trim().to_string()),
+                        _ => {
+                            // PATH:VALUE, the file name is the index or counter name
+                            let Some((path, v)) = val.split_once(':') else { continue };
+                            let file = path.rsplit('/').next().unwrap_or("");
+                            match tag {
+                                "gid" => {
+                                    if let Ok(i) = file.parse::<u32>() {
+                                        let g = v.trim().to_string();
+                                        if g.chars().any(|c| c != '0' && c != ':') {
+                                            d.gids.push(Gid { index: i, gid: g, kind: String::new() });
+                                        }
+                                    }
+                                }
+                                "gidtype" => {
+                                    if let Ok(i) = file.parse::<u32>()
+                                        && let Some(g) = d.gids.iter_mut().find(|g| g.index == i)
+                                    {
+                                        g.kind = v.trim().to_string();
+                                    }
+                                }
+                                _ => {
+                                    if let Ok(n) = v.trim().parse::<u64>() {
+                                        d.counters.insert(file.to_string(), n);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                "ip" | "link" | "route" => section = tag,
+                "end" => {
+                    p.complete = true;
+                    section = "";
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match section {
+            "ip" => {
+                // 2: enp1s0f0np0    inet 198.51.100.1/30 brd ... scope global enp1s0f0np0\  valid_lft ...
+                let toks: Vec<&str> = line.split_whitespace().collect();
+                if toks.len() >= 4 && toks[2] == "inet" {
+                    let name = toks[1].trim_end_matches(':');
+                    let name = name.split('@').next().unwrap_or(name);
+                    if let Ok(net) = toks[3].parse::<Ipv4Net>() {
+                        iface_mut(&mut p.interfaces, name).ipv4.push(net);
+                    }
+                }
+            }
+            "link" => {
+                // 2: enp1s0f0np0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc ... master bond0 state UP ...
+                let toks: Vec<&str> = line.split_whitespace().collect();
+                if toks.len() >= 3 {
+                    let name = toks[1].trim_end_matches(':');
+                    let name = name.split('@').next().unwrap_or(name).to_string();
+                    let i = iface_mut(&mut p.interfaces, &name);
+                    i.up = toks[2].contains("LOWER_UP") || toks.windows(2).any(|w| w[0] == "state" && w[1] == "UP");
+                    for w in toks.windows(2) {
+                        match w[0] {
+                            "mtu" => i.mtu = w[1].parse().ok(),
+                            "master" => i.master = Some(w[1].to_string()),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            "route" => {
+                if !line.trim().is_empty() {
+                    p.routes.push(line.trim().to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DUMP: &str = "@host spark-a
+@dev rocep1s0f0
+@state 4: ACTIVE
+@phys 5: LinkUp
+@rate 200 Gb/sec (4X HDR)
+@layer Ethernet
+@netdev enp1s0f0np0
+@gid /sys/class/infiniband/rocep1s0f0/ports/1/gids/0:fe80:0000:0000:0000:0000:0000:0000:0001
+@gid /sys/class/infiniband/rocep1s0f0/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:c633:6401
+@gid /sys/class/infiniband/rocep1s0f0/ports/1/gids/4:0000:0000:0000:0000:0000:0000:0000:0000
+@gidtype /sys/class/infiniband/rocep1s0f0/ports/1/gid_attrs/types/0:IB/RoCE v1
+@gidtype /sys/class/infiniband/rocep1s0f0/ports/1/gid_attrs/types/3:RoCE v2
+@counter /sys/class/infiniband/rocep1s0f0/ports/1/counters/port_xmit_data:123
+@counter /sys/class/infiniband/rocep1s0f0/ports/1/hw_counters/packet_seq_err:0
+@dev rocep1s0f1
+@state 1: DOWN
+@phys 3: Disabled
+@rate 200 Gb/sec (4X HDR)
+@layer Ethernet
+@netdev enp1s0f1np1
+@ip
+2: enp1s0f0np0    inet 198.51.100.1/30 brd 198.51.100.3 scope global enp1s0f0np0\\       valid_lft forever preferred_lft forever
+@link
+1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000
+2: enp1s0f0np0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP mode DEFAULT group default qlen 1000
+3: enp1s0f1np1: <BROADCAST,MULTICAST> mtu 1500 qdisc noop master bond0 state DOWN mode DEFAULT group default qlen 1000
+@route
+default via 192.0.2.1 dev eno1
+@end
+";
+
+    #[test]
+    fn reads_devices_gids_interfaces() {
+        let p = parse(DUMP);
+        assert!(p.complete);
+        assert_eq!(p.hostname, "spark-a");
+        let d = p.device("rocep1s0f0").unwrap();
+        assert!(d.active());
+        assert_eq!(d.netdevs, vec!["enp1s0f0np0"]);
+        assert_eq!(d.gids.len(), 2, "empty GID entries are skipped");
+        assert_eq!(d.roce_v2_index("198.51.100.1".parse().unwrap()), Some(3));
+        assert_eq!(d.roce_v2_index("198.51.100.2".parse().unwrap()), None);
+        assert_eq!(d.counters["port_xmit_data"], 123);
+        assert!(!p.device("rocep1s0f1").unwrap().active());
+        let i = p.interface("enp1s0f0np0").unwrap();
+        assert_eq!(i.mtu, Some(9000));
+        assert!(i.up);
+        assert_eq!(i.ipv4[0].to_string(), "198.51.100.1/30");
+        assert_eq!(p.interface("enp1s0f1np1").unwrap().master.as_deref(), Some("bond0"));
+        assert_eq!(p.interface_with("198.51.100.1".parse().unwrap()).unwrap().name, "enp1s0f0np0");
+    }
+
+    #[test]
+    fn truncated_dump_is_incomplete() {
+        let p = parse(&DUMP[..200]);
+        assert!(!p.complete);
+    }
+}

@@ -1,0 +1,251 @@
+//! `GateSpec::judge`: a measurement against its thresholds, to OK / WARN / FAIL with the
+//! threshold and unit, and for WARN/FAIL the trap and its fix.
+
+use serde::Serialize;
+
+use super::GateSpec;
+use super::threshold::{Metric, Threshold};
+use super::trap::Trap;
+
+/// The outcome of one gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Outcome {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "OK",
+            Outcome::Warn => "WARN",
+            Outcome::Fail => "FAIL",
+        }
+    }
+}
+
+/// One gate's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// What was judged: `rdma-bw spark-b.f0.a -> spark-a.f0.a`.
+    pub gate: String,
+    pub metric: Option<Metric>,
+    pub outcome: Outcome,
+    /// The measured value in `unit` (None when nothing could be measured).
+    pub measured: Option<f64>,
+    pub unit: String,
+    /// The threshold in words: `>= 89.5 Gb/s (80% of expected 111.9)`.
+    pub threshold: String,
+    pub expected: Option<f64>,
+    pub trap: Option<Trap>,
+    pub trap_name: Option<String>,
+    pub fix: Option<String>,
+    /// Evidence in a sentence (the tool's error, the counter delta, ...).
+    pub detail: String,
+    /// Every attempt's value, when the gate repeats.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<f64>,
+}
+
+impl Verdict {
+    /// A verdict that is not a threshold comparison (transport, #wrong, unreachable, ...).
+    pub fn check(gate: impl Into<String>, outcome: Outcome, detail: impl Into<String>, trap: Option<Trap>) -> Verdict {
+        Verdict {
+            gate: gate.into(),
+            metric: None,
+            outcome,
+            measured: None,
+            unit: String::new(),
+            threshold: String::new(),
+            expected: None,
+            trap: if outcome == Outcome::Ok { None } else { trap },
+            trap_name: if outcome == Outcome::Ok { None } else { trap.map(|t| t.name().to_string()) },
+            fix: if outcome == Outcome::Ok { None } else { trap.map(|t| t.fix().to_string()) },
+            detail: detail.into(),
+            attempts: Vec::new(),
+        }
+    }
+
+    /// Replace the trap (a more specific signature was recognised).
+    pub fn with_trap(mut self, trap: Trap) -> Verdict {
+        if self.outcome != Outcome::Ok {
+            self.trap = Some(trap);
+            self.trap_name = Some(trap.name().to_string());
+            self.fix = Some(trap.fix().to_string());
+        }
+        self
+    }
+}
+
+fn fmt_val(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+impl GateSpec {
+    fn bound(&self, t: Option<Threshold>, expected: Option<f64>) -> Option<f64> {
+        t.and_then(|t| t.resolve(expected))
+    }
+
+    /// The outcome of one value.
+    fn outcome(&self, value: f64, expected: Option<f64>) -> Outcome {
+        let pass = self.bound(self.pass, expected);
+        let warn = self.bound(self.warn, expected);
+        let better = |v: f64, b: f64| {
+            if self.metric.higher_is_better() {
+                v >= b
+            } else {
+                v <= b
+            }
+        };
+        match (pass, warn) {
+            (None, _) => Outcome::Ok,
+            (Some(p), _) if better(value, p) => Outcome::Ok,
+            (Some(_), Some(w)) if better(value, w) => Outcome::Warn,
+            _ => Outcome::Fail,
+        }
+    }
+
+    /// The threshold in words.
+    pub fn describe(&self, expected: Option<f64>) -> String {
+        let unit = self.metric.unit().symbol();
+        let cmp = if self.metric.higher_is_better() { ">=" } else { "<=" };
+        let one = |t: Threshold| match t {
+            Threshold::Absolute { value } => format!("{cmp} {} {unit}", fmt_val(value)),
+            Threshold::PctOfExpected { pct } => match expected {
+                Some(e) => format!("{cmp} {} {unit} ({pct}% of expected {})", fmt_val(e * pct / 100.0), fmt_val(e)),
+                None => format!("{cmp} {pct}% of expected (no expected value)"),
+            },
+        };
+        match (self.pass, self.warn) {
+            (None, _) => "reported, not gated".to_string(),
+            (Some(p), Some(w)) if p != w => format!("{}, warn {}", one(p), one(w)),
+            (Some(p), _) => one(p),
+        }
+    }
+
+    /// Judge one or more attempts of a measurement: pass when `pass_if` attempts pass.
+    pub fn judge(&self, gate: impl Into<String>, values: &[f64], expected: Option<f64>) -> Verdict {
+        let unit = self.metric.unit().symbol().to_string();
+        let gate = gate.into();
+        if values.is_empty() {
+            return Verdict {
+                gate,
+                metric: Some(self.metric),
+                outcome: Outcome::Fail,
+                measured: None,
+                unit,
+                threshold: self.describe(expected),
+                expected,
+                trap: Some(Trap::Unparseable),
+                trap_name: Some(Trap::Unparseable.name().into()),
+                fix: Some(Trap::Unparseable.fix().into()),
+                detail: "no measurement".into(),
+                attempts: Vec::new(),
+            };
+        }
+        let outcomes: Vec<Outcome> = values.iter().map(|v| self.outcome(*v, expected)).collect();
+        let oks = outcomes.iter().filter(|o| **o == Outcome::Ok).count() as u32;
+        let not_fail = outcomes.iter().filter(|o| **o != Outcome::Fail).count() as u32;
+        let need = self.pass_if.min(values.len() as u32).max(1);
+        let outcome = if oks >= need {
+            Outcome::Ok
+        } else if not_fail >= need {
+            Outcome::Warn
+        } else {
+            Outcome::Fail
+        };
+        // report the best value when several attempts ran (the one the verdict rests on)
+        let measured = if self.metric.higher_is_better() {
+            values.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+        } else {
+            values.iter().cloned().fold(f64::INFINITY, f64::min)
+        };
+        let (trap, trap_name, fix) = if outcome == Outcome::Ok {
+            (None, None, None)
+        } else {
+            (Some(self.trap), Some(self.trap_name()), Some(self.fix()))
+        };
+        let detail = if values.len() > 1 {
+            format!("{oks} of {} attempts passed, {need} needed", values.len())
+        } else {
+            String::new()
+        };
+        Verdict {
+            gate,
+            metric: Some(self.metric),
+            outcome,
+            measured: Some(measured),
+            unit,
+            threshold: self.describe(expected),
+            expected,
+            trap,
+            trap_name,
+            fix,
+            detail,
+            attempts: if values.len() > 1 { values.to_vec() } else { Vec::new() },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bandwidth_default_relative_to_expected() {
+        let g = GateSpec::default_for(Metric::RdmaBw);
+        assert_eq!(g.judge("x", &[109.0], Some(111.9)).outcome, Outcome::Ok);
+        // R2b: two flows on one ISL direction, expected ~82 each
+        assert_eq!(g.judge("x", &[81.9], Some(82.0)).outcome, Outcome::Ok);
+        // a flat 90 Gb/s gate would have failed it; the throttle still fails
+        let v = g.judge("x", &[12.74], Some(111.9));
+        assert_eq!(v.outcome, Outcome::Fail);
+        assert_eq!(v.trap, Some(Trap::FirmwareThrottle));
+        assert!(v.fix.unwrap().contains("firmware"));
+        assert_eq!(g.judge("x", &[60.0], Some(111.9)).outcome, Outcome::Warn);
+    }
+
+    #[test]
+    fn latency_lower_is_better() {
+        let g = GateSpec::default_for(Metric::RdmaLat);
+        assert_eq!(g.judge("x", &[1.45], None).outcome, Outcome::Ok);
+        assert_eq!(g.judge("x", &[3.0], None).outcome, Outcome::Ok);
+        assert_eq!(g.judge("x", &[3.01], None).outcome, Outcome::Warn);
+        assert_eq!(g.judge("x", &[10.5], None).outcome, Outcome::Fail);
+        assert!(g.judge("x", &[1.45], None).threshold.starts_with("<= 3.00 us"));
+    }
+
+    #[test]
+    fn k_of_n_attempts() {
+        let mut g = GateSpec::default_for(Metric::RdmaBw);
+        g.pass = Some(Threshold::Absolute { value: 90.0 });
+        g.warn = Some(Threshold::Absolute { value: 30.0 });
+        g.attempts = 3;
+        g.pass_if = 2;
+        let v = g.judge("x", &[95.0, 20.0, 91.0], None);
+        assert_eq!(v.outcome, Outcome::Ok);
+        assert_eq!(v.attempts.len(), 3);
+        assert_eq!(g.judge("x", &[95.0, 20.0, 50.0], None).outcome, Outcome::Warn);
+        assert_eq!(g.judge("x", &[95.0, 20.0, 10.0], None).outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn no_value_is_a_fail_not_a_pass() {
+        let g = GateSpec::default_for(Metric::RdmaBw);
+        assert_eq!(g.judge("x", &[], Some(111.9)).outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn ungated_metric_reports_ok() {
+        let g = GateSpec::default_for(Metric::Iperf3);
+        let v = g.judge("x", &[12.0], None);
+        assert_eq!(v.outcome, Outcome::Ok);
+        assert_eq!(v.threshold, "reported, not gated");
+    }
+}
