@@ -16,5 +16,6 @@ pub mod gate;
 pub mod plan;
 pub mod render;
 pub mod report;
+pub mod results;
 pub mod schedule;
 pub mod topology;

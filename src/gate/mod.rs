@@ -1,6 +1,7 @@
 //! Gates: thresholds per metric and the judgement of measurements into OK / WARN / FAIL with
 //! the trap named. Pure and synchronous.
 
+pub mod classify;
 pub mod judge;
 pub mod threshold;
 pub mod trap;

@@ -1,0 +1,303 @@
+//! From what the tools printed (the documented `fabricplan parse` JSON) and the context of the
+//! job (path, counters, expected value) to verdicts with the trap named. Pure.
+
+use serde_json::Value;
+
+use super::GateSpec;
+use super::judge::{Outcome, Verdict};
+use super::threshold::Metric;
+use super::trap::Trap;
+
+/// What the gate engine knows about a job beyond the tool's output.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// `rdma-bw spark-b.f0.a -> spark-a.f0.a`
+    pub gate: String,
+    pub expected_gbps: Option<f64>,
+    /// The flow crosses an ISL.
+    pub crosses_isl: bool,
+    /// packet_seq_err growth on the involved devices during the job.
+    pub seq_err_delta: Option<i64>,
+    /// RDMA data counters (bytes) moved on every rank's device during an NCCL job.
+    pub fabric_bytes_per_rank: Vec<(String, Option<i64>)>,
+    /// NCCL_IB_HCA as rendered, and the cabled devices of every rank it should list.
+    pub nccl_hca: Option<String>,
+    pub cabled_devices: Vec<String>,
+}
+
+fn f(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(Value::as_f64)
+}
+
+/// The trap a tool error points at.
+pub fn trap_of_error(kind: &str) -> Trap {
+    match kind {
+        "no-device" => Trap::NoDevice,
+        "port-state" => Trap::PortDown,
+        "connect-failed" => Trap::ServerGoneOrFirewall,
+        "listen-failed" => Trap::ToolError,
+        "qp-rtr-failed" | "qp-rts-failed" => Trap::QpRtrFailed,
+        "gid" => Trap::NoGid,
+        "resource" => Trap::MemoryRegistration,
+        "process-entry" => Trap::Docker0Subnet,
+        "not-enough-slots" | "daemon-launch-failed" | "daemon-lost" | "exec-not-found" => Trap::MpiLaunch,
+        "timeout" => Trap::Timeout,
+        "message-too-long" | "frag-needed" => Trap::MtuMismatch,
+        "unreachable" => Trap::Unreachable,
+        _ => Trap::ToolError,
+    }
+}
+
+/// A tool's reported error as a FAIL verdict.
+pub fn error_verdict(gate: &str, parsed: &Value) -> Option<Verdict> {
+    let err = parsed.get("error").filter(|e| !e.is_null())?;
+    let kind = err.get("kind").and_then(Value::as_str).unwrap_or("other");
+    let msg = err.get("message").and_then(Value::as_str).unwrap_or("");
+    Some(Verdict::check(
+        gate,
+        Outcome::Fail,
+        format!("{kind}: {}", msg.lines().next().unwrap_or("")),
+        Some(trap_of_error(kind)),
+    ))
+}
+
+/// Bandwidth per half: the gate, with the trap chosen by signature.
+pub fn bandwidth(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
+    if let Some(v) = error_verdict(&ctx.gate, parsed) {
+        return vec![v];
+    }
+    let Some(bw) = f(parsed, "bw_avg_gbps") else {
+        return vec![Verdict::check(&ctx.gate, Outcome::Fail, "no complete result row in the tool's output", Some(Trap::Unparseable))];
+    };
+    let mut v = spec.judge(&ctx.gate, &[bw], ctx.expected_gbps);
+    if v.outcome != Outcome::Ok && spec.trap_text.is_none() {
+        let seq = ctx.seq_err_delta.unwrap_or(0);
+        let trap = if bw < 10.0 && ctx.crosses_isl {
+            // single digits across the ISL: check its RSTP role before anything else
+            Trap::IslBlockedRstp
+        } else if bw < 10.0 && seq > 0 {
+            Trap::SoftwareForwarding
+        } else if (8.0..=25.0).contains(&bw) {
+            Trap::FirmwareThrottle
+        } else {
+            Trap::BelowLineRate
+        };
+        v = v.with_trap(trap);
+    }
+    let mut out = vec![v];
+    if let Some(seq) = ctx.seq_err_delta
+        && seq > 0
+        && out[0].outcome == Outcome::Ok
+    {
+        // near line rate plus growth: DCQCN at work on an oversubscribed hop
+        out.push(
+            Verdict::check(
+                format!("{} packet_seq_err", ctx.gate),
+                Outcome::Warn,
+                format!("packet_seq_err grew by {seq} at near line rate: congestion control backing off on a contended hop"),
+                Some(Trap::CongestionControl),
+            ),
+        );
+    }
+    out
+}
+
+/// Latency: t_typical against its gate.
+pub fn latency(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
+    if let Some(v) = error_verdict(&ctx.gate, parsed) {
+        return vec![v];
+    }
+    match f(parsed, "t_typical_us").or_else(|| f(parsed, "t_avg_us")) {
+        Some(t) => vec![spec.judge(&ctx.gate, &[t], None)],
+        None => vec![Verdict::check(&ctx.gate, Outcome::Fail, "no complete latency row in the tool's output", Some(Trap::Unparseable))],
+    }
+}
+
+/// iperf3: informational unless the plan gates it.
+pub fn iperf(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
+    if let Some(v) = error_verdict(&ctx.gate, parsed) {
+        return vec![v];
+    }
+    match f(parsed, "gbps") {
+        Some(g) => {
+            let mut v = spec.judge(&ctx.gate, &[g], None);
+            if spec.pass.is_none() {
+                v.detail = "one TCP stream on GB10 ARM cores sits near 12 Gb/s whatever the link: informational".into();
+            }
+            vec![v]
+        }
+        None => vec![Verdict::check(&ctx.gate, Outcome::Fail, "no iperf3 summary", Some(Trap::Unparseable))],
+    }
+}
+
+/// NCCL: transport, correctness, the 16 KiB time, bus bandwidth, the fabric counters, GDR.
+pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
+    let g = |what: &str| format!("{} {what}", ctx.gate);
+    let mut out = Vec::new();
+    if let Some(mut v) = error_verdict(&g("run"), parsed) {
+        if v.trap == Some(Trap::ToolError) {
+            v = v.with_trap(Trap::MpiLaunch);
+        }
+        out.push(v);
+    }
+    let rows = parsed.get("rows").and_then(Value::as_array).cloned().unwrap_or_default();
+    let transport = parsed.get("transport").and_then(Value::as_str);
+    match transport {
+        Some("NET/IB") => out.push(Verdict::check(g("transport"), Outcome::Ok, "NET/IB: NCCL rode the RDMA fabric", None)),
+        Some(t) => out.push(Verdict::check(g("transport"), Outcome::Fail, format!("{t}: NCCL fell back to TCP sockets"), Some(Trap::TcpFallback))),
+        None if !rows.is_empty() => out.push(Verdict::check(g("transport"), Outcome::Fail, "the log does not show NET/IB (NCCL_DEBUG=INFO lines missing)", Some(Trap::TcpFallback))),
+        None => {}
+    }
+    if rows.is_empty() {
+        if out.is_empty() {
+            out.push(Verdict::check(g("run"), Outcome::Fail, "no nccl-tests result rows", Some(Trap::Unparseable)));
+        }
+        return out;
+    }
+    let wrong = parsed.get("wrong_total").and_then(Value::as_f64).unwrap_or(0.0);
+    let oob = parsed.get("out_of_bounds").and_then(Value::as_f64).unwrap_or(0.0);
+    if wrong > 0.0 || oob > 0.0 {
+        out.push(Verdict::check(g("correctness"), Outcome::Fail, format!("#wrong {wrong} elements, out of bounds {oob}"), Some(Trap::WrongResults)));
+    } else {
+        out.push(Verdict::check(g("correctness"), Outcome::Ok, "#wrong 0 at every size, out of bounds 0", None));
+    }
+    // 16 KiB in-place time, when the sweep covers it
+    if let Some(row) = rows.iter().find(|r| r.get("size_bytes").and_then(Value::as_u64) == Some(16384))
+        && let Some(t) = row.get("in_place").and_then(|h| h.get("time_us")).and_then(Value::as_f64)
+    {
+        out.push(small.judge(g("16 KiB time"), &[t], None));
+    }
+    if let Some(b) = f(parsed, "avg_busbw_gbs") {
+        let mut v = busbw.judge(g("avg busbw"), &[b], None);
+        if busbw.pass.is_none() {
+            v.detail = "reported; set [gates.nccl-busbw] to gate it".into();
+        }
+        out.push(v);
+    }
+    // did the fabric carry it?
+    let dead: Vec<&str> = ctx
+        .fabric_bytes_per_rank
+        .iter()
+        .filter(|(_, d)| d.is_some_and(|d| d <= 0))
+        .map(|(h, _)| h.as_str())
+        .collect();
+    if !ctx.fabric_bytes_per_rank.is_empty() {
+        if dead.is_empty() && ctx.fabric_bytes_per_rank.iter().all(|(_, d)| d.is_some()) {
+            out.push(Verdict::check(g("fabric counters"), Outcome::Ok, "RDMA byte counters moved on every rank", None));
+        } else if !dead.is_empty() {
+            out.push(Verdict::check(g("fabric counters"), Outcome::Fail, format!("RDMA byte counters did not move on {}", dead.join(", ")), Some(Trap::FabricNotUsed)));
+        }
+    }
+    if let Some(hca) = &ctx.nccl_hca {
+        let listed: Vec<&str> = hca.split(',').map(str::trim).collect();
+        let missing: Vec<&String> = ctx.cabled_devices.iter().filter(|d| !listed.contains(&d.as_str())).collect();
+        if !missing.is_empty() {
+            out.push(Verdict::check(
+                g("NCCL_IB_HCA"),
+                Outcome::Warn,
+                format!("NCCL_IB_HCA leaves out cabled device(s) {}", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")),
+                Some(Trap::HalfMissingFromHca),
+            ));
+        }
+    }
+    if parsed.get("gdr").and_then(Value::as_bool) == Some(false) {
+        out.push(Verdict::check(g("GPUDirect RDMA"), Outcome::Ok, "GDR 0: GPUDirect RDMA off, data staged through host memory (expected on GB10)", None));
+    }
+    out
+}
+
+/// The metric-level spec lookup helper.
+pub fn spec(plan: &crate::plan::Plan, m: Metric) -> GateSpec {
+    plan.gates.get(&m).cloned().unwrap_or_else(|| GateSpec::default_for(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx(expected: f64) -> Context {
+        Context { gate: "rdma-bw x".into(), expected_gbps: Some(expected), ..Context::default() }
+    }
+
+    #[test]
+    fn throttle_signature() {
+        let s = GateSpec::default_for(Metric::RdmaBw);
+        let v = bandwidth(&s, &json!({"status":"ok","error":null,"bw_avg_gbps":12.74}), &ctx(111.9));
+        assert_eq!(v[0].outcome, Outcome::Fail);
+        assert_eq!(v[0].trap, Some(Trap::FirmwareThrottle));
+        // near miss: 26 Gb/s is not the throttle band
+        let v = bandwidth(&s, &json!({"bw_avg_gbps":26.0}), &ctx(111.9));
+        assert_ne!(v[0].trap, Some(Trap::FirmwareThrottle));
+    }
+
+    #[test]
+    fn rstp_and_software_forwarding_signatures() {
+        let s = GateSpec::default_for(Metric::RdmaBw);
+        let mut c = ctx(111.1);
+        c.crosses_isl = true;
+        assert_eq!(bandwidth(&s, &json!({"bw_avg_gbps":4.47}), &c)[0].trap, Some(Trap::IslBlockedRstp));
+        let mut c = ctx(111.1);
+        c.seq_err_delta = Some(900);
+        assert_eq!(bandwidth(&s, &json!({"bw_avg_gbps":4.85}), &c)[0].trap, Some(Trap::SoftwareForwarding));
+        // near miss: same counter growth at line rate is congestion control, a WARN
+        let v = bandwidth(&s, &json!({"bw_avg_gbps":81.9}), &{ let mut c = ctx(82.0); c.seq_err_delta = Some(5500); c });
+        assert_eq!(v[0].outcome, Outcome::Ok);
+        assert_eq!(v[1].outcome, Outcome::Warn);
+        assert_eq!(v[1].trap, Some(Trap::CongestionControl));
+    }
+
+    #[test]
+    fn connect_failed_names_the_detached_server_trap() {
+        let s = GateSpec::default_for(Metric::RdmaBw);
+        let v = bandwidth(&s, &json!({"error":{"kind":"connect-failed","message":"Couldn't connect to 198.51.100.1:18515"}}), &ctx(111.9));
+        assert_eq!(v[0].trap, Some(Trap::ServerGoneOrFirewall));
+        assert!(v[0].fix.as_ref().unwrap().contains("detached"));
+    }
+
+    #[test]
+    fn nccl_socket_fallback_and_counters() {
+        let small = GateSpec::default_for(Metric::NcclSmallTime);
+        let bus = GateSpec::default_for(Metric::NcclBusbw);
+        let parsed = json!({"transport":"NET/Socket","rows":[{"size_bytes":16384,"in_place":{"time_us":29.5}}],"wrong_total":0,"out_of_bounds":0,"avg_busbw_gbs":1.2,"gdr":false});
+        let mut c = Context { gate: "nccl".into(), ..Context::default() };
+        c.fabric_bytes_per_rank = vec![("a".into(), Some(0)), ("b".into(), Some(0))];
+        let v = nccl(&small, &bus, &parsed, &c);
+        assert!(v.iter().any(|v| v.trap == Some(Trap::TcpFallback) && v.outcome == Outcome::Fail));
+        assert!(v.iter().any(|v| v.trap == Some(Trap::FabricNotUsed)));
+        // near miss: NET/IB with moving counters passes both
+        let parsed = json!({"transport":"NET/IB","rows":[{"size_bytes":16384,"in_place":{"time_us":29.5}}],"wrong_total":0,"out_of_bounds":0});
+        c.fabric_bytes_per_rank = vec![("a".into(), Some(10)), ("b".into(), Some(12))];
+        let v = nccl(&small, &bus, &parsed, &c);
+        assert!(v.iter().all(|v| v.outcome == Outcome::Ok), "{v:#?}");
+    }
+
+    #[test]
+    fn wrong_results_fail() {
+        let small = GateSpec::default_for(Metric::NcclSmallTime);
+        let bus = GateSpec::default_for(Metric::NcclBusbw);
+        let v = nccl(&small, &bus, &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":3,"out_of_bounds":1}), &Context::default());
+        assert!(v.iter().any(|v| v.trap == Some(Trap::WrongResults)));
+    }
+
+    #[test]
+    fn docker0_trap_from_mpirun_error() {
+        let small = GateSpec::default_for(Metric::NcclSmallTime);
+        let bus = GateSpec::default_for(Metric::NcclBusbw);
+        let v = nccl(&small, &bus, &json!({"error":{"kind":"process-entry","message":"cannot find a corresponding process entry for that peer"},"rows":[]}), &Context::default());
+        assert_eq!(v[0].trap, Some(Trap::Docker0Subnet));
+        assert!(v[0].fix.as_ref().unwrap().contains("oob_tcp_if_include"));
+    }
+
+    #[test]
+    fn half_missing_from_hca() {
+        let small = GateSpec::default_for(Metric::NcclSmallTime);
+        let bus = GateSpec::default_for(Metric::NcclBusbw);
+        let c = Context { nccl_hca: Some("rocep1s0f0".into()), cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()], ..Context::default() };
+        let v = nccl(&small, &bus, &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}), &c);
+        assert!(v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
+        let c = Context { nccl_hca: Some("rocep1s0f0,roceP2p1s0f0".into()), cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()], ..Context::default() };
+        let v = nccl(&small, &bus, &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}), &c);
+        assert!(!v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
+    }
+}

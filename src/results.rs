@@ -1,0 +1,204 @@
+//! What a run found, as data. `results.json` is [`RunResults`] serialized; `results.jsonl` holds
+//! one [`JobResult`] per line as each job finishes. Both carry `format_version`.
+//!
+//! Stable shape (format version 1):
+//! - `RunResults`: `format_version`, `plan`, `run_id`, `transport`, `simulated`, `started_unix_ms`,
+//!   `finished_unix_ms`, `interrupted`, `discovery` (per node: reachable, error, halves),
+//!   `preflight` (verdicts), `jobs` (JobResult), `rounds` (RoundRecord), `summary`.
+//! - `JobResult`: `format_version`, `job`, `kind`, `round`, `round_name`, `label`, `hosts`,
+//!   `expected_gbps`, `status` (`measured` | `failed` | `skipped`), `reason`, `steps`
+//!   (host, role, command, exit status, times, output file names), `parsed` (the `fabricplan parse`
+//!   JSON of the tool output), `counters` (per device deltas), `verdicts`.
+//! - `Verdict`: `gate`, `metric`, `outcome` (`OK` | `WARN` | `FAIL`), `measured`, `unit`,
+//!   `threshold`, `expected`, `trap`, `trap_name`, `fix`, `detail`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::discover::HalfResolution;
+use crate::gate::judge::{Outcome, Verdict};
+use crate::render::job::Role;
+
+pub const RESULTS_FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobStatus {
+    /// The tools ran and produced a reading (its verdicts may still fail).
+    Measured,
+    /// The job ran but could not measure (unreachable, timeout, tool error, unreadable output).
+    Failed,
+    /// Not run: a preflight check it depends on failed, or the run was interrupted.
+    Skipped,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepRecord {
+    pub host: String,
+    pub role: Role,
+    pub command: String,
+    pub script: String,
+    pub exit_status: Option<i32>,
+    pub error: Option<String>,
+    /// Unix time in ms when the command was sent.
+    pub started_unix_ms: u64,
+    pub finished_unix_ms: u64,
+    /// Files in the job's folder of the run directory.
+    pub stdout_file: Option<String>,
+    pub stderr_file: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CounterDelta {
+    pub host: String,
+    pub device: String,
+    pub counter: String,
+    pub before: u64,
+    pub after: u64,
+    pub delta: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JobResult {
+    pub format_version: u32,
+    pub job: String,
+    pub kind: String,
+    pub round: usize,
+    pub round_name: String,
+    pub label: String,
+    pub hosts: Vec<String>,
+    pub expected_gbps: Option<f64>,
+    pub status: JobStatus,
+    pub reason: Option<String>,
+    pub steps: Vec<StepRecord>,
+    pub parsed: Option<serde_json::Value>,
+    pub counters: Vec<CounterDelta>,
+    pub verdicts: Vec<Verdict>,
+    /// Wall time of the measurement itself (client or mpirun), seconds.
+    pub tool_seconds: Option<f64>,
+}
+
+impl JobResult {
+    pub fn worst(&self) -> Option<Outcome> {
+        self.verdicts.iter().map(|v| v.outcome).max()
+    }
+
+    /// The measured value of the job's main gate (bandwidth, latency).
+    pub fn main_value(&self) -> Option<f64> {
+        self.verdicts.iter().find(|v| v.metric.is_some()).and_then(|v| v.measured)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundRecord {
+    pub index: usize,
+    pub name: String,
+    pub jobs: Vec<String>,
+    pub started_unix_ms: u64,
+    pub finished_unix_ms: u64,
+    /// Spread of the clients' launch times, ms (the round's clients are released together).
+    pub launch_skew_ms: Option<f64>,
+    /// Longest tool time of the round, s (the round's share of the critical path).
+    pub longest_tool_s: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeDiscovery {
+    pub node: String,
+    pub reachable: bool,
+    pub error: Option<String>,
+    pub hostname: Option<String>,
+    pub halves: Vec<HalfResolution>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct Summary {
+    pub ok: usize,
+    pub warn: usize,
+    pub fail: usize,
+    pub jobs: usize,
+    pub jobs_not_measured: usize,
+    /// `ALL GREEN`, `PASS with N warning(s)` or `N FAIL`.
+    pub verdict: String,
+    pub exit_code: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResults {
+    pub format_version: u32,
+    pub plan: String,
+    pub run_id: String,
+    pub transport: String,
+    pub simulated: bool,
+    pub started_unix_ms: u64,
+    pub finished_unix_ms: u64,
+    pub interrupted: bool,
+    pub discovery: Vec<NodeDiscovery>,
+    pub preflight: Vec<Verdict>,
+    pub jobs: Vec<JobResult>,
+    pub rounds: Vec<RoundRecord>,
+    pub summary: Summary,
+}
+
+impl RunResults {
+    /// Every verdict, preflight first.
+    pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
+        self.preflight.iter().chain(self.jobs.iter().flat_map(|j| j.verdicts.iter()))
+    }
+
+    /// Count outcomes and decide the one-line verdict and exit code.
+    pub fn summarize(&mut self) {
+        let mut s = Summary::default();
+        for v in self.verdicts() {
+            match v.outcome {
+                Outcome::Ok => s.ok += 1,
+                Outcome::Warn => s.warn += 1,
+                Outcome::Fail => s.fail += 1,
+            }
+        }
+        s.jobs = self.jobs.len();
+        s.jobs_not_measured = self.jobs.iter().filter(|j| j.status != JobStatus::Measured).count();
+        // green only on evidence: a run that measured nothing is not green
+        let nothing = s.ok + s.warn + s.fail == 0;
+        s.verdict = if s.fail > 0 {
+            format!("{} FAIL", s.fail)
+        } else if nothing {
+            "NOTHING MEASURED".to_string()
+        } else if s.warn > 0 {
+            format!("PASS with {} warning(s)", s.warn)
+        } else {
+            "ALL GREEN".to_string()
+        };
+        s.exit_code = if self.interrupted {
+            crate::exit::INTERRUPTED
+        } else if s.fail > 0 || nothing || s.jobs_not_measured > 0 {
+            crate::exit::FAIL
+        } else {
+            crate::exit::OK
+        };
+        self.summary = s;
+    }
+
+    /// Node x node bandwidth matrix (client row, server column), best value per pair, Gb/s.
+    pub fn bandwidth_matrix(&self) -> BTreeMap<(String, String), f64> {
+        let mut m = BTreeMap::new();
+        for j in self.jobs.iter().filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both") {
+            if let (Some(v), [server, client]) = (j.main_value(), j.hosts.as_slice()) {
+                let e = m.entry((client.clone(), server.clone())).or_insert(v);
+                if v > *e {
+                    *e = v;
+                }
+            }
+        }
+        m
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
