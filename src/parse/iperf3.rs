@@ -111,8 +111,8 @@ impl IperfReport {
         }
         let mut parts: Vec<String> = Vec::new();
         let mut head = match (self.gbps, self.sender_gbps) {
-            (Some(g), _) => format!("{g:.1} Gb/s received"),
-            (None, Some(s)) => format!("{s:.1} Gb/s sent"),
+            (Some(g), _) => format!("{} received", rate(g)),
+            (None, Some(s)) => format!("{} sent", rate(s)),
             (None, None) => "no summary".to_string(),
         };
         if let Some(d) = self.duration_s {
@@ -120,7 +120,7 @@ impl IperfReport {
         }
         parts.push(head);
         if let Some(r) = self.reverse_gbps {
-            parts.push(format!("reverse {r:.1} Gb/s"));
+            parts.push(format!("reverse {}", rate(r)));
         }
         if let Some(n) = self.streams {
             parts.push(format!("{n} stream{}", if n == 1 { "" } else { "s" }));
@@ -145,12 +145,23 @@ impl IperfReport {
             }
             Status::Error => {
                 if let Some(e) = &self.error {
-                    out = format!("{who}: error ({}): {}", e.kind.as_str(), e.message);
+                    // The message repeats "iperf3: " from the tool's own line; say it once.
+                    let msg = e.message.strip_prefix("iperf3: ").unwrap_or(&e.message);
+                    out = format!("{who}: error ({}): {msg}", e.kind.as_str());
                 }
             }
             _ => {}
         }
         out
+    }
+}
+
+/// Gb/s with one decimal, or Mb/s below 1 Gb/s so a slow UDP test does not read `0.0`.
+fn rate(gbps: f64) -> String {
+    if gbps >= 1.0 || gbps == 0.0 {
+        format!("{gbps:.1} Gb/s")
+    } else {
+        format!("{:.1} Mb/s", gbps * 1e3)
     }
 }
 
@@ -201,7 +212,10 @@ fn make_error(lines: &[&str]) -> Option<ToolError> {
         .iter()
         .map(|m| m.find("iperf3:").and_then(|i| m.get(i..)).unwrap_or(m))
         .collect();
-    let first = first.find("iperf3:").and_then(|i| first.get(i..)).unwrap_or(first);
+    let first = first
+        .find("iperf3:")
+        .and_then(|i| first.get(i..))
+        .unwrap_or(first);
     Some(ToolError {
         kind: classify(first),
         message: dedup(&trimmed).join("\n"),
@@ -348,7 +362,10 @@ fn scan_json_string(body: &str, key: &str) -> Option<String> {
 
 fn version_of(v: &str) -> String {
     // "iperf 3.12" -> "3.12"; keep whatever else as printed.
-    v.trim().strip_prefix("iperf ").unwrap_or(v.trim()).to_string()
+    v.trim()
+        .strip_prefix("iperf ")
+        .unwrap_or(v.trim())
+        .to_string()
 }
 
 fn protocol_of(p: &str) -> Option<Protocol> {
@@ -366,8 +383,11 @@ fn f(v: Option<&Value>, key: &str) -> Option<f64> {
 
 fn u(v: Option<&Value>, key: &str) -> Option<u64> {
     let x = v?.get(key)?;
-    x.as_u64()
-        .or_else(|| x.as_f64().filter(|f| f.is_finite() && *f >= 0.0).map(|f| f as u64))
+    x.as_u64().or_else(|| {
+        x.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f as u64)
+    })
 }
 
 fn gbps(bps: Option<f64>) -> Option<f64> {
@@ -402,13 +422,19 @@ fn from_json_doc(doc: &Value, lines: &[&str]) -> IperfReport {
         .map(|a| u32::try_from(a.len()).unwrap_or(u32::MAX))
         .unwrap_or(0);
     r.bidir = u(test_start, "bidir").unwrap_or(0) > 0
-        || end.and_then(|e| e.get("sum_received_bidir_reverse")).is_some();
+        || end
+            .and_then(|e| e.get("sum_received_bidir_reverse"))
+            .is_some();
 
     let sum_sent = end.and_then(|e| e.get("sum_sent"));
     let sum_received = end.and_then(|e| e.get("sum_received"));
     // Old UDP reports only have `end.sum` (receiver's view carried back to the client).
     let sum = end.and_then(|e| e.get("sum"));
-    let recv = sum_received.or(if r.protocol == Some(Protocol::Udp) { sum } else { None });
+    let recv = sum_received.or(if r.protocol == Some(Protocol::Udp) {
+        sum
+    } else {
+        None
+    });
 
     r.gbps = gbps(f(recv, "bits_per_second"));
     r.sender_gbps = gbps(f(sum_sent, "bits_per_second"));
@@ -629,7 +655,9 @@ fn looks_like_iperf3(lines: &[&str]) -> bool {
             || l == "iperf Done."
             || l.starts_with("- - - - -")
             || (l.starts_with("Server listening on ")
-                && l.split_whitespace().nth(3).is_some_and(|p| p.parse::<u32>().is_ok()))
+                && l.split_whitespace()
+                    .nth(3)
+                    .is_some_and(|p| p.parse::<u32>().is_ok()))
             || l.starts_with("iperf 3.")
     })
 }
@@ -646,16 +674,33 @@ fn parse_text(raw: &[&str]) -> IperfReport {
     let mut post_sep_unlabelled: Vec<Row> = Vec::new();
     let mut intervals = 0u32;
     let mut last_span: Option<&str> = None;
+    // (id, dir) rows already seen in the current time slot: with `-O` the omitted slot and the
+    // first counted one share the span `0.00-1.00`.
+    let mut slot_keys: Vec<(Option<u32>, Dir)> = Vec::new();
     let mut after_sep = false;
     let mut connected = 0u32;
     let mut recognised = false;
     for line in &lines {
         let t = line.trim();
+        if t == "Server output:" && r.role == Some(Role::Client) {
+            // --get-server-output appends the server's own report: the client's is what counts.
+            break;
+        }
         if t.starts_with("Connecting to host") || t == "iperf Done." {
             r.role = Some(Role::Client);
             recognised = true;
         } else if t.starts_with("Server listening on") || t.starts_with("Accepted connection from")
         {
+            // A long-running server prints one report per test: keep only the last test.
+            if t.starts_with("Accepted") && (!rows.is_empty() || intervals > 0) {
+                rows.clear();
+                post_sep_unlabelled.clear();
+                intervals = 0;
+                last_span = None;
+                slot_keys.clear();
+                after_sep = false;
+                connected = 0;
+            }
             r.role = Some(Role::Server);
             recognised = true;
         } else if let Some(v) = t.strip_prefix("iperf 3.") {
@@ -695,10 +740,13 @@ fn parse_text(raw: &[&str]) -> IperfReport {
             // iperf3 3.0/3.1 UDP: the final summary row carried no sender/receiver label.
             post_sep_unlabelled.push(row);
         } else {
-            if last_span != Some(row.span) {
+            let key = (row.id, row.dir);
+            if last_span != Some(row.span) || slot_keys.contains(&key) {
                 intervals = intervals.saturating_add(1);
                 last_span = Some(row.span);
+                slot_keys.clear();
             }
+            slot_keys.push(key);
         }
     }
     r.intervals = intervals;
@@ -718,6 +766,15 @@ fn parse_text(raw: &[&str]) -> IperfReport {
         if let Some(s) = sums.last() {
             return Some((s.bps, s.end - s.start, s.first_int, (**s).clone()));
         }
+        // One row per stream (the last one, should a row be repeated).
+        let mut per_id: Vec<&Row> = Vec::new();
+        for x in &mine {
+            match per_id.iter_mut().find(|p| p.id == x.id) {
+                Some(slot) => *slot = x,
+                None => per_id.push(x),
+            }
+        }
+        let mine = per_id;
         let first = mine.first()?;
         let bps: f64 = mine.iter().map(|x| x.bps).sum();
         let retr = mine
@@ -751,7 +808,13 @@ fn parse_text(raw: &[&str]) -> IperfReport {
     ids.sort_unstable();
     ids.dedup();
     r.streams = if ids.is_empty() {
-        (connected > 0).then(|| if r.bidir { connected.div_ceil(2) } else { connected })
+        (connected > 0).then(|| {
+            if r.bidir {
+                connected.div_ceil(2)
+            } else {
+                connected
+            }
+        })
     } else {
         u32::try_from(ids.len()).ok()
     };
@@ -793,11 +856,14 @@ mod tests {
 
     #[test]
     fn row_units_scale() {
-        let r = parse_row("[  5]   0.00-1.00   sec  2.27 GBytes  19461 Mbits/sec    8   1023 KBytes       ")
-            .unwrap();
+        let r = parse_row(
+            "[  5]   0.00-1.00   sec  2.27 GBytes  19461 Mbits/sec    8   1023 KBytes       ",
+        )
+        .unwrap();
         assert!((r.bps - 19.461e9).abs() < 1.0);
         assert_eq!(r.first_int, Some(8));
-        let r = parse_row("[SUM]   0.00-1.00   sec   512 KBytes  4.19 Kbits/sec  receiver").unwrap();
+        let r =
+            parse_row("[SUM]   0.00-1.00   sec   512 KBytes  4.19 Kbits/sec  receiver").unwrap();
         assert_eq!(r.id, None);
         assert_eq!(r.label, Some(Label::Receiver));
         assert!((r.bps - 4190.0).abs() < 1e-6);
@@ -806,7 +872,10 @@ mod tests {
     #[test]
     fn truncated_row_is_rejected() {
         assert!(parse_row("[  5]   0.00-1.00   sec  2.09 GBytes  17.9 Gbi").is_none());
-        assert!(parse_row("[  5]   0.00-1.00   sec  11.9 MBytes   100 Mbits/sec  0.007 ms  0/38").is_none());
+        assert!(
+            parse_row("[  5]   0.00-1.00   sec  11.9 MBytes   100 Mbits/sec  0.007 ms  0/38")
+                .is_none()
+        );
     }
 
     #[test]
