@@ -222,8 +222,9 @@ pub fn parse(text: &str) -> PingReport {
     }
     if let Some((kind, _)) = kinds.first() {
         let mut msgs: Vec<&str> = Vec::new();
+        // One line per probe can run to hundreds with -c 100: the first three say it all.
         for (_, m) in &errors {
-            if !msgs.contains(&m.as_str()) {
+            if !msgs.contains(&m.as_str()) && msgs.len() < 3 {
                 msgs.push(m);
             }
         }
@@ -312,7 +313,12 @@ fn header(rest: &str) -> Option<(String, Option<String>, Option<u32>)> {
     } else {
         (None, after_host)
     };
-    let tok = tail.split_whitespace().next().unwrap_or("");
+    // busybox puts a colon before the size: `PING h (ip): 56 data bytes`.
+    let tok = tail
+        .trim_start_matches([':', ' '])
+        .split_whitespace()
+        .next()
+        .unwrap_or("");
     let payload = tok.split('(').next().and_then(|p| p.parse::<u32>().ok());
     Some((undot(host).to_string(), ip, payload))
 }
@@ -320,7 +326,8 @@ fn header(rest: &str) -> Option<(String, Option<String>, Option<u32>)> {
 /// A reply line: `<n> bytes from <who>: icmp_seq=<n> ttl=<n> time=<t> ms` (also `icmp_req=`).
 /// A line cut before its `time=... ms` is not accepted.
 fn is_reply(line: &str) -> bool {
-    let seq = line.contains("icmp_seq=") || line.contains("icmp_req=");
+    // `seq=` also covers busybox's bare `seq=0`.
+    let seq = line.contains("seq=") || line.contains("icmp_req=");
     let Some(idx) = line.find("time=").or_else(|| line.find("time<")) else {
         return false;
     };
@@ -404,7 +411,8 @@ fn counts(line: &str, r: &mut PingReport) -> bool {
         let word = it.next().unwrap_or("");
         if p.ends_with("packets transmitted") {
             tx = first.parse::<u64>().ok();
-        } else if word == "received" {
+        } else if p.ends_with(" received") {
+            // iputils: `3 received`; busybox and BSD: `3 packets received`.
             rx = first.parse::<u64>().ok();
         } else if let Some(n) = first.strip_prefix('+') {
             let n = n.parse::<u64>().ok();
