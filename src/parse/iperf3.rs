@@ -590,6 +590,12 @@ fn parse_row(line: &str) -> Option<Row<'_>> {
     let toks: Vec<&str> = rest.split_whitespace().collect();
     let span = *toks.first()?;
     let (a, b) = span.split_once('-')?;
+    // iperf3 prints both ends with `%.2f`; iperf 2 uses 1 or 4 decimals, so this also keeps a
+    // pasted iperf 2 table (without its banner) from being read as iperf3.
+    let two_decimals = |x: &str| x.split_once('.').is_some_and(|(_, d)| d.len() == 2);
+    if !two_decimals(a) || !two_decimals(b) {
+        return None;
+    }
     let (start, end) = (num(a)?, num(b)?);
     if *toks.get(1)? != "sec" {
         return None;
@@ -867,6 +873,16 @@ mod tests {
         assert_eq!(r.id, None);
         assert_eq!(r.label, Some(Label::Receiver));
         assert!((r.bps - 4190.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn iperf2_rows_are_not_iperf3() {
+        assert!(parse_row("[  3]  0.0-10.0 sec  10.9 GBytes  9.39 Gbits/sec").is_none());
+        assert!(parse_row("[  1] 0.0000-10.0153 sec  10.9 GBytes  9.37 Gbits/sec").is_none());
+        assert_eq!(
+            parse("[  3]  0.0-10.0 sec  10.9 GBytes  9.39 Gbits/sec").status,
+            Status::Unrecognized
+        );
     }
 
     #[test]
