@@ -1,8 +1,560 @@
-//! ping output. STUB: replaced by the parser work.
-use super::{Status, ToolError};
+//! iputils `ping` output, above all the jumbo do-not-fragment probe `ping -M do -s 8972` that
+//! proves MTU 9000 end to end: header, reply lines (`icmp_seq=` or the 2010-2012 `icmp_req=`),
+//! local `message too long` and remote `Frag needed` errors, ICMP unreachables, statistics.
+//!
+//! Judgement calls: an unknown host (`Name or service not known`, `Temporary failure in name
+//! resolution`) is kind `other` (a naming/config problem, not proof that the path is down); a run
+//! with 100% loss and no error line is kind `unreachable` with the statistics line as message; a
+//! trailing-dot FQDN is reported without its dot.
+
+use super::text::{clean_line, num};
+use super::{ErrorKind, Status, ToolError};
 use serde::Serialize;
 
+/// The do-not-fragment probe failed: the path MTU is smaller than the packet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MtuError {
+    /// `message-too-long` (refused by the local interface) or `frag-needed` (a router said so).
+    pub kind: ErrorKind,
+    /// The MTU the kernel or router reported, when printed.
+    pub mtu: Option<u32>,
+    /// The router that sent `Frag needed`; `None` for a local refusal.
+    pub from: Option<String>,
+}
+
+/// What was read from one ping run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PingReport { pub status: Status, pub error: Option<ToolError> }
-pub fn parse(_text: &str) -> PingReport { PingReport { status: Status::Unrecognized, error: None } }
-impl PingReport { pub fn summary(&self) -> String { String::new() } }
+pub struct PingReport {
+    pub status: Status,
+    pub error: Option<ToolError>,
+    /// Target as given on the command line (header or statistics line), trailing dot removed.
+    pub host: Option<String>,
+    /// Resolved address from the header.
+    pub ip: Option<String>,
+    /// ICMP payload size (`-s`), e.g. 8972 from `8972(9000)`.
+    pub payload_bytes: Option<u32>,
+    pub transmitted: Option<u64>,
+    pub received: Option<u64>,
+    pub duplicates: Option<u64>,
+    pub corrupted: Option<u64>,
+    /// `+N errors` from the statistics; without statistics, the error lines seen.
+    pub errors: Option<u64>,
+    pub loss_pct: Option<f64>,
+    pub time_ms: Option<f64>,
+    pub rtt_min_ms: Option<f64>,
+    pub rtt_avg_ms: Option<f64>,
+    pub rtt_max_ms: Option<f64>,
+    pub rtt_mdev_ms: Option<f64>,
+    /// `pipe N`: most probes in flight at once.
+    pub pipe: Option<u32>,
+    pub mtu_error: Option<MtuError>,
+    /// Echo reply lines seen (duplicates not counted).
+    pub replies: u64,
+}
+
+impl PingReport {
+    fn empty() -> Self {
+        PingReport {
+            status: Status::Unrecognized,
+            error: None,
+            host: None,
+            ip: None,
+            payload_bytes: None,
+            transmitted: None,
+            received: None,
+            duplicates: None,
+            corrupted: None,
+            errors: None,
+            loss_pct: None,
+            time_ms: None,
+            rtt_min_ms: None,
+            rtt_avg_ms: None,
+            rtt_max_ms: None,
+            rtt_mdev_ms: None,
+            pipe: None,
+            mtu_error: None,
+            replies: 0,
+        }
+    }
+
+    /// One line for humans, e.g.
+    /// `ping 198.19.1.2: 3/3 replies, 0% loss, rtt avg 0.052 ms, payload 8972 B`.
+    pub fn summary(&self) -> String {
+        let head = match self.host.as_deref().or(self.ip.as_deref()) {
+            Some(t) => format!("ping {t}"),
+            None => "ping".to_string(),
+        };
+        if self.status == Status::Unrecognized {
+            return format!("{head}: unrecognized: no ping output found");
+        }
+        if let Some(m) = &self.mtu_error {
+            let mtu = m.mtu.map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+            return match &m.from {
+                None => format!("{head}: jumbo ping refused locally: message too long, mtu={mtu}"),
+                Some(r) => format!("{head}: fragmentation needed at {r}, mtu={mtu}"),
+            };
+        }
+        let mut parts = Vec::new();
+        match (self.transmitted, self.received) {
+            (Some(t), Some(r)) => parts.push(format!("{r}/{t} replies")),
+            _ => parts.push(format!("{} replies", self.replies)),
+        }
+        if let Some(l) = self.loss_pct {
+            parts.push(format!("{l}% loss"));
+        }
+        if let Some(a) = self.rtt_avg_ms {
+            parts.push(format!("rtt avg {a} ms"));
+        }
+        if let Some(p) = self.payload_bytes {
+            parts.push(format!("payload {p} B"));
+        }
+        let mut out = format!("{head}: {}", parts.join(", "));
+        match self.status {
+            Status::Incomplete => out.push_str(" (incomplete: no statistics)"),
+            Status::Error => {
+                if let Some(e) = &self.error {
+                    let first = e.message.lines().next().unwrap_or("");
+                    out.push_str(&format!(" (error {}: {first})", e.kind.as_str()));
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+}
+
+/// Parse one ping capture.
+pub fn parse(text: &str) -> PingReport {
+    let mut r = PingReport::empty();
+    let mut recognised = false;
+    let mut have_stats = false;
+    let mut stats_line = String::new();
+    let mut errors: Vec<(ErrorKind, String)> = Vec::new();
+    let mut error_lines = 0u64;
+
+    for raw in text.lines() {
+        let line = strip_epoch(clean_line(raw)).trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("PING ") {
+            if let Some((host, ip, payload)) = header(rest) {
+                r.host = Some(host);
+                r.ip = ip;
+                r.payload_bytes = payload;
+                recognised = true;
+            }
+        } else if line.starts_with("--- ") && line.ends_with(" ping statistics ---") {
+            recognised = true;
+            if r.host.is_none() {
+                let h = line
+                    .strip_prefix("--- ")
+                    .and_then(|s| s.strip_suffix(" ping statistics ---"))
+                    .unwrap_or("");
+                r.host = Some(undot(h).to_string());
+            }
+        } else if line.contains(" packets transmitted, ") {
+            if counts(line, &mut r) {
+                have_stats = true;
+                recognised = true;
+                stats_line = line.to_string();
+            }
+        } else if let Some(rest) = line
+            .strip_prefix("rtt ")
+            .or_else(|| line.strip_prefix("round-trip "))
+        {
+            if rtt(rest, &mut r) {
+                recognised = true;
+            }
+        } else if line.starts_with("pipe ") {
+            // With every probe lost there is no rtt line; iputils prints `pipe N` alone.
+            r.pipe = line.get(5..).and_then(|p| p.trim().parse().ok());
+        } else if line.contains(" bytes from ") && is_reply(line) {
+            recognised = true;
+            if !line.contains("(DUP!)") {
+                r.replies = r.replies.saturating_add(1);
+            }
+        } else if let Some(rest) = line.strip_prefix("From ") {
+            if let Some((kind, m)) = from_error(rest) {
+                recognised = true;
+                error_lines = error_lines.saturating_add(1);
+                if kind == ErrorKind::FragNeeded && r.mtu_error.is_none() {
+                    r.mtu_error = Some(m);
+                }
+                errors.push((kind, line.to_string()));
+            }
+        } else if let Some(rest) = line.strip_prefix("ping: ") {
+            recognised = true;
+            let kind = local_error(rest);
+            if kind == ErrorKind::MessageTooLong {
+                error_lines = error_lines.saturating_add(1);
+                if r.mtu_error.is_none() {
+                    r.mtu_error = Some(MtuError {
+                        kind,
+                        mtu: mtu_value(rest),
+                        from: None,
+                    });
+                }
+            } else if r.host.is_none() {
+                // `ping: spark-x: Name or service not known`: the host is the middle field.
+                if let Some((h, _)) = rest.split_once(": ") {
+                    if !h.contains(' ') && !matches!(h, "connect" | "sendmsg" | "socket") {
+                        r.host = Some(undot(h).to_string());
+                    }
+                }
+            }
+            errors.push((kind, line.to_string()));
+        }
+    }
+
+    if !have_stats && error_lines > 0 {
+        r.errors = Some(error_lines);
+    }
+    if !recognised {
+        return PingReport::empty();
+    }
+
+    // The first error decides the kind, except that an MTU error always wins: it is the
+    // finding the jumbo probe exists for.
+    let mut kinds: Vec<&(ErrorKind, String)> = errors.iter().collect();
+    if let Some(m) = &r.mtu_error {
+        kinds.sort_by_key(|(k, _)| *k != m.kind);
+    }
+    if let Some((kind, _)) = kinds.first() {
+        let mut msgs: Vec<&str> = Vec::new();
+        // One line per probe can run to hundreds with -c 100: the first three say it all.
+        for (_, m) in &errors {
+            if !msgs.contains(&m.as_str()) && msgs.len() < 3 {
+                msgs.push(m);
+            }
+        }
+        r.error = Some(ToolError {
+            kind: *kind,
+            message: msgs.join("\n"),
+        });
+    } else if have_stats && r.received == Some(0) {
+        r.error = Some(ToolError {
+            kind: ErrorKind::Unreachable,
+            message: stats_line,
+        });
+    }
+
+    r.status = if r.error.is_some() {
+        Status::Error
+    } else if have_stats {
+        Status::Ok
+    } else {
+        Status::Incomplete
+    };
+    r
+}
+
+/// `-D` puts `[1717171717.123456] ` in front of each reply.
+fn strip_epoch(line: &str) -> &str {
+    let t = line.trim_start();
+    if let Some(rest) = t.strip_prefix('[') {
+        if let Some((stamp, after)) = rest.split_once(']') {
+            if num(stamp).is_some() {
+                return after;
+            }
+        }
+    }
+    line
+}
+
+fn undot(h: &str) -> &str {
+    if h.len() > 1 {
+        h.strip_suffix('.').unwrap_or(h)
+    } else {
+        h
+    }
+}
+
+/// After `PING `: IPv4 `host (ip) 8972(9000) bytes of data.`; IPv6 `host(ip) 56 data bytes`,
+/// where ip may itself be `name (addr)`.
+fn header(rest: &str) -> Option<(String, Option<String>, Option<u32>)> {
+    let open = rest.find('(');
+    let space = rest.find(' ');
+    let host_end = match (open, space) {
+        (Some(o), Some(s)) => o.min(s),
+        (Some(o), None) => o,
+        (None, Some(s)) => s,
+        (None, None) => return None,
+    };
+    let host = rest.get(..host_end)?.trim();
+    if host.is_empty() {
+        return None;
+    }
+    let after_host = rest.get(host_end..)?.trim_start();
+    let (ip, tail) = if let Some(inner) = after_host.strip_prefix('(') {
+        // Balanced scan: `(name (addr))` nests one level.
+        let mut depth = 1usize;
+        let mut close = None;
+        for (i, c) in inner.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let close = close?;
+        let inside = inner.get(..close)?;
+        let addr = match inside.rsplit_once('(') {
+            Some((_, a)) => a.trim_end_matches(')'),
+            None => inside,
+        };
+        (Some(addr.trim().to_string()), inner.get(close + 1..)?)
+    } else {
+        (None, after_host)
+    };
+    // busybox puts a colon before the size: `PING h (ip): 56 data bytes`.
+    let tok = tail
+        .trim_start_matches([':', ' '])
+        .split_whitespace()
+        .next()
+        .unwrap_or("");
+    let payload = tok.split('(').next().and_then(|p| p.parse::<u32>().ok());
+    Some((undot(host).to_string(), ip, payload))
+}
+
+/// A reply line: `<n> bytes from <who>: icmp_seq=<n> ttl=<n> time=<t> ms` (also `icmp_req=`).
+/// A line cut before its `time=... ms` is not accepted.
+fn is_reply(line: &str) -> bool {
+    // `seq=` also covers busybox's bare `seq=0`.
+    let seq = line.contains("seq=") || line.contains("icmp_req=");
+    let Some(idx) = line.find("time=").or_else(|| line.find("time<")) else {
+        return false;
+    };
+    let Some(after) = line.get(idx + 5..) else {
+        return false;
+    };
+    let mut it = after.split_whitespace();
+    let value_ok = it.next().and_then(num).is_some();
+    seq && value_ok && it.next() == Some("ms")
+}
+
+/// After `From `: `<ip>[ (<addr>)][:] icmp_seq=<n> <message>`.
+fn from_error(rest: &str) -> Option<(ErrorKind, MtuError)> {
+    let idx = rest
+        .find(" icmp_seq=")
+        .or_else(|| rest.find(" icmp_req="))?;
+    let who = rest.get(..idx)?.trim().trim_end_matches(':');
+    let router = match who.rsplit_once('(') {
+        Some((_, a)) => a.trim_end_matches(')').trim(),
+        None => who,
+    };
+    let after = rest.get(idx + 1..)?;
+    let msg = after.split_once(' ').map(|(_, m)| m).unwrap_or("").trim();
+    let low = msg.to_ascii_lowercase();
+    let kind = if low.starts_with("frag needed") || low.starts_with("packet too big") {
+        ErrorKind::FragNeeded
+    } else if low.contains("unreachable") {
+        ErrorKind::Unreachable
+    } else if msg.is_empty() {
+        return None;
+    } else {
+        ErrorKind::Other
+    };
+    Some((
+        kind,
+        MtuError {
+            kind,
+            mtu: mtu_value(msg),
+            from: Some(router.to_string()),
+        },
+    ))
+}
+
+/// The error kind of a `ping: ...` line.
+fn local_error(rest: &str) -> ErrorKind {
+    let low = rest.to_ascii_lowercase();
+    if low.contains("message too long") {
+        ErrorKind::MessageTooLong
+    } else if low.contains("network is unreachable")
+        || low.contains("no route to host")
+        || low.contains("host is unreachable")
+    {
+        ErrorKind::Unreachable
+    } else {
+        // Name resolution, permissions, bad arguments.
+        ErrorKind::Other
+    }
+}
+
+/// `mtu=1500`, `mtu: 1500`, `(mtu = 1500)`.
+fn mtu_value(s: &str) -> Option<u32> {
+    let low = s.to_ascii_lowercase();
+    let idx = low.find("mtu")?;
+    let after = low.get(idx + 3..)?;
+    let after = after.trim_start_matches([' ', '=', ':']);
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// `<tx> packets transmitted, <rx> received[, +N duplicates][, +N corrupted][, +N errors],
+/// <loss>% packet loss[, time <t>ms]`. A line missing its loss field (cut off) is refused.
+fn counts(line: &str, r: &mut PingReport) -> bool {
+    let mut tx = None;
+    let mut rx = None;
+    let mut loss = None;
+    let (mut dup, mut corrupt, mut errs, mut time) = (None, None, None, None);
+    for part in line.split(',') {
+        let p = part.trim();
+        let mut it = p.split_whitespace();
+        let first = it.next().unwrap_or("");
+        let word = it.next().unwrap_or("");
+        if p.ends_with("packets transmitted") {
+            tx = first.parse::<u64>().ok();
+        } else if p.ends_with(" received") {
+            // iputils: `3 received`; busybox and BSD: `3 packets received`.
+            rx = first.parse::<u64>().ok();
+        } else if let Some(n) = first.strip_prefix('+') {
+            let n = n.parse::<u64>().ok();
+            match word {
+                "duplicates" => dup = n,
+                "corrupted" => corrupt = n,
+                "errors" => errs = n,
+                _ => {}
+            }
+        } else if p.ends_with("packet loss") {
+            loss = first.strip_suffix('%').and_then(num);
+        } else if first == "time" {
+            time = word.strip_suffix("ms").and_then(num);
+        }
+    }
+    let (Some(tx), Some(rx), Some(loss)) = (tx, rx, loss) else {
+        return false;
+    };
+    r.transmitted = Some(tx);
+    r.received = Some(rx);
+    r.loss_pct = Some(loss);
+    r.duplicates = Some(dup.unwrap_or(0));
+    r.corrupted = Some(corrupt.unwrap_or(0));
+    r.errors = Some(errs.unwrap_or(0));
+    r.time_ms = time;
+    true
+}
+
+/// After `rtt ` / `round-trip `: `min/avg/max/mdev = a/b/c/d ms[, pipe N][, ipg/ewma x/y ms]`.
+fn rtt(rest: &str, r: &mut PingReport) -> bool {
+    let Some((names, values)) = rest.split_once(" = ") else {
+        return false;
+    };
+    let mut parts = values.split(',');
+    let main = parts.next().unwrap_or("").trim();
+    let Some(nums) = main.strip_suffix(" ms") else {
+        return false;
+    };
+    let vals: Vec<Option<f64>> = nums.split('/').map(num).collect();
+    let names: Vec<&str> = names.trim().split('/').collect();
+    if vals.len() != names.len() || vals.len() < 3 || vals.iter().any(Option::is_none) {
+        return false;
+    }
+    for (n, v) in names.iter().zip(vals) {
+        match *n {
+            "min" => r.rtt_min_ms = v,
+            "avg" => r.rtt_avg_ms = v,
+            "max" => r.rtt_max_ms = v,
+            "mdev" | "stddev" => r.rtt_mdev_ms = v,
+            _ => {}
+        }
+    }
+    for p in parts {
+        if let Some(n) = p.trim().strip_prefix("pipe ") {
+            r.pipe = n.trim().parse().ok();
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_variants() {
+        let h = header("198.19.1.2 (198.19.1.2) 8972(9000) bytes of data.").unwrap();
+        assert_eq!(
+            h,
+            ("198.19.1.2".into(), Some("198.19.1.2".into()), Some(8972))
+        );
+        let h = header("::1(::1) 56 data bytes").unwrap();
+        assert_eq!(h, ("::1".into(), Some("::1".into()), Some(56)));
+        let h = header("spark-1(spark-1 (fd00::2)) 8952 data bytes").unwrap();
+        assert_eq!(h.1.as_deref(), Some("fd00::2"));
+        let h = header("spark-1.example. (198.19.1.2) 56(84) bytes of data.").unwrap();
+        assert_eq!(h.0, "spark-1.example");
+    }
+
+    #[test]
+    fn mtu_forms() {
+        assert_eq!(
+            mtu_value("local error: message too long, mtu=1500"),
+            Some(1500)
+        );
+        assert_eq!(
+            mtu_value("local error: message too long, mtu: 9000"),
+            Some(9000)
+        );
+        assert_eq!(mtu_value("Frag needed and DF set (mtu = 1500)"), Some(1500));
+        assert_eq!(mtu_value("Frag needed and DF set"), None);
+    }
+
+    #[test]
+    fn loss_formats() {
+        for (line, loss) in [
+            (
+                "3 packets transmitted, 3 received, 0% packet loss, time 2003ms",
+                0.0,
+            ),
+            (
+                "3 packets transmitted, 0 received, 100% packet loss, time 2003ms",
+                100.0,
+            ),
+            (
+                "3 packets transmitted, 2 received, 33.3333% packet loss, time 2ms",
+                33.3333,
+            ),
+        ] {
+            let mut r = PingReport::empty();
+            assert!(counts(line, &mut r));
+            assert_eq!(r.loss_pct, Some(loss));
+        }
+        let mut r = PingReport::empty();
+        assert!(!counts("3 packets transmitted, 3 received, 0", &mut r));
+    }
+
+    #[test]
+    fn reply_must_be_complete() {
+        assert!(is_reply(
+            "64 bytes from 1.2.3.4: icmp_seq=1 ttl=64 time=0.045 ms"
+        ));
+        assert!(is_reply(
+            "64 bytes from h (1.2.3.4): icmp_req=1 ttl=64 time=0.045 ms"
+        ));
+        assert!(!is_reply(
+            "64 bytes from 1.2.3.4: icmp_seq=1 ttl=64 time=0.0"
+        ));
+    }
+
+    #[test]
+    fn frag_needed_router() {
+        let (k, m) =
+            from_error("198.19.0.1 icmp_seq=1 Frag needed and DF set (mtu = 1500)").unwrap();
+        assert_eq!(k, ErrorKind::FragNeeded);
+        assert_eq!(m.from.as_deref(), Some("198.19.0.1"));
+        assert_eq!(m.mtu, Some(1500));
+    }
+
+    #[test]
+    fn unrecognized() {
+        assert_eq!(parse("").status, Status::Unrecognized);
+        assert_eq!(parse("hello world").status, Status::Unrecognized);
+    }
+}
