@@ -2,8 +2,10 @@
 //! drives rounds (servers, readiness, clients together, collection, cleanup) and turns what
 //! came back into results through the pure parse and gate stages.
 
+pub mod evidence;
 pub mod fake;
 pub mod local;
+pub mod runner;
 pub mod transport;
 
 pub use transport::{BoxFuture, Output, Transport, TransportError};

@@ -1,0 +1,793 @@
+//! The runner: discovery, preflight, then each round the way a careful engineer does it by hand:
+//! snapshot counters; start every server detached; wait until each listens (polling, never a
+//! fixed sleep); release every client together; collect; kill exactly the process groups we
+//! started; snapshot counters again; parse; judge. One job failing never stops its round; a lost
+//! host fails its own jobs and the rest runs. Results stream to disk as each job finishes.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use tokio::sync::{Semaphore, mpsc, watch};
+
+use super::evidence::Evidence;
+use super::transport::{Output, Transport, TransportError};
+use crate::capacity;
+use crate::discover::{self, HalfResolution, Probe};
+use crate::gate::classify::{self, Context};
+use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::threshold::Metric;
+use crate::gate::trap::Trap;
+use crate::parse::{self, Tool};
+use crate::plan::{Endpoint, NodeId, Plan};
+use crate::render::job::{JobCommands, Resolution, Role, job_commands, remote_dir};
+use crate::render::{Renderer, wrap};
+use crate::results::*;
+use crate::schedule::{Job, Round, Schedule, TestKind};
+use crate::topology::Fabric;
+
+/// How a run is carried out.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub run_id: String,
+    /// Only jobs matching one of these selectors (empty: all).
+    pub only: Vec<String>,
+    /// Skip jobs matching any of these.
+    pub skip: Vec<String>,
+    /// At most this many commands in flight at once.
+    pub max_parallel: usize,
+}
+
+/// Progress, for the terminal reporter.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Discovered { node: String, ok: bool, detail: String },
+    Preflight(Verdict),
+    RoundStart { index: usize, total: usize, name: String, jobs: usize },
+    JobDone(Box<JobResult>),
+    RoundDone(RoundRecord),
+}
+
+struct Ctx<'a> {
+    plan: &'a Plan,
+    transport: &'a dyn Transport,
+    renderer: Renderer,
+    res: Resolution,
+    opts: &'a RunOptions,
+    sem: Semaphore,
+    events: mpsc::UnboundedSender<Event>,
+    cancel: watch::Receiver<bool>,
+    unreachable: HashMap<NodeId, String>,
+    /// endpoint -> why its measurements are skipped
+    blocked: HashMap<Endpoint, String>,
+    probes: HashMap<NodeId, Probe>,
+    resolutions: HashMap<NodeId, Vec<HalfResolution>>,
+}
+
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+const SHORT: Duration = Duration::from_secs(20);
+
+impl Ctx<'_> {
+    async fn exec(&self, node: NodeId, script: &str, timeout: Duration) -> Result<Output, TransportError> {
+        let _permit = self.sem.acquire().await;
+        self.transport.exec(self.plan.node(node), script, timeout).await
+    }
+
+    fn cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
+    fn emit(&self, e: Event) {
+        let _ = self.events.send(e);
+    }
+}
+
+/// Run a plan to its results.
+pub async fn run(
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    transport: Arc<dyn Transport>,
+    opts: &RunOptions,
+    evidence: &mut Evidence,
+    events: mpsc::UnboundedSender<Event>,
+    cancel: watch::Receiver<bool>,
+) -> RunResults {
+    let started = now_ms();
+    let mut ctx = Ctx {
+        plan,
+        transport: transport.as_ref(),
+        renderer: Renderer::new(&plan.templates),
+        res: Resolution::from_plan(plan),
+        opts,
+        sem: Semaphore::new(opts.max_parallel.max(1)),
+        events,
+        cancel,
+        unreachable: HashMap::new(),
+        blocked: HashMap::new(),
+        probes: HashMap::new(),
+        resolutions: HashMap::new(),
+    };
+    let mut results = RunResults {
+        format_version: RESULTS_FORMAT_VERSION,
+        plan: plan.name.clone(),
+        run_id: opts.run_id.clone(),
+        transport: transport.name().to_string(),
+        simulated: transport.simulated(),
+        started_unix_ms: started,
+        finished_unix_ms: started,
+        interrupted: false,
+        discovery: Vec::new(),
+        preflight: Vec::new(),
+        jobs: Vec::new(),
+        rounds: Vec::new(),
+        summary: Summary::default(),
+    };
+
+    // the nodes any selected job needs
+    let mut needed: Vec<NodeId> = Vec::new();
+    let selected: Vec<usize> = (0..schedule.len())
+        .filter(|i| {
+            schedule.round(plan, fabric, *i).is_some_and(|r| r.jobs.iter().any(|j| selected_job(plan, &r, j, opts)))
+        })
+        .collect();
+    for i in &selected {
+        if let Some(r) = schedule.round(plan, fabric, *i) {
+            for j in r.jobs.iter().filter(|j| selected_job(plan, &r, j, opts)) {
+                for n in j.nodes(plan) {
+                    if !needed.contains(&n) {
+                        needed.push(n);
+                    }
+                }
+            }
+        }
+    }
+    needed.sort();
+
+    discover_nodes(&mut ctx, &needed, &mut results).await;
+    if plan.tests.preflight {
+        preflight(&mut ctx, &needed, &selected, schedule, &mut results).await;
+    }
+
+    for i in selected {
+        let Some(round) = schedule.round(plan, fabric, i) else { continue };
+        if ctx.cancelled() {
+            results.interrupted = true;
+            for j in round.jobs.iter().filter(|j| selected_job(plan, &round, j, opts)) {
+                let r = skipped(plan, &round, j, "interrupted before this round started".into());
+                results.jobs.push(r);
+            }
+            continue;
+        }
+        let (jobs, record) = run_round(&ctx, &round, schedule.len(), evidence).await;
+        results.rounds.push(record.clone());
+        ctx.emit(Event::RoundDone(record));
+        results.jobs.extend(jobs);
+    }
+    if ctx.cancelled() {
+        results.interrupted = true;
+    }
+    transport.close().await;
+    results.finished_unix_ms = now_ms();
+    results.summarize();
+    results
+}
+
+fn selected_job(plan: &Plan, round: &Round, job: &Job, opts: &RunOptions) -> bool {
+    (opts.only.is_empty() || opts.only.iter().any(|s| job.matches(plan, &round.name, s)))
+        && !opts.skip.iter().any(|s| job.matches(plan, &round.name, s))
+}
+
+async fn discover_nodes(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mut RunResults) {
+    let probes = join_all(needed.iter().map(|n| {
+        let c = &*ctx;
+        async move { (*n, c.exec(*n, discover::PROBE_SCRIPT, PROBE_TIMEOUT).await) }
+    }))
+    .await;
+    for (n, out) in probes {
+        let name = ctx.plan.node(n).name.clone();
+        match out {
+            Ok(o) => {
+                let probe = discover::probe::parse(&o.stdout);
+                let halves = discover::resolve_node(ctx.plan, n, &probe);
+                for h in &halves {
+                    if let Some(f) = ctx.res.halves.get_mut(&h.endpoint) {
+                        let facts = h.facts();
+                        f.device = f.device.clone().or(facts.device);
+                        f.netdev = f.netdev.clone().or(facts.netdev);
+                        f.gid_index = f.gid_index.or(facts.gid_index);
+                    }
+                }
+                ctx.emit(Event::Discovered {
+                    node: name.clone(),
+                    ok: true,
+                    detail: format!("{} RDMA device(s)", probe.devices.len()),
+                });
+                results.discovery.push(NodeDiscovery {
+                    node: name,
+                    reachable: true,
+                    error: None,
+                    hostname: Some(probe.hostname.clone()),
+                    halves: halves.clone(),
+                });
+                ctx.resolutions.insert(n, halves);
+                ctx.probes.insert(n, probe);
+            }
+            Err(e) => {
+                ctx.emit(Event::Discovered {
+                    node: name.clone(),
+                    ok: false,
+                    detail: e.to_string(),
+                });
+                let v = Verdict::check(format!("reach {name}"), Outcome::Fail, e.to_string(), Some(match e {
+                    TransportError::HostKey { .. } => Trap::Unreachable,
+                    _ => Trap::Unreachable,
+                }));
+                ctx.emit(Event::Preflight(v.clone()));
+                results.preflight.push(v);
+                results.discovery.push(NodeDiscovery {
+                    node: name,
+                    reachable: false,
+                    error: Some(e.to_string()),
+                    hostname: None,
+                    halves: Vec::new(),
+                });
+                ctx.unreachable.insert(n, e.to_string());
+            }
+        }
+    }
+}
+
+/// Read-only checks before any measurement. A FAIL blocks the measurements that depend on it.
+async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], schedule: &Schedule, results: &mut RunResults) {
+    let mut verdicts: Vec<(Verdict, Vec<Endpoint>)> = Vec::new();
+    for n in needed {
+        let Some(halves) = ctx.resolutions.get(n) else { continue };
+        for h in halves {
+            let mut problems = h.problems.clone();
+            if let Some(fix) = &h.fix_command {
+                problems.push(format!("run on {}: {fix}", ctx.plan.node(*n).name));
+            }
+            let trap = if !h.address_found {
+                Trap::NoGid
+            } else if h.device.is_none() || !h.active {
+                Trap::PortDown
+            } else if h.gid_index.is_none() {
+                Trap::NoGid
+            } else {
+                Trap::NoDevice
+            };
+            let outcome = if problems.is_empty() { Outcome::Ok } else { Outcome::Fail };
+            let detail = if problems.is_empty() {
+                format!(
+                    "{} / {} / GID {} / {} (OS reports {}: a hint only)",
+                    h.device.clone().unwrap_or_default(),
+                    h.netdev.clone().unwrap_or_default(),
+                    h.gid_index.map(|g| g.to_string()).unwrap_or_default(),
+                    h.address,
+                    h.rate_hint.clone().unwrap_or_else(|| "no rate".into())
+                )
+            } else {
+                problems.join("; ")
+            };
+            verdicts.push((Verdict::check(format!("discover {}", h.name), outcome, detail, Some(trap)), vec![h.endpoint.clone()]));
+            if h.address_found {
+                let mtu_ok = h.mtu == Some(9000);
+                verdicts.push((
+                    Verdict::check(
+                        format!("mtu {}", h.name),
+                        if mtu_ok { Outcome::Ok } else { Outcome::Fail },
+                        format!("{} mtu {}", h.netdev.clone().unwrap_or_default(), h.mtu.map(|m| m.to_string()).unwrap_or_else(|| "unknown".into())),
+                        Some(Trap::MtuMismatch),
+                    ),
+                    vec![h.endpoint.clone()],
+                ));
+            }
+        }
+    }
+    // per link: a small ping and a jumbo do-not-fragment ping out of the planned netdev
+    let mut pings: Vec<(NodeId, Endpoint, Endpoint, bool, String)> = Vec::new();
+    let mut seen = HashSet::new();
+    for seg in &ctx.plan.segments {
+        let members: Vec<_> = seg.members.iter().filter(|m| needed.contains(&m.endpoint.node)).collect();
+        if members.len() < 2 {
+            continue;
+        }
+        for m in members.iter().skip(1) {
+            let (from, to) = (&m.endpoint, &members[0].endpoint);
+            if !seen.insert((from.clone(), to.clone())) || ctx.unreachable.contains_key(&from.node) {
+                continue;
+            }
+            let Some(netdev) = ctx.res.halves.get(from).and_then(|f| f.netdev.clone()) else { continue };
+            let peer = members[0].address;
+            for jumbo in [false, true] {
+                let cmd = ctx.renderer.render(
+                    "ping",
+                    minijinja::context! { count => 3, netdev => netdev.clone(), jumbo => jumbo, peer_ip => peer.to_string(), local_ip => m.address.to_string(), node => ctx.plan.node(from.node).name.clone() },
+                );
+                if let Ok(cmd) = cmd {
+                    pings.push((from.node, from.clone(), to.clone(), jumbo, cmd));
+                }
+            }
+        }
+    }
+    let outs = join_all(pings.iter().map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT))).await;
+    let mut small_ok: HashMap<(Endpoint, Endpoint), bool> = HashMap::new();
+    for ((_, from, to, jumbo, _), out) in pings.iter().zip(outs) {
+        let gate = format!(
+            "{} {} -> {}",
+            if *jumbo { "jumbo ping" } else { "ping" },
+            ctx.plan.endpoint_name(from),
+            ctx.plan.endpoint_name(to)
+        );
+        let v = match out {
+            Err(e) => Verdict::check(gate, Outcome::Fail, e.to_string(), Some(Trap::Unreachable)),
+            Ok(o) => {
+                let text = format!("{}{}", o.stdout, o.stderr);
+                let parsed = parse::parse(Tool::Ping, &text).to_json(Tool::Ping);
+                let received = parsed.get("received").and_then(|v| v.as_u64()).unwrap_or(0);
+                let mtu_err = parsed.get("mtu_error").filter(|v| !v.is_null()).is_some();
+                if received > 0 && !mtu_err {
+                    if !*jumbo {
+                        small_ok.insert((from.clone(), to.clone()), true);
+                    }
+                    Verdict::check(gate, Outcome::Ok, format!("{received} replies"), None)
+                } else if *jumbo && small_ok.get(&(from.clone(), to.clone())).copied().unwrap_or(false) {
+                    Verdict::check(gate, Outcome::Fail, format!("small ping answers, 8972-byte do-not-fragment ping does not: {}", text.lines().find(|l| l.contains("mtu") || l.contains("too long") || l.contains("Frag")).unwrap_or("no reply").trim()), Some(Trap::MtuMismatch))
+                } else {
+                    Verdict::check(gate, Outcome::Fail, format!("no reply: {}", text.lines().last().unwrap_or("").trim()), Some(Trap::CrossedCable))
+                }
+            }
+        };
+        verdicts.push((v, vec![from.clone(), to.clone()]));
+    }
+    let _ = (selected, schedule);
+    for (v, eps) in verdicts {
+        if v.outcome == Outcome::Fail {
+            for e in eps {
+                ctx.blocked.entry(e).or_insert_with(|| format!("preflight `{}` failed", v.gate));
+            }
+        }
+        ctx.emit(Event::Preflight(v.clone()));
+        results.preflight.push(v);
+    }
+}
+
+fn skipped(plan: &Plan, round: &Round, job: &Job, reason: String) -> JobResult {
+    JobResult {
+        format_version: RESULTS_FORMAT_VERSION,
+        job: job.id.clone(),
+        kind: job.kind.name().into(),
+        round: round.index,
+        round_name: round.name.clone(),
+        label: job.label(plan),
+        hosts: job.nodes(plan).iter().map(|n| plan.node(*n).name.clone()).collect(),
+        expected_gbps: None,
+        status: JobStatus::Skipped,
+        reason: Some(reason),
+        steps: Vec::new(),
+        parsed: None,
+        counters: Vec::new(),
+        verdicts: Vec::new(),
+        tool_seconds: None,
+    }
+}
+
+struct Running<'j> {
+    job: &'j Job,
+    cmds: JobCommands,
+    expected: Option<f64>,
+    steps: Vec<StepRecord>,
+    pgid: Option<(NodeId, u32)>,
+    failure: Option<Verdict>,
+    client_out: Option<Output>,
+    server_log: Option<String>,
+    tool_seconds: Option<f64>,
+    launched: Option<Instant>,
+}
+
+/// The devices a job's counters are read on, per host.
+fn job_devices(ctx: &Ctx, r: &Running) -> Vec<(NodeId, String)> {
+    let mut out = Vec::new();
+    let eps: Vec<&Endpoint> = if r.cmds.ranks.is_empty() {
+        r.job.resources.iter().collect()
+    } else {
+        r.cmds.ranks.iter().flat_map(|k| k.endpoints.iter()).collect()
+    };
+    for e in eps {
+        if let Some(d) = ctx.res.halves.get(e).and_then(|f| f.device.clone())
+            && !out.contains(&(e.node, d.clone()))
+        {
+            out.push((e.node, d));
+        }
+    }
+    out
+}
+
+async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> HashMap<(NodeId, String), BTreeMap<String, u64>> {
+    let mut by_host: BTreeMap<NodeId, Vec<String>> = BTreeMap::new();
+    for (n, d) in devices {
+        if crate::plan::validate::is_safe_ifname(d) {
+            by_host.entry(*n).or_default().push(d.clone());
+        }
+    }
+    let outs = join_all(by_host.iter().map(|(n, devs)| async move {
+        (*n, ctx.exec(*n, &discover::counters_script(devs), SHORT).await)
+    }))
+    .await;
+    let mut out = HashMap::new();
+    for (n, o) in outs {
+        if let Ok(o) = o {
+            for d in discover::probe::parse(&o.stdout).devices {
+                out.insert((n, d.name.clone()), d.counters);
+            }
+        }
+    }
+    out
+}
+
+fn step_record(ctx: &Ctx, evidence: &Evidence, job: &str, node: NodeId, role: Role, command: &str, script: &str, started: u64, out: &Result<Output, TransportError>) -> StepRecord {
+    let host = ctx.plan.node(node).name.clone();
+    let tag = match role {
+        Role::Server => "server",
+        Role::Client => "client",
+        Role::Launcher => "mpirun",
+    };
+    let (status, error, so, se) = match out {
+        Ok(o) => (
+            Some(o.status),
+            None,
+            evidence.save(job, &format!("{host}.{tag}.stdout"), &o.stdout),
+            evidence.save(job, &format!("{host}.{tag}.stderr"), &o.stderr),
+        ),
+        Err(e) => (None, Some(e.to_string()), None, None),
+    };
+    StepRecord {
+        host,
+        role,
+        command: command.to_string(),
+        script: script.to_string(),
+        exit_status: status,
+        error,
+        started_unix_ms: started,
+        finished_unix_ms: now_ms(),
+        stdout_file: so,
+        stderr_file: se,
+    }
+}
+
+async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Evidence) -> (Vec<JobResult>, RoundRecord) {
+    let plan = ctx.plan;
+    let started = now_ms();
+    let expected = capacity::expected(plan, round);
+    let dir_owned = remote_dir(&ctx.opts.run_id);
+    let dir = dir_owned.as_str();
+    let mut done: Vec<JobResult> = Vec::new();
+    let mut running: Vec<Running> = Vec::new();
+    let jobs: Vec<(usize, &Job)> = round.jobs.iter().enumerate().filter(|(_, j)| selected_job(plan, round, j, ctx.opts)).collect();
+    ctx.emit(Event::RoundStart { index: round.index, total, name: round.name.clone(), jobs: jobs.len() });
+    for (i, job) in jobs {
+        let nodes = job.nodes(plan);
+        if let Some(n) = nodes.iter().find(|n| ctx.unreachable.contains_key(n)) {
+            let mut r = skipped(plan, round, job, format!("{} unreachable: {}", plan.node(*n).name, ctx.unreachable[n]));
+            r.status = JobStatus::Failed;
+            r.verdicts.push(Verdict::check(format!("{} {}", job.kind.name(), job.label(plan)), Outcome::Fail, format!("{} is unreachable", plan.node(*n).name), Some(Trap::Unreachable)));
+            done.push(r);
+            continue;
+        }
+        if let Some(reason) = job.resources.iter().find_map(|e| ctx.blocked.get(e)) {
+            done.push(skipped(plan, round, job, reason.clone()));
+            continue;
+        }
+        match job_commands(plan, &ctx.renderer, &ctx.res, job, &ctx.opts.run_id) {
+            Ok(cmds) if cmds.unresolved.is_empty() => running.push(Running {
+                job,
+                cmds,
+                expected: expected.get(i).copied().flatten(),
+                steps: Vec::new(),
+                pgid: None,
+                failure: None,
+                client_out: None,
+                server_log: None,
+                tool_seconds: None,
+                launched: None,
+            }),
+            Ok(cmds) => {
+                let mut r = skipped(plan, round, job, format!("not discovered: {}", cmds.unresolved.join(" ")));
+                r.status = JobStatus::Failed;
+                r.verdicts.push(Verdict::check(format!("{} {}", job.kind.name(), job.label(plan)), Outcome::Fail, format!("values discovery could not find: {}", cmds.unresolved.join(" ")), Some(Trap::NoDevice)));
+                done.push(r);
+            }
+            Err(e) => {
+                let mut r = skipped(plan, round, job, e.to_string());
+                r.status = JobStatus::Failed;
+                r.verdicts.push(Verdict::check(format!("{} {}", job.kind.name(), job.label(plan)), Outcome::Fail, e.to_string(), Some(Trap::ToolError)));
+                done.push(r);
+            }
+        }
+    }
+
+    // counters before
+    let all_devices: Vec<(NodeId, String)> = running.iter().flat_map(|r| job_devices(ctx, r)).collect();
+    let before = snapshot(ctx, &all_devices).await;
+
+    // servers, detached, all at once
+    let starts = join_all(running.iter().map(|r| async move {
+        let mut recs = Vec::new();
+        for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
+            let t0 = now_ms();
+            let out = ctx.exec(s.node, &s.script, SHORT).await;
+            recs.push((s.node, s.command.clone(), s.script.clone(), t0, out));
+        }
+        recs
+    }))
+    .await;
+    for (r, recs) in running.iter_mut().zip(starts) {
+        for (node, command, script, t0, out) in recs {
+            if let Err(e) = &out {
+                r.failure = Some(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, format!("could not start the server: {e}"), Some(Trap::Unreachable)));
+            }
+            r.steps.push(step_record(ctx, evidence, &r.job.id, node, Role::Server, &command, &script, t0, &out));
+        }
+    }
+    // readiness: each server listens on its port (or died)
+    let ready = join_all(running.iter().map(|r| async move {
+        let server = r.cmds.steps.iter().find(|s| s.role == Role::Server)?;
+        if r.failure.is_some() {
+            return None;
+        }
+        let limit = 15;
+        Some((server.node, ctx.exec(server.node, &wrap::ready(dir, &r.job.id, r.job.port, limit), Duration::from_secs(limit as u64 + 10)).await))
+    }))
+    .await;
+    for (r, rd) in running.iter_mut().zip(ready) {
+        let Some((node, out)) = rd else { continue };
+        match out {
+            Ok(o) if o.status == 0 => {
+                r.pgid = o.stdout.trim().parse().ok().map(|p| (node, p));
+            }
+            other => {
+                let log = ctx.exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT).await.map(|o| o.stdout).unwrap_or_default();
+                let pg = ctx.exec(node, &wrap::cat(dir, &format!("{}.pgid", r.job.id)), SHORT).await.ok().and_then(|o| o.stdout.trim().parse().ok());
+                r.pgid = pg.map(|p| (node, p));
+                let why = match other {
+                    Ok(o) if o.status == 3 => "the server exited before listening".to_string(),
+                    Ok(o) => format!("the server did not listen on port {} (poll exit {})", r.job.port, o.status),
+                    Err(e) => e.to_string(),
+                };
+                r.server_log = Some(log);
+                r.failure = Some(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, why, Some(Trap::ServerGoneOrFirewall)));
+            }
+        }
+    }
+
+    // clients (and mpirun launchers) released together
+    let launches = join_all(running.iter().map(|r| async move {
+        let mut recs = Vec::new();
+        if r.failure.is_some() && !r.cmds.steps.iter().any(|s| s.role == Role::Launcher) {
+            return recs;
+        }
+        for s in r.cmds.steps.iter().filter(|s| s.role != Role::Server) {
+            let t0 = Instant::now();
+            let ms = now_ms();
+            let out = ctx.exec(s.node, &s.script, Duration::from_secs(s.timeout_s as u64 + 15)).await;
+            recs.push((s.node, s.role, s.command.clone(), s.script.clone(), ms, t0, t0.elapsed(), out));
+        }
+        recs
+    }))
+    .await;
+    let mut launch_ms: Vec<u64> = Vec::new();
+    for (r, recs) in running.iter_mut().zip(launches) {
+        for (node, role, command, script, ms, t0, took, out) in recs {
+            launch_ms.push(ms);
+            r.launched = Some(t0);
+            r.tool_seconds = Some(took.as_secs_f64());
+            r.steps.push(step_record(ctx, evidence, &r.job.id, node, role, &command, &script, ms, &out));
+            match out {
+                Ok(o) => {
+                    if o.status == 124 || o.status == 137 {
+                        r.failure.get_or_insert(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, format!("no result within {} s: killed by the remote timeout", r.cmds.steps.iter().map(|s| s.timeout_s).max().unwrap_or(0)), Some(Trap::Timeout)));
+                    }
+                    r.client_out = Some(o);
+                }
+                Err(e) => {
+                    let trap = match e {
+                        TransportError::Timeout { .. } => Trap::Timeout,
+                        _ => Trap::Unreachable,
+                    };
+                    r.failure.get_or_insert(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, e.to_string(), Some(trap)));
+                }
+            }
+        }
+    }
+
+    // server outputs, then kill exactly the groups we started and check they are gone
+    let logs = join_all(running.iter().map(|r| async move {
+        match (r.pgid, &r.server_log) {
+            (Some((node, _)), None) => ctx.exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT).await.ok().map(|o| o.stdout),
+            _ => None,
+        }
+    }))
+    .await;
+    for (r, l) in running.iter_mut().zip(logs) {
+        if l.is_some() {
+            r.server_log = l;
+        }
+        if let (Some(log), Some(server)) = (&r.server_log, r.cmds.steps.iter().find(|s| s.role == Role::Server)) {
+            evidence.save(&r.job.id, &format!("{}.server.log", plan.node(server.node).name), log);
+        }
+    }
+    let kills = join_all(running.iter().map(|r| async move {
+        let (node, pgid) = r.pgid?;
+        Some(ctx.exec(node, &wrap::kill_group(pgid), SHORT).await)
+    }))
+    .await;
+    for (r, k) in running.iter_mut().zip(kills) {
+        if let Some(Ok(o)) = k
+            && o.status != 0
+        {
+            r.failure.get_or_insert(Verdict::check(format!("{} {} cleanup", r.job.kind.name(), r.job.label(plan)), Outcome::Warn, "the server's process group survived SIGKILL", Some(Trap::ToolError)));
+        }
+    }
+
+    let after = snapshot(ctx, &all_devices).await;
+    for r in running {
+        let res = judge(ctx, round, r, &before, &after);
+        done.push(res);
+    }
+    done.sort_by(|a, b| a.job.cmp(&b.job));
+    if round.kind == TestKind::RdmaBwBoth {
+        // both halves of one cable, summed per node pair, on the last job of each group
+        let ordered: Vec<JobResult> = round.jobs.iter().filter_map(|j| done.iter().find(|d| d.job == j.id).cloned()).collect();
+        if ordered.len() == round.jobs.len() {
+            for v in both_halves_verdicts(plan, round, &ordered) {
+                if let Some(last) = done.last_mut() {
+                    last.verdicts.push(v);
+                }
+            }
+        }
+    }
+    for d in &done {
+        evidence.append(d);
+        ctx.emit(Event::JobDone(Box::new(d.clone())));
+    }
+    let skew = match (launch_ms.iter().min(), launch_ms.iter().max()) {
+        (Some(a), Some(b)) if launch_ms.len() > 1 => Some((*b - *a) as f64),
+        _ => None,
+    };
+    let record = RoundRecord {
+        index: round.index,
+        name: round.name.clone(),
+        jobs: done.iter().map(|d| d.job.clone()).collect(),
+        started_unix_ms: started,
+        finished_unix_ms: now_ms(),
+        launch_skew_ms: skew,
+        longest_tool_s: done.iter().filter_map(|d| d.tool_seconds).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+    };
+    (done, record)
+}
+
+fn judge(ctx: &Ctx, round: &Round, r: Running, before: &HashMap<(NodeId, String), BTreeMap<String, u64>>, after: &HashMap<(NodeId, String), BTreeMap<String, u64>>) -> JobResult {
+    let plan = ctx.plan;
+    let job = r.job;
+    let gate = format!("{} {}", job.kind.name(), job.label(plan));
+    // counter deltas
+    let mut counters = Vec::new();
+    for (node, dev) in job_devices(ctx, &r) {
+        let (Some(b), Some(a)) = (before.get(&(node, dev.clone())), after.get(&(node, dev.clone()))) else { continue };
+        for (k, av) in a {
+            if let Some(bv) = b.get(k)
+                && (av != bv || matches!(k.as_str(), "port_xmit_data" | "port_rcv_data" | "packet_seq_err"))
+            {
+                counters.push(CounterDelta {
+                    host: plan.node(node).name.clone(),
+                    device: dev.clone(),
+                    counter: k.clone(),
+                    before: *bv,
+                    after: *av,
+                    delta: *av as i64 - *bv as i64,
+                });
+            }
+        }
+    }
+    let seq: i64 = counters.iter().filter(|c| c.counter == "packet_seq_err").map(|c| c.delta).sum();
+    let seq_known = counters.iter().any(|c| c.counter == "packet_seq_err");
+    let client_text = r.client_out.as_ref().map(|o| format!("{}{}", o.stdout, o.stderr)).unwrap_or_default();
+    let tool = match job.kind {
+        TestKind::RdmaBw | TestKind::RdmaBwBoth => Tool::IbWriteBw,
+        TestKind::RdmaLat => Tool::IbWriteLat,
+        TestKind::Iperf3 => Tool::Iperf3,
+        TestKind::Nccl => Tool::NcclTests,
+    };
+    let mut parsed = parse::parse(tool, &client_text).to_json(tool);
+    // a client that never got a result may still say why on the server side
+    if parsed.get("error").is_none_or(|e| e.is_null())
+        && parsed.get("status").and_then(|s| s.as_str()) != Some("ok")
+        && let Some(log) = &r.server_log
+    {
+        let sp = parse::parse(tool, log).to_json(tool);
+        if sp.get("error").is_some_and(|e| !e.is_null()) {
+            parsed = sp;
+        }
+    }
+    let mut verdicts = Vec::new();
+    let cctx = Context {
+        gate: gate.clone(),
+        expected_gbps: r.expected,
+        crosses_isl: job.pair.as_ref().is_some_and(|p| p.path.isl_hops().next().is_some()),
+        seq_err_delta: seq_known.then_some(seq),
+        fabric_bytes_per_rank: r
+            .cmds
+            .ranks
+            .iter()
+            .map(|k| {
+                let host = plan.node(k.node).name.clone();
+                let moved: Option<i64> = {
+                    let ds: Vec<i64> = counters.iter().filter(|c| c.host == host && (c.counter == "port_xmit_data" || c.counter == "port_rcv_data")).map(|c| c.delta).collect();
+                    if ds.is_empty() { None } else { Some(ds.iter().sum()) }
+                };
+                (host, moved)
+            })
+            .collect(),
+        nccl_hca: r.cmds.nccl_env.get("NCCL_IB_HCA").cloned(),
+        cabled_devices: r.cmds.ranks.iter().flat_map(|k| k.devices.clone()).collect(),
+    };
+    let measured_something = r.client_out.is_some();
+    if let Some(f) = &r.failure {
+        // the tool's own error is more specific than "server did not listen"
+        if let Some(v) = classify::error_verdict(&gate, &parsed) {
+            let mut v = v;
+            if f.trap == Some(Trap::ServerGoneOrFirewall) && v.trap == Some(Trap::ToolError) {
+                v = v.with_trap(Trap::ServerGoneOrFirewall);
+            }
+            verdicts.push(v);
+        } else {
+            verdicts.push(f.clone());
+        }
+    } else {
+        verdicts.extend(match job.kind {
+            TestKind::RdmaBw | TestKind::RdmaBwBoth => classify::bandwidth(&classify::spec(plan, Metric::RdmaBw), &parsed, &cctx),
+            TestKind::RdmaLat => classify::latency(&classify::spec(plan, Metric::RdmaLat), &parsed, &cctx),
+            TestKind::Iperf3 => classify::iperf(&classify::spec(plan, Metric::Iperf3), &parsed, &cctx),
+            TestKind::Nccl => classify::nccl(&classify::spec(plan, Metric::NcclSmallTime), &classify::spec(plan, Metric::NcclBusbw), &parsed, &cctx),
+        });
+    }
+    let measured = verdicts.iter().any(|v| v.measured.is_some()) || (job.kind == TestKind::Nccl && parsed.get("rows").and_then(|r| r.as_array()).is_some_and(|a| !a.is_empty()));
+    let _ = measured_something;
+    JobResult {
+        format_version: RESULTS_FORMAT_VERSION,
+        job: job.id.clone(),
+        kind: job.kind.name().into(),
+        round: round.index,
+        round_name: round.name.clone(),
+        label: job.label(plan),
+        hosts: job.nodes(plan).iter().map(|n| plan.node(*n).name.clone()).collect(),
+        expected_gbps: r.expected,
+        status: if measured { JobStatus::Measured } else { JobStatus::Failed },
+        reason: r.failure.as_ref().map(|f| f.detail.clone()),
+        steps: r.steps,
+        parsed: Some(parsed),
+        counters,
+        verdicts,
+        tool_seconds: r.tool_seconds,
+    }
+}
+
+/// Both-halves groups: the per-node sum of a round's grouped jobs, judged on `rdma-bw-both`.
+pub fn both_halves_verdicts(plan: &Plan, round: &Round, jobs: &[JobResult]) -> Vec<Verdict> {
+    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (j, r) in round.jobs.iter().zip(jobs) {
+        if let (Some(g), Some(v)) = (&j.group, r.main_value()) {
+            groups.entry(g.clone()).or_default().push(v);
+        }
+    }
+    let spec = classify::spec(plan, Metric::RdmaBwBoth);
+    groups
+        .into_iter()
+        .map(|(g, vals)| {
+            let sum: f64 = vals.iter().sum();
+            spec.judge(format!("rdma-bw-both {g}"), &[sum], capacity::expected_group(plan, round, &g))
+        })
+        .collect()
+}
