@@ -6,6 +6,7 @@ pub mod evidence;
 pub mod fake;
 pub mod local;
 pub mod runner;
+pub mod ssh;
 pub mod transport;
 
 pub use transport::{BoxFuture, Output, Transport, TransportError};

@@ -1,4 +1,7 @@
-//! Reports: consumers of plans and results that produce text or bytes. They never print;
-//! they write to what the caller gives them.
+//! Reports: consumers of plans and results that produce text or bytes. Only the terminal
+//! reporter prints; the others return what the caller writes.
 
+pub mod junit;
+pub mod markdown;
 pub mod plan_view;
+pub mod terminal;

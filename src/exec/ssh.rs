@@ -1,0 +1,311 @@
+//! The SSH transport (async-ssh2-tokio over russh): one connection per node, reused; handshakes
+//! capped separately from channels (sshd's MaxStartups and MaxSessions); host keys verified
+//! against known_hosts (strict by default; `accept_new` learns unknown keys; a changed key is
+//! always refused with the `ssh-keyscan` line to run); aliases resolved with `ssh -G`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_ssh2_tokio::client::{AuthMethod, Client, ServerCheckMethod};
+use russh::ChannelMsg;
+use tokio::sync::{Mutex, Semaphore};
+
+use super::transport::{BoxFuture, Output, Transport, TransportError};
+use crate::plan::{Node, SshTarget};
+
+/// Settings of the SSH transport.
+#[derive(Debug, Clone)]
+pub struct SshOptions {
+    /// ssh_config file for aliases (`ssh -G -F FILE`); default the user's.
+    pub config: Option<PathBuf>,
+    /// known_hosts to verify against; default `~/.ssh/known_hosts` (or ssh_config's UserKnownHostsFile).
+    pub known_hosts: Option<PathBuf>,
+    pub accept_new: bool,
+    pub connect_timeout: Duration,
+    pub default_user: Option<String>,
+    /// Concurrent handshakes (sshd MaxStartups drops unauthenticated connections past 10).
+    pub max_handshakes: usize,
+    /// Channels per connection (sshd MaxSessions 10).
+    pub max_channels: usize,
+}
+
+impl Default for SshOptions {
+    fn default() -> Self {
+        SshOptions {
+            config: None,
+            known_hosts: None,
+            accept_new: false,
+            connect_timeout: Duration::from_secs(10),
+            default_user: None,
+            max_handshakes: 8,
+            max_channels: 8,
+        }
+    }
+}
+
+/// Where and how to connect, after ssh_config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub identity: Option<PathBuf>,
+    pub known_hosts: PathBuf,
+}
+
+struct Conn {
+    client: Arc<Client>,
+    channels: Arc<Semaphore>,
+}
+
+pub struct SshTransport {
+    opts: SshOptions,
+    handshakes: Semaphore,
+    conns: Mutex<HashMap<String, Arc<Conn>>>,
+    /// per node: a lock so one node is connected once
+    connecting: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+fn expand(p: &str) -> PathBuf {
+    match p.strip_prefix("~/") {
+        Some(r) => home().join(r),
+        None => PathBuf::from(p),
+    }
+}
+
+/// Resolve a node's target with `ssh -G` (fully evaluated ssh_config: Match, tokens, includes).
+pub fn resolve_target(node: &Node, opts: &SshOptions) -> Result<Target, String> {
+    let (alias, user, port, identity) = match &node.ssh {
+        SshTarget::Alias(a) => (a.clone(), None, None, None),
+        SshTarget::Host { host, user, port, identity_file } => (host.clone(), user.clone(), *port, identity_file.clone()),
+    };
+    let mut cmd = std::process::Command::new("ssh");
+    if let Some(c) = &opts.config {
+        cmd.arg("-F").arg(c);
+    }
+    cmd.arg("-G").arg("--").arg(&alias);
+    let out = cmd.output().map_err(|e| format!("cannot run `ssh -G` to resolve `{alias}`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("`ssh -G {alias}` failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut g: HashMap<String, Vec<String>> = HashMap::new();
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once(' ') {
+            g.entry(k.to_ascii_lowercase()).or_default().push(v.trim().to_string());
+        }
+    }
+    let first = |k: &str| g.get(k).and_then(|v| v.first()).cloned();
+    let host = first("hostname").unwrap_or(alias.clone());
+    let port = port.or_else(|| first("port").and_then(|p| p.parse().ok())).unwrap_or(22);
+    let user = user.or_else(|| opts.default_user.clone()).or_else(|| first("user")).unwrap_or_else(|| "root".into());
+    let identities_only = first("identitiesonly").is_some_and(|v| v == "yes");
+    let identity = identity.or_else(|| {
+        let files: Vec<PathBuf> = g.get("identityfile").map(|v| v.iter().map(|p| expand(p)).collect()).unwrap_or_default();
+        let existing: Vec<PathBuf> = files.into_iter().filter(|p| p.exists()).collect();
+        // with an agent and no explicit key, the agent is used; otherwise the first key on disk
+        if identities_only || std::env::var_os("SSH_AUTH_SOCK").is_none() { existing.into_iter().next() } else { None }
+    });
+    let known_hosts = opts
+        .known_hosts
+        .clone()
+        .or_else(|| first("userknownhostsfile").and_then(|v| v.split_whitespace().next().map(expand)))
+        .unwrap_or_else(|| home().join(".ssh/known_hosts"));
+    Ok(Target { host, port, user, identity, known_hosts })
+}
+
+/// Check the server's key against known_hosts before trusting the connection.
+/// Ok(()) known and matching (or learned with accept-new); Err(reason) otherwise.
+async fn verify_host_key(t: &Target, accept_new: bool, timeout: Duration) -> Result<(), String> {
+    struct Grab(Arc<std::sync::Mutex<Option<russh::keys::PublicKey>>>);
+    impl russh::client::Handler for Grab {
+        type Error = russh::Error;
+        async fn check_server_key(&mut self, key: &russh::keys::PublicKey) -> Result<bool, Self::Error> {
+            if let Ok(mut g) = self.0.lock() {
+                *g = Some(key.clone());
+            }
+            // never continue this connection: it only fetches the key
+            Ok(false)
+        }
+    }
+    let slot = Arc::new(std::sync::Mutex::new(None));
+    let config = Arc::new(russh::client::Config::default());
+    let addr = format!("{}:{}", t.host, t.port);
+    let _ = tokio::time::timeout(timeout, russh::client::connect(config, addr.as_str(), Grab(slot.clone()))).await;
+    let key = slot.lock().ok().and_then(|g| g.clone()).ok_or_else(|| format!("no SSH answer from {}:{}", t.host, t.port))?;
+    let keyscan = format!("ssh-keyscan -p {} {} >> {}", t.port, t.host, t.known_hosts.display());
+    match russh::keys::check_known_hosts_path(&t.host, t.port, &key, &t.known_hosts) {
+        Ok(true) => Ok(()),
+        Ok(false) if accept_new => russh::keys::known_hosts::learn_known_hosts_path(&t.host, t.port, &key, &t.known_hosts)
+            .map_err(|e| format!("cannot record the host key in {}: {e}", t.known_hosts.display())),
+        Ok(false) => Err(format!(
+            "host key of {} is not in {}: refused (verify it, then run `{keyscan}`, or pass --accept-new-host-keys)",
+            t.host,
+            t.known_hosts.display()
+        )),
+        Err(russh::keys::Error::KeyChanged { line }) => Err(format!(
+            "HOST KEY CHANGED for {} ({}:{line}): refused; if the change is legitimate remove the old entry and run `{keyscan}`",
+            t.host,
+            t.known_hosts.display()
+        )),
+        Err(e) => Err(format!("cannot check the host key of {} against {}: {e}", t.host, t.known_hosts.display())),
+    }
+}
+
+impl SshTransport {
+    pub fn new(opts: SshOptions) -> SshTransport {
+        SshTransport {
+            handshakes: Semaphore::new(opts.max_handshakes.max(1)),
+            opts,
+            conns: Mutex::new(HashMap::new()),
+            connecting: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn connect(&self, node: &Node) -> Result<Arc<Conn>, TransportError> {
+        let unreachable = |reason: String| TransportError::Unreachable { host: node.name.clone(), reason };
+        let lock = {
+            let mut m = self.connecting.lock().await;
+            m.entry(node.name.clone()).or_insert_with(|| Arc::new(Mutex::new(()))).clone()
+        };
+        let _guard = lock.lock().await;
+        if let Some(c) = self.conns.lock().await.get(&node.name)
+            && !c.client.is_closed()
+        {
+            return Ok(c.clone());
+        }
+        let target = resolve_target(node, &self.opts).map_err(unreachable)?;
+        let _permit = self.handshakes.acquire().await;
+        let mut last = String::new();
+        for attempt in 0..3u32 {
+            if attempt > 0 {
+                // jitter so many nodes retrying do not stampede one sshd
+                let ms = 200 * attempt as u64 + (std::process::id() as u64 * 7919 + attempt as u64 * 104729) % 250;
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            if let Err(reason) = verify_host_key(&target, self.opts.accept_new, self.opts.connect_timeout).await {
+                if reason.starts_with("no SSH answer") {
+                    last = reason;
+                    continue;
+                }
+                return Err(TransportError::HostKey { host: node.name.clone(), reason });
+            }
+            let auth = match &target.identity {
+                Some(p) => AuthMethod::with_key_file(p, None),
+                None => AuthMethod::with_agent(),
+            };
+            let mut config = russh::client::Config::default();
+            config.keepalive_interval = Some(Duration::from_secs(15));
+            config.keepalive_max = 4;
+            let fut = Client::connect_with_config(
+                (target.host.as_str(), target.port),
+                &target.user,
+                auth,
+                ServerCheckMethod::KnownHostsFile(target.known_hosts.display().to_string()),
+                config,
+            );
+            match tokio::time::timeout(self.opts.connect_timeout, fut).await {
+                Ok(Ok(client)) => {
+                    let conn = Arc::new(Conn {
+                        client: Arc::new(client),
+                        channels: Arc::new(Semaphore::new(self.opts.max_channels.max(1))),
+                    });
+                    self.conns.lock().await.insert(node.name.clone(), conn.clone());
+                    return Ok(conn);
+                }
+                Ok(Err(e)) => {
+                    last = e.to_string();
+                    if matches!(e, async_ssh2_tokio::Error::KeyAuthFailed | async_ssh2_tokio::Error::AgentAuthenticationFailed | async_ssh2_tokio::Error::KeyInvalid(_)) {
+                        break;
+                    }
+                }
+                Err(_) => last = format!("no SSH handshake within {} s", self.opts.connect_timeout.as_secs()),
+            }
+        }
+        Err(unreachable(format!("{}@{}:{}: {last}", target.user, target.host, target.port)))
+    }
+
+    async fn run(&self, node: &Node, script: &str) -> Result<Output, TransportError> {
+        let conn = self.connect(node).await?;
+        let _permit = conn.channels.acquire().await;
+        let lost = |reason: String| TransportError::Lost { host: node.name.clone(), reason };
+        let mut ch = conn.client.get_channel().await.map_err(|e| lost(e.to_string()))?;
+        // the login shell may be csh or fish: always run under /bin/sh
+        let cmd = crate::render::wrap::sh(script);
+        ch.exec(true, cmd.as_bytes()).await.map_err(|e| lost(e.to_string()))?;
+        let mut out = Output { status: -1, ..Output::default() };
+        let (mut so, mut se) = (Vec::new(), Vec::new());
+        while let Some(msg) = ch.wait().await {
+            match msg {
+                ChannelMsg::Data { data } => so.extend_from_slice(&data),
+                ChannelMsg::ExtendedData { data, ext: 1 } => se.extend_from_slice(&data),
+                ChannelMsg::ExitStatus { exit_status } => out.status = exit_status as i32,
+                ChannelMsg::ExitSignal { signal_name, .. } => out.status = 128 + signal_number(&signal_name),
+                _ => {}
+            }
+        }
+        out.stdout = String::from_utf8_lossy(&so).into_owned();
+        out.stderr = String::from_utf8_lossy(&se).into_owned();
+        if out.status == -1 {
+            return Err(lost("the channel closed without an exit status".into()));
+        }
+        Ok(out)
+    }
+}
+
+fn signal_number(s: &russh::Sig) -> i32 {
+    use russh::Sig;
+    match s {
+        Sig::ABRT => 6,
+        Sig::ALRM => 14,
+        Sig::FPE => 8,
+        Sig::HUP => 1,
+        Sig::ILL => 4,
+        Sig::INT => 2,
+        Sig::KILL => 9,
+        Sig::PIPE => 13,
+        Sig::QUIT => 3,
+        Sig::SEGV => 11,
+        Sig::TERM => 15,
+        Sig::USR1 => 10,
+        _ => 0,
+    }
+}
+
+impl Transport for SshTransport {
+    fn exec<'a>(&'a self, node: &'a Node, script: &'a str, timeout: Duration) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, self.run(node, script)).await {
+                Ok(r) => r,
+                Err(_) => Err(TransportError::Timeout { host: node.name.clone(), secs: timeout.as_secs() }),
+            }
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "ssh"
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let conns: Vec<Arc<Conn>> = self.conns.lock().await.drain().map(|(_, c)| c).collect();
+            for c in conns {
+                let _ = c.client.disconnect().await;
+            }
+        })
+    }
+}
+
+/// Known-hosts path helper for callers.
+pub fn default_known_hosts() -> PathBuf {
+    home().join(".ssh/known_hosts")
+}
+
+#[allow(dead_code)]
+fn _assert_path(_: &Path) {}

@@ -1,0 +1,86 @@
+//! `junit.xml`: one testcase per gate; a FAIL's message is the trap and its fix. WARNs pass
+//! (with the warning in system-out) so CI shows red only on real failures.
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::gate::judge::{Outcome, Verdict};
+use crate::results::RunResults;
+
+fn case(v: &Verdict, classname: &str) -> TestCase {
+    let status = match v.outcome {
+        Outcome::Fail => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            let msg = format!(
+                "{}: {}",
+                v.trap_name.clone().unwrap_or_else(|| "failed".into()),
+                v.fix.clone().unwrap_or_default()
+            );
+            s.set_message(msg);
+            s.set_type(v.trap_name.clone().unwrap_or_default());
+            s.set_description(describe(v));
+            s
+        }
+        _ => TestCaseStatus::success(),
+    };
+    let mut c = TestCase::new(v.gate.clone(), status);
+    c.set_classname(classname.to_string());
+    if v.outcome != Outcome::Fail {
+        c.set_system_out(describe(v));
+    }
+    c
+}
+
+fn describe(v: &Verdict) -> String {
+    let mut s = format!("{}", v.outcome.as_str());
+    if let Some(m) = v.measured {
+        s.push_str(&format!(": measured {m:.2} {}", v.unit));
+    }
+    if !v.threshold.is_empty() {
+        s.push_str(&format!(", threshold {}", v.threshold));
+    }
+    if !v.detail.is_empty() {
+        s.push_str(&format!("; {}", v.detail));
+    }
+    if v.outcome == Outcome::Warn
+        && let (Some(t), Some(f)) = (&v.trap_name, &v.fix)
+    {
+        s.push_str(&format!("; {t}: {f}"));
+    }
+    s
+}
+
+/// The JUnit document of a run.
+pub fn render(r: &RunResults) -> String {
+    let label = if r.simulated { " (SIMULATED)" } else { "" };
+    let mut report = Report::new(format!("fabricplan {}{label}", r.plan));
+    let mut pre = TestSuite::new(format!("{}{label} preflight", r.plan));
+    for v in &r.preflight {
+        pre.add_test_case(case(v, &format!("{}.preflight", r.plan)));
+    }
+    report.add_test_suite(pre);
+    let mut suites: Vec<(String, TestSuite)> = Vec::new();
+    for j in &r.jobs {
+        let name = format!("{}{label} {}", r.plan, j.round_name);
+        let idx = match suites.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                suites.push((name.clone(), TestSuite::new(name)));
+                suites.len() - 1
+            }
+        };
+        for v in &j.verdicts {
+            suites[idx].1.add_test_case(case(v, &format!("{}.{}", r.plan, j.kind)));
+        }
+        if j.verdicts.is_empty() {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(j.reason.clone().unwrap_or_default());
+            let mut c = TestCase::new(format!("{} {}", j.kind, j.label), s);
+            c.set_classname(format!("{}.{}", r.plan, j.kind));
+            suites[idx].1.add_test_case(c);
+        }
+    }
+    for (_, s) in suites {
+        report.add_test_suite(s);
+    }
+    report.to_string().unwrap_or_default()
+}
