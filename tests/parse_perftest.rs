@@ -69,7 +69,10 @@ fn gbits_client_and_summary() {
         r.summary().lines().next(),
         Some("ib_write_bw client: 109.00 Gb/s avg (peak 109.01) at 65536 B, 5000 iterations")
     );
-    assert!(r.summary().contains("device rocep1s0f0, Ethernet, GID 3, MTU 4096, 1 QP"));
+    assert!(
+        r.summary()
+            .contains("device rocep1s0f0, Ethernet, GID 3, MTU 4096, 1 QP")
+    );
 }
 
 #[test]
@@ -125,16 +128,34 @@ fn truncation_is_incomplete_and_keeps_complete_rows() {
 #[test]
 fn error_kinds() {
     let cases = [
-        ("ib_write_bw/err-connect-old-one-line.txt", ErrorKind::ConnectFailed),
-        ("ib_write_bw/err-connect-new-two-line.txt", ErrorKind::ConnectFailed),
-        ("ib_write_bw/err-listen-failed-server.txt", ErrorKind::ListenFailed),
+        (
+            "ib_write_bw/err-connect-old-one-line.txt",
+            ErrorKind::ConnectFailed,
+        ),
+        (
+            "ib_write_bw/err-connect-new-two-line.txt",
+            ErrorKind::ConnectFailed,
+        ),
+        (
+            "ib_write_bw/err-listen-failed-server.txt",
+            ErrorKind::ListenFailed,
+        ),
         ("ib_write_bw/err-qp-rtr-failed.txt", ErrorKind::QpRtrFailed),
         ("ib_write_bw/err-qp-rtr-zero-gid.txt", ErrorKind::Gid),
         ("ib_write_bw/err-qp-rts-failed.txt", ErrorKind::QpRtsFailed),
-        ("ib_write_bw/err-completion-old-client.txt", ErrorKind::CompletionError),
-        ("ib_send_bw/err-completion-new-server.txt", ErrorKind::CompletionError),
+        (
+            "ib_write_bw/err-completion-old-client.txt",
+            ErrorKind::CompletionError,
+        ),
+        (
+            "ib_send_bw/err-completion-new-server.txt",
+            ErrorKind::CompletionError,
+        ),
         ("ib_write_bw/err-port-state-down.txt", ErrorKind::PortState),
-        ("ib_write_bw/err-no-device-did-not-detect.txt", ErrorKind::NoDevice),
+        (
+            "ib_write_bw/err-no-device-did-not-detect.txt",
+            ErrorKind::NoDevice,
+        ),
         ("ib_write_bw/err-gid-incompatible.txt", ErrorKind::Gid),
         ("ib_write_bw/err-resource-mr.txt", ErrorKind::Resource),
         ("ib_write_bw/err-bw-below-limit.txt", ErrorKind::Other),
@@ -160,9 +181,15 @@ fn error_kinds() {
 
 #[test]
 fn nothing_perftest_like_is_unrecognized() {
-    assert_eq!(bw("ib_write_bw/unrecognized-iperf3.txt").status, Status::Unrecognized);
+    assert_eq!(
+        bw("ib_write_bw/unrecognized-iperf3.txt").status,
+        Status::Unrecognized
+    );
     assert_eq!(perftest::parse_lat("").status, Status::Unrecognized);
-    assert_eq!(bw("ib_write_bw/bw-truncated-after-header.txt").status, Status::Incomplete);
+    assert_eq!(
+        bw("ib_write_bw/bw-truncated-after-header.txt").status,
+        Status::Incomplete
+    );
 }
 
 // ---------------------------------------------------------------- properties

@@ -124,7 +124,9 @@ pub struct LatReport {
 }
 
 /// What the line scanner found, generic over the table kind.
-struct Scanned<R> {
+struct Scanned<H, R> {
+    /// The last table header read.
+    header: Option<H>,
     setup: Setup,
     rows: Vec<R>,
     error: Option<ToolError>,
@@ -178,7 +180,7 @@ fn scan<H, R>(
     header: impl Fn(&str) -> Option<H>,
     row: impl Fn(&H, &str) -> Option<R>,
     mut tag: impl FnMut(&mut R, Option<&'static str>),
-) -> Scanned<R> {
+) -> Scanned<H, R> {
     let mut s = Setup::default();
     let mut rows = Vec::new();
     let mut errors = error::Errors::default();
@@ -187,6 +189,7 @@ fn scan<H, R>(
     // A header has been read and its table not yet closed by a dash line.
     let mut table_open = false;
     let mut perftest_like = false;
+    let mut peak_warning = false;
     let mut server_box = false;
     let mut tx_depth = false;
     let mut cycles = false;
@@ -279,8 +282,9 @@ fn scan<H, R>(
         }
         if is_warning(t) {
             if t.contains("BW peak won't be measured") {
+                // Not `perftest_like`: `--output=bandwidth -D` may print it before a bare number.
                 s.duration_mode = true;
-                perftest_like = true;
+                peak_warning = true;
             }
             if t.starts_with("Client closed connection") {
                 // --run_infinitely server: printed instead of a row, ends the table normally.
@@ -328,7 +332,7 @@ fn scan<H, R>(
         }
     } else if !bare.is_empty() && !perftest_like {
         Status::Ok
-    } else if perftest_like || header_seen {
+    } else if perftest_like || header_seen || peak_warning {
         Status::Incomplete
     } else {
         Status::Unrecognized
@@ -337,6 +341,7 @@ fn scan<H, R>(
         bare.clear();
     }
     Scanned {
+        header: current,
         setup: s,
         rows,
         error,
@@ -373,9 +378,9 @@ pub fn parse_bw(text: &str) -> BwReport {
     });
     let last = sc.rows.last();
     let mut setup = sc.setup;
-    // --cpu_util exists only in duration mode.
-    let unit = bw_unit(text);
-    if unit.1 {
+    let unit = sc.header.as_ref().map(|h| h.unit);
+    // --cpu_util exists only in duration mode (FORMATS.md 1.4).
+    if sc.header.as_ref().is_some_and(|h| h.cpu_util) {
         setup.duration_mode = true;
     }
     let copied_from_client = setup.role == Some(Role::Server)
@@ -393,7 +398,7 @@ pub fn parse_bw(text: &str) -> BwReport {
         msg_rate_mpps: last.map(|r| r.msg_rate_mpps),
         bytes: last.map(|r| r.bytes),
         iterations: last.map(|r| r.iterations),
-        unit: unit.0,
+        unit,
         copied_from_client,
         bare_values: sc.bare_values,
         wc_status: sc.wc_status,
@@ -402,21 +407,10 @@ pub fn parse_bw(text: &str) -> BwReport {
     }
 }
 
-/// Unit of the last BW header in the capture, and whether it has a CPU column.
-fn bw_unit(text: &str) -> (Option<BwUnit>, bool) {
-    text.split('\n')
-        .filter_map(|l| bw::header(strip_harness_prefix(l).trim()))
-        .last()
-        .map_or((None, false), |h| (Some(h.unit), h.cpu_util))
-}
-
 /// Parse the output of `ib_write_lat`, `ib_read_lat` or `ib_send_lat`.
 pub fn parse_lat(text: &str) -> LatReport {
     let sc = scan(text, lat::header, lat::row, |_, _| {});
-    let duration_header = text
-        .split('\n')
-        .filter_map(|l| lat::header(strip_harness_prefix(l).trim()))
-        .any(|h| h.duration);
+    let duration_header = sc.header.as_ref().is_some_and(|h| h.duration);
     let mut setup = sc.setup;
     setup.duration_mode |= duration_header;
     let last = sc.rows.last();
