@@ -60,3 +60,60 @@ mod tests {
         assert_eq!(num("-"), None);
     }
 }
+
+/// Strip the harness decorations FORMATS.md section 7 lists that [`clean_line`] leaves alone:
+/// `[155] ` rank tags, `HH:MM:SS LEVEL| ` log prefixes, markdown code-fence backticks at either
+/// end. Returns the line untouched when none is present.
+pub fn strip_harness_prefix(line: &str) -> &str {
+    let mut s = clean_line(line);
+    loop {
+        let before = s;
+        // `[155] ` (digits only inside the brackets)
+        if let Some(rest) = s.strip_prefix('[') {
+            if let Some(end) = rest.find("] ") {
+                let tag = rest.get(..end).unwrap_or("");
+                if !tag.is_empty() && tag.chars().all(|c| c.is_ascii_digit()) {
+                    s = rest.get(end + 2..).unwrap_or("");
+                }
+            }
+        }
+        // `HH:MM:SS DEBUG| `: a clock, one word, a bar
+        let b = s.as_bytes();
+        let clock = b.len() > 8
+            && b.iter().take(8).enumerate().all(|(i, c)| {
+                if i == 2 || i == 5 {
+                    *c == b':'
+                } else {
+                    c.is_ascii_digit()
+                }
+            });
+        if clock {
+            if let Some(bar) = s.find("| ") {
+                let level = s.get(8..bar).unwrap_or("").trim();
+                if level.chars().all(|c| c.is_ascii_alphabetic()) {
+                    s = s.get(bar + 2..).unwrap_or("");
+                }
+            }
+        }
+        s = s.trim_matches('`');
+        s = clean_line(s);
+        if s == before {
+            return s;
+        }
+    }
+}
+
+#[cfg(test)]
+mod harness_prefix_tests {
+    use super::*;
+
+    #[test]
+    fn strips_rank_clock_and_backticks() {
+        assert_eq!(strip_harness_prefix("[155]  65536 5000"), " 65536 5000");
+        assert_eq!(strip_harness_prefix("12:01:02 DEBUG| #bytes"), "#bytes");
+        assert_eq!(strip_harness_prefix("```"), "");
+        assert_eq!(strip_harness_prefix(" 2 1000 1.00```"), " 2 1000 1.00");
+        assert_eq!(strip_harness_prefix("[x] keep"), "[x] keep");
+        assert_eq!(strip_harness_prefix("> [3] > a"), "a");
+    }
+}

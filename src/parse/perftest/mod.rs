@@ -1,0 +1,614 @@
+//! perftest (`ib_write_bw`, `ib_read_bw`, `ib_send_bw`, `ib_*_lat`) output: banner, address
+//! block, result tables, trailers and errors, per FORMATS.md section 1, tolerant of the capture
+//! artefacts of section 7.
+//!
+//! One line scanner ([`scan`]) serves both report kinds; the table-specific parts live in
+//! [`bw`] and [`lat`], the banner and address block in [`banner`], error wording in [`error`].
+
+mod banner;
+mod bw;
+mod error;
+mod lat;
+mod row;
+
+pub use banner::Gid;
+pub use bw::{BwRow, BwUnit};
+pub use lat::LatRow;
+
+use super::text::strip_harness_prefix;
+use super::{Status, ToolError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Which side of the test printed the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Server,
+    Client,
+}
+
+/// Setup facts shared by BW and LAT reports: the banner, the address block, role and warnings.
+/// Flattened into the report JSON.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Setup {
+    /// The title, e.g. `RDMA_Write BW Test`, `RDMA_Write Bidirectional BW Test`, `Send Latency Test`.
+    pub test: Option<String>,
+    pub device: Option<String>,
+    /// `IB` | `Ethernet` | `Unknown`.
+    pub link_type: Option<String>,
+    pub gid_index: Option<u32>,
+    pub mtu: Option<u32>,
+    pub qps: Option<u32>,
+    /// `RC` | `UC` | `UD` | `RawEth` | `XRC` | `DC` | `SRD`.
+    pub connection_type: Option<String>,
+    /// `IB` | `IW` | `Unknown`.
+    pub transport_type: Option<String>,
+    pub bidirectional: bool,
+    /// Duration-style run: the ` WARNING: BW peak won't be measured in this run.` line (also
+    /// printed for `--run_infinitely` and > 20000 iterations), a duration latency header, or a
+    /// `CPU_Util` column.
+    pub duration_mode: bool,
+    pub role: Option<Role>,
+    /// rdma_cm used for the connection (`rdma_cm QPs : ON` or `Data ex. method : rdma_cm`).
+    pub rdma_cm: bool,
+    pub local_gids: Vec<Gid>,
+    pub remote_gids: Vec<Gid>,
+    /// IPv4 of the first IPv4-mapped local / remote GID.
+    pub local_ipv4: Option<String>,
+    pub remote_ipv4: Option<String>,
+    /// Some address-block GID is all zeros: an empty GID table entry.
+    pub gid_all_zero: bool,
+    /// Every banner `key : value` pair as printed (key whitespace-normalised).
+    pub banner: BTreeMap<String, String>,
+    /// Warning lines the tool printed (CPU frequency, MTU changes, peak not measured, ...).
+    pub warnings: Vec<String>,
+}
+
+/// What an `ib_*_bw` capture says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BwReport {
+    pub status: Status,
+    pub error: Option<ToolError>,
+    /// Values of the last complete row, in 10^9 bit/s.
+    pub bw_avg_gbps: Option<f64>,
+    pub bw_peak_gbps: Option<f64>,
+    pub msg_rate_mpps: Option<f64>,
+    pub bytes: Option<u64>,
+    pub iterations: Option<u64>,
+    pub rows: Vec<BwRow>,
+    /// The BW unit as the header printed it.
+    pub unit: Option<BwUnit>,
+    /// Server of a unidirectional WRITE/READ test: its row is the client's numbers copied over
+    /// TCP, not a measurement of its own (FORMATS.md 1.4).
+    pub copied_from_client: bool,
+    /// Bare `%f` numbers of `--output=bandwidth|message_rate` (no banner, no header): the unit is
+    /// not printed (MiB/s, Gb/s with `--report_gbits`, or Mpps), so they are not converted.
+    pub bare_values: Vec<f64>,
+    /// Work-completion status number of a completion error (12 = retry exceeded).
+    pub wc_status: Option<u32>,
+    #[serde(flatten)]
+    pub setup: Setup,
+}
+
+/// What an `ib_*_lat` capture says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatReport {
+    pub status: Status,
+    pub error: Option<ToolError>,
+    /// Values of the last complete row in microseconds; `None` when the values are CPU cycles.
+    pub t_min_us: Option<f64>,
+    pub t_max_us: Option<f64>,
+    pub t_typical_us: Option<f64>,
+    pub t_avg_us: Option<f64>,
+    pub t_stdev_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p999_us: Option<f64>,
+    pub bytes: Option<u64>,
+    pub iterations: Option<u64>,
+    /// Transactions per second of the last row (duration layout).
+    pub tps_avg: Option<f64>,
+    pub rows: Vec<LatRow>,
+    /// Unit of the row values: `usec`, or `cycles` with `-C/--report-cycles`.
+    pub unit: Option<&'static str>,
+    /// `-C`: values are CPU cycles although the header still says `[usec]`. Known only from a
+    /// `#, cycles` histogram line or the command line in the capture.
+    pub cycles: bool,
+    /// `-H`/`-U` sample lines were printed before the row.
+    pub histogram: bool,
+    /// Bare `%f` numbers of `--output=latency`.
+    pub bare_values: Vec<f64>,
+    pub wc_status: Option<u32>,
+    #[serde(flatten)]
+    pub setup: Setup,
+}
+
+/// What the line scanner found, generic over the table kind.
+struct Scanned<H, R> {
+    /// The last table header read.
+    header: Option<H>,
+    setup: Setup,
+    rows: Vec<R>,
+    error: Option<ToolError>,
+    wc_status: Option<u32>,
+    status: Status,
+    bare_values: Vec<f64>,
+    cycles: bool,
+    histogram: bool,
+    /// Title says BW (`Some(true)`) or Latency (`Some(false)`).
+    title_is_bw: Option<bool>,
+}
+
+/// A trimmed line made only of dashes (87, or 163 with `--report-per-port`; shorter ones are
+/// accepted from damaged copies).
+fn is_dash(t: &str) -> bool {
+    t.len() >= 20 && t.bytes().all(|b| b == b'-')
+}
+
+/// `--output=...` prints a bare `%f`: digits, a point, six digits.
+fn bare_number(t: &str) -> Option<f64> {
+    if row::is_fixed(t, 6) {
+        super::text::num(t)
+    } else {
+        None
+    }
+}
+
+fn is_warning(t: &str) -> bool {
+    let lower = t.to_ascii_lowercase();
+    lower.starts_with("warning")
+        || lower.starts_with("libibverbs: warning")
+        || t.starts_with("Conflicting CPU frequency")
+        || t.starts_with("Requested mtu is higher")
+        || t.starts_with("Changing to active mtu")
+        || t.starts_with("Max msg size in UD")
+        || t.starts_with("Changing to this MTU")
+        || t.starts_with("Requested SQ size might be too big")
+        || t.starts_with("Client closed connection")
+}
+
+/// A shell prompt / trace line that runs the tool with `-C` or `--report-cycles`.
+fn command_with_cycles(t: &str) -> bool {
+    t.contains("ib_")
+        && (t.contains("_lat") || t.contains("_bw"))
+        && t.split_whitespace()
+            .any(|w| w == "-C" || w == "--report-cycles")
+}
+
+fn scan<H, R>(
+    text: &str,
+    header: impl Fn(&str) -> Option<H>,
+    row: impl Fn(&H, &str) -> Option<R>,
+    mut tag: impl FnMut(&mut R, Option<&'static str>),
+) -> Scanned<H, R> {
+    let mut s = Setup::default();
+    let mut rows = Vec::new();
+    let mut errors = error::Errors::default();
+    let mut bare = Vec::new();
+    let mut current: Option<H> = None;
+    // A header has been read and its table not yet closed by a dash line.
+    let mut table_open = false;
+    let mut perftest_like = false;
+    let mut peak_warning = false;
+    let mut server_box = false;
+    let mut tx_depth = false;
+    let mut cycles = false;
+    let mut histogram = false;
+    let mut title_is_bw = None;
+    let mut side: Option<banner::Side> = None;
+    let mut section: Option<&'static str> = None;
+    let mut listen_failed = false;
+    let mut connect_failed = false;
+
+    for raw in text.split('\n') {
+        let line = strip_harness_prefix(raw);
+        let t = line.trim();
+        if t.is_empty() {
+            continue;
+        }
+        if is_dash(t) {
+            table_open = false;
+            continue;
+        }
+        if let Some(h) = header(t) {
+            current = Some(h);
+            table_open = true;
+            perftest_like = true;
+            continue;
+        }
+        if table_open {
+            if let Some(h) = &current {
+                if let Some(mut r) = row(h, t) {
+                    tag(&mut r, section);
+                    rows.push(r);
+                    continue;
+                }
+            }
+        }
+        if t.contains("Waiting for client to connect")
+            || t.contains("Waiting for client rdma_cm QP to connect")
+        {
+            server_box = true;
+            perftest_like = true;
+            continue;
+        }
+        if t.starts_with("Local results") {
+            section = Some("local");
+            continue;
+        }
+        if t.starts_with("Remote results") {
+            section = Some("remote");
+            continue;
+        }
+        if let Some((title, is_bw)) = banner::title(t) {
+            s.bidirectional = title.contains("Bidirectional");
+            s.test = Some(title);
+            title_is_bw = Some(is_bw);
+            perftest_like = true;
+            continue;
+        }
+        if let Some(which) = banner::address_side(t) {
+            side = Some(which);
+            perftest_like = true;
+            continue;
+        }
+        if let Some(gid) = banner::gid_line(t) {
+            s.gid_all_zero |= gid.all_zero;
+            match side {
+                Some(banner::Side::Local) => s.local_gids.push(gid),
+                Some(banner::Side::Remote) => s.remote_gids.push(gid),
+                None => {}
+            }
+            continue;
+        }
+        if t == "#, usec" || t == "#, cycles" || t == ", usec" || t == ", cycles" {
+            histogram = true;
+            cycles |= t.ends_with("cycles");
+            continue;
+        }
+        if let Some((kind, weight)) = error::classify(t) {
+            errors.push(t, kind, weight);
+            listen_failed |= kind == super::ErrorKind::ListenFailed;
+            connect_failed |= kind == super::ErrorKind::ConnectFailed;
+            continue;
+        }
+        if let Some(kvs) = banner::key_values(t) {
+            perftest_like = true;
+            for (k, v) in kvs {
+                apply_banner(&mut s, k, &v);
+                tx_depth |= k == "TX depth";
+            }
+            continue;
+        }
+        if is_warning(t) {
+            if t.contains("BW peak won't be measured") {
+                // Not `perftest_like`: `--output=bandwidth -D` may print it before a bare number.
+                s.duration_mode = true;
+                peak_warning = true;
+            }
+            if t.starts_with("Client closed connection") {
+                // --run_infinitely server: printed instead of a row, ends the table normally.
+                table_open = false;
+            }
+            s.warnings.push(t.to_string());
+            continue;
+        }
+        if command_with_cycles(t) {
+            cycles = true;
+            continue;
+        }
+        if let Some(v) = bare_number(t) {
+            bare.push(v);
+        }
+    }
+
+    s.local_ipv4 = s.local_gids.iter().find_map(|g| g.ipv4.clone());
+    s.remote_ipv4 = s.remote_gids.iter().find_map(|g| g.ipv4.clone());
+    let unidirectional_banner =
+        !s.bidirectional && s.test.is_some() && (!s.local_gids.is_empty() || side.is_some());
+    s.role = if server_box || listen_failed {
+        Some(Role::Server)
+    } else if tx_depth || connect_failed {
+        Some(Role::Client)
+    } else if unidirectional_banner {
+        // TX depth is printed by the client, or by both sides only when bidirectional
+        // (FORMATS.md 1.2): a complete unidirectional banner without it is the server's.
+        Some(Role::Server)
+    } else if s.test.is_some() || side.is_some() {
+        Some(Role::Client)
+    } else {
+        None
+    };
+
+    let error = errors.finish(s.gid_all_zero);
+    let header_seen = current.is_some();
+    let status = if error.is_some() {
+        Status::Error
+    } else if !rows.is_empty() {
+        if table_open {
+            Status::Incomplete
+        } else {
+            Status::Ok
+        }
+    } else if !bare.is_empty() && !perftest_like {
+        Status::Ok
+    } else if perftest_like || header_seen || peak_warning {
+        Status::Incomplete
+    } else {
+        Status::Unrecognized
+    };
+    if perftest_like {
+        bare.clear();
+    }
+    Scanned {
+        header: current,
+        setup: s,
+        rows,
+        error,
+        wc_status: errors.status_number(),
+        status,
+        bare_values: bare,
+        cycles,
+        histogram,
+        title_is_bw,
+    }
+}
+
+fn apply_banner(s: &mut Setup, key: &'static str, v: &str) {
+    let owned = || Some(v.to_string()).filter(|v| !v.is_empty());
+    match key {
+        "Device" => s.device = owned(),
+        "Number of qps" => s.qps = banner::leading_u32(v),
+        "Transport type" => s.transport_type = owned(),
+        "Connection type" => s.connection_type = owned(),
+        "Mtu" => s.mtu = banner::leading_u32(v),
+        "Link type" => s.link_type = owned(),
+        "GID index" => s.gid_index = banner::leading_u32(v),
+        "rdma_cm QPs" => s.rdma_cm |= v.eq_ignore_ascii_case("ON"),
+        "Data ex. method" => s.rdma_cm |= v.eq_ignore_ascii_case("rdma_cm"),
+        _ => {}
+    }
+    s.banner.insert(key.to_string(), v.to_string());
+}
+
+/// Parse the output of `ib_write_bw`, `ib_read_bw` or `ib_send_bw`.
+pub fn parse_bw(text: &str) -> BwReport {
+    let sc = scan(text, bw::header, bw::row, |r: &mut BwRow, sec| {
+        r.section = sec;
+    });
+    let last = sc.rows.last();
+    let mut setup = sc.setup;
+    let unit = sc.header.as_ref().map(|h| h.unit);
+    // --cpu_util exists only in duration mode (FORMATS.md 1.4).
+    if sc.header.as_ref().is_some_and(|h| h.cpu_util) {
+        setup.duration_mode = true;
+    }
+    let copied_from_client = setup.role == Some(Role::Server)
+        && !setup.bidirectional
+        && sc.title_is_bw == Some(true)
+        && setup
+            .test
+            .as_deref()
+            .is_some_and(|t| t.starts_with("RDMA_Write") || t.starts_with("RDMA_Read"));
+    BwReport {
+        status: sc.status,
+        error: sc.error,
+        bw_avg_gbps: last.map(|r| r.bw_avg_gbps),
+        bw_peak_gbps: last.map(|r| r.bw_peak_gbps),
+        msg_rate_mpps: last.map(|r| r.msg_rate_mpps),
+        bytes: last.map(|r| r.bytes),
+        iterations: last.map(|r| r.iterations),
+        unit,
+        copied_from_client,
+        bare_values: sc.bare_values,
+        wc_status: sc.wc_status,
+        rows: sc.rows,
+        setup,
+    }
+}
+
+/// Parse the output of `ib_write_lat`, `ib_read_lat` or `ib_send_lat`.
+pub fn parse_lat(text: &str) -> LatReport {
+    let sc = scan(text, lat::header, lat::row, |_, _| {});
+    let duration_header = sc.header.as_ref().is_some_and(|h| h.duration);
+    let mut setup = sc.setup;
+    setup.duration_mode |= duration_header;
+    let last = sc.rows.last();
+    let us = |f: fn(&LatRow) -> Option<f64>| {
+        if sc.cycles { None } else { last.and_then(f) }
+    };
+    let unit = if sc.rows.is_empty() && !sc.cycles {
+        None
+    } else if sc.cycles {
+        Some("cycles")
+    } else {
+        Some("usec")
+    };
+    LatReport {
+        status: sc.status,
+        error: sc.error,
+        t_min_us: us(|r| r.t_min),
+        t_max_us: us(|r| r.t_max),
+        t_typical_us: us(|r| r.t_typical),
+        t_avg_us: us(|r| r.t_avg),
+        t_stdev_us: us(|r| r.t_stdev),
+        p99_us: us(|r| r.p99),
+        p999_us: us(|r| r.p999),
+        bytes: last.map(|r| r.bytes),
+        iterations: last.map(|r| r.iterations),
+        tps_avg: last.and_then(|r| r.tps_avg),
+        unit,
+        cycles: sc.cycles,
+        histogram: sc.histogram,
+        bare_values: sc.bare_values,
+        wc_status: sc.wc_status,
+        rows: sc.rows,
+        setup,
+    }
+}
+
+/// `ib_write_bw`-style name from the banner title, for summaries.
+fn tool_name(test: Option<&str>, bw: bool) -> String {
+    let kind = if bw { "bw" } else { "lat" };
+    let verb = test
+        .and_then(|t| t.split_whitespace().next())
+        .map(|v| match v {
+            "RDMA_Write" | "RDMA_Write_imm" => "write",
+            "RDMA_Read" => "read",
+            "Send" | "Send_imm" => "send",
+            "Atomic" => "atomic",
+            _ => "",
+        })
+        .unwrap_or("");
+    if verb.is_empty() {
+        format!("perftest {kind}")
+    } else {
+        format!("ib_{verb}_{kind}")
+    }
+}
+
+fn role_name(role: Option<Role>) -> &'static str {
+    match role {
+        Some(Role::Server) => " server",
+        Some(Role::Client) => " client",
+        None => "",
+    }
+}
+
+fn setup_line(s: &Setup) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(d) = &s.device {
+        parts.push(format!("device {d}"));
+    }
+    if let Some(l) = &s.link_type {
+        parts.push(l.clone());
+    }
+    if let Some(g) = s.gid_index {
+        parts.push(format!("GID {g}"));
+    }
+    if let Some(m) = s.mtu {
+        parts.push(format!("MTU {m}"));
+    }
+    if let Some(q) = s.qps {
+        parts.push(format!("{q} QP{}", if q == 1 { "" } else { "s" }));
+    }
+    if let Some(c) = &s.connection_type {
+        parts.push(c.clone());
+    }
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join(", "))
+    }
+}
+
+fn status_word(st: Status) -> &'static str {
+    match st {
+        Status::Ok => "ok",
+        Status::Error => "error",
+        Status::Incomplete => "incomplete",
+        Status::Unrecognized => "unrecognized",
+    }
+}
+
+impl BwReport {
+    /// A few human lines: the result (or why there is none), then the setup.
+    pub fn summary(&self) -> String {
+        let name = tool_name(self.setup.test.as_deref(), true);
+        let role = role_name(self.setup.role);
+        let mut out = Vec::new();
+        match (
+            self.bw_avg_gbps,
+            self.bw_peak_gbps,
+            self.bytes,
+            self.iterations,
+        ) {
+            (Some(avg), Some(peak), Some(b), Some(it)) => {
+                let mut l = format!(
+                    "{name}{role}: {avg:.2} Gb/s avg (peak {peak:.2}) at {b} B, {it} iterations"
+                );
+                if self.rows.len() > 1 {
+                    l.push_str(&format!(" (last of {} rows)", self.rows.len()));
+                }
+                if self.copied_from_client {
+                    l.push_str(" [server copy of the client's numbers]");
+                }
+                out.push(l);
+            }
+            _ if !self.bare_values.is_empty() => out.push(format!(
+                "{name}: bare --output values {:?} (unit not printed)",
+                self.bare_values
+            )),
+            _ => out.push(format!(
+                "{name}{role}: no result ({})",
+                status_word(self.status)
+            )),
+        }
+        if let Some(e) = &self.error {
+            out.push(format!(
+                "error {}: {}",
+                e.kind.as_str(),
+                e.message.replace('\n', " / ")
+            ));
+        }
+        if self.status == Status::Incomplete && !self.rows.is_empty() {
+            out.push("incomplete: the table was not closed (truncated or killed)".into());
+        }
+        if let Some(l) = setup_line(&self.setup) {
+            out.push(l);
+        }
+        out.join("\n")
+    }
+}
+
+impl LatReport {
+    /// A few human lines: the result (or why there is none), then the setup.
+    pub fn summary(&self) -> String {
+        let name = tool_name(self.setup.test.as_deref(), false);
+        let role = role_name(self.setup.role);
+        let unit = if self.cycles { "cycles" } else { "us" };
+        let mut out = Vec::new();
+        match self.rows.last() {
+            Some(r) => {
+                let val = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+                let mut l = format!(
+                    "{name}{role}: typical {} {unit}, avg {}, min {}, max {}, p99 {}, p99.9 {} at {} B, {} iterations",
+                    val(r.t_typical),
+                    val(r.t_avg),
+                    val(r.t_min),
+                    val(r.t_max),
+                    val(r.p99),
+                    val(r.p999),
+                    r.bytes,
+                    r.iterations
+                );
+                if let Some(tps) = r.tps_avg {
+                    l.push_str(&format!(", {tps:.2} tps"));
+                }
+                out.push(l);
+            }
+            None if !self.bare_values.is_empty() => out.push(format!(
+                "{name}: bare --output values {:?}",
+                self.bare_values
+            )),
+            None => out.push(format!(
+                "{name}{role}: no result ({})",
+                status_word(self.status)
+            )),
+        }
+        if let Some(e) = &self.error {
+            out.push(format!(
+                "error {}: {}",
+                e.kind.as_str(),
+                e.message.replace('\n', " / ")
+            ));
+        }
+        if self.status == Status::Incomplete && !self.rows.is_empty() {
+            out.push("incomplete: the table was not closed (truncated or killed)".into());
+        }
+        if let Some(l) = setup_line(&self.setup) {
+            out.push(l);
+        }
+        out.join("\n")
+    }
+}
