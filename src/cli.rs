@@ -54,6 +54,43 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "dot")]
         format: GraphFormat,
     },
+    /// Run the plan: discovery, preflight, every round, verdict. Exit 0 green or warnings, 1 any
+    /// FAIL or a job that could not measure, 2 invalid plan, 130 interrupted.
+    Run {
+        plan: PathBuf,
+        /// Only jobs matching: a test kind, node, link, cable, round or NCCL test name (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Skip jobs matching (repeatable).
+        #[arg(long)]
+        skip: Vec<String>,
+        /// Print what would run and stop (same as `fabricplan plan`).
+        #[arg(long)]
+        dry_run: bool,
+        /// Run directory (default runs/<plan>/<UTC timestamp>/).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Run the plan's setup stage first (installs packages: not read-only).
+        #[arg(long)]
+        setup: bool,
+        /// Commands in flight at once.
+        #[arg(long, default_value_t = 32)]
+        max_parallel: usize,
+        /// Learn unknown host keys (a changed key is always refused).
+        #[arg(long)]
+        accept_new_host_keys: bool,
+        /// ssh_config file for node aliases.
+        #[arg(long)]
+        ssh_config: Option<PathBuf>,
+        /// known_hosts file to verify host keys against.
+        #[arg(long)]
+        known_hosts: Option<PathBuf>,
+        /// Run every node's commands on this machine instead of over SSH.
+        #[arg(long)]
+        local: bool,
+    },
     /// Read a saved tool output (FILE or stdin) and print what fabricplan reads in it.
     Parse {
         /// ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat,
@@ -161,6 +198,45 @@ pub fn run(cli: Cli) -> i32 {
             }
             exit::OK
         }
+        Command::Run {
+            plan,
+            only,
+            skip,
+            dry_run,
+            out,
+            format,
+            setup,
+            max_parallel,
+            accept_new_host_keys,
+            ssh_config,
+            known_hosts,
+            local,
+        } => {
+            let Some(l) = load_or_report(&plan) else {
+                return exit::INVALID_PLAN;
+            };
+            if dry_run {
+                return run(Cli { command: Command::Plan { plan, format } });
+            }
+            if setup && l.plan.setup.is_none() {
+                eprintln!("error: --setup given but the plan declares no [setup] stage");
+                return exit::USAGE;
+            }
+            let transport: std::sync::Arc<dyn crate::exec::Transport> = if local {
+                std::sync::Arc::new(crate::exec::local::LocalTransport)
+            } else {
+                let opts = crate::exec::ssh::SshOptions {
+                    config: ssh_config.or_else(|| l.plan.ssh.config.clone()),
+                    known_hosts: known_hosts.or_else(|| l.plan.ssh.known_hosts.clone()),
+                    accept_new: accept_new_host_keys,
+                    connect_timeout: std::time::Duration::from_secs(l.plan.ssh.connect_timeout_s as u64),
+                    default_user: l.plan.ssh.user.clone(),
+                    ..Default::default()
+                };
+                std::sync::Arc::new(crate::exec::ssh::SshTransport::new(opts))
+            };
+            execute(&l.plan, transport, only, skip, out, format, max_parallel)
+        }
         Command::Parse { tool, file, format } => {
             let Some(t) = Tool::from_name(&tool) else {
                 eprintln!(
@@ -199,4 +275,99 @@ pub fn run(cli: Cli) -> i32 {
             exit::OK
         }
     }
+}
+
+fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = secs / 86400;
+    let (h, m, s) = ((secs % 86400) / 3600, (secs % 3600) / 60, secs % 60);
+    // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)
+    let z = days as i64 + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}{mo:02}{d:02}T{h:02}{m:02}{s:02}Z")
+}
+
+/// Run a plan with a transport; prints progress and the verdict; returns the exit code.
+pub fn execute(
+    plan: &crate::plan::Plan,
+    transport: std::sync::Arc<dyn crate::exec::Transport>,
+    only: Vec<String>,
+    skip: Vec<String>,
+    out: Option<PathBuf>,
+    format: Format,
+    max_parallel: usize,
+) -> i32 {
+    use crate::exec::evidence::Evidence;
+    use crate::exec::runner::{self, RunOptions};
+    let stamp = utc_stamp();
+    let run_id = format!("{}-{stamp}", plan.name);
+    let dir = out.unwrap_or_else(|| PathBuf::from("runs").join(&plan.name).join(&stamp));
+    let mut evidence = match Evidence::create(&dir, &plan.text) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot create the run directory `{}`: {e}", dir.display());
+            return exit::FAIL;
+        }
+    };
+    let fabric = Fabric::build(plan);
+    let schedule = Schedule::expand(plan);
+    let opts = RunOptions {
+        run_id,
+        only,
+        skip,
+        max_parallel,
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return exit::FAIL;
+        }
+    };
+    let term = crate::report::terminal::Terminal::new(transport.simulated());
+    let results = rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        // Ctrl-C or SIGTERM: stop launching, clean up what started, write partial results
+        tokio::spawn(async move {
+            let mut term_sig = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term_sig.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending::<()>().await } } => {}
+            }
+            let _ = cancel_tx.send(true);
+        });
+        let printer = async {
+            while let Some(e) = rx.recv().await {
+                if format == Format::Text {
+                    term.event(&e);
+                }
+            }
+        };
+        let work = async {
+            let r = runner::run(plan, &fabric, &schedule, transport, &opts, &mut evidence, tx, cancel_rx).await;
+            r
+        };
+        let (r, ()) = tokio::join!(work, printer);
+        r
+    });
+    let json = serde_json::to_vec_pretty(&results).unwrap_or_default();
+    let _ = evidence.write("results.json", &json);
+    let _ = evidence.write("junit.xml", crate::report::junit::render(&results).as_bytes());
+    let _ = evidence.write("summary.md", crate::report::markdown::render(&results).as_bytes());
+    match format {
+        Format::Text => term.finish(&results, &dir.display().to_string()),
+        Format::Json => println!("{}", String::from_utf8_lossy(&json)),
+    }
+    results.summary.exit_code
 }

@@ -1,0 +1,169 @@
+//! The runner against the recording fake transport: order (servers ready before any client,
+//! clients released together, cleanup after, counters around each job), partial failure,
+//! unreachable hosts and the verdicts that come out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fabricplan::exec::evidence::Evidence;
+use fabricplan::exec::fake::FakeTransport;
+use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::exec::{Output, TransportError};
+use fabricplan::gate::judge::Outcome;
+use fabricplan::gate::trap::Trap;
+use fabricplan::results::JobStatus;
+use fabricplan::schedule::Schedule;
+use fabricplan::topology::Fabric;
+
+const PLAN: &str = r#"
+format-version = 1
+name = "pair"
+[[node]]
+name = "spark-a"
+[[node]]
+name = "spark-b"
+[[cable]]
+kind = "direct"
+name = "stack"
+ends = ["spark-a.f0", "spark-b.f0"]
+halves = ["a"]
+subnets = { a = "198.51.100.0/30" }
+[tests.rdma-bw]
+duration-s = 2
+"#;
+
+fn probe(host: &str, ip: &str, gid_hex: &str) -> String {
+    format!(
+        "@host {host}
+@dev rocep1s0f0
+@state 4: ACTIVE
+@phys 5: LinkUp
+@rate 200 Gb/sec (4X HDR)
+@layer Ethernet
+@netdev enp1s0f0np0
+@gid /sys/class/infiniband/rocep1s0f0/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:{gid_hex}
+@gidtype /sys/class/infiniband/rocep1s0f0/ports/1/gid_attrs/types/3:RoCE v2
+@counter /sys/class/infiniband/rocep1s0f0/ports/1/counters/port_xmit_data:100
+@counter /sys/class/infiniband/rocep1s0f0/ports/1/hw_counters/packet_seq_err:0
+@ip
+2: enp1s0f0np0    inet {ip}/30 brd 198.51.100.3 scope global enp1s0f0np0
+@link
+2: enp1s0f0np0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc mq state UP mode DEFAULT
+@route
+@end
+"
+    )
+}
+
+fn bw_output(gbps: f64) -> String {
+    format!(
+        " WARNING: BW peak won't be measured in this run.
+---------------------------------------------------------------------------------------
+                    RDMA_Write BW Test
+ Dual-port       : OFF\t\tDevice         : rocep1s0f0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ Mtu             : 4096[B]
+ Link type       : Ethernet
+ GID index       : 3
+---------------------------------------------------------------------------------------
+ #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]
+ 65536      1039716          0.00               {gbps:.2} \t\t     0.207862
+---------------------------------------------------------------------------------------
+"
+    )
+}
+
+fn fake(client_gbps: f64) -> FakeTransport {
+    FakeTransport::new()
+        .on("spark-a", "@host", Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))))
+        .on("spark-b", "@host", Ok(Output::ok(probe("spark-b", "198.51.100.2", "c633:6402"))))
+        .on("*", "/proc/net/tcp", Ok(Output::ok("4242\n")))
+        .on("*", "ping -c", Ok(Output::ok("PING 198.51.100.1 (198.51.100.1) 56(84) bytes of data.\n64 bytes from 198.51.100.1: icmp_seq=1 ttl=64 time=0.05 ms\n\n--- 198.51.100.1 ping statistics ---\n3 packets transmitted, 3 received, 0% packet loss, time 2002ms\nrtt min/avg/max/mdev = 0.040/0.050/0.060/0.010 ms\n")))
+        .on("spark-b", "ib_write_bw", Ok(Output::ok(bw_output(client_gbps))))
+}
+
+async fn run_with(t: FakeTransport) -> (fabricplan::results::RunResults, Arc<FakeTransport>) {
+    let loaded = fabricplan::plan::load_str(std::path::Path::new("pair.toml"), PLAN, std::path::Path::new(".")).expect("valid plan");
+    let plan = loaded.plan;
+    let fabric = Fabric::build(&plan);
+    let schedule = Schedule::expand(&plan);
+    let t = Arc::new(t);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_c, cancel) = tokio::sync::watch::channel(false);
+    let opts = RunOptions { run_id: "test".into(), only: vec![], skip: vec![], max_parallel: 8 };
+    let r = runner::run(&plan, &fabric, &schedule, t.clone(), &opts, &mut Evidence::none(), tx, cancel).await;
+    (r, t)
+}
+
+#[tokio::test]
+async fn healthy_pair_is_green_and_ordered() {
+    let (r, t) = run_with(fake(109.0)).await;
+    assert_eq!(r.summary.verdict, "ALL GREEN", "{:#?}", r.summary);
+    assert_eq!(r.summary.exit_code, 0);
+    let job = &r.jobs[0];
+    assert_eq!(job.status, JobStatus::Measured);
+    assert!((job.main_value().unwrap() - 109.0).abs() < 1e-9);
+    let calls = t.calls();
+    let pos = |needle: &str| calls.iter().position(|c| c.script.contains(needle)).unwrap_or_else(|| panic!("no call with {needle}"));
+    let server = pos("setsid");
+    let ready = pos("/proc/net/tcp");
+    let client = calls.iter().position(|c| c.host == "spark-b" && c.script.contains("ib_write_bw")).unwrap();
+    let kill = pos("kill -TERM -- -4242");
+    assert!(server < ready && ready < client && client < kill, "order: server {server}, ready {ready}, client {client}, kill {kill}");
+    // the resolved names reached the command lines: device and GID per box
+    assert!(calls[client].script.contains("-d rocep1s0f0 -i 1 -x 3"));
+    assert!(calls[server].script.contains("</dev/null"));
+    // counters read before and after
+    let counter_reads: Vec<usize> = calls.iter().enumerate().filter(|(_, c)| c.script.contains("hw_counters") && !c.script.contains("@host")).map(|(i, _)| i).collect();
+    assert!(counter_reads.iter().any(|i| *i < server) && counter_reads.iter().any(|i| *i > client));
+    // never by name
+    assert!(!calls.iter().any(|c| c.script.contains("pkill")));
+}
+
+#[tokio::test]
+async fn throttled_half_fails_with_the_firmware_trap() {
+    let (r, _) = run_with(fake(12.74)).await;
+    assert_eq!(r.summary.exit_code, 1);
+    let v = &r.jobs[0].verdicts[0];
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!(v.trap, Some(Trap::FirmwareThrottle));
+}
+
+#[tokio::test]
+async fn unreachable_host_fails_its_jobs_and_the_run_goes_on() {
+    let t = FakeTransport::new()
+        .on("spark-b", "@host", Err(TransportError::Unreachable { host: "spark-b".into(), reason: "connection refused".into() }))
+        .rule(|_, _| None);
+    let t = t.on("spark-a", "@host", Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))));
+    let (r, _) = run_with(t).await;
+    assert_eq!(r.summary.exit_code, 1);
+    assert!(r.preflight.iter().any(|v| v.trap == Some(Trap::Unreachable)));
+    assert_eq!(r.jobs[0].status, JobStatus::Failed);
+    assert_eq!(r.jobs[0].verdicts[0].trap, Some(Trap::Unreachable));
+}
+
+#[tokio::test]
+async fn server_that_dies_names_the_detached_server_trap() {
+    let t = FakeTransport::new()
+        .on("spark-a", "@host", Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))))
+        .on("spark-b", "@host", Ok(Output::ok(probe("spark-b", "198.51.100.2", "c633:6402"))))
+        .on("*", "ping -c", Ok(Output::ok("3 packets transmitted, 3 received, 0% packet loss, time 2002ms\n")))
+        .on("*", "/proc/net/tcp", Ok(Output { status: 3, ..Output::default() }))
+        .on("spark-a", ".log", Ok(Output::ok("\n************************************\n* Waiting for client to connect... *\n************************************\n")));
+    let (r, t) = run_with(t).await;
+    let v = &r.jobs[0].verdicts[0];
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!(v.trap, Some(Trap::ServerGoneOrFirewall));
+    // no client was launched against a dead server
+    assert!(!t.calls().iter().any(|c| c.host == "spark-b" && c.script.contains("ib_write_bw")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn hung_client_times_out_and_is_reported() {
+    let t = fake(109.0).delay("ib_write_bw -d rocep1s0f0 -i 1 -x 3 -F --report_gbits -D 2 -s 65536 -q 1 -p 18515 198", Duration::from_secs(3600));
+    let (r, _) = tokio::time::timeout(Duration::from_secs(120), run_with(t)).await.expect("the runner must not hang");
+    let v = &r.jobs[0].verdicts[0];
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!(v.trap, Some(Trap::Timeout));
+}
