@@ -3,6 +3,18 @@ use super::{Status, ToolError};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IperfReport { pub status: Status, pub error: Option<ToolError> }
-pub fn parse(_text: &str) -> IperfReport { IperfReport { status: Status::Unrecognized, error: None } }
-impl IperfReport { pub fn summary(&self) -> String { String::new() } }
+pub struct IperfReport {
+    pub status: Status,
+    pub error: Option<ToolError>,
+}
+pub fn parse(_text: &str) -> IperfReport {
+    IperfReport {
+        status: Status::Unrecognized,
+        error: None,
+    }
+}
+impl IperfReport {
+    pub fn summary(&self) -> String {
+        String::new()
+    }
+}

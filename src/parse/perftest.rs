@@ -3,10 +3,34 @@ use super::{Status, ToolError};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BwReport { pub status: Status, pub error: Option<ToolError> }
+pub struct BwReport {
+    pub status: Status,
+    pub error: Option<ToolError>,
+}
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LatReport { pub status: Status, pub error: Option<ToolError> }
-pub fn parse_bw(_text: &str) -> BwReport { BwReport { status: Status::Unrecognized, error: None } }
-pub fn parse_lat(_text: &str) -> LatReport { LatReport { status: Status::Unrecognized, error: None } }
-impl BwReport { pub fn summary(&self) -> String { String::new() } }
-impl LatReport { pub fn summary(&self) -> String { String::new() } }
+pub struct LatReport {
+    pub status: Status,
+    pub error: Option<ToolError>,
+}
+pub fn parse_bw(_text: &str) -> BwReport {
+    BwReport {
+        status: Status::Unrecognized,
+        error: None,
+    }
+}
+pub fn parse_lat(_text: &str) -> LatReport {
+    LatReport {
+        status: Status::Unrecognized,
+        error: None,
+    }
+}
+impl BwReport {
+    pub fn summary(&self) -> String {
+        String::new()
+    }
+}
+impl LatReport {
+    pub fn summary(&self) -> String {
+        String::new()
+    }
+}
