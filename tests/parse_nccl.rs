@@ -207,6 +207,9 @@ fn truncation_and_prefixes() {
     assert_eq!(k.status, Status::Ok);
     assert_eq!(k.ranks, 8);
     assert_eq!(k.gdr, Some(true));
+    let g = nccl("glued-numbers-row-rejected.txt");
+    assert_eq!((g.rows.len(), g.rejected_rows), (23, 2));
+    assert_eq!(nccl("crlf-line-endings.txt").rows.len(), 11);
     let md = nccl("markdown-damage.txt");
     assert_eq!(md.rows.len(), 18);
     assert_eq!(md.status, Status::Ok);

@@ -97,6 +97,9 @@ pub struct NcclReport {
     /// `v1-2017`, `float-error-2019`, `wrong-count-2022`, `formatter-2025`, `json`, or null.
     pub layout: Option<String>,
     pub rows: Vec<Row>,
+    /// Lines that start like a result row (an integer size, 5+ fields) but could not be read
+    /// completely (glued numbers, cut lines): dropped, never guessed, and counted here.
+    pub rejected_rows: usize,
     pub out_of_bounds: Option<u64>,
     pub out_of_bounds_ok: Option<bool>,
     pub avg_busbw_gbs: Option<f64>,
@@ -547,6 +550,7 @@ pub fn parse(text: &str) -> NcclReport {
     let mut layout: Option<&'static str> = None;
     let mut cputime = false;
     let mut rows: Vec<Row> = Vec::new();
+    let mut rejected_rows = 0usize;
     let mut devices: Vec<Device> = Vec::new();
     let mut params: Option<Params> = None;
     let mut param_lines = 0usize;
@@ -698,8 +702,13 @@ pub fn parse(text: &str) -> NcclReport {
                 r
             }),
         };
-        if let Some(r) = row {
-            rows.push(r);
+        match row {
+            Some(r) => rows.push(r),
+            None => {
+                if n >= 5 && t.split_whitespace().next().and_then(uint).is_some() {
+                    rejected_rows += 1;
+                }
+            }
         }
     }
 
@@ -767,6 +776,7 @@ pub fn parse(text: &str) -> NcclReport {
         collective: collective.or(command_collective),
         layout: layout.map(str::to_string),
         rows,
+        rejected_rows,
         out_of_bounds: oob,
         out_of_bounds_ok: oob_ok,
         avg_busbw_gbs: avg,
@@ -901,6 +911,7 @@ fn empty_report(status: Status) -> NcclReport {
         collective: None,
         layout: None,
         rows: Vec::new(),
+        rejected_rows: 0,
         out_of_bounds: None,
         out_of_bounds_ok: None,
         avg_busbw_gbs: None,
@@ -1183,6 +1194,12 @@ impl NcclReport {
                 .map(|c| format!(" {c}"))
                 .unwrap_or_default();
             parts.push(format!("avg busbw {a:.2} GB/s{check}"));
+        }
+        if self.rejected_rows > 0 {
+            parts.push(format!(
+                "{} unreadable row line(s) dropped",
+                self.rejected_rows
+            ));
         }
         let mut s = parts.join("; ");
         match (&self.error, self.status) {
