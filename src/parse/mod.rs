@@ -154,6 +154,9 @@ impl Tool {
 }
 
 /// What a parser read, per tool.
+// Reports differ a lot in size (nccl-tests carries ~30 fields); one value per parsed capture,
+// so boxing them would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Parsed {
     PerftestBw(perftest::BwReport),

@@ -1,8 +1,564 @@
-//! mpirun output. STUB: replaced by the parser work.
-use super::{Status, ToolError};
+//! Open MPI `mpirun` (ORTE v4 and PRRTE v5 wording) and MPICH/Hydra error output: finds every
+//! help box, classifies it into an [`ErrorKind`], and pulls out exit code, rank, host and signal.
+//!
+//! Boxes are framed by 74-dash lines, but captures lose frames (markdown pastes, truncation) and
+//! wrap sentences at different points between versions, so classification does not rely on the
+//! frame: every line is joined with its successors into one whitespace-normalised text and the
+//! trigger phrases are searched there. The frame (or a blank-line paragraph) only bounds which
+//! lines belong to the message.
+
+use super::nccl_log::clean;
+use super::{ErrorKind, Status, ToolError};
 use serde::Serialize;
 
+/// What an mpirun capture says about the job launch and its end.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MpirunReport { pub status: Status, pub error: Option<ToolError> }
-pub fn parse(_text: &str) -> MpirunReport { MpirunReport { status: Status::Unrecognized, error: None } }
-impl MpirunReport { pub fn summary(&self) -> String { String::new() } }
+pub struct MpirunReport {
+    pub status: Status,
+    /// The most specific error found (root causes such as the docker0 trap rank before the
+    /// generic "exited with non-zero status" box they cause); ties go to the first.
+    pub error: Option<ToolError>,
+    /// Every classified box, in order of appearance.
+    pub errors: Vec<ToolError>,
+    /// `Exit code:` / MPICH `EXIT CODE:` of the first failing process.
+    pub exit_code: Option<i64>,
+    /// The rank named by the box (`Process name: [[j,a],R]`, `process rank R`).
+    pub rank: Option<u64>,
+    pub pid: Option<u64>,
+    /// The node named by the box (failing process, remote daemon, target node, local host).
+    pub host: Option<String>,
+    /// Signal number from `exited on signal N (NAME)` or MPICH `(signal N)`.
+    pub signal: Option<i64>,
+    pub signal_name: Option<String>,
+    /// Slots requested in a not-enough-slots box.
+    pub requested_slots: Option<u64>,
+    /// First lines of WARNING boxes that are not errors (openib port / CPC warnings, ...).
+    pub warnings: Vec<String>,
+}
+
+/// A trigger phrase (lower case, single spaces) and the kind it announces.
+const TRIGGERS: &[(&str, ErrorKind)] = &[
+    (
+        "cannot find a corresponding process entry",
+        ErrorKind::ProcessEntry,
+    ),
+    (
+        "there are not enough slots available in the system",
+        ErrorKind::NotEnoughSlots,
+    ),
+    (
+        "was unable to reliably start one or more daemons",
+        ErrorKind::DaemonLaunchFailed,
+    ),
+    (
+        "daemon has unexpectedly failed after launch",
+        ErrorKind::DaemonLaunchFailed,
+    ),
+    (
+        "has lost communication with a remote daemon",
+        ErrorKind::DaemonLost,
+    ),
+    (
+        "does not know how to route a message to the specified daemon",
+        ErrorKind::DaemonLost,
+    ),
+    (
+        "is unable to establish a communication connection",
+        ErrorKind::DaemonLost,
+    ),
+    (
+        "detected that one or more processes exited with non-zero status",
+        ErrorKind::NonzeroExit,
+    ),
+    (
+        "terminated normally, but 1 process returned",
+        ErrorKind::NonzeroExit,
+    ),
+    ("terminated normally, but ", ErrorKind::NonzeroExit),
+    ("exiting improperly", ErrorKind::NonzeroExit),
+    (
+        "was unable to launch the specified application as it could not access",
+        ErrorKind::ExecNotFound,
+    ),
+    (
+        "was unable to find the specified executable file",
+        ErrorKind::ExecNotFound,
+    ),
+    (
+        "was unable to start the specified application as it encountered an error",
+        ErrorKind::Other,
+    ),
+    ("noticed that process rank", ErrorKind::Signal),
+    (
+        "bad termination of one of your application processes",
+        ErrorKind::NonzeroExit,
+    ),
+];
+
+/// How specific a kind is when several boxes are present (lower = chosen first).
+fn specificity(kind: ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::ProcessEntry => 0,
+        ErrorKind::ExecNotFound => 1,
+        ErrorKind::NotEnoughSlots => 2,
+        ErrorKind::DaemonLaunchFailed => 3,
+        ErrorKind::DaemonLost => 4,
+        ErrorKind::Signal => 5,
+        ErrorKind::Other => 6,
+        ErrorKind::NonzeroExit => 7,
+        _ => 8,
+    }
+}
+
+/// ssh / shell lines that explain a daemon launch failure; appended to that error's message.
+const LAUNCH_HINTS: &[&str] = &[
+    "command not found",
+    "Host key verification failed",
+    "Permission denied",
+    "ssh: connect to host",
+    "Could not resolve hostname",
+    "No route to host",
+    "Connection refused",
+    "Connection timed out",
+    "error while loading shared libraries",
+];
+
+struct Line<'a> {
+    text: &'a str,
+    frame: bool,
+}
+
+fn is_frame(s: &str) -> bool {
+    let t = s.trim();
+    t.len() >= 10 && (t.chars().all(|c| c == '-') || t.chars().all(|c| c == '='))
+}
+
+/// MPICH prints its block with `=   ` in front of each line.
+fn unframe(s: &str) -> &str {
+    let t = s.trim();
+    if is_frame(t) {
+        return t;
+    }
+    match t.strip_prefix('=') {
+        Some(rest) if rest.starts_with([' ', '\t']) => rest.trim(),
+        _ => t,
+    }
+}
+
+/// Parse `text` (mpirun's combined stdout/stderr, or anything that contains it).
+pub fn parse(text: &str) -> MpirunReport {
+    let lines: Vec<Line> = text
+        .lines()
+        .map(|l| {
+            let c = unframe(clean(l));
+            Line {
+                text: c,
+                frame: is_frame(c),
+            }
+        })
+        .collect();
+
+    // Normalised joined text with the line index of every character run.
+    let mut joined = String::new();
+    let mut starts: Vec<(usize, usize)> = Vec::new(); // (offset in joined, line index)
+    for (i, l) in lines.iter().enumerate() {
+        if l.frame || l.text.is_empty() {
+            continue;
+        }
+        starts.push((joined.len(), i));
+        for w in l.text.split_whitespace() {
+            joined.push_str(&w.to_lowercase());
+            joined.push(' ');
+        }
+    }
+    let line_at = |off: usize| -> usize {
+        let idx = starts.partition_point(|(o, _)| *o <= off);
+        starts
+            .get(idx.saturating_sub(1))
+            .map(|(_, i)| *i)
+            .unwrap_or(0)
+    };
+
+    // find triggers; one per (line, kind), the longer phrase of a kind wins on the same line
+    let mut found: Vec<(usize, ErrorKind)> = Vec::new();
+    for (phrase, kind) in TRIGGERS {
+        let mut from = 0;
+        while let Some(pos) = joined.get(from..).and_then(|s| s.find(phrase)) {
+            let at = from + pos;
+            let li = line_at(at);
+            if !found.iter().any(|(l, k)| *l == li && *k == *kind) {
+                found.push((li, *kind));
+            }
+            from = at + phrase.len();
+        }
+    }
+    found.sort_by_key(|(l, _)| *l);
+    // "Primary job terminated normally, but 1 process returned" is matched twice by design
+    // (short and long phrase): identical (line, kind) pairs were already merged above.
+
+    let mut report = MpirunReport {
+        status: Status::Unrecognized,
+        error: None,
+        errors: Vec::new(),
+        exit_code: None,
+        rank: None,
+        pid: None,
+        host: None,
+        signal: None,
+        signal_name: None,
+        requested_slots: None,
+        warnings: Vec::new(),
+    };
+
+    let hints: Vec<String> = lines
+        .iter()
+        .filter(|l| LAUNCH_HINTS.iter().any(|h| l.text.contains(h)))
+        .map(|l| l.text.trim().to_string())
+        .take(4)
+        .collect();
+
+    for (idx, (li, kind)) in found.iter().enumerate() {
+        // the box: from the trigger to the next frame (or the next trigger), at most 30 lines
+        let next_trigger = found.get(idx + 1).map(|(l, _)| *l).unwrap_or(usize::MAX);
+        let mut end = lines
+            .iter()
+            .enumerate()
+            .skip(li + 1)
+            .find(|(i, l)| l.frame || *i >= next_trigger)
+            .map(|(i, _)| i)
+            .unwrap_or(lines.len())
+            .min(li + 30);
+        if lines
+            .get(*li)
+            .is_some_and(|l| l.text.to_lowercase().contains("bad termination"))
+        {
+            // MPICH puts the exit string on the line after its closing `=` frame
+            end = (end + 3).min(lines.len()).min(next_trigger);
+        }
+        // sentence lines may begin one line above the trigger when the phrase wraps
+        let start = box_start(&lines, *li);
+        let body: Vec<&str> = lines
+            .get(start..end)
+            .unwrap_or(&[])
+            .iter()
+            .filter(|l| !l.frame)
+            .map(|l| l.text.trim())
+            .collect();
+        let flat = body.join(" ");
+        let mut kind = *kind;
+        let mut fields = Fields::default();
+        extract(&flat, &mut fields);
+        if flat.to_lowercase().contains("bad termination") && fields.signal.is_some() {
+            kind = ErrorKind::Signal;
+        }
+        let mut message = key_lines(&body);
+        if kind == ErrorKind::DaemonLaunchFailed && !hints.is_empty() {
+            message.push('\n');
+            message.push_str(&hints.join("\n"));
+        }
+        report.errors.push(ToolError { kind, message });
+        report.exit_code = report.exit_code.or(fields.exit_code);
+        report.rank = report.rank.or(fields.rank);
+        report.pid = report.pid.or(fields.pid);
+        report.signal = report.signal.or(fields.signal);
+        if report.signal_name.is_none() {
+            report.signal_name = fields.signal_name;
+        }
+        if report.host.is_none() {
+            report.host = fields.host;
+        }
+        report.requested_slots = report.requested_slots.or(fields.slots);
+    }
+
+    // warnings: WARNING boxes that carried no trigger
+    for (i, l) in lines.iter().enumerate() {
+        if l.text.starts_with("WARNING:") && !found.iter().any(|(fl, _)| i.abs_diff(*fl) <= 3) {
+            report.warnings.push(l.text.to_string());
+        }
+    }
+
+    report.error = report
+        .errors
+        .iter()
+        .enumerate()
+        .min_by_key(|(i, e)| (specificity(e.kind), *i))
+        .map(|(_, e)| e.clone());
+
+    report.status = if !report.errors.is_empty() {
+        Status::Error
+    } else if looks_like_mpirun(text) {
+        Status::Ok
+    } else {
+        Status::Unrecognized
+    };
+    report
+}
+
+/// The trigger line, or the line above it when the sentence started there (wrapped phrase).
+fn box_start(lines: &[Line], li: usize) -> usize {
+    let mut start = li;
+    while start > 0 {
+        let Some(prev) = lines.get(start - 1) else {
+            break;
+        };
+        if prev.frame || prev.text.trim().is_empty() || start + 2 <= li {
+            break;
+        }
+        // continue only if the previous line does not end a sentence
+        if prev.text.trim_end().ends_with(['.', ':']) {
+            break;
+        }
+        start -= 1;
+    }
+    start
+}
+
+/// The lines worth keeping in a message: the first paragraph plus `key: value` field lines.
+fn key_lines(body: &[&str]) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut in_first = true;
+    for l in body {
+        if l.is_empty() {
+            if !out.is_empty() {
+                in_first = false;
+            }
+            continue;
+        }
+        let field = FIELD_KEYS.iter().any(|k| l.starts_with(k));
+        if in_first || field {
+            out.push(l);
+        }
+        if out.len() >= 10 {
+            break;
+        }
+    }
+    out.join("\n")
+}
+
+const FIELD_KEYS: &[&str] = &[
+    "Process name:",
+    "Exit code:",
+    "Local host:",
+    "Remote host:",
+    "Local PID:",
+    "PID:",
+    "HNP daemon",
+    "Remote daemon",
+    "my node:",
+    "target node:",
+    "Node:",
+    "Executable:",
+    "Error code:",
+    "Error name:",
+    "PID ",
+    "EXIT CODE:",
+    "YOUR APPLICATION TERMINATED",
+    "./",
+    "/",
+];
+
+#[derive(Default)]
+struct Fields {
+    exit_code: Option<i64>,
+    rank: Option<u64>,
+    pid: Option<u64>,
+    host: Option<String>,
+    signal: Option<i64>,
+    signal_name: Option<String>,
+    slots: Option<u64>,
+}
+
+fn word_after<'a>(flat: &'a str, key: &str) -> Option<&'a str> {
+    let pos = flat.find(key)?;
+    flat.get(pos + key.len()..)?.split_whitespace().next()
+}
+
+fn int_after(flat: &str, key: &str) -> Option<i64> {
+    let w = word_after(flat, key)?;
+    w.trim_end_matches(['.', ',', ')']).parse().ok()
+}
+
+fn extract(flat: &str, f: &mut Fields) {
+    f.exit_code = int_after(flat, "Exit code:").or_else(|| int_after(flat, "EXIT CODE:"));
+    // Process name: [[12345,1],0]  (v4)  or  [prterun-host-123@1,0]  (v5)
+    if let Some(name) = word_after(flat, "Process name:") {
+        let inner = name.trim_end_matches(']');
+        if let Some(r) = inner.rsplit(',').next() {
+            f.rank = r.parse().ok();
+        }
+    }
+    if let Some(pos) = flat.find("process rank ") {
+        let rest = flat.get(pos..).unwrap_or("");
+        f.rank = f
+            .rank
+            .or(int_after(rest, "process rank ").map(|v| v.max(0) as u64));
+        f.pid = int_after(rest, "with PID ").map(|v| v.max(0) as u64);
+        if let Some(h) = word_after(rest, "on node ").or_else(|| word_after(rest, " on node")) {
+            f.host = Some(h.trim_end_matches(['.', ',']).to_string());
+        }
+        if let Some(sig) = int_after(rest, "exited on signal ") {
+            f.signal = Some(sig);
+            if let Some(open) = rest.find("exited on signal ") {
+                let tail = rest.get(open..).unwrap_or("");
+                if let (Some(a), Some(b)) = (tail.find('('), tail.find(')')) {
+                    if a < b {
+                        f.signal_name = tail.get(a + 1..b).map(str::to_string);
+                    }
+                }
+            }
+        }
+    }
+    if f.host.is_none() {
+        for key in [
+            "Remote daemon:",
+            "target node:",
+            " on node ",
+            "Local host:",
+            "Node:",
+            "RUNNING AT ",
+        ] {
+            if let Some(pos) = flat.find(key) {
+                let rest = flat.get(pos + key.len()..).unwrap_or("");
+                // "Remote daemon: [[1,0],1] on node spark-b"
+                let h = if key == "Remote daemon:" {
+                    word_after(rest, "on node ").or_else(|| rest.split_whitespace().next())
+                } else {
+                    rest.split_whitespace().next()
+                };
+                if let Some(h) = h {
+                    f.host = Some(h.trim_end_matches(['.', ',']).to_string());
+                    break;
+                }
+            }
+        }
+    }
+    if f.pid.is_none() {
+        f.pid = int_after(flat, "PID:")
+            .or_else(|| int_after(flat, "PID "))
+            .map(|v| v.max(0) as u64);
+    }
+    // MPICH: "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)"
+    if f.signal.is_none() {
+        if let Some(pos) = flat.find("(signal ") {
+            f.signal = int_after(flat.get(pos..).unwrap_or(""), "(signal ");
+            if let Some(s) = flat.get(..pos).and_then(|h| h.rsplit(':').next()) {
+                let name = s.trim();
+                if !name.is_empty() {
+                    f.signal_name = Some(name.to_string());
+                }
+            }
+        }
+    }
+    if let Some(pos) = flat.find("to satisfy the ") {
+        f.slots =
+            int_after(flat.get(pos..).unwrap_or(""), "to satisfy the ").map(|v| v.max(0) as u64);
+    }
+}
+
+fn looks_like_mpirun(text: &str) -> bool {
+    const MARKS: &[&str] = &[
+        "<stdout>:",
+        "<stderr>:",
+        "mpirun",
+        "prterun",
+        "orted",
+        "Open MPI",
+        "PMIx",
+        "NCCL INFO",
+        "# nThread",
+        "Avg bus bandwidth",
+        "Using devices",
+    ];
+    MARKS.iter().any(|m| text.contains(m))
+}
+
+impl MpirunReport {
+    /// One or two human lines.
+    pub fn summary(&self) -> String {
+        match (&self.error, self.status) {
+            (Some(e), _) => {
+                let mut s = format!("mpirun error: {}", e.kind.as_str());
+                let mut details = Vec::new();
+                if let Some(r) = self.rank {
+                    details.push(format!("rank {r}"));
+                }
+                if let Some(h) = &self.host {
+                    details.push(format!("host {h}"));
+                }
+                if let Some(c) = self.exit_code {
+                    details.push(format!("exit code {c}"));
+                }
+                if let Some(sig) = self.signal {
+                    match &self.signal_name {
+                        Some(n) => details.push(format!("signal {sig} ({n})")),
+                        None => details.push(format!("signal {sig}")),
+                    }
+                }
+                if !details.is_empty() {
+                    s.push_str(&format!(" ({})", details.join(", ")));
+                }
+                if let Some(first) = e.message.lines().next() {
+                    s.push_str(&format!("\n  {first}"));
+                }
+                if self.errors.len() > 1 {
+                    s.push_str(&format!("\n  {} error boxes in all", self.errors.len()));
+                }
+                s
+            }
+            (None, Status::Ok) => "mpirun: no error reported".to_string(),
+            _ => "mpirun: no recognizable mpirun output".to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DASH: &str = "--------------------------------------------------------------------------";
+
+    #[test]
+    fn nonzero_exit_fields() {
+        let t = format!(
+            "{DASH}\nPrimary job  terminated normally, but 1 process returned\na non-zero exit code. Per user-direction, the job has been aborted.\n{DASH}\n{DASH}\nmpirun detected that one or more processes exited with non-zero status, thus causing\nthe job to be terminated. The first process to do so was:\n\n  Process name: [[4242,1],1]\n  Exit code:    3\n{DASH}\n"
+        );
+        let r = parse(&t);
+        assert_eq!(r.status, Status::Error);
+        assert_eq!(r.errors.len(), 2);
+        assert_eq!(r.exit_code, Some(3));
+        assert_eq!(r.rank, Some(1));
+        assert_eq!(r.error.map(|e| e.kind), Some(ErrorKind::NonzeroExit));
+    }
+
+    #[test]
+    fn wrapped_process_entry() {
+        let t = format!(
+            "{DASH}\nWARNING: Open MPI accepted a TCP connection from what appears to be a\nanother Open MPI process but cannot find a corresponding process\nentry for that peer.\n\nThis attempted connection will be ignored; your MPI job may or may not\ncontinue properly.\n\n  Local host: spark-b\n  PID:        2211\n{DASH}\n"
+        );
+        let r = parse(&t);
+        assert_eq!(
+            r.error.as_ref().map(|e| e.kind),
+            Some(ErrorKind::ProcessEntry)
+        );
+        assert_eq!(r.host.as_deref(), Some("spark-b"));
+        assert_eq!(r.pid, Some(2211));
+        assert!(r.warnings.is_empty());
+    }
+
+    #[test]
+    fn signal_line() {
+        let r = parse(
+            "mpirun noticed that process rank 1 with PID 0 on node spark-b exited on signal 11 (Segmentation fault).\n",
+        );
+        assert_eq!(r.signal, Some(11));
+        assert_eq!(r.signal_name.as_deref(), Some("Segmentation fault"));
+        assert_eq!(r.host.as_deref(), Some("spark-b"));
+        assert_eq!(r.rank, Some(1));
+    }
+
+    #[test]
+    fn plain_text_is_unrecognized() {
+        assert_eq!(parse("hello\n").status, Status::Unrecognized);
+        assert_eq!(parse("").status, Status::Unrecognized);
+    }
+}

@@ -10,7 +10,10 @@ pub fn clean_line(line: &str) -> &str {
         if s.starts_with('[') {
             if let Some(end) = s.find("]<stdout>:").or_else(|| s.find("]<stderr>:")) {
                 let tag = &s[1..end];
-                if tag.split(',').all(|p| p.trim().chars().all(|c| c.is_ascii_digit())) {
+                if tag
+                    .split(',')
+                    .all(|p| p.trim().chars().all(|c| c.is_ascii_digit()))
+                {
                     s = &s[end + "]<stdout>:".len()..];
                 }
             }

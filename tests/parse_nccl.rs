@@ -1,0 +1,436 @@
+//! nccl-tests / NCCL log / mpirun parsers: a snapshot per fixture, key facts asserted explicitly,
+//! and property tests (no panic on anything; a truncated or line-dropped capture never yields a
+//! row that the full capture did not contain).
+
+use fabricplan::parse::{ErrorKind, Status, Tool, mpirun, nccl_log, nccl_tests, parse};
+use proptest::prelude::*;
+use std::path::Path;
+
+const NCCL_DIR: &str = "tests/fixtures/parse/nccl-tests";
+const JSON_DIR: &str = "tests/fixtures/parse/nccl-json";
+const MPI_DIR: &str = "tests/fixtures/parse/mpirun";
+
+fn fixture(dir: &str, name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn nccl(name: &str) -> nccl_tests::NcclReport {
+    nccl_tests::parse(&fixture(NCCL_DIR, name))
+}
+
+fn mpi(name: &str) -> mpirun::MpirunReport {
+    mpirun::parse(&fixture(MPI_DIR, name))
+}
+
+// ------------------------------------------------------------------------------- snapshots
+
+#[test]
+fn snapshots_nccl_tests() {
+    insta::glob!("fixtures/parse/nccl-tests/*", |path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let parsed = parse(Tool::NcclTests, &text);
+        insta::assert_json_snapshot!(parsed.to_json(Tool::NcclTests));
+    });
+}
+
+#[test]
+fn snapshots_nccl_json() {
+    insta::glob!("fixtures/parse/nccl-json/*", |path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let parsed = parse(Tool::NcclTests, &text);
+        insta::assert_json_snapshot!(parsed.to_json(Tool::NcclTests));
+    });
+}
+
+#[test]
+fn snapshots_mpirun() {
+    insta::glob!("fixtures/parse/mpirun/*", |path| {
+        let text = std::fs::read_to_string(path).unwrap();
+        let parsed = parse(Tool::Mpirun, &text);
+        insta::assert_json_snapshot!(parsed.to_json(Tool::Mpirun));
+    });
+}
+
+#[test]
+fn summaries_snapshot() {
+    let mut out = String::new();
+    for dir in [NCCL_DIR, JSON_DIR, MPI_DIR] {
+        let tool = if dir == MPI_DIR {
+            Tool::Mpirun
+        } else {
+            Tool::NcclTests
+        };
+        let mut names: Vec<String> =
+            std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+        names.sort();
+        for n in names {
+            let s = parse(tool, &fixture(dir, &n)).summary();
+            out.push_str(&format!("== {n}\n{s}\n"));
+        }
+    }
+    insta::assert_snapshot!(out);
+}
+
+// ------------------------------------------------------------------------------- key facts
+
+#[test]
+fn allreduce_2node_roce_gdr_off() {
+    let r = nccl("allreduce-2node-ib-2025.txt");
+    assert_eq!(r.status, Status::Ok);
+    assert_eq!(r.collective.as_deref(), Some("all_reduce_perf"));
+    assert_eq!(r.transport.as_deref(), Some("NET/IB"));
+    assert_eq!(r.roce, Some(true));
+    assert_eq!(r.gdr, Some(false));
+    assert!(!r.mixed_transport);
+    assert_eq!(r.net_devices, vec!["rocep1s0f0:1", "roceP2p1s0f0:1"]);
+    assert_eq!(r.nccl_version.as_deref(), Some("2.29.7+cuda13.0"));
+    assert_eq!(r.nccl_tests_version.as_deref(), Some("2.19.6"));
+    assert_eq!(r.ranks, 2);
+    assert_eq!(r.hosts, vec!["spark-a", "spark-b"]);
+    assert_eq!(r.rows.len(), 25);
+    assert_eq!(r.wrong_total, Some(0));
+    assert_eq!(r.out_of_bounds, Some(0));
+    assert_eq!(r.out_of_bounds_ok, Some(true));
+    assert_eq!(r.avg_busbw_check, None);
+    assert_eq!(
+        r.env.get("NCCL_IB_GID_INDEX").map(String::as_str),
+        Some("3")
+    );
+    let p = r.params.as_ref().unwrap();
+    assert_eq!(
+        (p.min_bytes, p.max_bytes, p.iters),
+        (Some(8), Some(134217728), Some(20))
+    );
+    let row = r.rows.iter().find(|r| r.size_bytes == 16384).unwrap();
+    let t = row.in_place.as_ref().unwrap().time_us;
+    assert!((28.0..31.0).contains(&t), "16 KiB in-place {t}");
+    let avg = r.avg_busbw_gbs.unwrap();
+    assert!(avg > 1.0 && avg < 10.0, "avg busbw {avg}");
+    assert!(r.summary().contains("over NET/IB (RoCE, GDR off)"));
+}
+
+#[test]
+fn socket_fallback_is_reported() {
+    let r = nccl("allreduce-socket-fallback.txt");
+    assert_eq!(r.transport.as_deref(), Some("NET/Socket"));
+    assert!(r.avg_busbw_gbs.unwrap() < 3.0);
+    assert_eq!(r.warnings.len(), 1);
+    assert!(r.warnings[0].starts_with("[2026-01-14 09:12:44] spark-b"));
+    let mixed = nccl("mixed-transport-one-rank-socket.txt");
+    assert_eq!(mixed.transport.as_deref(), Some("NET/Socket"));
+    assert!(mixed.mixed_transport);
+}
+
+#[test]
+fn intra_node_p2p_is_not_a_network_run() {
+    let r = nccl("p2p-single-node-not-net.txt");
+    assert_eq!(r.transport, None);
+    assert_eq!(r.roce, Some(false));
+    assert!(nccl_log::scan(&fixture(NCCL_DIR, "p2p-single-node-not-net.txt")).intra_node_only);
+}
+
+#[test]
+fn wrong_counts_and_oob_failed() {
+    let r = nccl("oob-failed.txt");
+    assert_eq!(r.wrong_total, Some(65536 * 2 + 12));
+    assert_eq!(r.out_of_bounds, Some(3));
+    assert_eq!(r.out_of_bounds_ok, Some(false));
+    assert_eq!(r.status, Status::Error);
+    assert_eq!(r.error.as_ref().map(|e| e.kind), Some(ErrorKind::Other));
+    assert_eq!(r.exit_code, Some(1));
+    assert_eq!(r.mpirun_errors.len(), 2);
+    assert_eq!(
+        nccl("avg-busbw-check-failed.txt")
+            .avg_busbw_check
+            .as_deref(),
+        Some("FAILED")
+    );
+    assert_eq!(nccl("avg-busbw-check-ok.txt").status, Status::Ok);
+}
+
+#[test]
+fn old_layouts() {
+    let r = nccl("v2019-float-error.txt");
+    assert_eq!(r.layout.as_deref(), Some("float-error-2019"));
+    assert_eq!(r.wrong_total, None);
+    let row = r.rows.iter().find(|r| r.size_bytes == 4096).unwrap();
+    assert_eq!(row.out_of_place.as_ref().unwrap().max_error, Some(1e-6));
+    assert_eq!(row.redop.as_deref(), Some("sum"));
+    assert_eq!(r.ranks, 4);
+    let b = nccl("v2019-broadcast-root-na.txt");
+    assert_eq!(b.rows[0].root, Some(0));
+    assert_eq!(b.rows[0].in_place.as_ref().unwrap().max_error, None);
+    let v1 = nccl("v1-2017.txt");
+    assert_eq!(v1.layout.as_deref(), Some("v1-2017"));
+    assert_eq!(v1.status, Status::Ok);
+    assert_eq!(v1.out_of_bounds, Some(0));
+    assert!(v1.params.is_some());
+}
+
+#[test]
+fn duplicate_headers_are_independent_runs() {
+    let r = nccl("nompi-duplicate-headers.txt");
+    assert!(r.duplicate_headers);
+    assert_eq!(r.ranks, 1);
+    assert_eq!(r.processes, 2);
+    assert_eq!(r.hosts, vec!["spark-a", "spark-b"]);
+    let sizes: Vec<u64> = r.rows.iter().map(|r| r.size_bytes).collect();
+    assert_eq!(
+        sizes,
+        vec![8, 32, 128, 512, 2048, 8192, 32768, 131072, 524288]
+    );
+}
+
+#[test]
+fn cycles_keep_all_rows() {
+    let r = nccl("cycles-N2-sizes-restart.txt");
+    assert!(!r.duplicate_headers);
+    assert_eq!(r.rows.len(), 14);
+    assert_eq!(r.rows[7].size_bytes, 1024);
+}
+
+#[test]
+fn truncation_and_prefixes() {
+    let r = nccl("truncated-midrow.txt");
+    assert_eq!(r.status, Status::Incomplete);
+    assert_eq!(r.rows.len(), 14);
+    assert_eq!(nccl("truncated-no-footer.txt").status, Status::Incomplete);
+    let t = nccl("tag-output-prefixes.txt");
+    assert_eq!(t.status, Status::Ok);
+    assert_eq!(t.rows.len(), 11);
+    assert_eq!(t.transport.as_deref(), Some("NET/IB"));
+    let k = nccl("rank-tag-and-harness-prefixes.txt");
+    assert_eq!(k.status, Status::Ok);
+    assert_eq!(k.ranks, 8);
+    assert_eq!(k.gdr, Some(true));
+    let g = nccl("glued-numbers-row-rejected.txt");
+    assert_eq!((g.rows.len(), g.rejected_rows), (23, 2));
+    assert_eq!(nccl("crlf-line-endings.txt").rows.len(), 11);
+    let md = nccl("markdown-damage.txt");
+    assert_eq!(md.rows.len(), 18);
+    assert_eq!(md.status, Status::Ok);
+}
+
+#[test]
+fn extra_columns() {
+    let p = nccl("per-iteration-I1.txt");
+    assert_eq!(p.rows.len(), 13);
+    assert!(p.rows[0].out_of_place.as_ref().unwrap().per_iter.is_some());
+    let s = nccl("timestamps-S1.txt");
+    assert_eq!(s.rows[0].timestamp.as_deref(), Some("2026-02-03 10:41:10"));
+    let c = nccl("cputime-C1.txt");
+    assert!(c.cputime);
+    assert_eq!(c.rows.len(), 13);
+}
+
+#[test]
+fn test_errors() {
+    let e = nccl("nccl-failure-retry-exc.txt");
+    assert_eq!(
+        e.error.as_ref().map(|e| e.kind),
+        Some(ErrorKind::NcclFailure)
+    );
+    assert_eq!(e.exit_code, Some(3));
+    assert_eq!(e.warnings.len(), 1);
+    assert_eq!(
+        nccl("cuda-failure.txt").error.map(|e| e.kind),
+        Some(ErrorKind::CudaFailure)
+    );
+    let t = nccl("test-timeout.txt");
+    assert_eq!(t.error.map(|e| e.kind), Some(ErrorKind::Timeout));
+    assert_eq!(t.rows.len(), 10);
+    assert_eq!(nccl("invalid-gpus.txt").status, Status::Error);
+    let pe = nccl("process-entry-docker0-in-run.txt");
+    assert_eq!(pe.error.map(|e| e.kind), Some(ErrorKind::ProcessEntry));
+    assert_eq!(
+        nccl("unrecognized-shell-noise.txt").status,
+        Status::Unrecognized
+    );
+}
+
+#[test]
+fn json_file() {
+    let r = nccl_tests::parse(&fixture(JSON_DIR, "json-2.18.json"));
+    assert_eq!(r.status, Status::Ok);
+    assert_eq!(r.rows.len(), 25);
+    assert_eq!(r.collective.as_deref(), Some("all_reduce_perf"));
+    assert_eq!(r.nccl_version.as_deref(), Some("2.29.7"));
+    assert_eq!(r.hosts, vec!["spark-a", "spark-b"]);
+    assert_eq!(r.rows[0].root, Some(-1));
+    let n = nccl_tests::parse_json(&fixture(JSON_DIR, "json-nan-and-unchecked-wrong.json"));
+    assert!(
+        n.rows
+            .iter()
+            .find(|r| r.size_bytes == 64)
+            .unwrap()
+            .out_of_place
+            .is_none()
+    );
+    assert_eq!(n.rows[0].in_place.as_ref().unwrap().wrong, None);
+    let f = nccl_tests::parse_json(&fixture(JSON_DIR, "json-oob-failed-min-bw.json"));
+    assert_eq!(f.status, Status::Error);
+    assert_eq!(f.wrong_total, Some(2048));
+    assert_eq!(f.avg_busbw_check.as_deref(), Some("FAILED"));
+    let t = nccl_tests::parse_json(&fixture(JSON_DIR, "json-truncated-unfinished.json"));
+    assert_eq!(t.status, Status::Incomplete);
+}
+
+#[test]
+fn mpirun_kinds() {
+    let kind = |n: &str| mpi(n).error.map(|e| e.kind);
+    assert_eq!(
+        kind("process-entry-docker0.txt"),
+        Some(ErrorKind::ProcessEntry)
+    );
+    assert_eq!(
+        mpi("process-entry-docker0.txt").host.as_deref(),
+        Some("spark-a")
+    );
+    for n in [
+        "not-enough-slots-v4.txt",
+        "not-enough-slots-v5.txt",
+        "not-enough-slots-short-2016.txt",
+    ] {
+        assert_eq!(kind(n), Some(ErrorKind::NotEnoughSlots), "{n}");
+    }
+    assert_eq!(mpi("not-enough-slots-v4.txt").requested_slots, Some(4));
+    assert_eq!(
+        kind("daemon-launch-failed-ssh.txt"),
+        Some(ErrorKind::DaemonLaunchFailed)
+    );
+    assert!(
+        mpi("daemon-launch-failed-ssh.txt")
+            .error
+            .unwrap()
+            .message
+            .contains("No route to host")
+    );
+    assert_eq!(
+        kind("daemon-failed-after-launch-orted-missing.txt"),
+        Some(ErrorKind::DaemonLaunchFailed)
+    );
+    let lost = mpi("daemon-lost.txt");
+    assert_eq!(lost.error.map(|e| e.kind), Some(ErrorKind::DaemonLost));
+    assert_eq!(lost.host.as_deref(), Some("spark-b"));
+    assert_eq!(
+        mpi("daemon-route-unreachable.txt").host.as_deref(),
+        Some("spark-c")
+    );
+    let nz = mpi("nonzero-exit-v4.txt");
+    assert_eq!((nz.exit_code, nz.rank), (Some(3), Some(1)));
+    let v5 = mpi("nonzero-exit-v5-prterun.txt");
+    assert_eq!((v5.exit_code, v5.rank), (Some(1), Some(0)));
+    let sig = mpi("signal-segv.txt");
+    assert_eq!(sig.error.map(|e| e.kind), Some(ErrorKind::Signal));
+    assert_eq!(
+        (sig.signal, sig.host.as_deref()),
+        (Some(11), Some("spark-b"))
+    );
+    assert_eq!(mpi("signal-killed-no-name.txt").signal, Some(9));
+    let imp = mpi("exiting-improperly.txt");
+    assert_eq!(imp.error.map(|e| e.kind), Some(ErrorKind::NonzeroExit));
+    assert_eq!(imp.host.as_deref(), Some("spark-a"));
+    assert_eq!(kind("exec-not-found.txt"), Some(ErrorKind::ExecNotFound));
+    let mp = mpi("mpich-bad-termination.txt");
+    assert_eq!(mp.error.map(|e| e.kind), Some(ErrorKind::Signal));
+    assert_eq!((mp.exit_code, mp.signal), (Some(9), Some(9)));
+    assert_eq!(mp.host.as_deref(), Some("gpu-node-02"));
+    let ok = mpi("openib-warning-ok-run.txt");
+    assert_eq!(ok.status, Status::Ok);
+    assert_eq!(ok.warnings.len(), 1);
+    assert_eq!(mpi("clean-run-ok.txt").status, Status::Ok);
+    assert_eq!(mpi("unrecognized.txt").status, Status::Unrecognized);
+    let md = mpi("markdown-no-frames-wrapped.txt");
+    assert_eq!(
+        (md.signal, md.host.as_deref()),
+        (Some(6), Some("hgx-a-002"))
+    );
+}
+
+// ------------------------------------------------------------------------------- properties
+
+fn all_fixtures() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for dir in [NCCL_DIR, JSON_DIR, MPI_DIR] {
+        let full = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut names: Vec<_> = std::fs::read_dir(full)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        for p in names {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            out.push((name, std::fs::read_to_string(&p).unwrap()));
+        }
+    }
+    out
+}
+
+fn row_key(r: &nccl_tests::Row) -> String {
+    serde_json::to_string(r).unwrap()
+}
+
+fn check_subset(name: &str, full: &str, mutated: &str) -> Result<(), TestCaseError> {
+    let whole: Vec<String> = nccl_tests::parse(full).rows.iter().map(row_key).collect();
+    let part = nccl_tests::parse(mutated);
+    let _ = mpirun::parse(mutated);
+    let _ = part.summary();
+    // the duplicate-header filter depends on lines after a row; its rows are still complete
+    if name.starts_with("nompi-") {
+        return Ok(());
+    }
+    for r in &part.rows {
+        prop_assert!(
+            whole.contains(&row_key(r)),
+            "{name}: row not in full capture: {r:?}"
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_never_panics(s in "\\PC*") {
+        let _ = nccl_tests::parse(&s).summary();
+        let _ = nccl_tests::parse_json(&s);
+        let _ = mpirun::parse(&s).summary();
+        let _ = nccl_log::scan(&s);
+    }
+
+    #[test]
+    fn line_shaped_noise_never_panics(lines in proptest::collection::vec(
+        "(#|\\[1,0\\]<stdout>:|> |=   |-{74}|[0-9 .e+N/A-]{0,40}|Rank|NCCL INFO|via NET/|process rank |Exit code: ){0,3}[ -~]{0,60}", 0..40)) {
+        let s = lines.join("\n");
+        let _ = nccl_tests::parse(&s).summary();
+        let _ = mpirun::parse(&s).summary();
+        let _ = nccl_log::scan(&s);
+    }
+
+    #[test]
+    fn truncated_fixture_never_yields_a_partial_row(idx in 0usize..1000, cut in 0.0f64..1.0) {
+        let fx = all_fixtures();
+        let (name, text) = &fx[idx % fx.len()];
+        let mut at = (text.len() as f64 * cut) as usize;
+        while !text.is_char_boundary(at) { at -= 1; }
+        check_subset(name, text, &text[..at])?;
+    }
+
+    #[test]
+    fn dropped_lines_never_yield_a_foreign_row(idx in 0usize..1000, drops in proptest::collection::vec(0usize..400, 1..6)) {
+        let fx = all_fixtures();
+        let (name, text) = &fx[idx % fx.len()];
+        let kept: Vec<&str> = text
+            .split_inclusive('\n')
+            .enumerate()
+            .filter(|(i, _)| !drops.contains(i))
+            .map(|(_, l)| l)
+            .collect();
+        check_subset(name, text, &kept.concat())?;
+    }
+}
