@@ -32,7 +32,11 @@ fn standalone(plan: &Plan, job: &Job) -> Option<f64> {
         .profile_of(pair.client.node)
         .half_rate_gbps
         .unwrap_or(DEFAULT_HALF_GBPS)
-        .min(plan.profile_of(pair.server.node).half_rate_gbps.unwrap_or(DEFAULT_HALF_GBPS));
+        .min(
+            plan.profile_of(pair.server.node)
+                .half_rate_gbps
+                .unwrap_or(DEFAULT_HALF_GBPS),
+        );
     let switched = plan
         .member_of(&pair.client)
         .is_some_and(|(_, m)| m.switch.is_some());
@@ -60,7 +64,12 @@ pub fn expected(plan: &Plan, round: &Round) -> Vec<Option<f64>> {
             match h {
                 Hop::Tx { endpoint } | Hop::Rx { endpoint } => {
                     let tx = matches!(h, Hop::Tx { .. });
-                    let hr = Res::Half(endpoint.node, endpoint.port.clone(), endpoint.half.clone(), tx);
+                    let hr = Res::Half(
+                        endpoint.node,
+                        endpoint.port.clone(),
+                        endpoint.half.clone(),
+                        tx,
+                    );
                     caps.entry(hr.clone()).or_insert(rate);
                     res.push(hr);
                     if let Some(port_rate) = plan.profile_of(endpoint.node).port_rate_gbps {
@@ -71,7 +80,8 @@ pub fn expected(plan: &Plan, round: &Round) -> Vec<Option<f64>> {
                 }
                 Hop::Isl { isl, from } => {
                     let r = Res::Isl(*isl, *from);
-                    caps.entry(r.clone()).or_insert(plan.isls[isl.0].capacity_gbps);
+                    caps.entry(r.clone())
+                        .or_insert(plan.isls[isl.0].capacity_gbps);
                     res.push(r);
                 }
             }
@@ -81,7 +91,11 @@ pub fn expected(plan: &Plan, round: &Round) -> Vec<Option<f64>> {
     // ISL directions oversubscribed by two or more flows lose to congestion control
     for (r, cap) in caps.iter_mut() {
         if let Res::Isl(..) = r {
-            let crossing: Vec<f64> = flows.iter().filter(|f| f.2.contains(r)).map(|f| f.1).collect();
+            let crossing: Vec<f64> = flows
+                .iter()
+                .filter(|f| f.2.contains(r))
+                .map(|f| f.1)
+                .collect();
             if crossing.len() >= 2 && crossing.iter().sum::<f64>() > *cap {
                 *cap *= plan.capacity.efficiency;
             }
@@ -129,7 +143,10 @@ fn max_min(flows: &[(usize, f64, Vec<Res>)], caps: &HashMap<Res, f64>) -> Vec<f6
         }
         for &i in &active {
             let at_own = rate[i] >= flows[i].1 - 1e-9;
-            let at_res = flows[i].2.iter().any(|r| left.get(r).is_some_and(|l| *l <= 1e-9));
+            let at_res = flows[i]
+                .2
+                .iter()
+                .any(|r| left.get(r).is_some_and(|l| *l <= 1e-9));
             if at_own || at_res {
                 frozen[i] = true;
             }
@@ -148,5 +165,9 @@ pub fn expected_group(plan: &Plan, round: &Round, group: &str) -> Option<f64> {
         .filter(|(j, _)| j.group.as_deref() == Some(group))
         .filter_map(|(_, e)| e)
         .collect();
-    if v.is_empty() { None } else { Some(v.iter().sum()) }
+    if v.is_empty() {
+        None
+    } else {
+        Some(v.iter().sum())
+    }
 }

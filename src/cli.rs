@@ -15,7 +15,11 @@ use crate::schedule::Schedule;
 use crate::topology::{self, Fabric};
 
 #[derive(Debug, Parser)]
-#[command(name = "fabricplan", version, about = "Prove a RoCE/RDMA GPU fabric is healthy before trusting it with a workload")]
+#[command(
+    name = "fabricplan",
+    version,
+    about = "Prove a RoCE/RDMA GPU fabric is healthy before trusting it with a workload"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -107,7 +111,10 @@ fn color() -> bool {
 }
 
 fn width() -> usize {
-    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100)
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(100)
 }
 
 /// Load a plan, printing diagnostics; `None` means exit 2.
@@ -176,8 +183,12 @@ pub fn run(cli: Cli) -> i32 {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let r = match format {
-                Format::Text => plan_view::write_text(&mut out, &l.plan, &fabric, &schedule, run_id),
-                Format::Json => plan_view::write_json(&mut out, &l.plan, &fabric, &schedule, run_id),
+                Format::Text => {
+                    plan_view::write_text(&mut out, &l.plan, &fabric, &schedule, run_id)
+                }
+                Format::Json => {
+                    plan_view::write_json(&mut out, &l.plan, &fabric, &schedule, run_id)
+                }
             };
             match r.and_then(|_| out.flush()) {
                 Ok(()) => exit::OK,
@@ -216,7 +227,9 @@ pub fn run(cli: Cli) -> i32 {
                 return exit::INVALID_PLAN;
             };
             if dry_run {
-                return run(Cli { command: Command::Plan { plan, format } });
+                return run(Cli {
+                    command: Command::Plan { plan, format },
+                });
             }
             if setup && l.plan.setup.is_none() {
                 eprintln!("error: --setup given but the plan declares no [setup] stage");
@@ -229,7 +242,9 @@ pub fn run(cli: Cli) -> i32 {
                     config: ssh_config.or_else(|| l.plan.ssh.config.clone()),
                     known_hosts: known_hosts.or_else(|| l.plan.ssh.known_hosts.clone()),
                     accept_new: accept_new_host_keys,
-                    connect_timeout: std::time::Duration::from_secs(l.plan.ssh.connect_timeout_s as u64),
+                    connect_timeout: std::time::Duration::from_secs(
+                        l.plan.ssh.connect_timeout_s as u64,
+                    ),
                     default_user: l.plan.ssh.user.clone(),
                     ..Default::default()
                 };
@@ -241,7 +256,11 @@ pub fn run(cli: Cli) -> i32 {
             let Some(t) = Tool::from_name(&tool) else {
                 eprintln!(
                     "error: unknown tool `{tool}`\nhelp: one of {}",
-                    Tool::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+                    Tool::ALL
+                        .iter()
+                        .map(|t| t.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 );
                 return exit::USAGE;
             };
@@ -315,7 +334,10 @@ pub fn execute(
     let mut evidence = match Evidence::create(&dir, &plan.text) {
         Ok(e) => e,
         Err(e) => {
-            eprintln!("error: cannot create the run directory `{}`: {e}", dir.display());
+            eprintln!(
+                "error: cannot create the run directory `{}`: {e}",
+                dir.display()
+            );
             return exit::FAIL;
         }
     };
@@ -327,7 +349,10 @@ pub fn execute(
         skip,
         max_parallel,
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -355,16 +380,21 @@ pub fn execute(
             }
         };
         let work = async {
-            let r = runner::run(plan, &fabric, &schedule, transport, &opts, &mut evidence, tx, cancel_rx).await;
-            r
+            runner::run(plan, &fabric, &schedule, transport, &opts, &mut evidence, tx, cancel_rx).await
         };
         let (r, ()) = tokio::join!(work, printer);
         r
     });
     let json = serde_json::to_vec_pretty(&results).unwrap_or_default();
     let _ = evidence.write("results.json", &json);
-    let _ = evidence.write("junit.xml", crate::report::junit::render(&results).as_bytes());
-    let _ = evidence.write("summary.md", crate::report::markdown::render(&results).as_bytes());
+    let _ = evidence.write(
+        "junit.xml",
+        crate::report::junit::render(&results).as_bytes(),
+    );
+    let _ = evidence.write(
+        "summary.md",
+        crate::report::markdown::render(&results).as_bytes(),
+    );
     match format {
         Format::Text => term.finish(&results, &dir.display().to_string()),
         Format::Json => println!("{}", String::from_utf8_lossy(&json)),

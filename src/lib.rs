@@ -6,13 +6,13 @@
 //! terminal reporter print.
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod parse;
 pub mod capacity;
 pub mod cli;
 pub mod discover;
 pub mod exec;
 pub mod exit;
 pub mod gate;
+pub mod parse;
 pub mod plan;
 pub mod render;
 pub mod report;

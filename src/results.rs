@@ -86,7 +86,10 @@ impl JobResult {
 
     /// The measured value of the job's main gate (bandwidth, latency).
     pub fn main_value(&self) -> Option<f64> {
-        self.verdicts.iter().find(|v| v.metric.is_some()).and_then(|v| v.measured)
+        self.verdicts
+            .iter()
+            .find(|v| v.metric.is_some())
+            .and_then(|v| v.measured)
     }
 }
 
@@ -144,7 +147,9 @@ pub struct RunResults {
 impl RunResults {
     /// Every verdict, preflight first.
     pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
-        self.preflight.iter().chain(self.jobs.iter().flat_map(|j| j.verdicts.iter()))
+        self.preflight
+            .iter()
+            .chain(self.jobs.iter().flat_map(|j| j.verdicts.iter()))
     }
 
     /// Count outcomes and decide the one-line verdict and exit code.
@@ -158,7 +163,11 @@ impl RunResults {
             }
         }
         s.jobs = self.jobs.len();
-        s.jobs_not_measured = self.jobs.iter().filter(|j| j.status != JobStatus::Measured).count();
+        s.jobs_not_measured = self
+            .jobs
+            .iter()
+            .filter(|j| j.status != JobStatus::Measured)
+            .count();
         // green only on evidence: a run that measured nothing is not green
         let nothing = s.ok + s.warn + s.fail == 0;
         s.verdict = if s.fail > 0 {
@@ -183,7 +192,11 @@ impl RunResults {
     /// Node x node bandwidth matrix (client row, server column), best value per pair, Gb/s.
     pub fn bandwidth_matrix(&self) -> BTreeMap<(String, String), f64> {
         let mut m = BTreeMap::new();
-        for j in self.jobs.iter().filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both") {
+        for j in self
+            .jobs
+            .iter()
+            .filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
+        {
             if let (Some(v), [server, client]) = (j.main_value(), j.hosts.as_slice()) {
                 let e = m.entry((client.clone(), server.clone())).or_insert(v);
                 if v > *e {

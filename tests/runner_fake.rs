@@ -84,15 +84,35 @@ fn fake(client_gbps: f64) -> FakeTransport {
 }
 
 async fn run_with(t: FakeTransport) -> (fabricplan::results::RunResults, Arc<FakeTransport>) {
-    let loaded = fabricplan::plan::load_str(std::path::Path::new("pair.toml"), PLAN, std::path::Path::new(".")).expect("valid plan");
+    let loaded = fabricplan::plan::load_str(
+        std::path::Path::new("pair.toml"),
+        PLAN,
+        std::path::Path::new("."),
+    )
+    .expect("valid plan");
     let plan = loaded.plan;
     let fabric = Fabric::build(&plan);
     let schedule = Schedule::expand(&plan);
     let t = Arc::new(t);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let (_c, cancel) = tokio::sync::watch::channel(false);
-    let opts = RunOptions { run_id: "test".into(), only: vec![], skip: vec![], max_parallel: 8 };
-    let r = runner::run(&plan, &fabric, &schedule, t.clone(), &opts, &mut Evidence::none(), tx, cancel).await;
+    let opts = RunOptions {
+        run_id: "test".into(),
+        only: vec![],
+        skip: vec![],
+        max_parallel: 8,
+    };
+    let r = runner::run(
+        &plan,
+        &fabric,
+        &schedule,
+        t.clone(),
+        &opts,
+        &mut Evidence::none(),
+        tx,
+        cancel,
+    )
+    .await;
     (r, t)
 }
 
@@ -105,17 +125,33 @@ async fn healthy_pair_is_green_and_ordered() {
     assert_eq!(job.status, JobStatus::Measured);
     assert!((job.main_value().unwrap() - 109.0).abs() < 1e-9);
     let calls = t.calls();
-    let pos = |needle: &str| calls.iter().position(|c| c.script.contains(needle)).unwrap_or_else(|| panic!("no call with {needle}"));
+    let pos = |needle: &str| {
+        calls
+            .iter()
+            .position(|c| c.script.contains(needle))
+            .unwrap_or_else(|| panic!("no call with {needle}"))
+    };
     let server = pos("setsid");
     let ready = pos("/proc/net/tcp");
-    let client = calls.iter().position(|c| c.host == "spark-b" && c.script.contains("ib_write_bw")).unwrap();
+    let client = calls
+        .iter()
+        .position(|c| c.host == "spark-b" && c.script.contains("ib_write_bw"))
+        .unwrap();
     let kill = pos("kill -TERM -- -4242");
-    assert!(server < ready && ready < client && client < kill, "order: server {server}, ready {ready}, client {client}, kill {kill}");
+    assert!(
+        server < ready && ready < client && client < kill,
+        "order: server {server}, ready {ready}, client {client}, kill {kill}"
+    );
     // the resolved names reached the command lines: device and GID per box
     assert!(calls[client].script.contains("-d rocep1s0f0 -i 1 -x 3"));
     assert!(calls[server].script.contains("</dev/null"));
     // counters read before and after
-    let counter_reads: Vec<usize> = calls.iter().enumerate().filter(|(_, c)| c.script.contains("hw_counters") && !c.script.contains("@host")).map(|(i, _)| i).collect();
+    let counter_reads: Vec<usize> = calls
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.script.contains("hw_counters") && !c.script.contains("@host"))
+        .map(|(i, _)| i)
+        .collect();
     assert!(counter_reads.iter().any(|i| *i < server) && counter_reads.iter().any(|i| *i > client));
     // never by name
     assert!(!calls.iter().any(|c| c.script.contains("pkill")));
@@ -133,12 +169,27 @@ async fn throttled_half_fails_with_the_firmware_trap() {
 #[tokio::test]
 async fn unreachable_host_fails_its_jobs_and_the_run_goes_on() {
     let t = FakeTransport::new()
-        .on("spark-b", "@host", Err(TransportError::Unreachable { host: "spark-b".into(), reason: "connection refused".into() }))
+        .on(
+            "spark-b",
+            "@host",
+            Err(TransportError::Unreachable {
+                host: "spark-b".into(),
+                reason: "connection refused".into(),
+            }),
+        )
         .rule(|_, _| None);
-    let t = t.on("spark-a", "@host", Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))));
+    let t = t.on(
+        "spark-a",
+        "@host",
+        Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))),
+    );
     let (r, _) = run_with(t).await;
     assert_eq!(r.summary.exit_code, 1);
-    assert!(r.preflight.iter().any(|v| v.trap == Some(Trap::Unreachable)));
+    assert!(
+        r.preflight
+            .iter()
+            .any(|v| v.trap == Some(Trap::Unreachable))
+    );
     assert_eq!(r.jobs[0].status, JobStatus::Failed);
     assert_eq!(r.jobs[0].verdicts[0].trap, Some(Trap::Unreachable));
 }
@@ -156,13 +207,22 @@ async fn server_that_dies_names_the_detached_server_trap() {
     assert_eq!(v.outcome, Outcome::Fail);
     assert_eq!(v.trap, Some(Trap::ServerGoneOrFirewall));
     // no client was launched against a dead server
-    assert!(!t.calls().iter().any(|c| c.host == "spark-b" && c.script.contains("ib_write_bw")));
+    assert!(
+        !t.calls()
+            .iter()
+            .any(|c| c.host == "spark-b" && c.script.contains("ib_write_bw"))
+    );
 }
 
 #[tokio::test(start_paused = true)]
 async fn hung_client_times_out_and_is_reported() {
-    let t = fake(109.0).delay("ib_write_bw -d rocep1s0f0 -i 1 -x 3 -F --report_gbits -D 2 -s 65536 -q 1 -p 18515 198", Duration::from_secs(3600));
-    let (r, _) = tokio::time::timeout(Duration::from_secs(120), run_with(t)).await.expect("the runner must not hang");
+    let t = fake(109.0).delay(
+        "ib_write_bw -d rocep1s0f0 -i 1 -x 3 -F --report_gbits -D 2 -s 65536 -q 1 -p 18515 198",
+        Duration::from_secs(3600),
+    );
+    let (r, _) = tokio::time::timeout(Duration::from_secs(120), run_with(t))
+        .await
+        .expect("the runner must not hang");
     let v = &r.jobs[0].verdicts[0];
     assert_eq!(v.outcome, Outcome::Fail);
     assert_eq!(v.trap, Some(Trap::Timeout));

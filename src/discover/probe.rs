@@ -78,7 +78,11 @@ impl Device {
         self.gids
             .iter()
             .filter(|g| g.kind.contains("RoCE v2"))
-            .find(|g| g.gid.to_ascii_lowercase().ends_with(&format!("ffff:{tail}")))
+            .find(|g| {
+                g.gid
+                    .to_ascii_lowercase()
+                    .ends_with(&format!("ffff:{tail}"))
+            })
             .map(|g| g.index)
     }
 }
@@ -116,12 +120,16 @@ impl Probe {
 
     /// The interface holding `ip`.
     pub fn interface_with(&self, ip: Ipv4Addr) -> Option<&Interface> {
-        self.interfaces.iter().find(|i| i.ipv4.iter().any(|n| n.addr() == ip))
+        self.interfaces
+            .iter()
+            .find(|i| i.ipv4.iter().any(|n| n.addr() == ip))
     }
 
     /// The RDMA device behind a netdev.
     pub fn device_of_netdev(&self, netdev: &str) -> Option<&Device> {
-        self.devices.iter().find(|d| d.netdevs.iter().any(|n| n == netdev))
+        self.devices
+            .iter()
+            .find(|d| d.netdevs.iter().any(|n| n == netdev))
     }
 }
 
@@ -161,9 +169,17 @@ pub fn parse(text: &str) -> Probe {
                     counters: BTreeMap::new(),
                 }),
                 "state" | "phys" | "rate" | "layer" | "netdev" | "gid" | "gidtype" | "counter" => {
-                    let Some(d) = p.devices.last_mut() else { continue };
+                    let Some(d) = p.devices.last_mut() else {
+                        continue;
+                    };
                     // sysfs state reads "4: ACTIVE": keep the word
-                    let word = |v: &str| v.split_once(": ").map(|(_, w)| w).unwrap_or(v).trim().to_string();
+                    let word = |v: &str| {
+                        v.split_once(": ")
+                            .map(|(_, w)| w)
+                            .unwrap_or(v)
+                            .trim()
+                            .to_string()
+                    };
                     match tag {
                         "state" => d.state = word(val),
                         "phys" => d.phys_state = word(val),
@@ -172,14 +188,20 @@ pub fn parse(text: &str) -> Probe {
                         "netdev" => d.netdevs.push(val.trim().to_string()),
                         _ => {
                             // PATH:VALUE, the file name is the index or counter name
-                            let Some((path, v)) = val.split_once(':') else { continue };
+                            let Some((path, v)) = val.split_once(':') else {
+                                continue;
+                            };
                             let file = path.rsplit('/').next().unwrap_or("");
                             match tag {
                                 "gid" => {
                                     if let Ok(i) = file.parse::<u32>() {
                                         let g = v.trim().to_string();
                                         if g.chars().any(|c| c != '0' && c != ':') {
-                                            d.gids.push(Gid { index: i, gid: g, kind: String::new() });
+                                            d.gids.push(Gid {
+                                                index: i,
+                                                gid: g,
+                                                kind: String::new(),
+                                            });
                                         }
                                     }
                                 }
@@ -227,7 +249,8 @@ pub fn parse(text: &str) -> Probe {
                     let name = toks[1].trim_end_matches(':');
                     let name = name.split('@').next().unwrap_or(name).to_string();
                     let i = iface_mut(&mut p.interfaces, &name);
-                    i.up = toks[2].contains("LOWER_UP") || toks.windows(2).any(|w| w[0] == "state" && w[1] == "UP");
+                    i.up = toks[2].contains("LOWER_UP")
+                        || toks.windows(2).any(|w| w[0] == "state" && w[1] == "UP");
                     for w in toks.windows(2) {
                         match w[0] {
                             "mtu" => i.mtu = w[1].parse().ok(),
@@ -237,11 +260,7 @@ pub fn parse(text: &str) -> Probe {
                     }
                 }
             }
-            "route" => {
-                if !line.trim().is_empty() {
-                    p.routes.push(line.trim().to_string());
-                }
-            }
+            "route" if !line.trim().is_empty() => p.routes.push(line.trim().to_string()),
             _ => {}
         }
     }
@@ -300,8 +319,16 @@ default via 192.0.2.1 dev eno1
         assert_eq!(i.mtu, Some(9000));
         assert!(i.up);
         assert_eq!(i.ipv4[0].to_string(), "198.51.100.1/30");
-        assert_eq!(p.interface("enp1s0f1np1").unwrap().master.as_deref(), Some("bond0"));
-        assert_eq!(p.interface_with("198.51.100.1".parse().unwrap()).unwrap().name, "enp1s0f0np0");
+        assert_eq!(
+            p.interface("enp1s0f1np1").unwrap().master.as_deref(),
+            Some("bond0")
+        );
+        assert_eq!(
+            p.interface_with("198.51.100.1".parse().unwrap())
+                .unwrap()
+                .name,
+            "enp1s0f0np0"
+        );
     }
 
     #[test]

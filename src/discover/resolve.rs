@@ -47,13 +47,25 @@ pub fn resolve_node(plan: &Plan, node: NodeId, probe: &Probe) -> Vec<HalfResolut
     let mut out = Vec::new();
     for seg in &plan.segments {
         for m in seg.members.iter().filter(|m| m.endpoint.node == node) {
-            out.push(resolve_half(plan, &m.endpoint, m.address, seg.subnet.prefix_len(), probe));
+            out.push(resolve_half(
+                plan,
+                &m.endpoint,
+                m.address,
+                seg.subnet.prefix_len(),
+                probe,
+            ));
         }
     }
     out
 }
 
-fn resolve_half(plan: &Plan, e: &Endpoint, address: Ipv4Addr, prefix: u8, probe: &Probe) -> HalfResolution {
+fn resolve_half(
+    plan: &Plan,
+    e: &Endpoint,
+    address: Ipv4Addr,
+    prefix: u8,
+    probe: &Probe,
+) -> HalfResolution {
     let name = plan.endpoint_name(e);
     let pin = plan.pinned(e);
     let default = plan.profile_half(e).cloned();
@@ -86,24 +98,50 @@ fn resolve_half(plan: &Plan, e: &Endpoint, address: Ipv4Addr, prefix: u8, probe:
         }
         (Some(p), _) => Some(p.clone()),
         (None, Some(d)) => Some(d.name.clone()),
-        (None, None) => default.as_ref().map(|d| d.device.clone()).filter(|d| probe.device(d).is_some()),
+        (None, None) => default
+            .as_ref()
+            .map(|d| d.device.clone())
+            .filter(|d| probe.device(d).is_some()),
     };
     let dev = device.as_deref().and_then(|d| probe.device(d));
     if device.is_some() && dev.is_none() {
-        problems.push(format!("{name}: device `{}` does not exist on {}", device.clone().unwrap_or_default(), probe.hostname));
+        problems.push(format!(
+            "{name}: device `{}` does not exist on {}",
+            device.clone().unwrap_or_default(),
+            probe.hostname
+        ));
     }
     let active = dev.is_some_and(|d| d.active());
     if let Some(d) = dev
         && !d.active()
     {
-        problems.push(format!("{name}: device `{}` is {}", d.name, if d.state.is_empty() { "in an unknown state" } else { &d.state }));
+        problems.push(format!(
+            "{name}: device `{}` is {}",
+            d.name,
+            if d.state.is_empty() {
+                "in an unknown state"
+            } else {
+                &d.state
+            }
+        ));
     }
     if !address_found {
         let nd = netdev.clone().unwrap_or_else(|| "NETDEV".into());
-        problems.push(format!("{name}: {address}/{prefix} is not configured on {}", if probe.hostname.is_empty() { plan.node(e.node).name.as_str() } else { probe.hostname.as_str() }));
-        fix_command = Some(format!("sudo ip addr add {address}/{prefix} dev {nd} && sudo ip link set {nd} up mtu 9000"));
+        problems.push(format!(
+            "{name}: {address}/{prefix} is not configured on {}",
+            if probe.hostname.is_empty() {
+                plan.node(e.node).name.as_str()
+            } else {
+                probe.hostname.as_str()
+            }
+        ));
+        fix_command = Some(format!(
+            "sudo ip addr add {address}/{prefix} dev {nd} && sudo ip link set {nd} up mtu 9000"
+        ));
     }
-    let gid_index = pin.gid_index.or_else(|| dev.and_then(|d| d.roce_v2_index(address)));
+    let gid_index = pin
+        .gid_index
+        .or_else(|| dev.and_then(|d| d.roce_v2_index(address)));
     if let (Some(p), Some(d)) = (pin.gid_index, dev)
         && let Some(found) = d.roce_v2_index(address)
         && found != p
@@ -111,9 +149,15 @@ fn resolve_half(plan: &Plan, e: &Endpoint, address: Ipv4Addr, prefix: u8, probe:
         problems.push(format!("{name}: the plan pins GID index {p} but the RoCE v2 entry for {address} on `{}` is {found}", d.name));
     }
     if gid_index.is_none() && address_found {
-        problems.push(format!("{name}: no RoCE v2 GID maps {address} on `{}`", device.clone().unwrap_or_default()));
+        problems.push(format!(
+            "{name}: no RoCE v2 GID maps {address} on `{}`",
+            device.clone().unwrap_or_default()
+        ));
     }
-    let mtu = netdev.as_deref().and_then(|n| probe.interface(n)).and_then(|i| i.mtu);
+    let mtu = netdev
+        .as_deref()
+        .and_then(|n| probe.interface(n))
+        .and_then(|i| i.mtu);
     HalfResolution {
         endpoint: e.clone(),
         name,

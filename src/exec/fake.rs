@@ -51,14 +51,20 @@ impl FakeTransport {
     }
 
     /// A rule computed from (host, script).
-    pub fn rule(mut self, f: impl Fn(&str, &str) -> Option<Result<Output, TransportError>> + Send + Sync + 'static) -> Self {
+    pub fn rule(
+        mut self,
+        f: impl Fn(&str, &str) -> Option<Result<Output, TransportError>> + Send + Sync + 'static,
+    ) -> Self {
         self.rules.push(Box::new(f));
         self
     }
 
     /// Hold commands containing `needle` for `d` before answering (a slow or hung tool).
     pub fn delay(self, needle: &str, d: Duration) -> Self {
-        self.delay.lock().unwrap_or_else(|e| e.into_inner()).push((needle.to_string(), d));
+        self.delay
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((needle.to_string(), d));
         self
     }
 

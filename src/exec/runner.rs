@@ -42,9 +42,18 @@ pub struct RunOptions {
 /// Progress, for the terminal reporter.
 #[derive(Debug, Clone)]
 pub enum Event {
-    Discovered { node: String, ok: bool, detail: String },
+    Discovered {
+        node: String,
+        ok: bool,
+        detail: String,
+    },
     Preflight(Verdict),
-    RoundStart { index: usize, total: usize, name: String, jobs: usize },
+    RoundStart {
+        index: usize,
+        total: usize,
+        name: String,
+        jobs: usize,
+    },
     JobDone(Box<JobResult>),
     RoundDone(RoundRecord),
 }
@@ -69,9 +78,16 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 const SHORT: Duration = Duration::from_secs(20);
 
 impl Ctx<'_> {
-    async fn exec(&self, node: NodeId, script: &str, timeout: Duration) -> Result<Output, TransportError> {
+    async fn exec(
+        &self,
+        node: NodeId,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<Output, TransportError> {
         let _permit = self.sem.acquire().await;
-        self.transport.exec(self.plan.node(node), script, timeout).await
+        self.transport
+            .exec(self.plan.node(node), script, timeout)
+            .await
     }
 
     fn cancelled(&self) -> bool {
@@ -84,6 +100,7 @@ impl Ctx<'_> {
 }
 
 /// Run a plan to its results.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     plan: &Plan,
     fabric: &Fabric,
@@ -129,7 +146,9 @@ pub async fn run(
     let mut needed: Vec<NodeId> = Vec::new();
     let selected: Vec<usize> = (0..schedule.len())
         .filter(|i| {
-            schedule.round(plan, fabric, *i).is_some_and(|r| r.jobs.iter().any(|j| selected_job(plan, &r, j, opts)))
+            schedule
+                .round(plan, fabric, *i)
+                .is_some_and(|r| r.jobs.iter().any(|j| selected_job(plan, &r, j, opts)))
         })
         .collect();
     for i in &selected {
@@ -151,11 +170,22 @@ pub async fn run(
     }
 
     for i in selected {
-        let Some(round) = schedule.round(plan, fabric, i) else { continue };
+        let Some(round) = schedule.round(plan, fabric, i) else {
+            continue;
+        };
         if ctx.cancelled() {
             results.interrupted = true;
-            for j in round.jobs.iter().filter(|j| selected_job(plan, &round, j, opts)) {
-                let r = skipped(plan, &round, j, "interrupted before this round started".into());
+            for j in round
+                .jobs
+                .iter()
+                .filter(|j| selected_job(plan, &round, j, opts))
+            {
+                let r = skipped(
+                    plan,
+                    &round,
+                    j,
+                    "interrupted before this round started".into(),
+                );
                 results.jobs.push(r);
             }
             continue;
@@ -220,10 +250,15 @@ async fn discover_nodes(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mut RunR
                     ok: false,
                     detail: e.to_string(),
                 });
-                let v = Verdict::check(format!("reach {name}"), Outcome::Fail, e.to_string(), Some(match e {
-                    TransportError::HostKey { .. } => Trap::Unreachable,
-                    _ => Trap::Unreachable,
-                }));
+                let v = Verdict::check(
+                    format!("reach {name}"),
+                    Outcome::Fail,
+                    e.to_string(),
+                    Some(match e {
+                        TransportError::HostKey { .. } => Trap::Unreachable,
+                        _ => Trap::Unreachable,
+                    }),
+                );
                 ctx.emit(Event::Preflight(v.clone()));
                 results.preflight.push(v);
                 results.discovery.push(NodeDiscovery {
@@ -240,10 +275,18 @@ async fn discover_nodes(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mut RunR
 }
 
 /// Read-only checks before any measurement. A FAIL blocks the measurements that depend on it.
-async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], schedule: &Schedule, results: &mut RunResults) {
+async fn preflight(
+    ctx: &mut Ctx<'_>,
+    needed: &[NodeId],
+    selected: &[usize],
+    schedule: &Schedule,
+    results: &mut RunResults,
+) {
     let mut verdicts: Vec<(Verdict, Vec<Endpoint>)> = Vec::new();
     for n in needed {
-        let Some(halves) = ctx.resolutions.get(n) else { continue };
+        let Some(halves) = ctx.resolutions.get(n) else {
+            continue;
+        };
         for h in halves {
             let mut problems = h.problems.clone();
             if let Some(fix) = &h.fix_command {
@@ -258,7 +301,11 @@ async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], sch
             } else {
                 Trap::NoDevice
             };
-            let outcome = if problems.is_empty() { Outcome::Ok } else { Outcome::Fail };
+            let outcome = if problems.is_empty() {
+                Outcome::Ok
+            } else {
+                Outcome::Fail
+            };
             let detail = if problems.is_empty() {
                 format!(
                     "{} / {} / GID {} / {} (OS reports {}: a hint only)",
@@ -271,14 +318,23 @@ async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], sch
             } else {
                 problems.join("; ")
             };
-            verdicts.push((Verdict::check(format!("discover {}", h.name), outcome, detail, Some(trap)), vec![h.endpoint.clone()]));
+            verdicts.push((
+                Verdict::check(format!("discover {}", h.name), outcome, detail, Some(trap)),
+                vec![h.endpoint.clone()],
+            ));
             if h.address_found {
                 let mtu_ok = h.mtu == Some(9000);
                 verdicts.push((
                     Verdict::check(
                         format!("mtu {}", h.name),
                         if mtu_ok { Outcome::Ok } else { Outcome::Fail },
-                        format!("{} mtu {}", h.netdev.clone().unwrap_or_default(), h.mtu.map(|m| m.to_string()).unwrap_or_else(|| "unknown".into())),
+                        format!(
+                            "{} mtu {}",
+                            h.netdev.clone().unwrap_or_default(),
+                            h.mtu
+                                .map(|m| m.to_string())
+                                .unwrap_or_else(|| "unknown".into())
+                        ),
                         Some(Trap::MtuMismatch),
                     ),
                     vec![h.endpoint.clone()],
@@ -290,16 +346,23 @@ async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], sch
     let mut pings: Vec<(NodeId, Endpoint, Endpoint, bool, String)> = Vec::new();
     let mut seen = HashSet::new();
     for seg in &ctx.plan.segments {
-        let members: Vec<_> = seg.members.iter().filter(|m| needed.contains(&m.endpoint.node)).collect();
+        let members: Vec<_> = seg
+            .members
+            .iter()
+            .filter(|m| needed.contains(&m.endpoint.node))
+            .collect();
         if members.len() < 2 {
             continue;
         }
         for m in members.iter().skip(1) {
             let (from, to) = (&m.endpoint, &members[0].endpoint);
-            if !seen.insert((from.clone(), to.clone())) || ctx.unreachable.contains_key(&from.node) {
+            if !seen.insert((from.clone(), to.clone())) || ctx.unreachable.contains_key(&from.node)
+            {
                 continue;
             }
-            let Some(netdev) = ctx.res.halves.get(from).and_then(|f| f.netdev.clone()) else { continue };
+            let Some(netdev) = ctx.res.halves.get(from).and_then(|f| f.netdev.clone()) else {
+                continue;
+            };
             let peer = members[0].address;
             for jumbo in [false, true] {
                 let cmd = ctx.renderer.render(
@@ -312,7 +375,12 @@ async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], sch
             }
         }
     }
-    let outs = join_all(pings.iter().map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT))).await;
+    let outs = join_all(
+        pings
+            .iter()
+            .map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT)),
+    )
+    .await;
     let mut small_ok: HashMap<(Endpoint, Endpoint), bool> = HashMap::new();
     for ((_, from, to, jumbo, _), out) in pings.iter().zip(outs) {
         let gate = format!(
@@ -333,10 +401,33 @@ async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], sch
                         small_ok.insert((from.clone(), to.clone()), true);
                     }
                     Verdict::check(gate, Outcome::Ok, format!("{received} replies"), None)
-                } else if *jumbo && small_ok.get(&(from.clone(), to.clone())).copied().unwrap_or(false) {
-                    Verdict::check(gate, Outcome::Fail, format!("small ping answers, 8972-byte do-not-fragment ping does not: {}", text.lines().find(|l| l.contains("mtu") || l.contains("too long") || l.contains("Frag")).unwrap_or("no reply").trim()), Some(Trap::MtuMismatch))
+                } else if *jumbo
+                    && small_ok
+                        .get(&(from.clone(), to.clone()))
+                        .copied()
+                        .unwrap_or(false)
+                {
+                    Verdict::check(
+                        gate,
+                        Outcome::Fail,
+                        format!(
+                            "small ping answers, 8972-byte do-not-fragment ping does not: {}",
+                            text.lines()
+                                .find(|l| l.contains("mtu")
+                                    || l.contains("too long")
+                                    || l.contains("Frag"))
+                                .unwrap_or("no reply")
+                                .trim()
+                        ),
+                        Some(Trap::MtuMismatch),
+                    )
                 } else {
-                    Verdict::check(gate, Outcome::Fail, format!("no reply: {}", text.lines().last().unwrap_or("").trim()), Some(Trap::CrossedCable))
+                    Verdict::check(
+                        gate,
+                        Outcome::Fail,
+                        format!("no reply: {}", text.lines().last().unwrap_or("").trim()),
+                        Some(Trap::CrossedCable),
+                    )
                 }
             }
         };
@@ -346,7 +437,9 @@ async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], selected: &[usize], sch
     for (v, eps) in verdicts {
         if v.outcome == Outcome::Fail {
             for e in eps {
-                ctx.blocked.entry(e).or_insert_with(|| format!("preflight `{}` failed", v.gate));
+                ctx.blocked
+                    .entry(e)
+                    .or_insert_with(|| format!("preflight `{}` failed", v.gate));
             }
         }
         ctx.emit(Event::Preflight(v.clone()));
@@ -362,7 +455,11 @@ fn skipped(plan: &Plan, round: &Round, job: &Job, reason: String) -> JobResult {
         round: round.index,
         round_name: round.name.clone(),
         label: job.label(plan),
-        hosts: job.nodes(plan).iter().map(|n| plan.node(*n).name.clone()).collect(),
+        hosts: job
+            .nodes(plan)
+            .iter()
+            .map(|n| plan.node(*n).name.clone())
+            .collect(),
         expected_gbps: None,
         status: JobStatus::Skipped,
         reason: Some(reason),
@@ -393,7 +490,11 @@ fn job_devices(ctx: &Ctx, r: &Running) -> Vec<(NodeId, String)> {
     let eps: Vec<&Endpoint> = if r.cmds.ranks.is_empty() {
         r.job.resources.iter().collect()
     } else {
-        r.cmds.ranks.iter().flat_map(|k| k.endpoints.iter()).collect()
+        r.cmds
+            .ranks
+            .iter()
+            .flat_map(|k| k.endpoints.iter())
+            .collect()
     };
     for e in eps {
         if let Some(d) = ctx.res.halves.get(e).and_then(|f| f.device.clone())
@@ -405,7 +506,10 @@ fn job_devices(ctx: &Ctx, r: &Running) -> Vec<(NodeId, String)> {
     out
 }
 
-async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> HashMap<(NodeId, String), BTreeMap<String, u64>> {
+async fn snapshot(
+    ctx: &Ctx<'_>,
+    devices: &[(NodeId, String)],
+) -> HashMap<(NodeId, String), BTreeMap<String, u64>> {
     let mut by_host: BTreeMap<NodeId, Vec<String>> = BTreeMap::new();
     for (n, d) in devices {
         if crate::plan::validate::is_safe_ifname(d) {
@@ -413,7 +517,10 @@ async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> HashMap<(NodeI
         }
     }
     let outs = join_all(by_host.iter().map(|(n, devs)| async move {
-        (*n, ctx.exec(*n, &discover::counters_script(devs), SHORT).await)
+        (
+            *n,
+            ctx.exec(*n, &discover::counters_script(devs), SHORT).await,
+        )
     }))
     .await;
     let mut out = HashMap::new();
@@ -427,7 +534,18 @@ async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> HashMap<(NodeI
     out
 }
 
-fn step_record(ctx: &Ctx, evidence: &Evidence, job: &str, node: NodeId, role: Role, command: &str, script: &str, started: u64, out: &Result<Output, TransportError>) -> StepRecord {
+#[allow(clippy::too_many_arguments)]
+fn step_record(
+    ctx: &Ctx,
+    evidence: &Evidence,
+    job: &str,
+    node: NodeId,
+    role: Role,
+    command: &str,
+    script: &str,
+    started: u64,
+    out: &Result<Output, TransportError>,
+) -> StepRecord {
     let host = ctx.plan.node(node).name.clone();
     let tag = match role {
         Role::Server => "server",
@@ -457,7 +575,12 @@ fn step_record(ctx: &Ctx, evidence: &Evidence, job: &str, node: NodeId, role: Ro
     }
 }
 
-async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Evidence) -> (Vec<JobResult>, RoundRecord) {
+async fn run_round(
+    ctx: &Ctx<'_>,
+    round: &Round,
+    total: usize,
+    evidence: &mut Evidence,
+) -> (Vec<JobResult>, RoundRecord) {
     let plan = ctx.plan;
     let started = now_ms();
     let expected = capacity::expected(plan, round);
@@ -465,14 +588,34 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
     let dir = dir_owned.as_str();
     let mut done: Vec<JobResult> = Vec::new();
     let mut running: Vec<Running> = Vec::new();
-    let jobs: Vec<(usize, &Job)> = round.jobs.iter().enumerate().filter(|(_, j)| selected_job(plan, round, j, ctx.opts)).collect();
-    ctx.emit(Event::RoundStart { index: round.index, total, name: round.name.clone(), jobs: jobs.len() });
+    let jobs: Vec<(usize, &Job)> = round
+        .jobs
+        .iter()
+        .enumerate()
+        .filter(|(_, j)| selected_job(plan, round, j, ctx.opts))
+        .collect();
+    ctx.emit(Event::RoundStart {
+        index: round.index,
+        total,
+        name: round.name.clone(),
+        jobs: jobs.len(),
+    });
     for (i, job) in jobs {
         let nodes = job.nodes(plan);
         if let Some(n) = nodes.iter().find(|n| ctx.unreachable.contains_key(n)) {
-            let mut r = skipped(plan, round, job, format!("{} unreachable: {}", plan.node(*n).name, ctx.unreachable[n]));
+            let mut r = skipped(
+                plan,
+                round,
+                job,
+                format!("{} unreachable: {}", plan.node(*n).name, ctx.unreachable[n]),
+            );
             r.status = JobStatus::Failed;
-            r.verdicts.push(Verdict::check(format!("{} {}", job.kind.name(), job.label(plan)), Outcome::Fail, format!("{} is unreachable", plan.node(*n).name), Some(Trap::Unreachable)));
+            r.verdicts.push(Verdict::check(
+                format!("{} {}", job.kind.name(), job.label(plan)),
+                Outcome::Fail,
+                format!("{} is unreachable", plan.node(*n).name),
+                Some(Trap::Unreachable),
+            ));
             done.push(r);
             continue;
         }
@@ -494,22 +637,41 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
                 launched: None,
             }),
             Ok(cmds) => {
-                let mut r = skipped(plan, round, job, format!("not discovered: {}", cmds.unresolved.join(" ")));
+                let mut r = skipped(
+                    plan,
+                    round,
+                    job,
+                    format!("not discovered: {}", cmds.unresolved.join(" ")),
+                );
                 r.status = JobStatus::Failed;
-                r.verdicts.push(Verdict::check(format!("{} {}", job.kind.name(), job.label(plan)), Outcome::Fail, format!("values discovery could not find: {}", cmds.unresolved.join(" ")), Some(Trap::NoDevice)));
+                r.verdicts.push(Verdict::check(
+                    format!("{} {}", job.kind.name(), job.label(plan)),
+                    Outcome::Fail,
+                    format!(
+                        "values discovery could not find: {}",
+                        cmds.unresolved.join(" ")
+                    ),
+                    Some(Trap::NoDevice),
+                ));
                 done.push(r);
             }
             Err(e) => {
                 let mut r = skipped(plan, round, job, e.to_string());
                 r.status = JobStatus::Failed;
-                r.verdicts.push(Verdict::check(format!("{} {}", job.kind.name(), job.label(plan)), Outcome::Fail, e.to_string(), Some(Trap::ToolError)));
+                r.verdicts.push(Verdict::check(
+                    format!("{} {}", job.kind.name(), job.label(plan)),
+                    Outcome::Fail,
+                    e.to_string(),
+                    Some(Trap::ToolError),
+                ));
                 done.push(r);
             }
         }
     }
 
     // counters before
-    let all_devices: Vec<(NodeId, String)> = running.iter().flat_map(|r| job_devices(ctx, r)).collect();
+    let all_devices: Vec<(NodeId, String)> =
+        running.iter().flat_map(|r| job_devices(ctx, r)).collect();
     let before = snapshot(ctx, &all_devices).await;
 
     // servers, detached, all at once
@@ -526,9 +688,24 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
     for (r, recs) in running.iter_mut().zip(starts) {
         for (node, command, script, t0, out) in recs {
             if let Err(e) = &out {
-                r.failure = Some(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, format!("could not start the server: {e}"), Some(Trap::Unreachable)));
+                r.failure = Some(Verdict::check(
+                    format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                    Outcome::Fail,
+                    format!("could not start the server: {e}"),
+                    Some(Trap::Unreachable),
+                ));
             }
-            r.steps.push(step_record(ctx, evidence, &r.job.id, node, Role::Server, &command, &script, t0, &out));
+            r.steps.push(step_record(
+                ctx,
+                evidence,
+                &r.job.id,
+                node,
+                Role::Server,
+                &command,
+                &script,
+                t0,
+                &out,
+            ));
         }
     }
     // readiness: each server listens on its port (or died)
@@ -538,7 +715,15 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
             return None;
         }
         let limit = 15;
-        Some((server.node, ctx.exec(server.node, &wrap::ready(dir, &r.job.id, r.job.port, limit), Duration::from_secs(limit as u64 + 10)).await))
+        Some((
+            server.node,
+            ctx.exec(
+                server.node,
+                &wrap::ready(dir, &r.job.id, r.job.port, limit),
+                Duration::from_secs(limit as u64 + 10),
+            )
+            .await,
+        ))
     }))
     .await;
     for (r, rd) in running.iter_mut().zip(ready) {
@@ -548,16 +733,32 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
                 r.pgid = o.stdout.trim().parse().ok().map(|p| (node, p));
             }
             other => {
-                let log = ctx.exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT).await.map(|o| o.stdout).unwrap_or_default();
-                let pg = ctx.exec(node, &wrap::cat(dir, &format!("{}.pgid", r.job.id)), SHORT).await.ok().and_then(|o| o.stdout.trim().parse().ok());
+                let log = ctx
+                    .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
+                    .await
+                    .map(|o| o.stdout)
+                    .unwrap_or_default();
+                let pg = ctx
+                    .exec(node, &wrap::cat(dir, &format!("{}.pgid", r.job.id)), SHORT)
+                    .await
+                    .ok()
+                    .and_then(|o| o.stdout.trim().parse().ok());
                 r.pgid = pg.map(|p| (node, p));
                 let why = match other {
                     Ok(o) if o.status == 3 => "the server exited before listening".to_string(),
-                    Ok(o) => format!("the server did not listen on port {} (poll exit {})", r.job.port, o.status),
+                    Ok(o) => format!(
+                        "the server did not listen on port {} (poll exit {})",
+                        r.job.port, o.status
+                    ),
                     Err(e) => e.to_string(),
                 };
                 r.server_log = Some(log);
-                r.failure = Some(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, why, Some(Trap::ServerGoneOrFirewall)));
+                r.failure = Some(Verdict::check(
+                    format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                    Outcome::Fail,
+                    why,
+                    Some(Trap::ServerGoneOrFirewall),
+                ));
             }
         }
     }
@@ -571,8 +772,23 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
         for s in r.cmds.steps.iter().filter(|s| s.role != Role::Server) {
             let t0 = Instant::now();
             let ms = now_ms();
-            let out = ctx.exec(s.node, &s.script, Duration::from_secs(s.timeout_s as u64 + 15)).await;
-            recs.push((s.node, s.role, s.command.clone(), s.script.clone(), ms, t0, t0.elapsed(), out));
+            let out = ctx
+                .exec(
+                    s.node,
+                    &s.script,
+                    Duration::from_secs(s.timeout_s as u64 + 15),
+                )
+                .await;
+            recs.push((
+                s.node,
+                s.role,
+                s.command.clone(),
+                s.script.clone(),
+                ms,
+                t0,
+                t0.elapsed(),
+                out,
+            ));
         }
         recs
     }))
@@ -583,11 +799,21 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
             launch_ms.push(ms);
             r.launched = Some(t0);
             r.tool_seconds = Some(took.as_secs_f64());
-            r.steps.push(step_record(ctx, evidence, &r.job.id, node, role, &command, &script, ms, &out));
+            r.steps.push(step_record(
+                ctx, evidence, &r.job.id, node, role, &command, &script, ms, &out,
+            ));
             match out {
                 Ok(o) => {
                     if o.status == 124 || o.status == 137 {
-                        r.failure.get_or_insert(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, format!("no result within {} s: killed by the remote timeout", r.cmds.steps.iter().map(|s| s.timeout_s).max().unwrap_or(0)), Some(Trap::Timeout)));
+                        r.failure.get_or_insert(Verdict::check(
+                            format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                            Outcome::Fail,
+                            format!(
+                                "no result within {} s: killed by the remote timeout",
+                                r.cmds.steps.iter().map(|s| s.timeout_s).max().unwrap_or(0)
+                            ),
+                            Some(Trap::Timeout),
+                        ));
                     }
                     r.client_out = Some(o);
                 }
@@ -596,7 +822,12 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
                         TransportError::Timeout { .. } => Trap::Timeout,
                         _ => Trap::Unreachable,
                     };
-                    r.failure.get_or_insert(Verdict::check(format!("{} {}", r.job.kind.name(), r.job.label(plan)), Outcome::Fail, e.to_string(), Some(trap)));
+                    r.failure.get_or_insert(Verdict::check(
+                        format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                        Outcome::Fail,
+                        e.to_string(),
+                        Some(trap),
+                    ));
                 }
             }
         }
@@ -605,7 +836,11 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
     // server outputs, then kill exactly the groups we started and check they are gone
     let logs = join_all(running.iter().map(|r| async move {
         match (r.pgid, &r.server_log) {
-            (Some((node, _)), None) => ctx.exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT).await.ok().map(|o| o.stdout),
+            (Some((node, _)), None) => ctx
+                .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
+                .await
+                .ok()
+                .map(|o| o.stdout),
             _ => None,
         }
     }))
@@ -614,8 +849,15 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
         if l.is_some() {
             r.server_log = l;
         }
-        if let (Some(log), Some(server)) = (&r.server_log, r.cmds.steps.iter().find(|s| s.role == Role::Server)) {
-            evidence.save(&r.job.id, &format!("{}.server.log", plan.node(server.node).name), log);
+        if let (Some(log), Some(server)) = (
+            &r.server_log,
+            r.cmds.steps.iter().find(|s| s.role == Role::Server),
+        ) {
+            evidence.save(
+                &r.job.id,
+                &format!("{}.server.log", plan.node(server.node).name),
+                log,
+            );
         }
     }
     let kills = join_all(running.iter().map(|r| async move {
@@ -627,7 +869,12 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
         if let Some(Ok(o)) = k
             && o.status != 0
         {
-            r.failure.get_or_insert(Verdict::check(format!("{} {} cleanup", r.job.kind.name(), r.job.label(plan)), Outcome::Warn, "the server's process group survived SIGKILL", Some(Trap::ToolError)));
+            r.failure.get_or_insert(Verdict::check(
+                format!("{} {} cleanup", r.job.kind.name(), r.job.label(plan)),
+                Outcome::Warn,
+                "the server's process group survived SIGKILL",
+                Some(Trap::ToolError),
+            ));
         }
     }
 
@@ -639,7 +886,11 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
     done.sort_by(|a, b| a.job.cmp(&b.job));
     if round.kind == TestKind::RdmaBwBoth {
         // both halves of one cable, summed per node pair, on the last job of each group
-        let ordered: Vec<JobResult> = round.jobs.iter().filter_map(|j| done.iter().find(|d| d.job == j.id).cloned()).collect();
+        let ordered: Vec<JobResult> = round
+            .jobs
+            .iter()
+            .filter_map(|j| done.iter().find(|d| d.job == j.id).cloned())
+            .collect();
         if ordered.len() == round.jobs.len() {
             for v in both_halves_verdicts(plan, round, &ordered) {
                 if let Some(last) = done.last_mut() {
@@ -663,22 +914,40 @@ async fn run_round(ctx: &Ctx<'_>, round: &Round, total: usize, evidence: &mut Ev
         started_unix_ms: started,
         finished_unix_ms: now_ms(),
         launch_skew_ms: skew,
-        longest_tool_s: done.iter().filter_map(|d| d.tool_seconds).fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        longest_tool_s: done
+            .iter()
+            .filter_map(|d| d.tool_seconds)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
     };
     (done, record)
 }
 
-fn judge(ctx: &Ctx, round: &Round, r: Running, before: &HashMap<(NodeId, String), BTreeMap<String, u64>>, after: &HashMap<(NodeId, String), BTreeMap<String, u64>>) -> JobResult {
+fn judge(
+    ctx: &Ctx,
+    round: &Round,
+    r: Running,
+    before: &HashMap<(NodeId, String), BTreeMap<String, u64>>,
+    after: &HashMap<(NodeId, String), BTreeMap<String, u64>>,
+) -> JobResult {
     let plan = ctx.plan;
     let job = r.job;
     let gate = format!("{} {}", job.kind.name(), job.label(plan));
     // counter deltas
     let mut counters = Vec::new();
     for (node, dev) in job_devices(ctx, &r) {
-        let (Some(b), Some(a)) = (before.get(&(node, dev.clone())), after.get(&(node, dev.clone()))) else { continue };
+        let (Some(b), Some(a)) = (
+            before.get(&(node, dev.clone())),
+            after.get(&(node, dev.clone())),
+        ) else {
+            continue;
+        };
         for (k, av) in a {
             if let Some(bv) = b.get(k)
-                && (av != bv || matches!(k.as_str(), "port_xmit_data" | "port_rcv_data" | "packet_seq_err"))
+                && (av != bv
+                    || matches!(
+                        k.as_str(),
+                        "port_xmit_data" | "port_rcv_data" | "packet_seq_err"
+                    ))
             {
                 counters.push(CounterDelta {
                     host: plan.node(node).name.clone(),
@@ -691,9 +960,17 @@ fn judge(ctx: &Ctx, round: &Round, r: Running, before: &HashMap<(NodeId, String)
             }
         }
     }
-    let seq: i64 = counters.iter().filter(|c| c.counter == "packet_seq_err").map(|c| c.delta).sum();
+    let seq: i64 = counters
+        .iter()
+        .filter(|c| c.counter == "packet_seq_err")
+        .map(|c| c.delta)
+        .sum();
     let seq_known = counters.iter().any(|c| c.counter == "packet_seq_err");
-    let client_text = r.client_out.as_ref().map(|o| format!("{}{}", o.stdout, o.stderr)).unwrap_or_default();
+    let client_text = r
+        .client_out
+        .as_ref()
+        .map(|o| format!("{}{}", o.stdout, o.stderr))
+        .unwrap_or_default();
     let tool = match job.kind {
         TestKind::RdmaBw | TestKind::RdmaBwBoth => Tool::IbWriteBw,
         TestKind::RdmaLat => Tool::IbWriteLat,
@@ -715,7 +992,10 @@ fn judge(ctx: &Ctx, round: &Round, r: Running, before: &HashMap<(NodeId, String)
     let cctx = Context {
         gate: gate.clone(),
         expected_gbps: r.expected,
-        crosses_isl: job.pair.as_ref().is_some_and(|p| p.path.isl_hops().next().is_some()),
+        crosses_isl: job
+            .pair
+            .as_ref()
+            .is_some_and(|p| p.path.isl_hops().next().is_some()),
         seq_err_delta: seq_known.then_some(seq),
         fabric_bytes_per_rank: r
             .cmds
@@ -724,14 +1004,30 @@ fn judge(ctx: &Ctx, round: &Round, r: Running, before: &HashMap<(NodeId, String)
             .map(|k| {
                 let host = plan.node(k.node).name.clone();
                 let moved: Option<i64> = {
-                    let ds: Vec<i64> = counters.iter().filter(|c| c.host == host && (c.counter == "port_xmit_data" || c.counter == "port_rcv_data")).map(|c| c.delta).collect();
-                    if ds.is_empty() { None } else { Some(ds.iter().sum()) }
+                    let ds: Vec<i64> = counters
+                        .iter()
+                        .filter(|c| {
+                            c.host == host
+                                && (c.counter == "port_xmit_data" || c.counter == "port_rcv_data")
+                        })
+                        .map(|c| c.delta)
+                        .collect();
+                    if ds.is_empty() {
+                        None
+                    } else {
+                        Some(ds.iter().sum())
+                    }
                 };
                 (host, moved)
             })
             .collect(),
         nccl_hca: r.cmds.nccl_env.get("NCCL_IB_HCA").cloned(),
-        cabled_devices: r.cmds.ranks.iter().flat_map(|k| k.devices.clone()).collect(),
+        cabled_devices: r
+            .cmds
+            .ranks
+            .iter()
+            .flat_map(|k| k.devices.clone())
+            .collect(),
     };
     let measured_something = r.client_out.is_some();
     if let Some(f) = &r.failure {
@@ -747,13 +1043,29 @@ fn judge(ctx: &Ctx, round: &Round, r: Running, before: &HashMap<(NodeId, String)
         }
     } else {
         verdicts.extend(match job.kind {
-            TestKind::RdmaBw | TestKind::RdmaBwBoth => classify::bandwidth(&classify::spec(plan, Metric::RdmaBw), &parsed, &cctx),
-            TestKind::RdmaLat => classify::latency(&classify::spec(plan, Metric::RdmaLat), &parsed, &cctx),
-            TestKind::Iperf3 => classify::iperf(&classify::spec(plan, Metric::Iperf3), &parsed, &cctx),
-            TestKind::Nccl => classify::nccl(&classify::spec(plan, Metric::NcclSmallTime), &classify::spec(plan, Metric::NcclBusbw), &parsed, &cctx),
+            TestKind::RdmaBw | TestKind::RdmaBwBoth => {
+                classify::bandwidth(&classify::spec(plan, Metric::RdmaBw), &parsed, &cctx)
+            }
+            TestKind::RdmaLat => {
+                classify::latency(&classify::spec(plan, Metric::RdmaLat), &parsed, &cctx)
+            }
+            TestKind::Iperf3 => {
+                classify::iperf(&classify::spec(plan, Metric::Iperf3), &parsed, &cctx)
+            }
+            TestKind::Nccl => classify::nccl(
+                &classify::spec(plan, Metric::NcclSmallTime),
+                &classify::spec(plan, Metric::NcclBusbw),
+                &parsed,
+                &cctx,
+            ),
         });
     }
-    let measured = verdicts.iter().any(|v| v.measured.is_some()) || (job.kind == TestKind::Nccl && parsed.get("rows").and_then(|r| r.as_array()).is_some_and(|a| !a.is_empty()));
+    let measured = verdicts.iter().any(|v| v.measured.is_some())
+        || (job.kind == TestKind::Nccl
+            && parsed
+                .get("rows")
+                .and_then(|r| r.as_array())
+                .is_some_and(|a| !a.is_empty()));
     let _ = measured_something;
     JobResult {
         format_version: RESULTS_FORMAT_VERSION,
@@ -762,9 +1074,17 @@ fn judge(ctx: &Ctx, round: &Round, r: Running, before: &HashMap<(NodeId, String)
         round: round.index,
         round_name: round.name.clone(),
         label: job.label(plan),
-        hosts: job.nodes(plan).iter().map(|n| plan.node(*n).name.clone()).collect(),
+        hosts: job
+            .nodes(plan)
+            .iter()
+            .map(|n| plan.node(*n).name.clone())
+            .collect(),
         expected_gbps: r.expected,
-        status: if measured { JobStatus::Measured } else { JobStatus::Failed },
+        status: if measured {
+            JobStatus::Measured
+        } else {
+            JobStatus::Failed
+        },
         reason: r.failure.as_ref().map(|f| f.detail.clone()),
         steps: r.steps,
         parsed: Some(parsed),
@@ -787,7 +1107,11 @@ pub fn both_halves_verdicts(plan: &Plan, round: &Round, jobs: &[JobResult]) -> V
         .into_iter()
         .map(|(g, vals)| {
             let sum: f64 = vals.iter().sum();
-            spec.judge(format!("rdma-bw-both {g}"), &[sum], capacity::expected_group(plan, round, &g))
+            spec.judge(
+                format!("rdma-bw-both {g}"),
+                &[sum],
+                capacity::expected_group(plan, round, &g),
+            )
         })
         .collect()
 }

@@ -69,7 +69,9 @@ pub struct SshTransport {
 }
 
 fn home() -> PathBuf {
-    std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/root"))
 }
 
 fn expand(p: &str) -> PathBuf {
@@ -83,41 +85,73 @@ fn expand(p: &str) -> PathBuf {
 pub fn resolve_target(node: &Node, opts: &SshOptions) -> Result<Target, String> {
     let (alias, user, port, identity) = match &node.ssh {
         SshTarget::Alias(a) => (a.clone(), None, None, None),
-        SshTarget::Host { host, user, port, identity_file } => (host.clone(), user.clone(), *port, identity_file.clone()),
+        SshTarget::Host {
+            host,
+            user,
+            port,
+            identity_file,
+        } => (host.clone(), user.clone(), *port, identity_file.clone()),
     };
     let mut cmd = std::process::Command::new("ssh");
     if let Some(c) = &opts.config {
         cmd.arg("-F").arg(c);
     }
     cmd.arg("-G").arg("--").arg(&alias);
-    let out = cmd.output().map_err(|e| format!("cannot run `ssh -G` to resolve `{alias}`: {e}"))?;
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run `ssh -G` to resolve `{alias}`: {e}"))?;
     if !out.status.success() {
-        return Err(format!("`ssh -G {alias}` failed: {}", String::from_utf8_lossy(&out.stderr).trim()));
+        return Err(format!(
+            "`ssh -G {alias}` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let mut g: HashMap<String, Vec<String>> = HashMap::new();
     for line in text.lines() {
         if let Some((k, v)) = line.split_once(' ') {
-            g.entry(k.to_ascii_lowercase()).or_default().push(v.trim().to_string());
+            g.entry(k.to_ascii_lowercase())
+                .or_default()
+                .push(v.trim().to_string());
         }
     }
     let first = |k: &str| g.get(k).and_then(|v| v.first()).cloned();
     let host = first("hostname").unwrap_or(alias.clone());
-    let port = port.or_else(|| first("port").and_then(|p| p.parse().ok())).unwrap_or(22);
-    let user = user.or_else(|| opts.default_user.clone()).or_else(|| first("user")).unwrap_or_else(|| "root".into());
+    let port = port
+        .or_else(|| first("port").and_then(|p| p.parse().ok()))
+        .unwrap_or(22);
+    let user = user
+        .or_else(|| opts.default_user.clone())
+        .or_else(|| first("user"))
+        .unwrap_or_else(|| "root".into());
     let identities_only = first("identitiesonly").is_some_and(|v| v == "yes");
     let identity = identity.or_else(|| {
-        let files: Vec<PathBuf> = g.get("identityfile").map(|v| v.iter().map(|p| expand(p)).collect()).unwrap_or_default();
+        let files: Vec<PathBuf> = g
+            .get("identityfile")
+            .map(|v| v.iter().map(|p| expand(p)).collect())
+            .unwrap_or_default();
         let existing: Vec<PathBuf> = files.into_iter().filter(|p| p.exists()).collect();
         // with an agent and no explicit key, the agent is used; otherwise the first key on disk
-        if identities_only || std::env::var_os("SSH_AUTH_SOCK").is_none() { existing.into_iter().next() } else { None }
+        if identities_only || std::env::var_os("SSH_AUTH_SOCK").is_none() {
+            existing.into_iter().next()
+        } else {
+            None
+        }
     });
     let known_hosts = opts
         .known_hosts
         .clone()
-        .or_else(|| first("userknownhostsfile").and_then(|v| v.split_whitespace().next().map(expand)))
+        .or_else(|| {
+            first("userknownhostsfile").and_then(|v| v.split_whitespace().next().map(expand))
+        })
         .unwrap_or_else(|| home().join(".ssh/known_hosts"));
-    Ok(Target { host, port, user, identity, known_hosts })
+    Ok(Target {
+        host,
+        port,
+        user,
+        identity,
+        known_hosts,
+    })
 }
 
 /// Check the server's key against known_hosts before trusting the connection.
@@ -126,7 +160,10 @@ async fn verify_host_key(t: &Target, accept_new: bool, timeout: Duration) -> Res
     struct Grab(Arc<std::sync::Mutex<Option<russh::keys::PublicKey>>>);
     impl russh::client::Handler for Grab {
         type Error = russh::Error;
-        async fn check_server_key(&mut self, key: &russh::keys::PublicKey) -> Result<bool, Self::Error> {
+        async fn check_server_key(
+            &mut self,
+            key: &russh::keys::PublicKey,
+        ) -> Result<bool, Self::Error> {
             if let Ok(mut g) = self.0.lock() {
                 *g = Some(key.clone());
             }
@@ -137,13 +174,33 @@ async fn verify_host_key(t: &Target, accept_new: bool, timeout: Duration) -> Res
     let slot = Arc::new(std::sync::Mutex::new(None));
     let config = Arc::new(russh::client::Config::default());
     let addr = format!("{}:{}", t.host, t.port);
-    let _ = tokio::time::timeout(timeout, russh::client::connect(config, addr.as_str(), Grab(slot.clone()))).await;
-    let key = slot.lock().ok().and_then(|g| g.clone()).ok_or_else(|| format!("no SSH answer from {}:{}", t.host, t.port))?;
-    let keyscan = format!("ssh-keyscan -p {} {} >> {}", t.port, t.host, t.known_hosts.display());
+    let _ = tokio::time::timeout(
+        timeout,
+        russh::client::connect(config, addr.as_str(), Grab(slot.clone())),
+    )
+    .await;
+    let key = slot
+        .lock()
+        .ok()
+        .and_then(|g| g.clone())
+        .ok_or_else(|| format!("no SSH answer from {}:{}", t.host, t.port))?;
+    let keyscan = format!(
+        "ssh-keyscan -p {} {} >> {}",
+        t.port,
+        t.host,
+        t.known_hosts.display()
+    );
     match russh::keys::check_known_hosts_path(&t.host, t.port, &key, &t.known_hosts) {
         Ok(true) => Ok(()),
-        Ok(false) if accept_new => russh::keys::known_hosts::learn_known_hosts_path(&t.host, t.port, &key, &t.known_hosts)
-            .map_err(|e| format!("cannot record the host key in {}: {e}", t.known_hosts.display())),
+        Ok(false) if accept_new => {
+            russh::keys::known_hosts::learn_known_hosts_path(&t.host, t.port, &key, &t.known_hosts)
+                .map_err(|e| {
+                    format!(
+                        "cannot record the host key in {}: {e}",
+                        t.known_hosts.display()
+                    )
+                })
+        }
         Ok(false) => Err(format!(
             "host key of {} is not in {}: refused (verify it, then run `{keyscan}`, or pass --accept-new-host-keys)",
             t.host,
@@ -154,7 +211,11 @@ async fn verify_host_key(t: &Target, accept_new: bool, timeout: Duration) -> Res
             t.host,
             t.known_hosts.display()
         )),
-        Err(e) => Err(format!("cannot check the host key of {} against {}: {e}", t.host, t.known_hosts.display())),
+        Err(e) => Err(format!(
+            "cannot check the host key of {} against {}: {e}",
+            t.host,
+            t.known_hosts.display()
+        )),
     }
 }
 
@@ -169,10 +230,15 @@ impl SshTransport {
     }
 
     async fn connect(&self, node: &Node) -> Result<Arc<Conn>, TransportError> {
-        let unreachable = |reason: String| TransportError::Unreachable { host: node.name.clone(), reason };
+        let unreachable = |reason: String| TransportError::Unreachable {
+            host: node.name.clone(),
+            reason,
+        };
         let lock = {
             let mut m = self.connecting.lock().await;
-            m.entry(node.name.clone()).or_insert_with(|| Arc::new(Mutex::new(()))).clone()
+            m.entry(node.name.clone())
+                .or_insert_with(|| Arc::new(Mutex::new(())))
+                .clone()
         };
         let _guard = lock.lock().await;
         if let Some(c) = self.conns.lock().await.get(&node.name)
@@ -186,23 +252,31 @@ impl SshTransport {
         for attempt in 0..3u32 {
             if attempt > 0 {
                 // jitter so many nodes retrying do not stampede one sshd
-                let ms = 200 * attempt as u64 + (std::process::id() as u64 * 7919 + attempt as u64 * 104729) % 250;
+                let ms = 200 * attempt as u64
+                    + (std::process::id() as u64 * 7919 + attempt as u64 * 104729) % 250;
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            if let Err(reason) = verify_host_key(&target, self.opts.accept_new, self.opts.connect_timeout).await {
+            if let Err(reason) =
+                verify_host_key(&target, self.opts.accept_new, self.opts.connect_timeout).await
+            {
                 if reason.starts_with("no SSH answer") {
                     last = reason;
                     continue;
                 }
-                return Err(TransportError::HostKey { host: node.name.clone(), reason });
+                return Err(TransportError::HostKey {
+                    host: node.name.clone(),
+                    reason,
+                });
             }
             let auth = match &target.identity {
                 Some(p) => AuthMethod::with_key_file(p, None),
                 None => AuthMethod::with_agent(),
             };
-            let mut config = russh::client::Config::default();
-            config.keepalive_interval = Some(Duration::from_secs(15));
-            config.keepalive_max = 4;
+            let config = russh::client::Config {
+                keepalive_interval: Some(Duration::from_secs(15)),
+                keepalive_max: 4,
+                ..Default::default()
+            };
             let fut = Client::connect_with_config(
                 (target.host.as_str(), target.port),
                 &target.user,
@@ -216,37 +290,67 @@ impl SshTransport {
                         client: Arc::new(client),
                         channels: Arc::new(Semaphore::new(self.opts.max_channels.max(1))),
                     });
-                    self.conns.lock().await.insert(node.name.clone(), conn.clone());
+                    self.conns
+                        .lock()
+                        .await
+                        .insert(node.name.clone(), conn.clone());
                     return Ok(conn);
                 }
                 Ok(Err(e)) => {
                     last = e.to_string();
-                    if matches!(e, async_ssh2_tokio::Error::KeyAuthFailed | async_ssh2_tokio::Error::AgentAuthenticationFailed | async_ssh2_tokio::Error::KeyInvalid(_)) {
+                    if matches!(
+                        e,
+                        async_ssh2_tokio::Error::KeyAuthFailed
+                            | async_ssh2_tokio::Error::AgentAuthenticationFailed
+                            | async_ssh2_tokio::Error::KeyInvalid(_)
+                    ) {
                         break;
                     }
                 }
-                Err(_) => last = format!("no SSH handshake within {} s", self.opts.connect_timeout.as_secs()),
+                Err(_) => {
+                    last = format!(
+                        "no SSH handshake within {} s",
+                        self.opts.connect_timeout.as_secs()
+                    )
+                }
             }
         }
-        Err(unreachable(format!("{}@{}:{}: {last}", target.user, target.host, target.port)))
+        Err(unreachable(format!(
+            "{}@{}:{}: {last}",
+            target.user, target.host, target.port
+        )))
     }
 
     async fn run(&self, node: &Node, script: &str) -> Result<Output, TransportError> {
         let conn = self.connect(node).await?;
         let _permit = conn.channels.acquire().await;
-        let lost = |reason: String| TransportError::Lost { host: node.name.clone(), reason };
-        let mut ch = conn.client.get_channel().await.map_err(|e| lost(e.to_string()))?;
+        let lost = |reason: String| TransportError::Lost {
+            host: node.name.clone(),
+            reason,
+        };
+        let mut ch = conn
+            .client
+            .get_channel()
+            .await
+            .map_err(|e| lost(e.to_string()))?;
         // the login shell may be csh or fish: always run under /bin/sh
         let cmd = crate::render::wrap::sh(script);
-        ch.exec(true, cmd.as_bytes()).await.map_err(|e| lost(e.to_string()))?;
-        let mut out = Output { status: -1, ..Output::default() };
+        ch.exec(true, cmd.as_bytes())
+            .await
+            .map_err(|e| lost(e.to_string()))?;
+        let mut out = Output {
+            status: -1,
+            ..Output::default()
+        };
         let (mut so, mut se) = (Vec::new(), Vec::new());
         while let Some(msg) = ch.wait().await {
             match msg {
                 ChannelMsg::Data { data } => so.extend_from_slice(&data),
                 ChannelMsg::ExtendedData { data, ext: 1 } => se.extend_from_slice(&data),
                 ChannelMsg::ExitStatus { exit_status } => out.status = exit_status as i32,
-                ChannelMsg::ExitSignal { signal_name, .. } => out.status = 128 + signal_number(&signal_name),
+                ChannelMsg::ExitSignal { signal_name, .. } => {
+                    out.status = 128 + signal_number(&signal_name)
+                }
                 _ => {}
             }
         }
@@ -279,11 +383,19 @@ fn signal_number(s: &russh::Sig) -> i32 {
 }
 
 impl Transport for SshTransport {
-    fn exec<'a>(&'a self, node: &'a Node, script: &'a str, timeout: Duration) -> BoxFuture<'a, Result<Output, TransportError>> {
+    fn exec<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
         Box::pin(async move {
             match tokio::time::timeout(timeout, self.run(node, script)).await {
                 Ok(r) => r,
-                Err(_) => Err(TransportError::Timeout { host: node.name.clone(), secs: timeout.as_secs() }),
+                Err(_) => Err(TransportError::Timeout {
+                    host: node.name.clone(),
+                    secs: timeout.as_secs(),
+                }),
             }
         })
     }

@@ -40,7 +40,9 @@ pub fn trap_of_error(kind: &str) -> Trap {
         "gid" => Trap::NoGid,
         "resource" => Trap::MemoryRegistration,
         "process-entry" => Trap::Docker0Subnet,
-        "not-enough-slots" | "daemon-launch-failed" | "daemon-lost" | "exec-not-found" => Trap::MpiLaunch,
+        "not-enough-slots" | "daemon-launch-failed" | "daemon-lost" | "exec-not-found" => {
+            Trap::MpiLaunch
+        }
         "timeout" => Trap::Timeout,
         "message-too-long" | "frag-needed" => Trap::MtuMismatch,
         "unreachable" => Trap::Unreachable,
@@ -67,7 +69,12 @@ pub fn bandwidth(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict>
         return vec![v];
     }
     let Some(bw) = f(parsed, "bw_avg_gbps") else {
-        return vec![Verdict::check(&ctx.gate, Outcome::Fail, "no complete result row in the tool's output", Some(Trap::Unparseable))];
+        return vec![Verdict::check(
+            &ctx.gate,
+            Outcome::Fail,
+            "no complete result row in the tool's output",
+            Some(Trap::Unparseable),
+        )];
     };
     let mut v = spec.judge(&ctx.gate, &[bw], ctx.expected_gbps);
     if v.outcome != Outcome::Ok && spec.trap_text.is_none() {
@@ -109,7 +116,12 @@ pub fn latency(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
     }
     match f(parsed, "t_typical_us").or_else(|| f(parsed, "t_avg_us")) {
         Some(t) => vec![spec.judge(&ctx.gate, &[t], None)],
-        None => vec![Verdict::check(&ctx.gate, Outcome::Fail, "no complete latency row in the tool's output", Some(Trap::Unparseable))],
+        None => vec![Verdict::check(
+            &ctx.gate,
+            Outcome::Fail,
+            "no complete latency row in the tool's output",
+            Some(Trap::Unparseable),
+        )],
     }
 }
 
@@ -126,7 +138,12 @@ pub fn iperf(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
             }
             vec![v]
         }
-        None => vec![Verdict::check(&ctx.gate, Outcome::Fail, "no iperf3 summary", Some(Trap::Unparseable))],
+        None => vec![Verdict::check(
+            &ctx.gate,
+            Outcome::Fail,
+            "no iperf3 summary",
+            Some(Trap::Unparseable),
+        )],
     }
 }
 
@@ -140,30 +157,75 @@ pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -
         }
         out.push(v);
     }
-    let rows = parsed.get("rows").and_then(Value::as_array).cloned().unwrap_or_default();
+    let rows = parsed
+        .get("rows")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let transport = parsed.get("transport").and_then(Value::as_str);
     match transport {
-        Some("NET/IB") => out.push(Verdict::check(g("transport"), Outcome::Ok, "NET/IB: NCCL rode the RDMA fabric", None)),
-        Some(t) => out.push(Verdict::check(g("transport"), Outcome::Fail, format!("{t}: NCCL fell back to TCP sockets"), Some(Trap::TcpFallback))),
-        None if !rows.is_empty() => out.push(Verdict::check(g("transport"), Outcome::Fail, "the log does not show NET/IB (NCCL_DEBUG=INFO lines missing)", Some(Trap::TcpFallback))),
+        Some("NET/IB") => out.push(Verdict::check(
+            g("transport"),
+            Outcome::Ok,
+            "NET/IB: NCCL rode the RDMA fabric",
+            None,
+        )),
+        Some(t) => out.push(Verdict::check(
+            g("transport"),
+            Outcome::Fail,
+            format!("{t}: NCCL fell back to TCP sockets"),
+            Some(Trap::TcpFallback),
+        )),
+        None if !rows.is_empty() => out.push(Verdict::check(
+            g("transport"),
+            Outcome::Fail,
+            "the log does not show NET/IB (NCCL_DEBUG=INFO lines missing)",
+            Some(Trap::TcpFallback),
+        )),
         None => {}
     }
     if rows.is_empty() {
         if out.is_empty() {
-            out.push(Verdict::check(g("run"), Outcome::Fail, "no nccl-tests result rows", Some(Trap::Unparseable)));
+            out.push(Verdict::check(
+                g("run"),
+                Outcome::Fail,
+                "no nccl-tests result rows",
+                Some(Trap::Unparseable),
+            ));
         }
         return out;
     }
-    let wrong = parsed.get("wrong_total").and_then(Value::as_f64).unwrap_or(0.0);
-    let oob = parsed.get("out_of_bounds").and_then(Value::as_f64).unwrap_or(0.0);
+    let wrong = parsed
+        .get("wrong_total")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
+    let oob = parsed
+        .get("out_of_bounds")
+        .and_then(Value::as_f64)
+        .unwrap_or(0.0);
     if wrong > 0.0 || oob > 0.0 {
-        out.push(Verdict::check(g("correctness"), Outcome::Fail, format!("#wrong {wrong} elements, out of bounds {oob}"), Some(Trap::WrongResults)));
+        out.push(Verdict::check(
+            g("correctness"),
+            Outcome::Fail,
+            format!("#wrong {wrong} elements, out of bounds {oob}"),
+            Some(Trap::WrongResults),
+        ));
     } else {
-        out.push(Verdict::check(g("correctness"), Outcome::Ok, "#wrong 0 at every size, out of bounds 0", None));
+        out.push(Verdict::check(
+            g("correctness"),
+            Outcome::Ok,
+            "#wrong 0 at every size, out of bounds 0",
+            None,
+        ));
     }
     // 16 KiB in-place time, when the sweep covers it
-    if let Some(row) = rows.iter().find(|r| r.get("size_bytes").and_then(Value::as_u64) == Some(16384))
-        && let Some(t) = row.get("in_place").and_then(|h| h.get("time_us")).and_then(Value::as_f64)
+    if let Some(row) = rows
+        .iter()
+        .find(|r| r.get("size_bytes").and_then(Value::as_u64) == Some(16384))
+        && let Some(t) = row
+            .get("in_place")
+            .and_then(|h| h.get("time_us"))
+            .and_then(Value::as_f64)
     {
         out.push(small.judge(g("16 KiB time"), &[t], None));
     }
@@ -183,32 +245,61 @@ pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -
         .collect();
     if !ctx.fabric_bytes_per_rank.is_empty() {
         if dead.is_empty() && ctx.fabric_bytes_per_rank.iter().all(|(_, d)| d.is_some()) {
-            out.push(Verdict::check(g("fabric counters"), Outcome::Ok, "RDMA byte counters moved on every rank", None));
+            out.push(Verdict::check(
+                g("fabric counters"),
+                Outcome::Ok,
+                "RDMA byte counters moved on every rank",
+                None,
+            ));
         } else if !dead.is_empty() {
-            out.push(Verdict::check(g("fabric counters"), Outcome::Fail, format!("RDMA byte counters did not move on {}", dead.join(", ")), Some(Trap::FabricNotUsed)));
+            out.push(Verdict::check(
+                g("fabric counters"),
+                Outcome::Fail,
+                format!("RDMA byte counters did not move on {}", dead.join(", ")),
+                Some(Trap::FabricNotUsed),
+            ));
         }
     }
     if let Some(hca) = &ctx.nccl_hca {
         let listed: Vec<&str> = hca.split(',').map(str::trim).collect();
-        let missing: Vec<&String> = ctx.cabled_devices.iter().filter(|d| !listed.contains(&d.as_str())).collect();
+        let missing: Vec<&String> = ctx
+            .cabled_devices
+            .iter()
+            .filter(|d| !listed.contains(&d.as_str()))
+            .collect();
         if !missing.is_empty() {
             out.push(Verdict::check(
                 g("NCCL_IB_HCA"),
                 Outcome::Warn,
-                format!("NCCL_IB_HCA leaves out cabled device(s) {}", missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")),
+                format!(
+                    "NCCL_IB_HCA leaves out cabled device(s) {}",
+                    missing
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 Some(Trap::HalfMissingFromHca),
             ));
         }
     }
     if parsed.get("gdr").and_then(Value::as_bool) == Some(false) {
-        out.push(Verdict::check(g("GPUDirect RDMA"), Outcome::Ok, "GDR 0: GPUDirect RDMA off, data staged through host memory (expected on GB10)", None));
+        out.push(Verdict::check(
+            g("GPUDirect RDMA"),
+            Outcome::Ok,
+            "GDR 0: GPUDirect RDMA off, data staged through host memory (expected on GB10)",
+            None,
+        ));
     }
     out
 }
 
 /// The metric-level spec lookup helper.
 pub fn spec(plan: &crate::plan::Plan, m: Metric) -> GateSpec {
-    plan.gates.get(&m).cloned().unwrap_or_else(|| GateSpec::default_for(m))
+    plan.gates
+        .get(&m)
+        .cloned()
+        .unwrap_or_else(|| GateSpec::default_for(m))
 }
 
 #[cfg(test)]
@@ -217,13 +308,21 @@ mod tests {
     use serde_json::json;
 
     fn ctx(expected: f64) -> Context {
-        Context { gate: "rdma-bw x".into(), expected_gbps: Some(expected), ..Context::default() }
+        Context {
+            gate: "rdma-bw x".into(),
+            expected_gbps: Some(expected),
+            ..Context::default()
+        }
     }
 
     #[test]
     fn throttle_signature() {
         let s = GateSpec::default_for(Metric::RdmaBw);
-        let v = bandwidth(&s, &json!({"status":"ok","error":null,"bw_avg_gbps":12.74}), &ctx(111.9));
+        let v = bandwidth(
+            &s,
+            &json!({"status":"ok","error":null,"bw_avg_gbps":12.74}),
+            &ctx(111.9),
+        );
         assert_eq!(v[0].outcome, Outcome::Fail);
         assert_eq!(v[0].trap, Some(Trap::FirmwareThrottle));
         // near miss: 26 Gb/s is not the throttle band
@@ -236,12 +335,22 @@ mod tests {
         let s = GateSpec::default_for(Metric::RdmaBw);
         let mut c = ctx(111.1);
         c.crosses_isl = true;
-        assert_eq!(bandwidth(&s, &json!({"bw_avg_gbps":4.47}), &c)[0].trap, Some(Trap::IslBlockedRstp));
+        assert_eq!(
+            bandwidth(&s, &json!({"bw_avg_gbps":4.47}), &c)[0].trap,
+            Some(Trap::IslBlockedRstp)
+        );
         let mut c = ctx(111.1);
         c.seq_err_delta = Some(900);
-        assert_eq!(bandwidth(&s, &json!({"bw_avg_gbps":4.85}), &c)[0].trap, Some(Trap::SoftwareForwarding));
+        assert_eq!(
+            bandwidth(&s, &json!({"bw_avg_gbps":4.85}), &c)[0].trap,
+            Some(Trap::SoftwareForwarding)
+        );
         // near miss: same counter growth at line rate is congestion control, a WARN
-        let v = bandwidth(&s, &json!({"bw_avg_gbps":81.9}), &{ let mut c = ctx(82.0); c.seq_err_delta = Some(5500); c });
+        let v = bandwidth(&s, &json!({"bw_avg_gbps":81.9}), &{
+            let mut c = ctx(82.0);
+            c.seq_err_delta = Some(5500);
+            c
+        });
         assert_eq!(v[0].outcome, Outcome::Ok);
         assert_eq!(v[1].outcome, Outcome::Warn);
         assert_eq!(v[1].trap, Some(Trap::CongestionControl));
@@ -250,7 +359,11 @@ mod tests {
     #[test]
     fn connect_failed_names_the_detached_server_trap() {
         let s = GateSpec::default_for(Metric::RdmaBw);
-        let v = bandwidth(&s, &json!({"error":{"kind":"connect-failed","message":"Couldn't connect to 198.51.100.1:18515"}}), &ctx(111.9));
+        let v = bandwidth(
+            &s,
+            &json!({"error":{"kind":"connect-failed","message":"Couldn't connect to 198.51.100.1:18515"}}),
+            &ctx(111.9),
+        );
         assert_eq!(v[0].trap, Some(Trap::ServerGoneOrFirewall));
         assert!(v[0].fix.as_ref().unwrap().contains("detached"));
     }
@@ -260,10 +373,16 @@ mod tests {
         let small = GateSpec::default_for(Metric::NcclSmallTime);
         let bus = GateSpec::default_for(Metric::NcclBusbw);
         let parsed = json!({"transport":"NET/Socket","rows":[{"size_bytes":16384,"in_place":{"time_us":29.5}}],"wrong_total":0,"out_of_bounds":0,"avg_busbw_gbs":1.2,"gdr":false});
-        let mut c = Context { gate: "nccl".into(), ..Context::default() };
+        let mut c = Context {
+            gate: "nccl".into(),
+            ..Context::default()
+        };
         c.fabric_bytes_per_rank = vec![("a".into(), Some(0)), ("b".into(), Some(0))];
         let v = nccl(&small, &bus, &parsed, &c);
-        assert!(v.iter().any(|v| v.trap == Some(Trap::TcpFallback) && v.outcome == Outcome::Fail));
+        assert!(
+            v.iter()
+                .any(|v| v.trap == Some(Trap::TcpFallback) && v.outcome == Outcome::Fail)
+        );
         assert!(v.iter().any(|v| v.trap == Some(Trap::FabricNotUsed)));
         // near miss: NET/IB with moving counters passes both
         let parsed = json!({"transport":"NET/IB","rows":[{"size_bytes":16384,"in_place":{"time_us":29.5}}],"wrong_total":0,"out_of_bounds":0});
@@ -276,7 +395,12 @@ mod tests {
     fn wrong_results_fail() {
         let small = GateSpec::default_for(Metric::NcclSmallTime);
         let bus = GateSpec::default_for(Metric::NcclBusbw);
-        let v = nccl(&small, &bus, &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":3,"out_of_bounds":1}), &Context::default());
+        let v = nccl(
+            &small,
+            &bus,
+            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":3,"out_of_bounds":1}),
+            &Context::default(),
+        );
         assert!(v.iter().any(|v| v.trap == Some(Trap::WrongResults)));
     }
 
@@ -284,7 +408,12 @@ mod tests {
     fn docker0_trap_from_mpirun_error() {
         let small = GateSpec::default_for(Metric::NcclSmallTime);
         let bus = GateSpec::default_for(Metric::NcclBusbw);
-        let v = nccl(&small, &bus, &json!({"error":{"kind":"process-entry","message":"cannot find a corresponding process entry for that peer"},"rows":[]}), &Context::default());
+        let v = nccl(
+            &small,
+            &bus,
+            &json!({"error":{"kind":"process-entry","message":"cannot find a corresponding process entry for that peer"},"rows":[]}),
+            &Context::default(),
+        );
         assert_eq!(v[0].trap, Some(Trap::Docker0Subnet));
         assert!(v[0].fix.as_ref().unwrap().contains("oob_tcp_if_include"));
     }
@@ -293,11 +422,29 @@ mod tests {
     fn half_missing_from_hca() {
         let small = GateSpec::default_for(Metric::NcclSmallTime);
         let bus = GateSpec::default_for(Metric::NcclBusbw);
-        let c = Context { nccl_hca: Some("rocep1s0f0".into()), cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()], ..Context::default() };
-        let v = nccl(&small, &bus, &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}), &c);
+        let c = Context {
+            nccl_hca: Some("rocep1s0f0".into()),
+            cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()],
+            ..Context::default()
+        };
+        let v = nccl(
+            &small,
+            &bus,
+            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}),
+            &c,
+        );
         assert!(v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
-        let c = Context { nccl_hca: Some("rocep1s0f0,roceP2p1s0f0".into()), cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()], ..Context::default() };
-        let v = nccl(&small, &bus, &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}), &c);
+        let c = Context {
+            nccl_hca: Some("rocep1s0f0,roceP2p1s0f0".into()),
+            cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()],
+            ..Context::default()
+        };
+        let v = nccl(
+            &small,
+            &bus,
+            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}),
+            &c,
+        );
         assert!(!v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
     }
 }

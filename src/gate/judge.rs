@@ -51,7 +51,12 @@ pub struct Verdict {
 
 impl Verdict {
     /// A verdict that is not a threshold comparison (transport, #wrong, unreachable, ...).
-    pub fn check(gate: impl Into<String>, outcome: Outcome, detail: impl Into<String>, trap: Option<Trap>) -> Verdict {
+    pub fn check(
+        gate: impl Into<String>,
+        outcome: Outcome,
+        detail: impl Into<String>,
+        trap: Option<Trap>,
+    ) -> Verdict {
         Verdict {
             gate: gate.into(),
             metric: None,
@@ -61,8 +66,16 @@ impl Verdict {
             threshold: String::new(),
             expected: None,
             trap: if outcome == Outcome::Ok { None } else { trap },
-            trap_name: if outcome == Outcome::Ok { None } else { trap.map(|t| t.name().to_string()) },
-            fix: if outcome == Outcome::Ok { None } else { trap.map(|t| t.fix().to_string()) },
+            trap_name: if outcome == Outcome::Ok {
+                None
+            } else {
+                trap.map(|t| t.name().to_string())
+            },
+            fix: if outcome == Outcome::Ok {
+                None
+            } else {
+                trap.map(|t| t.fix().to_string())
+            },
             detail: detail.into(),
             attempts: Vec::new(),
         }
@@ -114,11 +127,19 @@ impl GateSpec {
     /// The threshold in words.
     pub fn describe(&self, expected: Option<f64>) -> String {
         let unit = self.metric.unit().symbol();
-        let cmp = if self.metric.higher_is_better() { ">=" } else { "<=" };
+        let cmp = if self.metric.higher_is_better() {
+            ">="
+        } else {
+            "<="
+        };
         let one = |t: Threshold| match t {
             Threshold::Absolute { value } => format!("{cmp} {} {unit}", fmt_val(value)),
             Threshold::PctOfExpected { pct } => match expected {
-                Some(e) => format!("{cmp} {} {unit} ({pct}% of expected {})", fmt_val(e * pct / 100.0), fmt_val(e)),
+                Some(e) => format!(
+                    "{cmp} {} {unit} ({pct}% of expected {})",
+                    fmt_val(e * pct / 100.0),
+                    fmt_val(e)
+                ),
                 None => format!("{cmp} {pct}% of expected (no expected value)"),
             },
         };
@@ -188,7 +209,11 @@ impl GateSpec {
             trap_name,
             fix,
             detail,
-            attempts: if values.len() > 1 { values.to_vec() } else { Vec::new() },
+            attempts: if values.len() > 1 {
+                values.to_vec()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -218,7 +243,11 @@ mod tests {
         assert_eq!(g.judge("x", &[3.0], None).outcome, Outcome::Ok);
         assert_eq!(g.judge("x", &[3.01], None).outcome, Outcome::Warn);
         assert_eq!(g.judge("x", &[10.5], None).outcome, Outcome::Fail);
-        assert!(g.judge("x", &[1.45], None).threshold.starts_with("<= 3.00 us"));
+        assert!(
+            g.judge("x", &[1.45], None)
+                .threshold
+                .starts_with("<= 3.00 us")
+        );
     }
 
     #[test]
@@ -231,8 +260,14 @@ mod tests {
         let v = g.judge("x", &[95.0, 20.0, 91.0], None);
         assert_eq!(v.outcome, Outcome::Ok);
         assert_eq!(v.attempts.len(), 3);
-        assert_eq!(g.judge("x", &[95.0, 20.0, 50.0], None).outcome, Outcome::Warn);
-        assert_eq!(g.judge("x", &[95.0, 20.0, 10.0], None).outcome, Outcome::Fail);
+        assert_eq!(
+            g.judge("x", &[95.0, 20.0, 50.0], None).outcome,
+            Outcome::Warn
+        );
+        assert_eq!(
+            g.judge("x", &[95.0, 20.0, 10.0], None).outcome,
+            Outcome::Fail
+        );
     }
 
     #[test]

@@ -139,7 +139,10 @@ impl PlanDiagnostics {
     }
 
     pub fn errors(&self) -> usize {
-        self.problems.iter().filter(|p| p.problem.is_error()).count()
+        self.problems
+            .iter()
+            .filter(|p| p.problem.is_error())
+            .count()
     }
 
     pub fn warnings(&self) -> usize {
@@ -164,7 +167,10 @@ impl PlanDiagnostics {
 }
 
 /// Nearest candidate by edit distance, for "did you mean".
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let mut best: Option<(usize, &str)> = None;
     for c in candidates {
         let d = edit_distance(name, c);
@@ -197,7 +203,10 @@ mod tests {
 
     #[test]
     fn suggests_near_names_only() {
-        assert_eq!(did_you_mean("spark-9", ["spark-a", "spark-b"]), Some("spark-a"));
+        assert_eq!(
+            did_you_mean("spark-9", ["spark-a", "spark-b"]),
+            Some("spark-a")
+        );
         assert_eq!(did_you_mean("sw-c", ["sw-a", "core"]), Some("sw-a"));
         assert_eq!(did_you_mean("zzzzzz", ["spark-a"]), None);
     }

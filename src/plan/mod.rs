@@ -58,7 +58,11 @@ pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, Load
                 p = p.at(span, "here");
             }
             p = p.help(toml_help(&e));
-            return Err(LoadError::Invalid(PlanDiagnostics::new(&display, text, vec![p])));
+            return Err(LoadError::Invalid(PlanDiagnostics::new(
+                &display,
+                text,
+                vec![p],
+            )));
         }
     };
     let (plan, problems) = validate::validate(raw, path, text, base_dir);
@@ -88,7 +92,8 @@ fn toml_help(e: &toml::de::Error) -> String {
     } else if msg.contains("missing field") {
         "add the required key; `fabricplan schema` lists every key".into()
     } else {
-        "the plan is TOML 1.0 with kebab-case keys; `fabricplan schema` prints its JSON Schema".into()
+        "the plan is TOML 1.0 with kebab-case keys; `fabricplan schema` prints its JSON Schema"
+            .into()
     }
 }
 

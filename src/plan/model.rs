@@ -382,12 +382,9 @@ impl Plan {
 
     /// The segment an endpoint is cabled into, and its member entry.
     pub fn member_of(&self, e: &Endpoint) -> Option<(&Segment, &Member)> {
-        self.segments.iter().find_map(|s| {
-            s.members
-                .iter()
-                .find(|m| &m.endpoint == e)
-                .map(|m| (s, m))
-        })
+        self.segments
+            .iter()
+            .find_map(|s| s.members.iter().find(|m| &m.endpoint == e).map(|m| (s, m)))
     }
 
     /// The device name for an endpoint: pinned, else `None` (discovered at run time).

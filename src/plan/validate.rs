@@ -95,7 +95,9 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
                 ),
             )
             .at(span(&raw.format_version), "this version")
-            .help(format!("this fabricplan reads `format-version = {FORMAT_VERSION}`")),
+            .help(format!(
+                "this fabricplan reads `format-version = {FORMAT_VERSION}`"
+            )),
         );
     }
     name_check(ctx, "plan", &raw.name);
@@ -109,17 +111,26 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
         cables(ctx, &raw.cable, &nodes, &profiles, &switches, &mut cabled);
     subnets_and_addresses(ctx, &segments, &seg_spans);
     let gates = gates(ctx, &raw.gates);
-    let tests = tests(ctx, &raw.tests, &nodes, &profiles, &segments, &switches, &isls);
+    let tests = tests(
+        ctx, &raw.tests, &nodes, &profiles, &segments, &switches, &isls,
+    );
     let templates = templates(ctx, &raw.templates);
     let capacity = capacity(ctx, raw.capacity.as_ref());
     let sim = sim(ctx, raw.sim.as_ref(), &nodes, &switches);
     let ssh = ssh_defaults(raw.ssh.as_ref(), ctx.base_dir);
     let setup = raw.setup.as_ref().map(|s| Setup {
         packages: s.packages.clone().unwrap_or_else(|| {
-            ["perftest", "rdma-core", "ibverbs-utils", "openmpi-bin", "libnccl2", "libnccl-dev"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect()
+            [
+                "perftest",
+                "rdma-core",
+                "ibverbs-utils",
+                "openmpi-bin",
+                "libnccl2",
+                "libnccl-dev",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
         }),
         build_nccl_tests: s.build_nccl_tests.unwrap_or(false),
         nccl_tests_repo: s.nccl_tests_repo.clone(),
@@ -191,10 +202,13 @@ fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
         }
         if let Some(first) = seen.get(&name) {
             ctx.push(
-                Problem::error("plan::duplicate-name", format!("profile `{name}` is declared twice"))
-                    .at(span(&p.name), "declared again here")
-                    .also(first.clone(), "first declared here")
-                    .help("profile names must be unique"),
+                Problem::error(
+                    "plan::duplicate-name",
+                    format!("profile `{name}` is declared twice"),
+                )
+                .at(span(&p.name), "declared again here")
+                .also(first.clone(), "first declared here")
+                .help("profile names must be unique"),
             );
             continue;
         }
@@ -207,7 +221,10 @@ fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
                 ctx.push(
                     Problem::error(
                         "plan::duplicate-name",
-                        format!("port `{}` is declared twice in profile `{name}`", port.name.get_ref()),
+                        format!(
+                            "port `{}` is declared twice in profile `{name}`",
+                            port.name.get_ref()
+                        ),
                     )
                     .at(span(&port.name), "declared again here")
                     .also(first.clone(), "first declared here")
@@ -224,7 +241,11 @@ fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
                     ctx.push(
                         Problem::error(
                             "plan::duplicate-name",
-                            format!("half `{}` is declared twice on port `{}`", h.name.get_ref(), port.name.get_ref()),
+                            format!(
+                                "half `{}` is declared twice on port `{}`",
+                                h.name.get_ref(),
+                                port.name.get_ref()
+                            ),
                         )
                         .at(span(&h.name), "declared again here")
                         .help("half names must be unique within a port"),
@@ -259,10 +280,13 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
         let name = n.name.get_ref().clone();
         if let Some(first) = seen.get(&name) {
             ctx.push(
-                Problem::error("plan::duplicate-name", format!("node `{name}` is declared twice"))
-                    .at(span(&n.name), "declared again here")
-                    .also(first.clone(), "first declared here")
-                    .help("node names must be unique"),
+                Problem::error(
+                    "plan::duplicate-name",
+                    format!("node `{name}` is declared twice"),
+                )
+                .at(span(&n.name), "declared again here")
+                .also(first.clone(), "first declared here")
+                .help("node names must be unique"),
             );
             continue;
         }
@@ -274,7 +298,10 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
                 None => {
                     let mut pr = Problem::error(
                         "plan::unknown-profile",
-                        format!("node `{name}` names profile `{}`, which is not declared", p.get_ref()),
+                        format!(
+                            "node `{name}` names profile `{}`, which is not declared",
+                            p.get_ref()
+                        ),
                     )
                     .at(span(p), "unknown profile");
                     pr = match did_you_mean(p.get_ref(), profiles.iter().map(|x| x.name.as_str())) {
@@ -295,7 +322,10 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
                     host: h.clone(),
                     user: s.user.clone(),
                     port: s.port,
-                    identity_file: s.identity_file.as_ref().map(|p| resolve_path(ctx.base_dir, p)),
+                    identity_file: s
+                        .identity_file
+                        .as_ref()
+                        .map(|p| resolve_path(ctx.base_dir, p)),
                 },
                 _ => {
                     ctx.push(
@@ -314,13 +344,19 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
             && (host.starts_with('-') || host.chars().any(|c| c.is_whitespace() || c.is_control()))
         {
             ctx.push(
-                Problem::error("plan::ssh-target", format!("node `{name}` has an unusable SSH host `{host}`"))
-                    .at(span(&n.name), "this node")
-                    .help("a host name, address or alias: no spaces, not starting with `-`"),
+                Problem::error(
+                    "plan::ssh-target",
+                    format!("node `{name}` has an unusable SSH host `{host}`"),
+                )
+                .at(span(&n.name), "this node")
+                .help("a host name, address or alias: no spaces, not starting with `-`"),
             );
         }
         for k in n.env.keys() {
-            if !(k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            if !(k
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
                 && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
             {
                 ctx.push(
@@ -337,16 +373,27 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
                 let all: Vec<String> = prof
                     .ports
                     .iter()
-                    .flat_map(|p| p.halves.iter().map(move |h| format!("{}.{}", p.name, h.name)))
+                    .flat_map(|p| {
+                        p.halves
+                            .iter()
+                            .map(move |h| format!("{}.{}", p.name, h.name))
+                    })
                     .collect();
                 let mut pr = Problem::error(
                     "plan::unknown-half",
-                    format!("node `{name}` pins `{}`, which is not a half of profile `{}`", key.get_ref(), prof.name),
+                    format!(
+                        "node `{name}` pins `{}`, which is not a half of profile `{}`",
+                        key.get_ref(),
+                        prof.name
+                    ),
                 )
                 .at(span(key), "no such port.half");
                 pr = match did_you_mean(key.get_ref(), all.iter().map(String::as_str)) {
                     Some(s) => pr.help(format!("did you mean `{s}`?")),
-                    None => pr.help(format!("pins are keyed `PORT.HALF`: one of {}", all.join(", "))),
+                    None => pr.help(format!(
+                        "pins are keyed `PORT.HALF`: one of {}",
+                        all.join(", ")
+                    )),
                 };
                 ctx.push(pr);
                 continue;
@@ -354,9 +401,12 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
             for v in [&pin.device, &pin.netdev].into_iter().flatten() {
                 if !is_safe_ifname(v.get_ref()) {
                     ctx.push(
-                        Problem::error("plan::unsafe-name", format!("`{}` is not a device or interface name", v.get_ref()))
-                            .at(span(v), "not a device name")
-                            .help("device and netdev names use letters, digits, `-`, `_`, `.` and `:`"),
+                        Problem::error(
+                            "plan::unsafe-name",
+                            format!("`{}` is not a device or interface name", v.get_ref()),
+                        )
+                        .at(span(v), "not a device name")
+                        .help("device and netdev names use letters, digits, `-`, `_`, `.` and `:`"),
                     );
                 }
             }
@@ -390,18 +440,24 @@ fn switches(ctx: &mut Ctx, raw: &[RawSwitch], nodes: &[Node]) -> Vec<Switch> {
         let name = s.name.get_ref().clone();
         if let Some(first) = seen.get(&name) {
             ctx.push(
-                Problem::error("plan::duplicate-name", format!("switch `{name}` is declared twice"))
-                    .at(span(&s.name), "declared again here")
-                    .also(first.clone(), "first declared here")
-                    .help("switch names must be unique"),
+                Problem::error(
+                    "plan::duplicate-name",
+                    format!("switch `{name}` is declared twice"),
+                )
+                .at(span(&s.name), "declared again here")
+                .also(first.clone(), "first declared here")
+                .help("switch names must be unique"),
             );
             continue;
         }
         if nodes.iter().any(|n| n.name == name) {
             ctx.push(
-                Problem::error("plan::duplicate-name", format!("switch `{name}` has the name of a node"))
-                    .at(span(&s.name), "also a node name")
-                    .help("nodes and switches share one namespace: rename one"),
+                Problem::error(
+                    "plan::duplicate-name",
+                    format!("switch `{name}` has the name of a node"),
+                )
+                .at(span(&s.name), "also a node name")
+                .help("nodes and switches share one namespace: rename one"),
             );
         }
         seen.insert(name.clone(), span(&s.name));
@@ -451,9 +507,15 @@ fn isls(ctx: &mut Ctx, raw: &[RawIsl], switches: &[Switch], nodes: &[Node]) -> V
         let ends = isl.ends.get_ref();
         if ends.len() != 2 {
             ctx.push(
-                Problem::error("plan::isl-ends", format!("an ISL joins exactly two switches, this one lists {}", ends.len()))
-                    .at(span(&isl.ends), "here")
-                    .help("`ends = [\"sw-a\", \"sw-b\"]`"),
+                Problem::error(
+                    "plan::isl-ends",
+                    format!(
+                        "an ISL joins exactly two switches, this one lists {}",
+                        ends.len()
+                    ),
+                )
+                .at(span(&isl.ends), "here")
+                .help("`ends = [\"sw-a\", \"sw-b\"]`"),
             );
             continue;
         }
@@ -462,17 +524,23 @@ fn isls(ctx: &mut Ctx, raw: &[RawIsl], switches: &[Switch], nodes: &[Node]) -> V
         let cap = *isl.capacity_gbps.get_ref();
         if !(cap.is_finite() && cap > 0.0) {
             ctx.push(
-                Problem::error("plan::isl-capacity", "an ISL's capacity must be a positive number of Gb/s")
-                    .at(span(&isl.capacity_gbps), "here")
-                    .help("capacity per direction, e.g. `capacity-gbps = 200`"),
+                Problem::error(
+                    "plan::isl-capacity",
+                    "an ISL's capacity must be a positive number of Gb/s",
+                )
+                .at(span(&isl.capacity_gbps), "here")
+                .help("capacity per direction, e.g. `capacity-gbps = 200`"),
             );
         }
         if let (Some(a), Some(b)) = (a, b) {
             if a == b {
                 ctx.push(
-                    Problem::error("plan::isl-ends", format!("ISL joins switch `{}` to itself", switches[a.0].name))
-                        .at(span(&isl.ends), "same switch twice")
-                        .help("an ISL joins two different switches"),
+                    Problem::error(
+                        "plan::isl-ends",
+                        format!("ISL joins switch `{}` to itself", switches[a.0].name),
+                    )
+                    .at(span(&isl.ends), "same switch twice")
+                    .help("an ISL joins two different switches"),
                 );
                 continue;
             }
@@ -498,7 +566,13 @@ struct Cabled {
     at: HashMap<Endpoint, Range<usize>>,
 }
 
-fn node_ref(ctx: &mut Ctx, name: &str, at: Range<usize>, nodes: &[Node], what: &str) -> Option<NodeId> {
+fn node_ref(
+    ctx: &mut Ctx,
+    name: &str,
+    at: Range<usize>,
+    nodes: &[Node],
+    what: &str,
+) -> Option<NodeId> {
     if let Some(n) = nodes.iter().find(|n| n.name == name) {
         return Some(n.id);
     }
@@ -528,7 +602,10 @@ fn port_check(
     }
     let mut p = Problem::error(
         "plan::unknown-port",
-        format!("node `{}` has no port `{port}` (profile `{}`)", node.name, prof.name),
+        format!(
+            "node `{}` has no port `{port}` (profile `{}`)",
+            node.name, prof.name
+        ),
     )
     .at(at, "no such port");
     p = match did_you_mean(port, prof.ports.iter().map(|p| p.name.as_str())) {
@@ -536,7 +613,11 @@ fn port_check(
         None => p.help(format!(
             "profile `{}` has ports {}",
             prof.name,
-            prof.ports.iter().map(|p| format!("`{}`", p.name)).collect::<Vec<_>>().join(", ")
+            prof.ports
+                .iter()
+                .map(|p| format!("`{}`", p.name))
+                .collect::<Vec<_>>()
+                .join(", ")
         )),
     };
     ctx.push(p);
@@ -552,9 +633,12 @@ fn node_port(
 ) -> Option<(NodeId, String)> {
     let Some((node, port)) = r.get_ref().split_once('.') else {
         ctx.push(
-            Problem::error("plan::port-ref", format!("`{}` does not name a node port", r.get_ref()))
-                .at(span(r), "expected `NODE.PORT`")
-                .help("write the node and its port, e.g. `spark-a.f0`"),
+            Problem::error(
+                "plan::port-ref",
+                format!("`{}` does not name a node port", r.get_ref()),
+            )
+            .at(span(r), "expected `NODE.PORT`")
+            .help("write the node and its port, e.g. `spark-a.f0`"),
         );
         return None;
     };
@@ -595,7 +679,11 @@ fn halves_for(
                     .unwrap_or_default();
                 let mut pr = Problem::error(
                     "plan::unknown-half",
-                    format!("port `{}.{p}` has no half `{}`", nodes[n.0].name, h.get_ref()),
+                    format!(
+                        "port `{}.{p}` has no half `{}`",
+                        nodes[n.0].name,
+                        h.get_ref()
+                    ),
                 )
                 .at(span(h), "no such half");
                 pr = match did_you_mean(h.get_ref(), halves.iter().copied()) {
@@ -609,9 +697,12 @@ fn halves_for(
         if ok {
             if out.contains(h.get_ref()) {
                 ctx.push(
-                    Problem::error("plan::duplicate-name", format!("half `{}` is listed twice", h.get_ref()))
-                        .at(span(h), "again here")
-                        .help("list each half once"),
+                    Problem::error(
+                        "plan::duplicate-name",
+                        format!("half `{}` is listed twice", h.get_ref()),
+                    )
+                    .at(span(h), "again here")
+                    .help("list each half once"),
                 );
             } else {
                 out.push(h.get_ref().clone());
@@ -625,12 +716,21 @@ fn halves_for(
     out
 }
 
-fn mark_cabled(ctx: &mut Ctx, cabled: &mut Cabled, e: Endpoint, at: Range<usize>, nodes: &[Node]) -> bool {
+fn mark_cabled(
+    ctx: &mut Ctx,
+    cabled: &mut Cabled,
+    e: Endpoint,
+    at: Range<usize>,
+    nodes: &[Node],
+) -> bool {
     if let Some(first) = cabled.at.get(&e) {
         ctx.push(
             Problem::error(
                 "plan::cabled-twice",
-                format!("`{}.{}.{}` is cabled twice", nodes[e.node.0].name, e.port, e.half),
+                format!(
+                    "`{}.{}.{}` is cabled twice",
+                    nodes[e.node.0].name, e.port, e.half
+                ),
             )
             .at(at, "cabled again here")
             .also(first.clone(), "first cabled here")
@@ -649,7 +749,11 @@ fn parse_net(ctx: &mut Ctx, s: &Spanned<String>) -> Option<Ipv4Net> {
                 ctx.push(
                     Problem::warning(
                         "plan::subnet-host-bits",
-                        format!("subnet `{}` has host bits set; it means `{}`", s.get_ref(), n.trunc()),
+                        format!(
+                            "subnet `{}` has host bits set; it means `{}`",
+                            s.get_ref(),
+                            n.trunc()
+                        ),
                     )
                     .at(span(s), "host bits set")
                     .help(format!("write `{}`", n.trunc())),
@@ -659,9 +763,12 @@ fn parse_net(ctx: &mut Ctx, s: &Spanned<String>) -> Option<Ipv4Net> {
         }
         Err(_) => {
             ctx.push(
-                Problem::error("plan::subnet", format!("`{}` is not an IPv4 subnet", s.get_ref()))
-                    .at(span(s), "not ADDRESS/PREFIX")
-                    .help("write a subnet such as `198.51.100.0/30`"),
+                Problem::error(
+                    "plan::subnet",
+                    format!("`{}` is not an IPv4 subnet", s.get_ref()),
+                )
+                .at(span(s), "not ADDRESS/PREFIX")
+                .help("write a subnet such as `198.51.100.0/30`"),
             );
             None
         }
@@ -693,8 +800,9 @@ fn cables(
             "ring" => CableKind::Ring,
             "switched" => CableKind::Switched,
             other => {
-                let mut p = Problem::error("plan::cable-kind", format!("unknown cable kind `{other}`"))
-                    .at(span(&c.kind), "unknown kind");
+                let mut p =
+                    Problem::error("plan::cable-kind", format!("unknown cable kind `{other}`"))
+                        .at(span(&c.kind), "unknown kind");
                 p = match did_you_mean(other, ["direct", "ring", "switched"]) {
                     Some(s) => p.help(format!("did you mean `{s}`?")),
                     None => p.help("a cable is `direct`, `ring` or `switched`"),
@@ -708,10 +816,13 @@ fn cables(
                 name_check(ctx, "cable", n);
                 if let Some(first) = names.get(n.get_ref()) {
                     ctx.push(
-                        Problem::error("plan::duplicate-name", format!("cable `{}` is declared twice", n.get_ref()))
-                            .at(span(n), "declared again here")
-                            .also(first.clone(), "first declared here")
-                            .help("cable names must be unique"),
+                        Problem::error(
+                            "plan::duplicate-name",
+                            format!("cable `{}` is declared twice", n.get_ref()),
+                        )
+                        .at(span(n), "declared again here")
+                        .also(first.clone(), "first declared here")
+                        .help("cable names must be unique"),
                     );
                 }
                 names.insert(n.get_ref().clone(), span(n));
@@ -719,15 +830,22 @@ fn cables(
             }
             None => format!("{}{}", c.kind.get_ref(), ci + 1),
         };
-        let kind_field = |field: &str| format!("a `{}` cable does not take `{field}`", c.kind.get_ref());
+        let kind_field =
+            |field: &str| format!("a `{}` cable does not take `{field}`", c.kind.get_ref());
         // fields that do not belong to the kind
         let stray: Vec<(&str, bool)> = vec![
             ("ends", c.ends.is_some() && kind != CableKind::Direct),
             ("nodes", c.nodes.is_some() && kind != CableKind::Ring),
             ("ports", c.ports.is_some() && kind != CableKind::Ring),
             ("attach", c.attach.is_some() && kind != CableKind::Switched),
-            ("subnet-pool", c.subnet_pool.is_some() && kind != CableKind::Ring),
-            ("link-subnets", c.link_subnets.is_some() && kind != CableKind::Ring),
+            (
+                "subnet-pool",
+                c.subnet_pool.is_some() && kind != CableKind::Ring,
+            ),
+            (
+                "link-subnets",
+                c.link_subnets.is_some() && kind != CableKind::Ring,
+            ),
         ];
         for (field, bad) in stray {
             if bad {
@@ -745,9 +863,40 @@ fn cables(
         };
         let first_seg = segments.len();
         match kind {
-            CableKind::Direct => direct_cable(ctx, c, &name, ci, nodes, profiles, cabled, &mut segments, &mut seg_spans),
-            CableKind::Ring => ring_cable(ctx, c, &name, ci, nodes, profiles, cabled, &mut segments, &mut seg_spans),
-            CableKind::Switched => switched_cable(ctx, c, &name, ci, nodes, profiles, switches, cabled, &mut segments, &mut seg_spans),
+            CableKind::Direct => direct_cable(
+                ctx,
+                c,
+                &name,
+                ci,
+                nodes,
+                profiles,
+                cabled,
+                &mut segments,
+                &mut seg_spans,
+            ),
+            CableKind::Ring => ring_cable(
+                ctx,
+                c,
+                &name,
+                ci,
+                nodes,
+                profiles,
+                cabled,
+                &mut segments,
+                &mut seg_spans,
+            ),
+            CableKind::Switched => switched_cable(
+                ctx,
+                c,
+                &name,
+                ci,
+                nodes,
+                profiles,
+                switches,
+                cabled,
+                &mut segments,
+                &mut seg_spans,
+            ),
         }
         cable.segments = (first_seg..segments.len()).map(SegmentId).collect();
         out.push(cable);
@@ -780,15 +929,19 @@ fn check_address_keys(ctx: &mut Ctx, c: &RawCable, nodes: &[Node]) {
         for a in v.values() {
             if a.get_ref().parse::<Ipv4Addr>().is_err() {
                 ctx.push(
-                    Problem::error("plan::address", format!("`{}` is not an IPv4 address", a.get_ref()))
-                        .at(span(a), "not an address")
-                        .help("write a dotted quad such as `198.51.100.1`"),
+                    Problem::error(
+                        "plan::address",
+                        format!("`{}` is not an IPv4 address", a.get_ref()),
+                    )
+                    .at(span(a), "not an address")
+                    .help("write a dotted quad such as `198.51.100.1`"),
                 );
             }
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn member_address(
     ctx: &mut Ctx,
     c: &RawCable,
@@ -813,7 +966,10 @@ fn member_address(
             ctx.push(
                 Problem::error(
                     "plan::subnet-too-small",
-                    format!("subnet `{subnet}` has no room for `{node}.{}.{}`", e.port, e.half),
+                    format!(
+                        "subnet `{subnet}` has no room for `{node}.{}.{}`",
+                        e.port, e.half
+                    ),
                 )
                 .at(at, "subnet too small")
                 .help("use a larger subnet or give addresses explicitly"),
@@ -845,27 +1001,49 @@ fn direct_cable(
     };
     if ends.get_ref().len() != 2 {
         ctx.push(
-            Problem::error("plan::cable-ends", format!("a direct cable has two ends, this one lists {}", ends.get_ref().len()))
-                .at(span(ends), "here")
-                .help("`ends = [\"spark-a.f0\", \"spark-b.f0\"]`"),
+            Problem::error(
+                "plan::cable-ends",
+                format!(
+                    "a direct cable has two ends, this one lists {}",
+                    ends.get_ref().len()
+                ),
+            )
+            .at(span(ends), "here")
+            .help("`ends = [\"spark-a.f0\", \"spark-b.f0\"]`"),
         );
         return;
     }
     check_address_keys(ctx, c, nodes);
-    let resolved: Vec<Option<(NodeId, String)>> =
-        ends.get_ref().iter().map(|e| node_port(ctx, e, nodes, profiles)).collect();
+    let resolved: Vec<Option<(NodeId, String)>> = ends
+        .get_ref()
+        .iter()
+        .map(|e| node_port(ctx, e, nodes, profiles))
+        .collect();
     let (Some(a), Some(b)) = (resolved[0].clone(), resolved[1].clone()) else {
         return;
     };
     if a.0 == b.0 {
         ctx.push(
-            Problem::error("plan::cable-ends", format!("direct cable `{name}` joins node `{}` to itself", nodes[a.0.0].name))
-                .at(span(ends), "both ends on one node")
-                .help("a direct cable joins two nodes"),
+            Problem::error(
+                "plan::cable-ends",
+                format!(
+                    "direct cable `{name}` joins node `{}` to itself",
+                    nodes[a.0.0].name
+                ),
+            )
+            .at(span(ends), "both ends on one node")
+            .help("a direct cable joins two nodes"),
         );
         return;
     }
-    let halves = halves_for(ctx, c.halves.as_ref(), &[a.clone(), b.clone()], nodes, profiles, span(ends));
+    let halves = halves_for(
+        ctx,
+        c.halves.as_ref(),
+        &[a.clone(), b.clone()],
+        nodes,
+        profiles,
+        span(ends),
+    );
     let subnets = per_half_subnets(ctx, c, &halves, name);
     for half in &halves {
         let Some((subnet, sub_span)) = subnets.get(half).cloned() else {
@@ -873,14 +1051,28 @@ fn direct_cable(
         };
         let mut members = Vec::new();
         let mut spans = BTreeMap::new();
-        for (i, ((node, port), raw_end)) in [a.clone(), b.clone()].into_iter().zip(ends.get_ref()).enumerate() {
+        for (i, ((node, port), raw_end)) in [a.clone(), b.clone()]
+            .into_iter()
+            .zip(ends.get_ref())
+            .enumerate()
+        {
             let e = Endpoint {
                 node,
                 port,
                 half: half.clone(),
             };
             mark_cabled(ctx, cabled, e.clone(), span(raw_end), nodes);
-            let address = member_address(ctx, c, nodes, &e, subnet, i, &mut spans, i, sub_span.clone());
+            let address = member_address(
+                ctx,
+                c,
+                nodes,
+                &e,
+                subnet,
+                i,
+                &mut spans,
+                i,
+                sub_span.clone(),
+            );
             members.push(Member {
                 endpoint: e,
                 address,
@@ -933,9 +1125,14 @@ fn per_half_subnets(
                 for h in halves {
                     if !map.keys().any(|k| k.get_ref() == h) {
                         ctx.push(
-                            Problem::error("plan::subnet-missing", format!("cable `{name}` gives no subnet for half `{h}`"))
-                                .at(span(s), "half missing")
-                                .help(format!("add `{h} = \"ADDRESS/PREFIX\"`: each half is its own subnet")),
+                            Problem::error(
+                                "plan::subnet-missing",
+                                format!("cable `{name}` gives no subnet for half `{h}`"),
+                            )
+                            .at(span(s), "half missing")
+                            .help(format!(
+                                "add `{h} = \"ADDRESS/PREFIX\"`: each half is its own subnet"
+                            )),
                         );
                     }
                 }
@@ -968,9 +1165,12 @@ fn ring_cable(
     let n = list.get_ref().len();
     if n < 3 {
         ctx.push(
-            Problem::error("plan::ring-too-small", format!("a ring needs at least 3 nodes, this one has {n}"))
-                .at(span(list), "too few nodes")
-                .help("two nodes are a `direct` cable"),
+            Problem::error(
+                "plan::ring-too-small",
+                format!("a ring needs at least 3 nodes, this one has {n}"),
+            )
+            .at(span(list), "too few nodes")
+            .help("two nodes are a `direct` cable"),
         );
         return;
     }
@@ -986,10 +1186,13 @@ fn ring_cable(
             && let Some(first) = seen.insert(*id, span(r))
         {
             ctx.push(
-                Problem::error("plan::ring-nodes", format!("node `{}` appears twice in the ring", r.get_ref()))
-                    .at(span(r), "again here")
-                    .also(first, "first here")
-                    .help("each node appears once; the ring wraps from the last to the first"),
+                Problem::error(
+                    "plan::ring-nodes",
+                    format!("node `{}` appears twice in the ring", r.get_ref()),
+                )
+                .at(span(r), "again here")
+                .also(first, "first here")
+                .help("each node appears once; the ring wraps from the last to the first"),
             );
             return;
         }
@@ -1000,12 +1203,19 @@ fn ring_cable(
     let ids: Vec<NodeId> = ids.into_iter().flatten().collect();
     let (out_port, in_port, ports_span) = match &c.ports {
         None => ("f0".to_string(), "f1".to_string(), span(list)),
-        Some(p) if p.get_ref().len() == 2 => (p.get_ref()[0].get_ref().clone(), p.get_ref()[1].get_ref().clone(), span(p)),
+        Some(p) if p.get_ref().len() == 2 => (
+            p.get_ref()[0].get_ref().clone(),
+            p.get_ref()[1].get_ref().clone(),
+            span(p),
+        ),
         Some(p) => {
             ctx.push(
-                Problem::error("plan::ring-ports", "a ring's `ports` names the outgoing and the incoming port")
-                    .at(span(p), "expected two ports")
-                    .help("`ports = [\"f0\", \"f1\"]`: node[i].f0 faces node[i+1].f1"),
+                Problem::error(
+                    "plan::ring-ports",
+                    "a ring's `ports` names the outgoing and the incoming port",
+                )
+                .at(span(p), "expected two ports")
+                .help("`ports = [\"f0\", \"f1\"]`: node[i].f0 faces node[i+1].f1"),
             );
             return;
         }
@@ -1017,7 +1227,11 @@ fn ring_cable(
             return;
         }
     }
-    if out_port == in_port && ids.iter().any(|id| profiles[nodes[id.0].profile.0].name == "gb10") {
+    if out_port == in_port
+        && ids
+            .iter()
+            .any(|id| profiles[nodes[id.0].profile.0].name == "gb10")
+    {
         ctx.push(
             Problem::warning(
                 "plan::ring-crossing",
@@ -1070,18 +1284,26 @@ fn ring_cable(
                     nets = iter.take(needed).map(|x| (x, span(pool))).collect();
                     if nets.len() < needed {
                         ctx.push(
-                            Problem::error("plan::subnet-pool", format!("pool `{pool_net}` holds fewer than {needed} /{prefix} subnets"))
-                                .at(span(pool), "pool too small")
-                                .help("use a larger pool or a longer `pool-prefix`"),
+                            Problem::error(
+                                "plan::subnet-pool",
+                                format!(
+                                    "pool `{pool_net}` holds fewer than {needed} /{prefix} subnets"
+                                ),
+                            )
+                            .at(span(pool), "pool too small")
+                            .help("use a larger pool or a longer `pool-prefix`"),
                         );
                         return;
                     }
                 }
                 Err(_) => {
                     ctx.push(
-                        Problem::error("plan::subnet-pool", format!("`pool-prefix = {prefix}` does not fit in `{pool_net}`"))
-                            .at(span(pool), "here")
-                            .help("the pool prefix must be longer than the pool's own"),
+                        Problem::error(
+                            "plan::subnet-pool",
+                            format!("`pool-prefix = {prefix}` does not fit in `{pool_net}`"),
+                        )
+                        .at(span(pool), "here")
+                        .help("the pool prefix must be longer than the pool's own"),
                     );
                     return;
                 }
@@ -1089,9 +1311,12 @@ fn ring_cable(
         }
         (Some(s), Some(_)) => {
             ctx.push(
-                Problem::error("plan::subnet-pool", format!("ring `{name}` gives both `link-subnets` and `subnet-pool`"))
-                    .at(span(s), "here")
-                    .help("keep one of them"),
+                Problem::error(
+                    "plan::subnet-pool",
+                    format!("ring `{name}` gives both `link-subnets` and `subnet-pool`"),
+                )
+                .at(span(s), "here")
+                .help("keep one of them"),
             );
             return;
         }
@@ -1110,15 +1335,43 @@ fn ring_cable(
         for (hi, half) in halves.iter().enumerate() {
             let (subnet, sub_span) = nets[i * halves.len() + hi].clone();
             let ends = [
-                (Endpoint { node: ids[i], port: out_port.clone(), half: half.clone() }, node_spans[i].clone()),
-                (Endpoint { node: ids[j], port: in_port.clone(), half: half.clone() }, node_spans[j].clone()),
+                (
+                    Endpoint {
+                        node: ids[i],
+                        port: out_port.clone(),
+                        half: half.clone(),
+                    },
+                    node_spans[i].clone(),
+                ),
+                (
+                    Endpoint {
+                        node: ids[j],
+                        port: in_port.clone(),
+                        half: half.clone(),
+                    },
+                    node_spans[j].clone(),
+                ),
             ];
             let mut members = Vec::new();
             let mut spans = BTreeMap::new();
             for (k, (e, at)) in ends.into_iter().enumerate() {
                 mark_cabled(ctx, cabled, e.clone(), at, nodes);
-                let address = member_address(ctx, c, nodes, &e, subnet, k, &mut spans, k, sub_span.clone());
-                members.push(Member { endpoint: e, address, switch: None });
+                let address = member_address(
+                    ctx,
+                    c,
+                    nodes,
+                    &e,
+                    subnet,
+                    k,
+                    &mut spans,
+                    k,
+                    sub_span.clone(),
+                );
+                members.push(Member {
+                    endpoint: e,
+                    address,
+                    switch: None,
+                });
             }
             segments.push(Segment {
                 id: SegmentId(segments.len()),
@@ -1167,7 +1420,14 @@ fn switched_cable(
         return;
     }
     let ends: Vec<(NodeId, String)> = att.iter().map(|(np, _, _)| np.clone()).collect();
-    let halves = halves_for(ctx, c.halves.as_ref(), &ends, nodes, profiles, span(&c.kind));
+    let halves = halves_for(
+        ctx,
+        c.halves.as_ref(),
+        &ends,
+        nodes,
+        profiles,
+        span(&c.kind),
+    );
     let subnets = per_half_subnets(ctx, c, &halves, name);
     for half in &halves {
         let Some((subnet, sub_span)) = subnets.get(half).cloned() else {
@@ -1182,7 +1442,17 @@ fn switched_cable(
                 half: half.clone(),
             };
             mark_cabled(ctx, cabled, e.clone(), at.clone(), nodes);
-            let address = member_address(ctx, c, nodes, &e, subnet, i, &mut spans, i, sub_span.clone());
+            let address = member_address(
+                ctx,
+                c,
+                nodes,
+                &e,
+                subnet,
+                i,
+                &mut spans,
+                i,
+                sub_span.clone(),
+            );
             members.push(Member {
                 endpoint: e,
                 address,
@@ -1210,9 +1480,15 @@ fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) 
                     Problem::error(
                         "plan::subnet-overlap",
                         if same {
-                            format!("links `{}` and `{}` are in one subnet `{}`", a.name, b.name, a.subnet)
+                            format!(
+                                "links `{}` and `{}` are in one subnet `{}`",
+                                a.name, b.name, a.subnet
+                            )
                         } else {
-                            format!("subnets of `{}` ({}) and `{}` ({}) overlap", a.name, a.subnet, b.name, b.subnet)
+                            format!(
+                                "subnets of `{}` ({}) and `{}` ({}) overlap",
+                                a.name, a.subnet, b.name, b.subnet
+                            )
                         },
                     )
                     .at(spans[j].0.clone(), format!("`{}`", b.name))
@@ -1228,13 +1504,21 @@ fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) 
             if m.address.is_unspecified() {
                 continue;
             }
-            let at = spans[si].1.get(&mi).cloned().unwrap_or_else(|| spans[si].0.clone());
-            let bcast = s.subnet.prefix_len() < 31 && (m.address == s.subnet.broadcast() || m.address == s.subnet.network());
+            let at = spans[si]
+                .1
+                .get(&mi)
+                .cloned()
+                .unwrap_or_else(|| spans[si].0.clone());
+            let bcast = s.subnet.prefix_len() < 31
+                && (m.address == s.subnet.broadcast() || m.address == s.subnet.network());
             if !s.subnet.contains(&m.address) || bcast {
                 ctx.push(
                     Problem::error(
                         "plan::address-outside-subnet",
-                        format!("address `{}` of `{}` is not a host address of its link's subnet `{}`", m.address, s.name, s.subnet),
+                        format!(
+                            "address `{}` of `{}` is not a host address of its link's subnet `{}`",
+                            m.address, s.name, s.subnet
+                        ),
                     )
                     .at(at.clone(), "outside the subnet")
                     .also(spans[si].0.clone(), "the link's subnet")
@@ -1242,12 +1526,19 @@ fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) 
                 );
             }
             if let Some((psi, pmi)) = used.get(&m.address) {
-                let pat = spans[*psi].1.get(pmi).cloned().unwrap_or_else(|| spans[*psi].0.clone());
+                let pat = spans[*psi]
+                    .1
+                    .get(pmi)
+                    .cloned()
+                    .unwrap_or_else(|| spans[*psi].0.clone());
                 ctx.push(
-                    Problem::error("plan::address-twice", format!("address `{}` is used twice", m.address))
-                        .at(at, "used again here")
-                        .also(pat, "first used here")
-                        .help("every link end needs its own address"),
+                    Problem::error(
+                        "plan::address-twice",
+                        format!("address `{}` is used twice", m.address),
+                    )
+                    .at(at, "used again here")
+                    .also(pat, "first used here")
+                    .help("every link end needs its own address"),
                 );
             } else {
                 used.insert(m.address, (si, mi));
@@ -1257,13 +1548,24 @@ fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) 
 }
 
 fn gates(ctx: &mut Ctx, raw: &BTreeMap<String, RawGate>) -> BTreeMap<Metric, GateSpec> {
-    let mut out: BTreeMap<Metric, GateSpec> = Metric::ALL.iter().map(|m| (*m, GateSpec::default_for(*m))).collect();
+    let mut out: BTreeMap<Metric, GateSpec> = Metric::ALL
+        .iter()
+        .map(|m| (*m, GateSpec::default_for(*m)))
+        .collect();
     for (key, g) in raw {
         let Some(metric) = Metric::from_name(key) else {
             // no span for table keys in a BTreeMap<String, _>: point at the first value instead
-            let at = g.pass.as_ref().map(span).or_else(|| g.warn.as_ref().map(span)).unwrap_or(0..0);
-            let mut p = Problem::error("plan::unknown-metric", format!("`[gates.{key}]` is not a metric fabricplan gates"))
-                .at(at, "in this gate");
+            let at = g
+                .pass
+                .as_ref()
+                .map(span)
+                .or_else(|| g.warn.as_ref().map(span))
+                .unwrap_or(0..0);
+            let mut p = Problem::error(
+                "plan::unknown-metric",
+                format!("`[gates.{key}]` is not a metric fabricplan gates"),
+            )
+            .at(at, "in this gate");
             let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
             p = match did_you_mean(key, names.iter().copied()) {
                 Some(s) => p.help(format!("did you mean `{s}`?")),
@@ -1273,20 +1575,39 @@ fn gates(ctx: &mut Ctx, raw: &BTreeMap<String, RawGate>) -> BTreeMap<Metric, Gat
             continue;
         };
         let spec = out.get_mut(&metric).expect("every metric has a default");
-        let parse = |ctx: &mut Ctx, s: &Spanned<String>| match parse_threshold(s.get_ref(), metric) {
+        let parse = |ctx: &mut Ctx, s: &Spanned<String>| match parse_threshold(s.get_ref(), metric)
+        {
             Ok(t) => Some(t),
             Err(e) => {
                 let help = match &e {
                     crate::gate::threshold::ThresholdError::UnknownUnit(u) => {
-                        let units: Vec<&str> = crate::gate::threshold::Unit::SPELLINGS.iter().map(|(n, _)| *n).collect();
+                        let units: Vec<&str> = crate::gate::threshold::Unit::SPELLINGS
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect();
                         match did_you_mean(u, units.iter().copied()) {
                             Some(s) => format!("did you mean `{s}`?"),
-                            None => format!("units: Gb/s, GB/s, us, ms, or `%` of the expected value; `{}` is in {}", metric.name(), metric.unit().symbol()),
+                            None => format!(
+                                "units: Gb/s, GB/s, us, ms, or `%` of the expected value; `{}` is in {}",
+                                metric.name(),
+                                metric.unit().symbol()
+                            ),
                         }
                     }
-                    _ => format!("write a number and a unit, e.g. `\"90 Gb/s\"`, `\"3 us\"` or `\"85%\"`; `{}` is in {}", metric.name(), metric.unit().symbol()),
+                    _ => format!(
+                        "write a number and a unit, e.g. `\"90 Gb/s\"`, `\"3 us\"` or `\"85%\"`; `{}` is in {}",
+                        metric.name(),
+                        metric.unit().symbol()
+                    ),
                 };
-                ctx.push(Problem::error("plan::threshold", format!("threshold of `{}`: {e}", metric.name())).at(span(s), "here").help(help));
+                ctx.push(
+                    Problem::error(
+                        "plan::threshold",
+                        format!("threshold of `{}`: {e}", metric.name()),
+                    )
+                    .at(span(s), "here")
+                    .help(help),
+                );
                 None
             }
         };
@@ -1303,24 +1624,49 @@ fn gates(ctx: &mut Ctx, raw: &BTreeMap<String, RawGate>) -> BTreeMap<Metric, Gat
             warn_span = Some(span(w));
         }
         if g.pass.is_some() && g.min_pct_of_expected.is_some() {
-            ctx.push(Problem::error("plan::threshold", format!("`{}` gives both `pass` and `min-pct-of-expected`", metric.name())).at(pass_span.clone().unwrap_or(0..0), "here").help("keep one pass threshold"));
+            ctx.push(
+                Problem::error(
+                    "plan::threshold",
+                    format!(
+                        "`{}` gives both `pass` and `min-pct-of-expected`",
+                        metric.name()
+                    ),
+                )
+                .at(pass_span.clone().unwrap_or(0..0), "here")
+                .help("keep one pass threshold"),
+            );
         }
         // a plan that sets a pass threshold but no warn gets no WARN band
-        if pass.is_some() && warn.is_none() && g.warn.is_none() && g.warn_pct_of_expected.is_none() {
+        if pass.is_some() && warn.is_none() && g.warn.is_none() && g.warn_pct_of_expected.is_none()
+        {
             warn = pass;
         }
-        if let (Some(p), Some(w), Some(ps), Some(ws)) = (pass, warn, pass_span.clone(), warn_span.clone()) {
+        if let (Some(p), Some(w), Some(ps), Some(ws)) =
+            (pass, warn, pass_span.clone(), warn_span.clone())
+        {
             let wrong = match (p, w) {
                 (Threshold::Absolute { value: p }, Threshold::Absolute { value: w }) => {
-                    if metric.higher_is_better() { w > p } else { w < p }
+                    if metric.higher_is_better() {
+                        w > p
+                    } else {
+                        w < p
+                    }
                 }
                 (Threshold::PctOfExpected { pct: p }, Threshold::PctOfExpected { pct: w }) => {
-                    if metric.higher_is_better() { w > p } else { w < p }
+                    if metric.higher_is_better() {
+                        w > p
+                    } else {
+                        w < p
+                    }
                 }
                 _ => false,
             };
             if wrong {
-                let side = if metric.higher_is_better() { "below" } else { "above" };
+                let side = if metric.higher_is_better() {
+                    "below"
+                } else {
+                    "above"
+                };
                 ctx.push(
                     Problem::error("plan::warn-wrong-side", format!("the warn threshold of `{}` is on the wrong side of its pass threshold", metric.name()))
                         .at(ws, "warn threshold")
@@ -1343,9 +1689,16 @@ fn gates(ctx: &mut Ctx, raw: &BTreeMap<String, RawGate>) -> BTreeMap<Metric, Gat
         if let Some(k) = &g.pass_if {
             if *k.get_ref() == 0 || *k.get_ref() > attempts {
                 ctx.push(
-                    Problem::error("plan::pass-if", format!("`pass-if = {}` of {attempts} attempts of `{}`", k.get_ref(), metric.name()))
-                        .at(span(k), "out of range")
-                        .help(format!("pass-if is between 1 and `attempts` ({attempts})")),
+                    Problem::error(
+                        "plan::pass-if",
+                        format!(
+                            "`pass-if = {}` of {attempts} attempts of `{}`",
+                            k.get_ref(),
+                            metric.name()
+                        ),
+                    )
+                    .at(span(k), "out of range")
+                    .help(format!("pass-if is between 1 and `attempts` ({attempts})")),
                 );
             } else {
                 spec.pass_if = *k.get_ref();
@@ -1367,7 +1720,8 @@ fn schedule_kind(ctx: &mut Ctx, s: Option<&Spanned<String>>, has_rounds: bool) -
             "rounds" => ScheduleKind::Rounds,
             "all-pairs" => ScheduleKind::AllPairs,
             other => {
-                let mut p = Problem::error("plan::schedule", format!("unknown schedule `{other}`")).at(span(s), "here");
+                let mut p = Problem::error("plan::schedule", format!("unknown schedule `{other}`"))
+                    .at(span(s), "here");
                 p = match did_you_mean(other, ["per-link", "rounds", "all-pairs"]) {
                     Some(x) => p.help(format!("did you mean `{x}`?")),
                     None => p.help("`per-link`, `rounds` or `all-pairs`"),
@@ -1379,16 +1733,27 @@ fn schedule_kind(ctx: &mut Ctx, s: Option<&Spanned<String>>, has_rounds: bool) -
     }
 }
 
-fn test_halves(ctx: &mut Ctx, raw: Option<&Vec<Spanned<String>>>, segments: &[Segment]) -> Vec<String> {
+fn test_halves(
+    ctx: &mut Ctx,
+    raw: Option<&Vec<Spanned<String>>>,
+    segments: &[Segment],
+) -> Vec<String> {
     let Some(raw) = raw else { return Vec::new() };
     let known: BTreeSet<&str> = segments.iter().map(|s| s.half.as_str()).collect();
     let mut out = Vec::new();
     for h in raw {
         if !known.contains(h.get_ref().as_str()) {
-            let mut p = Problem::error("plan::unknown-half", format!("no cable carries half `{}`", h.get_ref())).at(span(h), "unknown half");
+            let mut p = Problem::error(
+                "plan::unknown-half",
+                format!("no cable carries half `{}`", h.get_ref()),
+            )
+            .at(span(h), "unknown half");
             p = match did_you_mean(h.get_ref(), known.iter().copied()) {
                 Some(s) => p.help(format!("did you mean `{s}`?")),
-                None => p.help(format!("cabled halves: {}", known.iter().copied().collect::<Vec<_>>().join(", "))),
+                None => p.help(format!(
+                    "cabled halves: {}",
+                    known.iter().copied().collect::<Vec<_>>().join(", ")
+                )),
             };
             ctx.push(p);
         } else {
@@ -1399,7 +1764,11 @@ fn test_halves(ctx: &mut Ctx, raw: Option<&Vec<Spanned<String>>>, segments: &[Se
 }
 
 /// Resolve `NODE[.PORT[.HALF]]` on one side of a flow to candidate endpoints.
-fn endpoint_candidates(spec: &str, nodes: &[Node], segments: &[Segment]) -> Result<Vec<Endpoint>, String> {
+fn endpoint_candidates(
+    spec: &str,
+    nodes: &[Node],
+    segments: &[Segment],
+) -> Result<Vec<Endpoint>, String> {
     let mut parts = spec.split('.');
     let node = parts.next().unwrap_or("");
     let port = parts.next();
@@ -1408,19 +1777,28 @@ fn endpoint_candidates(spec: &str, nodes: &[Node], segments: &[Segment]) -> Resu
         return Err(format!("`{spec}` has too many parts"));
     }
     let Some(n) = nodes.iter().find(|n| n.name == node) else {
-        return Err(match did_you_mean(node, nodes.iter().map(|n| n.name.as_str())) {
-            Some(s) => format!("node `{node}` is not declared; did you mean `{s}`?"),
-            None => format!("node `{node}` is not declared"),
-        });
+        return Err(
+            match did_you_mean(node, nodes.iter().map(|n| n.name.as_str())) {
+                Some(s) => format!("node `{node}` is not declared; did you mean `{s}`?"),
+                None => format!("node `{node}` is not declared"),
+            },
+        );
     };
     Ok(segments
         .iter()
         .flat_map(|s| s.members.iter().map(|m| m.endpoint.clone()))
-        .filter(|e| e.node == n.id && port.is_none_or(|p| p == e.port) && half.is_none_or(|h| h == e.half))
+        .filter(|e| {
+            e.node == n.id && port.is_none_or(|p| p == e.port) && half.is_none_or(|h| h == e.half)
+        })
         .collect())
 }
 
-fn resolve_flow(ctx: &mut Ctx, f: &Spanned<String>, nodes: &[Node], segments: &[Segment]) -> Option<Flow> {
+fn resolve_flow(
+    ctx: &mut Ctx,
+    f: &Spanned<String>,
+    nodes: &[Node],
+    segments: &[Segment],
+) -> Option<Flow> {
     let Some((c, s)) = f.get_ref().split_once("->") else {
         ctx.push(
             Problem::error("plan::flow", format!("`{}` is not a flow", f.get_ref()))
@@ -1433,7 +1811,11 @@ fn resolve_flow(ctx: &mut Ctx, f: &Spanned<String>, nodes: &[Node], segments: &[
     let cands = |x: &str, ctx: &mut Ctx| match endpoint_candidates(x, nodes, segments) {
         Ok(v) => Some(v),
         Err(msg) => {
-            ctx.push(Problem::error("plan::unknown-node", msg).at(span(f), "in this flow").help("flow ends are `NODE[.PORT[.HALF]]` of declared, cabled nodes"));
+            ctx.push(
+                Problem::error("plan::unknown-node", msg)
+                    .at(span(f), "in this flow")
+                    .help("flow ends are `NODE[.PORT[.HALF]]` of declared, cabled nodes"),
+            );
             None
         }
     };
@@ -1451,7 +1833,11 @@ fn resolve_flow(ctx: &mut Ctx, f: &Spanned<String>, nodes: &[Node], segments: &[
                     && seg.members.iter().any(|m| &m.endpoint == ce)
                     && seg.members.iter().any(|m| &m.endpoint == se)
                 {
-                    options.push(Flow { client: ce.clone(), server: se.clone(), segment: seg.id });
+                    options.push(Flow {
+                        client: ce.clone(),
+                        server: se.clone(),
+                        segment: seg.id,
+                    });
                 }
             }
         }
@@ -1466,14 +1852,25 @@ fn resolve_flow(ctx: &mut Ctx, f: &Spanned<String>, nodes: &[Node], segments: &[
     }
     // unspecified halves default to `a` (the report's matrix ran one half per pair)
     if options.len() > 1 {
-        let first_half = options.iter().map(|o| o.client.half.clone()).min().unwrap_or_default();
+        let first_half = options
+            .iter()
+            .map(|o| o.client.half.clone())
+            .min()
+            .unwrap_or_default();
         options.retain(|o| o.client.half == first_half);
     }
     if options.len() > 1 {
         ctx.push(
-            Problem::error("plan::flow-ambiguous", format!("`{}` could use {} different links", f.get_ref(), options.len()))
-                .at(span(f), "ambiguous")
-                .help("name the port and half: `NODE.PORT.HALF -> NODE.PORT.HALF`"),
+            Problem::error(
+                "plan::flow-ambiguous",
+                format!(
+                    "`{}` could use {} different links",
+                    f.get_ref(),
+                    options.len()
+                ),
+            )
+            .at(span(f), "ambiguous")
+            .help("name the port and half: `NODE.PORT.HALF -> NODE.PORT.HALF`"),
         );
         return None;
     }
@@ -1497,16 +1894,22 @@ fn tests(
         let schedule = schedule_kind(ctx, t.schedule.as_ref(), !t.round.is_empty());
         if schedule == ScheduleKind::Rounds && t.round.is_empty() {
             ctx.push(
-                Problem::error("plan::rounds-missing", "schedule `rounds` declares no rounds")
-                    .at(t.schedule.as_ref().map(span).unwrap_or(0..0), "here")
-                    .help("add `[[tests.rdma-bw.round]]` tables with `name` and `flows`"),
+                Problem::error(
+                    "plan::rounds-missing",
+                    "schedule `rounds` declares no rounds",
+                )
+                .at(t.schedule.as_ref().map(span).unwrap_or(0..0), "here")
+                .help("add `[[tests.rdma-bw.round]]` tables with `name` and `flows`"),
             );
         }
         if both && schedule != ScheduleKind::PerLink {
             ctx.push(
-                Problem::error("plan::schedule", "`rdma-bw-both` always runs both halves of each cable together")
-                    .at(t.schedule.as_ref().map(span).unwrap_or(0..0), "here")
-                    .help("remove `schedule` from `[tests.rdma-bw-both]`"),
+                Problem::error(
+                    "plan::schedule",
+                    "`rdma-bw-both` always runs both halves of each cable together",
+                )
+                .at(t.schedule.as_ref().map(span).unwrap_or(0..0), "here")
+                .help("remove `schedule` from `[tests.rdma-bw-both]`"),
             );
         }
         let mut rounds = Vec::new();
@@ -1514,7 +1917,15 @@ fn tests(
         for r in &t.round {
             name_check(ctx, "round", &r.name);
             if let Some(first) = round_names.get(r.name.get_ref()) {
-                ctx.push(Problem::error("plan::duplicate-name", format!("round `{}` is declared twice", r.name.get_ref())).at(span(&r.name), "again here").also(first.clone(), "first here").help("round names must be unique"));
+                ctx.push(
+                    Problem::error(
+                        "plan::duplicate-name",
+                        format!("round `{}` is declared twice", r.name.get_ref()),
+                    )
+                    .at(span(&r.name), "again here")
+                    .also(first.clone(), "first here")
+                    .help("round names must be unique"),
+                );
             }
             round_names.insert(r.name.get_ref().clone(), span(&r.name));
             let mut flows = Vec::new();
@@ -1536,9 +1947,19 @@ fn tests(
                 }
             }
             if flows.is_empty() && r.flows.is_empty() {
-                ctx.push(Problem::error("plan::round-empty", format!("round `{}` has no flows", r.name.get_ref())).at(span(&r.name), "empty").help("list flows as `\"CLIENT -> SERVER\"`"));
+                ctx.push(
+                    Problem::error(
+                        "plan::round-empty",
+                        format!("round `{}` has no flows", r.name.get_ref()),
+                    )
+                    .at(span(&r.name), "empty")
+                    .help("list flows as `\"CLIENT -> SERVER\"`"),
+                );
             }
-            rounds.push(DeclaredRound { name: r.name.get_ref().clone(), flows });
+            rounds.push(DeclaredRound {
+                name: r.name.get_ref().clone(),
+                flows,
+            });
         }
         let duration_s = t.duration_s.unwrap_or(6).max(1);
         Some(BwTest {
@@ -1553,21 +1974,29 @@ fn tests(
     };
     let rdma_bw = raw.rdma_bw.as_ref().and_then(|t| bw(ctx, t, false));
     let rdma_bw_both = raw.rdma_bw_both.as_ref().and_then(|t| bw(ctx, t, true));
-    let rdma_lat = raw.rdma_lat.as_ref().filter(|t| t.enabled != Some(false)).map(|t| LatTest {
-        size_bytes: t.size_bytes.unwrap_or(2),
-        iterations: t.iterations.unwrap_or(1000),
-        halves: test_halves(ctx, t.halves.as_ref(), segments),
-        timeout_s: t.timeout_s.unwrap_or(30),
-    });
-    let iperf3 = raw.iperf3.as_ref().filter(|t| t.enabled != Some(false)).map(|t| {
-        let d = t.duration_s.unwrap_or(2).max(1);
-        IperfTest {
-            duration_s: d,
-            streams: t.streams.unwrap_or(1).max(1),
+    let rdma_lat = raw
+        .rdma_lat
+        .as_ref()
+        .filter(|t| t.enabled != Some(false))
+        .map(|t| LatTest {
+            size_bytes: t.size_bytes.unwrap_or(2),
+            iterations: t.iterations.unwrap_or(1000),
             halves: test_halves(ctx, t.halves.as_ref(), segments),
-            timeout_s: t.timeout_s.unwrap_or(d + 20),
-        }
-    });
+            timeout_s: t.timeout_s.unwrap_or(30),
+        });
+    let iperf3 = raw
+        .iperf3
+        .as_ref()
+        .filter(|t| t.enabled != Some(false))
+        .map(|t| {
+            let d = t.duration_s.unwrap_or(2).max(1);
+            IperfTest {
+                duration_s: d,
+                streams: t.streams.unwrap_or(1).max(1),
+                halves: test_halves(ctx, t.halves.as_ref(), segments),
+                timeout_s: t.timeout_s.unwrap_or(d + 20),
+            }
+        });
     let mut nccl = Vec::new();
     let mut nccl_names: HashMap<String, Range<usize>> = HashMap::new();
     for t in &raw.nccl {
@@ -1576,7 +2005,9 @@ fn tests(
             "all_gather" => Collective::AllGather,
             "sendrecv" => Collective::Sendrecv,
             other => {
-                let mut p = Problem::error("plan::collective", format!("unknown collective `{other}`")).at(span(&t.collective), "here");
+                let mut p =
+                    Problem::error("plan::collective", format!("unknown collective `{other}`"))
+                        .at(span(&t.collective), "here");
                 p = match did_you_mean(other, ["all_reduce", "all_gather", "sendrecv"]) {
                     Some(s) => p.help(format!("did you mean `{s}`?")),
                     None => p.help("`all_reduce`, `all_gather` or `sendrecv`"),
@@ -1589,7 +2020,15 @@ fn tests(
             Some(n) => {
                 name_check(ctx, "test", n);
                 if let Some(first) = nccl_names.get(n.get_ref()) {
-                    ctx.push(Problem::error("plan::duplicate-name", format!("NCCL test `{}` is declared twice", n.get_ref())).at(span(n), "again here").also(first.clone(), "first here").help("NCCL test names must be unique"));
+                    ctx.push(
+                        Problem::error(
+                            "plan::duplicate-name",
+                            format!("NCCL test `{}` is declared twice", n.get_ref()),
+                        )
+                        .at(span(n), "again here")
+                        .also(first.clone(), "first here")
+                        .help("NCCL test names must be unique"),
+                    );
                 }
                 nccl_names.insert(n.get_ref().clone(), span(n));
                 n.get_ref().clone()
@@ -1598,13 +2037,23 @@ fn tests(
         };
         let (ids, at): (Vec<NodeId>, Range<usize>) = match &t.nodes {
             Some(list) => (
-                list.get_ref().iter().filter_map(|r| node_ref(ctx, r.get_ref(), span(r), nodes, "NCCL test")).collect(),
+                list.get_ref()
+                    .iter()
+                    .filter_map(|r| node_ref(ctx, r.get_ref(), span(r), nodes, "NCCL test"))
+                    .collect(),
                 span(list),
             ),
             None => (nodes.iter().map(|n| n.id).collect(), span(&t.collective)),
         };
         if ids.len() < 2 {
-            ctx.push(Problem::error("plan::nccl-ranks", format!("NCCL test `{name}` needs at least two nodes")).at(at.clone(), "here").help("list the ranks' nodes in `nodes`"));
+            ctx.push(
+                Problem::error(
+                    "plan::nccl-ranks",
+                    format!("NCCL test `{name}` needs at least two nodes"),
+                )
+                .at(at.clone(), "here")
+                .help("list the ranks' nodes in `nodes`"),
+            );
         }
         let halves = test_halves(ctx, t.halves.as_ref(), segments);
         // every pair of ranks needs a fabric path (a shared segment on some half)
@@ -1628,12 +2077,23 @@ fn tests(
             if let Some(v) = v
                 && parse_size(v).is_none()
             {
-                ctx.push(Problem::error("plan::size", format!("`{k} = \"{v}\"` is not a size")).at(span(&t.collective), "in this test").help("bytes with an optional K, M or G suffix: `8`, `128M`, `1G`"));
+                ctx.push(
+                    Problem::error("plan::size", format!("`{k} = \"{v}\"` is not a size"))
+                        .at(span(&t.collective), "in this test")
+                        .help("bytes with an optional K, M or G suffix: `8`, `128M`, `1G`"),
+                );
             }
         }
         for k in t.env.keys() {
             if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || k.is_empty() {
-                ctx.push(Problem::error("plan::env-name", format!("`{k}` is not an environment variable name")).at(span(&t.collective), "in this test").help("letters, digits and `_`"));
+                ctx.push(
+                    Problem::error(
+                        "plan::env-name",
+                        format!("`{k}` is not an environment variable name"),
+                    )
+                    .at(span(&t.collective), "in this test")
+                    .help("letters, digits and `_`"),
+                );
             }
         }
         let iterations = t.iterations.unwrap_or(20).max(1);
@@ -1677,12 +2137,24 @@ pub fn parse_size(s: &str) -> Option<u64> {
 fn templates(ctx: &mut Ctx, raw: &BTreeMap<String, RawTemplate>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for (name, t) in raw {
-        let at = t.inline.as_ref().map(span).or_else(|| t.path.as_ref().map(span)).unwrap_or(0..0);
+        let at = t
+            .inline
+            .as_ref()
+            .map(span)
+            .or_else(|| t.path.as_ref().map(span))
+            .unwrap_or(0..0);
         if !crate::render::TEMPLATE_NAMES.contains(&name.as_str()) {
-            let mut p = Problem::error("plan::unknown-template", format!("`[templates.{name}]` overrides no built-in template")).at(at.clone(), "in this override");
+            let mut p = Problem::error(
+                "plan::unknown-template",
+                format!("`[templates.{name}]` overrides no built-in template"),
+            )
+            .at(at.clone(), "in this override");
             p = match did_you_mean(name, crate::render::TEMPLATE_NAMES.iter().copied()) {
                 Some(s) => p.help(format!("did you mean `{s}`?")),
-                None => p.help(format!("templates: {}", crate::render::TEMPLATE_NAMES.join(", "))),
+                None => p.help(format!(
+                    "templates: {}",
+                    crate::render::TEMPLATE_NAMES.join(", ")
+                )),
             };
             ctx.push(p);
             continue;
@@ -1695,21 +2167,44 @@ fn templates(ctx: &mut Ctx, raw: &BTreeMap<String, RawTemplate>) -> BTreeMap<Str
                     Ok(s) => s,
                     Err(e) => {
                         ctx.push(
-                            Problem::error("plan::template-path", format!("template file `{}` cannot be read: {e}", p.get_ref()))
-                                .at(span(p), "not found")
-                                .help(format!("paths are relative to the plan file's folder (looked for `{}`)", full.display())),
+                            Problem::error(
+                                "plan::template-path",
+                                format!("template file `{}` cannot be read: {e}", p.get_ref()),
+                            )
+                            .at(span(p), "not found")
+                            .help(format!(
+                                "paths are relative to the plan file's folder (looked for `{}`)",
+                                full.display()
+                            )),
                         );
                         continue;
                     }
                 }
             }
             _ => {
-                ctx.push(Problem::error("plan::template", format!("`[templates.{name}]` needs exactly one of `inline` and `path`")).at(at, "here").help("`inline = \"...\"` or `path = \"templates/bw.j2\"`"));
+                ctx.push(
+                    Problem::error(
+                        "plan::template",
+                        format!("`[templates.{name}]` needs exactly one of `inline` and `path`"),
+                    )
+                    .at(at, "here")
+                    .help("`inline = \"...\"` or `path = \"templates/bw.j2\"`"),
+                );
                 continue;
             }
         };
         if let Err(msg) = crate::render::check_template(name, &source) {
-            ctx.push(Problem::error("plan::template-variable", format!("template `{name}`: {msg}")).at(at, "this template").help(format!("variables available to `{name}`: {}", crate::render::variables_of(name).join(", "))));
+            ctx.push(
+                Problem::error(
+                    "plan::template-variable",
+                    format!("template `{name}`: {msg}"),
+                )
+                .at(at, "this template")
+                .help(format!(
+                    "variables available to `{name}`: {}",
+                    crate::render::variables_of(name).join(", ")
+                )),
+            );
             continue;
         }
         out.insert(name.clone(), source);
@@ -1722,7 +2217,13 @@ fn capacity(ctx: &mut Ctx, raw: Option<&RawCapacity>) -> CapacityConfig {
     if let Some(r) = raw {
         if let Some(e) = r.efficiency {
             if !(e > 0.0 && e <= 1.0) {
-                ctx.push(Problem::error("plan::capacity", format!("`capacity.efficiency = {e}` is outside (0, 1]")).help("the share of an oversubscribed hop flows get, e.g. 0.82"));
+                ctx.push(
+                    Problem::error(
+                        "plan::capacity",
+                        format!("`capacity.efficiency = {e}` is outside (0, 1]"),
+                    )
+                    .help("the share of an oversubscribed hop flows get, e.g. 0.82"),
+                );
             } else {
                 c.efficiency = e;
             }
@@ -1735,18 +2236,38 @@ fn capacity(ctx: &mut Ctx, raw: Option<&RawCapacity>) -> CapacityConfig {
 }
 
 /// Fault kinds the simulated fabric understands.
-pub const SIM_FAULTS: [&str; 7] = ["throttle", "mtu1500", "crossed", "dead-host", "server-dies", "rstp-block", "nccl-socket"];
+pub const SIM_FAULTS: [&str; 7] = [
+    "throttle",
+    "mtu1500",
+    "crossed",
+    "dead-host",
+    "server-dies",
+    "rstp-block",
+    "nccl-socket",
+];
 
 fn sim(ctx: &mut Ctx, raw: Option<&RawSim>, nodes: &[Node], switches: &[Switch]) -> SimConfig {
-    let Some(r) = raw else { return SimConfig { seed: 1, faults: Vec::new() } };
+    let Some(r) = raw else {
+        return SimConfig {
+            seed: 1,
+            faults: Vec::new(),
+        };
+    };
     let mut faults = Vec::new();
     for f in &r.faults {
         match check_sim_fault(f.get_ref(), nodes, switches) {
             Ok(()) => faults.push(f.get_ref().clone()),
-            Err(msg) => ctx.push(Problem::error("plan::sim-fault", msg).at(span(f), "here").help(format!("faults: {}", SIM_FAULTS.join(", ")))),
+            Err(msg) => ctx.push(
+                Problem::error("plan::sim-fault", msg)
+                    .at(span(f), "here")
+                    .help(format!("faults: {}", SIM_FAULTS.join(", "))),
+            ),
         }
     }
-    SimConfig { seed: r.seed.unwrap_or(1), faults }
+    SimConfig {
+        seed: r.seed.unwrap_or(1),
+        faults,
+    }
 }
 
 /// Check a `KIND:TARGET` fault against the plan's names.
@@ -1761,18 +2282,34 @@ pub fn check_sim_fault(f: &str, nodes: &[Node], switches: &[Switch]) -> Result<(
         });
     }
     if kind == "rstp-block" {
-        let Some((a, b)) = target.split_once('-').filter(|(a, b)| switches.iter().any(|s| s.name == *a) && switches.iter().any(|s| s.name == *b)).or_else(|| {
-            // switch names may contain `-`: try every split
-            target.match_indices('-').map(|(i, _)| (&target[..i], &target[i + 1..])).find(|(a, b)| switches.iter().any(|s| s.name == *a) && switches.iter().any(|s| s.name == *b))
-        }) else {
-            return Err(format!("fault `{f}`: `{target}` does not name two switches `A-B`"));
+        let Some((a, b)) = target
+            .split_once('-')
+            .filter(|(a, b)| {
+                switches.iter().any(|s| s.name == *a) && switches.iter().any(|s| s.name == *b)
+            })
+            .or_else(|| {
+                // switch names may contain `-`: try every split
+                target
+                    .match_indices('-')
+                    .map(|(i, _)| (&target[..i], &target[i + 1..]))
+                    .find(|(a, b)| {
+                        switches.iter().any(|s| s.name == *a)
+                            && switches.iter().any(|s| s.name == *b)
+                    })
+            })
+        else {
+            return Err(format!(
+                "fault `{f}`: `{target}` does not name two switches `A-B`"
+            ));
         };
         let _ = (a, b);
         return Ok(());
     }
     let node = target.split('.').next().unwrap_or("");
     if !nodes.iter().any(|n| n.name == node) {
-        return Err(format!("fault `{f}` names node `{node}`, which is not declared"));
+        return Err(format!(
+            "fault `{f}` names node `{node}`, which is not declared"
+        ));
     }
     Ok(())
 }

@@ -174,12 +174,20 @@ pub fn job_commands(
             TestKind::RdmaLat => (
                 "rdma-lat-server",
                 "rdma-lat-client",
-                plan.tests.rdma_lat.as_ref().map(|t| t.timeout_s).unwrap_or(30),
+                plan.tests
+                    .rdma_lat
+                    .as_ref()
+                    .map(|t| t.timeout_s)
+                    .unwrap_or(30),
             ),
             TestKind::Iperf3 => (
                 "iperf3-server",
                 "iperf3-client",
-                plan.tests.iperf3.as_ref().map(|t| t.timeout_s).unwrap_or(22),
+                plan.tests
+                    .iperf3
+                    .as_ref()
+                    .map(|t| t.timeout_s)
+                    .unwrap_or(22),
             ),
             TestKind::Nccl => unreachable!("NCCL jobs have no pair"),
         };
@@ -199,7 +207,9 @@ pub fn job_commands(
                     } else {
                         plan.tests.rdma_bw_both.as_ref()
                     };
-                    let (d, s, q) = t.map(|t| (t.duration_s, t.size_bytes, t.qps)).unwrap_or((6, 65536, 1));
+                    let (d, s, q) = t
+                        .map(|t| (t.duration_s, t.size_bytes, t.qps))
+                        .unwrap_or((6, 65536, 1));
                     for v in [&device, &gid] {
                         if let Some(p) = &v.placeholder {
                             unresolved.push(p.clone());
@@ -286,9 +296,17 @@ fn nccl_commands(
         .segments
         .iter()
         .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
-        .filter(|s| s.members.iter().filter(|m| t.nodes.contains(&m.endpoint.node)).count() >= 2)
+        .filter(|s| {
+            s.members
+                .iter()
+                .filter(|m| t.nodes.contains(&m.endpoint.node))
+                .count()
+                >= 2
+        })
         .collect();
-    let ring = segs.iter().any(|s| plan.cables[s.cable].kind == CableKind::Ring);
+    let ring = segs
+        .iter()
+        .any(|s| plan.cables[s.cable].kind == CableKind::Ring);
     let mut ranks = Vec::new();
     let mut gids: Vec<Val> = Vec::new();
     for n in &t.nodes {
@@ -367,7 +385,8 @@ fn nccl_commands(
         env.insert("NCCL_IB_MERGE_NICS".into(), "1".into());
     }
     let gid_texts: Vec<&str> = gids.iter().map(|g| g.text.as_str()).collect();
-    let uniform_gid = gid_texts.windows(2).all(|w| w[0] == w[1]) && gids.iter().all(|g| g.placeholder.is_none());
+    let uniform_gid =
+        gid_texts.windows(2).all(|w| w[0] == w[1]) && gids.iter().all(|g| g.placeholder.is_none());
     if uniform_gid && let Some(g) = gid_texts.first().filter(|g| !g.is_empty()) {
         env.insert("NCCL_IB_GID_INDEX".into(), g.to_string());
     }
@@ -384,7 +403,10 @@ fn nccl_commands(
         let map: BTreeMap<String, Value> = env
             .iter()
             .map(|(k, v)| {
-                let val = if v.contains('<') && v.split(',').all(|p| super::is_placeholder(p) || crate::plan::validate::is_safe_ifname(p)) {
+                let val = if v.contains('<')
+                    && v.split(',').all(|p| {
+                        super::is_placeholder(p) || crate::plan::validate::is_safe_ifname(p)
+                    }) {
                     safe(v.clone())
                 } else {
                     Value::from(v.clone())
@@ -394,7 +416,10 @@ fn nccl_commands(
             .collect();
         Value::from(map)
     };
-    let per_rank = !uniform_gid || ranks.iter().any(|r| binary_of(r.node) != binary_of(ranks[0].node));
+    let per_rank = !uniform_gid
+        || ranks
+            .iter()
+            .any(|r| binary_of(r.node) != binary_of(ranks[0].node));
     let apps: Vec<Value> = if per_rank {
         ranks
             .iter()

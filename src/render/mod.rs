@@ -18,10 +18,22 @@ pub use quote::quote;
 
 /// The built-in templates, by name.
 pub const BUILTINS: [(&str, &str); 9] = [
-    ("rdma-bw-server", include_str!("templates/rdma-bw-server.j2")),
-    ("rdma-bw-client", include_str!("templates/rdma-bw-client.j2")),
-    ("rdma-lat-server", include_str!("templates/rdma-lat-server.j2")),
-    ("rdma-lat-client", include_str!("templates/rdma-lat-client.j2")),
+    (
+        "rdma-bw-server",
+        include_str!("templates/rdma-bw-server.j2"),
+    ),
+    (
+        "rdma-bw-client",
+        include_str!("templates/rdma-bw-client.j2"),
+    ),
+    (
+        "rdma-lat-server",
+        include_str!("templates/rdma-lat-server.j2"),
+    ),
+    (
+        "rdma-lat-client",
+        include_str!("templates/rdma-lat-client.j2"),
+    ),
     ("iperf3-server", include_str!("templates/iperf3-server.j2")),
     ("iperf3-client", include_str!("templates/iperf3-client.j2")),
     ("nccl", include_str!("templates/nccl.j2")),
@@ -46,19 +58,50 @@ pub const TEMPLATE_NAMES: [&str; 9] = [
 pub fn variables_of(name: &str) -> Vec<&'static str> {
     let mut v: Vec<&'static str> = match name {
         "rdma-bw-server" | "rdma-bw-client" => vec![
-            "tool", "device", "gid_index", "port", "duration_s", "size_bytes", "qps", "netdev",
-            "local_ip", "server_ip", "node",
+            "tool",
+            "device",
+            "gid_index",
+            "port",
+            "duration_s",
+            "size_bytes",
+            "qps",
+            "netdev",
+            "local_ip",
+            "server_ip",
+            "node",
         ],
         "rdma-lat-server" | "rdma-lat-client" => vec![
-            "tool", "device", "gid_index", "port", "size_bytes", "iterations", "netdev",
-            "local_ip", "server_ip", "node",
+            "tool",
+            "device",
+            "gid_index",
+            "port",
+            "size_bytes",
+            "iterations",
+            "netdev",
+            "local_ip",
+            "server_ip",
+            "node",
         ],
         "iperf3-server" | "iperf3-client" => vec![
-            "port", "local_ip", "server_ip", "duration_s", "streams", "node",
+            "port",
+            "local_ip",
+            "server_ip",
+            "duration_s",
+            "streams",
+            "node",
         ],
         "nccl" => vec![
-            "apps", "subnets", "binary", "min_bytes", "max_bytes", "step_factor", "warmup",
-            "iterations", "collective", "hosts", "env",
+            "apps",
+            "subnets",
+            "binary",
+            "min_bytes",
+            "max_bytes",
+            "step_factor",
+            "warmup",
+            "iterations",
+            "collective",
+            "hosts",
+            "env",
         ],
         "mpi-hostname" => vec!["hosts", "subnets"],
         "ping" => vec!["count", "netdev", "jumbo", "peer_ip", "local_ip", "node"],
@@ -160,7 +203,10 @@ impl Renderer {
             name: name.to_string(),
             message,
         };
-        let t = self.env.get_template(name).map_err(|e| err(e.to_string()))?;
+        let t = self
+            .env
+            .get_template(name)
+            .map_err(|e| err(e.to_string()))?;
         t.render(ctx).map(|s| s.trim().to_string()).map_err(|e| {
             err(e
                 .detail()
@@ -207,7 +253,13 @@ pub mod wrap {
     /// unique to the run and job, its process-group id written to `<job>.pgid`, and a remote
     /// timeout so it dies even if we lose the connection. A server started any other way dies
     /// with its SSH session and the client reports "Couldn't connect".
-    pub fn detached(dir: &str, job: &str, timeout_s: u32, env: &BTreeMap<String, String>, cmd: &str) -> String {
+    pub fn detached(
+        dir: &str,
+        job: &str,
+        timeout_s: u32,
+        env: &BTreeMap<String, String>,
+        cmd: &str,
+    ) -> String {
         let inner = format!("echo $$ > {job}.pgid; exec timeout -k 5 {timeout_s} {cmd}");
         format!(
             "{}mkdir -p {d} && cd {d} && rm -f {job}.log {job}.pgid && setsid /bin/sh -c {} </dev/null >{job}.log 2>&1 &",
@@ -218,7 +270,12 @@ pub mod wrap {
     }
 
     /// Run `cmd` in the foreground under a remote timeout (clients, mpirun, probes).
-    pub fn foreground(dir: &str, timeout_s: u32, env: &BTreeMap<String, String>, cmd: &str) -> String {
+    pub fn foreground(
+        dir: &str,
+        timeout_s: u32,
+        env: &BTreeMap<String, String>,
+        cmd: &str,
+    ) -> String {
         format!(
             "{}mkdir -p {d} && cd {d} && exec timeout -k 5 {timeout_s} {cmd}",
             exports(env),
@@ -251,7 +308,11 @@ n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -- -{pgid} 2>/dev/null; fi; if [ $
 
     /// Read a remote file (a server's log) after the job.
     pub fn cat(dir: &str, file: &str) -> String {
-        format!("cat {}/{} 2>/dev/null", quote(dir).unwrap_or_default(), file)
+        format!(
+            "cat {}/{} 2>/dev/null",
+            quote(dir).unwrap_or_default(),
+            file
+        )
     }
 }
 
@@ -268,7 +329,11 @@ mod tests {
 
     #[test]
     fn undeclared_variable_is_reported() {
-        let err = check_template("rdma-bw-client", "ib_write_bw -d {{ device }} {{ serverip }}").unwrap_err();
+        let err = check_template(
+            "rdma-bw-client",
+            "ib_write_bw -d {{ device }} {{ serverip }}",
+        )
+        .unwrap_err();
         assert!(err.contains("`serverip`"), "{err}");
     }
 
@@ -292,6 +357,9 @@ mod tests {
             port => 18515, duration_s => 6, size_bytes => 65536, qps => 1,
         };
         let out = r.render("rdma-bw-server", ctx).unwrap();
-        assert!(out.contains("-d <spark-a.f0.a:device> -i 1 -x <spark-a.f0.a:gid>"), "{out}");
+        assert!(
+            out.contains("-d <spark-a.f0.a:device> -i 1 -x <spark-a.f0.a:gid>"),
+            "{out}"
+        );
     }
 }

@@ -8,8 +8,10 @@ pub fn quote(s: &str) -> Option<String> {
         return None;
     }
     if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ':' | '@' | ',' | '=' | '+' | '%'))
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ':' | '@' | ',' | '=' | '+' | '%')
+        })
         && !s.starts_with('=')
     {
         return Some(s.to_string());
@@ -26,14 +28,27 @@ mod tests {
         assert_eq!(quote("rocep1s0f0").as_deref(), Some("rocep1s0f0"));
         assert_eq!(quote("a,b").as_deref(), Some("a,b"));
         assert_eq!(quote("").as_deref(), Some("''"));
-        assert_eq!(quote("$(touch /tmp/x)").as_deref(), Some("'$(touch /tmp/x)'"));
+        assert_eq!(
+            quote("$(touch /tmp/x)").as_deref(),
+            Some("'$(touch /tmp/x)'")
+        );
         assert_eq!(quote("it's").as_deref(), Some("\"it's\""));
         assert_eq!(quote("a\0b"), None);
     }
 
     #[test]
     fn quoted_values_survive_a_real_shell() {
-        for v in ["$(touch /tmp/fabricplan-x)", "`id`", "a b; c", "it's \"q\"", "x\\y", "*", "~root", "!x", "^a"] {
+        for v in [
+            "$(touch /tmp/fabricplan-x)",
+            "`id`",
+            "a b; c",
+            "it's \"q\"",
+            "x\\y",
+            "*",
+            "~root",
+            "!x",
+            "^a",
+        ] {
             let q = quote(v).unwrap();
             let out = std::process::Command::new("/bin/sh")
                 .arg("-c")

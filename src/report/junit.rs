@@ -31,7 +31,7 @@ fn case(v: &Verdict, classname: &str) -> TestCase {
 }
 
 fn describe(v: &Verdict) -> String {
-    let mut s = format!("{}", v.outcome.as_str());
+    let mut s = v.outcome.as_str().to_string();
     if let Some(m) = v.measured {
         s.push_str(&format!(": measured {m:.2} {}", v.unit));
     }
@@ -69,7 +69,9 @@ pub fn render(r: &RunResults) -> String {
             }
         };
         for v in &j.verdicts {
-            suites[idx].1.add_test_case(case(v, &format!("{}.{}", r.plan, j.kind)));
+            suites[idx]
+                .1
+                .add_test_case(case(v, &format!("{}.{}", r.plan, j.kind)));
         }
         if j.verdicts.is_empty() {
             let mut s = TestCaseStatus::skipped();

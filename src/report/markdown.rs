@@ -6,16 +6,33 @@ use crate::results::RunResults;
 
 pub fn render(r: &RunResults) -> String {
     let mut s = String::new();
-    let sim = if r.simulated { " (SIMULATED fabric)" } else { "" };
-    s.push_str(&format!("# fabricplan: {}{sim}\n\nRun `{}` over {}: **{}**\n\n", r.plan, r.run_id, r.transport, r.summary.verdict));
+    let sim = if r.simulated {
+        " (SIMULATED fabric)"
+    } else {
+        ""
+    };
+    s.push_str(&format!(
+        "# fabricplan: {}{sim}\n\nRun `{}` over {}: **{}**\n\n",
+        r.plan, r.run_id, r.transport, r.summary.verdict
+    ));
     s.push_str("| gate | verdict | measured | threshold | trap and fix |\n|---|---|---|---|---|\n");
     for v in r.verdicts() {
-        let measured = v.measured.map(|m| format!("{m:.2} {}", v.unit)).unwrap_or_else(|| v.detail.replace('|', "/"));
+        let measured = v
+            .measured
+            .map(|m| format!("{m:.2} {}", v.unit))
+            .unwrap_or_else(|| v.detail.replace('|', "/"));
         let trap = match (&v.trap_name, &v.fix) {
             (Some(t), Some(f)) => format!("{t}: {f}"),
             _ => String::new(),
         };
-        s.push_str(&format!("| {} | {} | {} | {} | {} |\n", v.gate.replace('|', "/"), v.outcome.as_str(), measured, v.threshold, trap.replace('|', "/")));
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            v.gate.replace('|', "/"),
+            v.outcome.as_str(),
+            measured,
+            v.threshold,
+            trap.replace('|', "/")
+        ));
     }
     let m = r.bandwidth_matrix();
     if !m.is_empty() {
@@ -46,7 +63,10 @@ pub fn render(r: &RunResults) -> String {
         .filter_map(|x| x.launch_skew_ms.map(|k| format!("{} {k:.1} ms", x.name)))
         .collect();
     if !skews.is_empty() {
-        s.push_str(&format!("\nClient launch skew per concurrent round: {}\n", skews.join(", ")));
+        s.push_str(&format!(
+            "\nClient launch skew per concurrent round: {}\n",
+            skews.join(", ")
+        ));
     }
     s
 }

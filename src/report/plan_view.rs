@@ -29,7 +29,15 @@ pub struct JobView<'a> {
     pub error: Option<String>,
 }
 
-fn job_view<'a>(plan: &Plan, fabric: &Fabric, renderer: &Renderer, res: &Resolution, job: &'a Job, expected: Option<f64>, run_id: &str) -> JobView<'a> {
+fn job_view<'a>(
+    plan: &Plan,
+    fabric: &Fabric,
+    renderer: &Renderer,
+    res: &Resolution,
+    job: &'a Job,
+    expected: Option<f64>,
+    run_id: &str,
+) -> JobView<'a> {
     let _ = fabric;
     let (commands, error) = match job_commands(plan, renderer, res, job, run_id) {
         Ok(c) => (Some(c), None),
@@ -44,7 +52,10 @@ fn job_view<'a>(plan: &Plan, fabric: &Fabric, renderer: &Renderer, res: &Resolut
                 .map(|(isl, from)| {
                     let i = &plan.isls[isl.0];
                     let to = if i.a == from { i.b } else { i.a };
-                    format!("{} -> {}", plan.switches[from.0].name, plan.switches[to.0].name)
+                    format!(
+                        "{} -> {}",
+                        plan.switches[from.0].name, plan.switches[to.0].name
+                    )
                 })
                 .collect()
         })
@@ -54,7 +65,11 @@ fn job_view<'a>(plan: &Plan, fabric: &Fabric, renderer: &Renderer, res: &Resolut
         kind: job.kind.name(),
         label: job.label(plan),
         port: job.port,
-        resources: job.resources.iter().map(|e| plan.endpoint_name(e)).collect(),
+        resources: job
+            .resources
+            .iter()
+            .map(|e| plan.endpoint_name(e))
+            .collect(),
         expected_gbps: expected.map(|e| (e * 10.0).round() / 10.0),
         isl,
         commands,
@@ -63,7 +78,13 @@ fn job_view<'a>(plan: &Plan, fabric: &Fabric, renderer: &Renderer, res: &Resolut
 }
 
 /// Write the dry run as text.
-pub fn write_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, schedule: &Schedule, run_id: &str) -> io::Result<()> {
+pub fn write_text(
+    w: &mut dyn Write,
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    run_id: &str,
+) -> io::Result<()> {
     let renderer = Renderer::new(&plan.templates);
     let res = Resolution::from_plan(plan);
     writeln!(
@@ -82,34 +103,57 @@ pub fn write_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, schedule: &Sc
             .members
             .iter()
             .map(|m| {
-                let sw = m.switch.map(|x| format!(" via {}", plan.switches[x.0].name)).unwrap_or_default();
+                let sw = m
+                    .switch
+                    .map(|x| format!(" via {}", plan.switches[x.0].name))
+                    .unwrap_or_default();
                 format!("{} {}{}", plan.endpoint_name(&m.endpoint), m.address, sw)
             })
             .collect();
-        writeln!(w, "  {:<14} {:<18} {}", s.name, s.subnet.to_string(), ends.join("  <->  "))?;
+        writeln!(
+            w,
+            "  {:<14} {:<18} {}",
+            s.name,
+            s.subnet.to_string(),
+            ends.join("  <->  ")
+        )?;
     }
     for i in &plan.isls {
         writeln!(
             w,
             "  {:<14} {:<18} {} <-> {}, {} Gb/s per direction",
-            i.name,
-            "ISL",
-            plan.switches[i.a.0].name,
-            plan.switches[i.b.0].name,
-            i.capacity_gbps
+            i.name, "ISL", plan.switches[i.a.0].name, plan.switches[i.b.0].name, i.capacity_gbps
         )?;
     }
     if plan.tests.preflight {
         writeln!(w)?;
         writeln!(w, "preflight (read-only, before any measurement)")?;
-        writeln!(w, "  discover every node's RDMA devices, GIDs, MTUs and counters (one SSH round trip per node)")?;
-        writeln!(w, "  per link: small ping and `ping -M do -s 8972` out of the planned netdev; cabling; RoCE v2 GID; MTU 9000 both ends")?;
+        writeln!(
+            w,
+            "  discover every node's RDMA devices, GIDs, MTUs and counters (one SSH round trip per node)"
+        )?;
+        writeln!(
+            w,
+            "  per link: small ping and `ping -M do -s 8972` out of the planned netdev; cabling; RoCE v2 GID; MTU 9000 both ends"
+        )?;
         if !plan.tests.nccl.is_empty() {
-            writeln!(w, "  per NCCL job: mpirun launches `hostname` on every rank over the fabric subnet")?;
+            writeln!(
+                w,
+                "  per NCCL job: mpirun launches `hostname` on every rank over the fabric subnet"
+            )?;
         }
     }
     for round in schedule.rounds(plan, fabric) {
-        write_round_text(w, plan, fabric, &renderer, &res, &round, schedule.len(), run_id)?;
+        write_round_text(
+            w,
+            plan,
+            fabric,
+            &renderer,
+            &res,
+            &round,
+            schedule.len(),
+            run_id,
+        )?;
     }
     let res_all = Resolution::from_plan(plan);
     let _ = res_all;
@@ -117,10 +161,30 @@ pub fn write_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, schedule: &Sc
 }
 
 #[allow(clippy::too_many_arguments)]
-fn write_round_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, renderer: &Renderer, res: &Resolution, round: &Round, total: usize, run_id: &str) -> io::Result<()> {
+fn write_round_text(
+    w: &mut dyn Write,
+    plan: &Plan,
+    fabric: &Fabric,
+    renderer: &Renderer,
+    res: &Resolution,
+    round: &Round,
+    total: usize,
+    run_id: &str,
+) -> io::Result<()> {
     writeln!(w)?;
-    let conc = if round.jobs.len() > 1 { format!(", {} jobs together", round.jobs.len()) } else { String::new() };
-    writeln!(w, "round {}/{}  {}{}", round.index + 1, total, round.name, conc)?;
+    let conc = if round.jobs.len() > 1 {
+        format!(", {} jobs together", round.jobs.len())
+    } else {
+        String::new()
+    };
+    writeln!(
+        w,
+        "round {}/{}  {}{}",
+        round.index + 1,
+        total,
+        round.name,
+        conc
+    )?;
     for ((isl, from), n) in isl_load(round) {
         let i = &plan.isls[isl.0];
         let to = if i.a == from { i.b } else { i.a };
@@ -138,12 +202,27 @@ fn write_round_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, renderer: &
         .map(|(j, e)| job_view(plan, fabric, renderer, res, j, *e, run_id))
         .collect();
     for v in &views {
-        let exp = v.expected_gbps.map(|e| format!("  expected {e:.1} Gb/s")).unwrap_or_default();
-        let isl = if v.isl.is_empty() { String::new() } else { format!("  over ISL {}", v.isl.join(", ")) };
-        writeln!(w, "  job {}  {}  port {}{}{}", v.id, v.label, v.port, exp, isl)?;
+        let exp = v
+            .expected_gbps
+            .map(|e| format!("  expected {e:.1} Gb/s"))
+            .unwrap_or_default();
+        let isl = if v.isl.is_empty() {
+            String::new()
+        } else {
+            format!("  over ISL {}", v.isl.join(", "))
+        };
+        writeln!(
+            w,
+            "  job {}  {}  port {}{}{}",
+            v.id, v.label, v.port, exp, isl
+        )?;
     }
     // servers of every job first, then the clients together, then launchers
-    for role in [crate::render::job::Role::Server, crate::render::job::Role::Client, crate::render::job::Role::Launcher] {
+    for role in [
+        crate::render::job::Role::Server,
+        crate::render::job::Role::Client,
+        crate::render::job::Role::Launcher,
+    ] {
         for v in &views {
             if let Some(c) = &v.commands {
                 for s in c.steps.iter().filter(|s| s.role == role) {
@@ -162,7 +241,11 @@ fn write_round_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, renderer: &
         }
     }
     let unresolved: Vec<String> = {
-        let mut u: Vec<String> = views.iter().filter_map(|v| v.commands.as_ref()).flat_map(|c| c.unresolved.clone()).collect();
+        let mut u: Vec<String> = views
+            .iter()
+            .filter_map(|v| v.commands.as_ref())
+            .flat_map(|c| c.unresolved.clone())
+            .collect();
         u.sort();
         u.dedup();
         u
@@ -175,7 +258,13 @@ fn write_round_text(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, renderer: &
 
 /// Write the dry run as one JSON document, streamed round by round:
 /// `{ "format_version": 1, "plan": NAME, "rounds": [ { "index", "name", "kind", "jobs": [JobView] } ] }`.
-pub fn write_json(w: &mut dyn Write, plan: &Plan, fabric: &Fabric, schedule: &Schedule, run_id: &str) -> io::Result<()> {
+pub fn write_json(
+    w: &mut dyn Write,
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    run_id: &str,
+) -> io::Result<()> {
     let renderer = Renderer::new(&plan.templates);
     let res = Resolution::from_plan(plan);
     write!(

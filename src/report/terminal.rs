@@ -19,10 +19,19 @@ impl Terminal {
     pub fn new(simulated: bool) -> Terminal {
         let tty = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
         let bar = ProgressBar::new(0);
-        bar.set_draw_target(if tty { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() });
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} rounds").unwrap_or_else(|_| ProgressStyle::default_bar()));
+        bar.set_draw_target(if tty {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        });
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} rounds")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
         if simulated {
-            eprintln!("SIMULATED FABRIC: no host is contacted; numbers come from the capacity model");
+            eprintln!(
+                "SIMULATED FABRIC: no host is contacted; numbers come from the capacity model"
+            );
         }
         Terminal {
             bar,
@@ -33,19 +42,39 @@ impl Terminal {
     pub fn event(&self, e: &Event) {
         match e {
             Event::Discovered { node, ok, detail } => {
-                let line = format!("discover {node}: {}", if *ok { detail.clone() } else { format!("UNREACHABLE {detail}") });
+                let line = format!(
+                    "discover {node}: {}",
+                    if *ok {
+                        detail.clone()
+                    } else {
+                        format!("UNREACHABLE {detail}")
+                    }
+                );
                 self.bar.println(line);
             }
-            Event::Preflight(v) if v.outcome != Outcome::Ok => self.bar.println(format!("preflight {} {}: {}", v.outcome.as_str(), v.gate, v.detail)),
+            Event::Preflight(v) if v.outcome != Outcome::Ok => self.bar.println(format!(
+                "preflight {} {}: {}",
+                v.outcome.as_str(),
+                v.gate,
+                v.detail
+            )),
             Event::Preflight(_) => {}
-            Event::RoundStart { index, total, name, jobs } => {
+            Event::RoundStart {
+                index,
+                total,
+                name,
+                jobs,
+            } => {
                 self.bar.set_length(*total as u64);
                 self.bar.set_position(*index as u64);
                 self.bar.set_message(format!("{name} ({jobs} job(s))"));
             }
             Event::JobDone(j) => {
                 let worst = j.worst().map(|o| o.as_str()).unwrap_or("SKIP");
-                let val = j.main_value().map(|v| format!(" {v:.2}")).unwrap_or_default();
+                let val = j
+                    .main_value()
+                    .map(|v| format!(" {v:.2}"))
+                    .unwrap_or_default();
                 self.bar.println(format!("  {worst:<4} {}{val}", j.label));
             }
             Event::RoundDone(r) => self.bar.set_position(r.index as u64 + 1),
@@ -69,28 +98,61 @@ impl Terminal {
         self.bar.finish_and_clear();
         println!();
         if r.simulated {
-            println!("SIMULATED FABRIC (--sim): a model of the plan, not a measurement of hardware");
+            println!(
+                "SIMULATED FABRIC (--sim): a model of the plan, not a measurement of hardware"
+            );
         }
-        println!("{:<58} {:<5} {:>14}  {:<34} trap and fix", "gate", "", "measured", "threshold");
+        println!(
+            "{:<58} {:<5} {:>14}  {:<34} trap and fix",
+            "gate", "", "measured", "threshold"
+        );
         for v in r.verdicts() {
-            let measured = v.measured.map(|m| format!("{m:.2} {}", v.unit)).unwrap_or_default();
+            let measured = v
+                .measured
+                .map(|m| format!("{m:.2} {}", v.unit))
+                .unwrap_or_default();
             let trap = match (&v.trap_name, &v.fix) {
                 (Some(t), Some(f)) => format!("{t}: {f}"),
                 _ => v.detail.clone(),
             };
-            println!("{:<58} {:<5} {:>14}  {:<34} {}", v.gate, self.paint(v.outcome), measured, v.threshold, trap);
+            println!(
+                "{:<58} {:<5} {:>14}  {:<34} {}",
+                v.gate,
+                self.paint(v.outcome),
+                measured,
+                v.threshold,
+                trap
+            );
         }
         for j in r.jobs.iter().filter(|j| j.verdicts.is_empty()) {
-            println!("{:<58} SKIP  {}", format!("{} {}", j.kind, j.label), j.reason.clone().unwrap_or_default());
+            println!(
+                "{:<58} SKIP  {}",
+                format!("{} {}", j.kind, j.label),
+                j.reason.clone().unwrap_or_default()
+            );
         }
         println!();
         if !run_dir.is_empty() {
             println!("evidence: {run_dir}");
         }
-        let line = if r.interrupted { format!("INTERRUPTED: {}", r.summary.verdict) } else { r.summary.verdict.clone() };
-        let line = if r.simulated { format!("{line} (simulated)") } else { line };
+        let line = if r.interrupted {
+            format!("INTERRUPTED: {}", r.summary.verdict)
+        } else {
+            r.summary.verdict.clone()
+        };
+        let line = if r.simulated {
+            format!("{line} (simulated)")
+        } else {
+            line
+        };
         if self.color {
-            let code = if r.summary.fail > 0 || r.summary.exit_code != 0 { 31 } else if r.summary.warn > 0 { 33 } else { 32 };
+            let code = if r.summary.fail > 0 || r.summary.exit_code != 0 {
+                31
+            } else if r.summary.warn > 0 {
+                33
+            } else {
+                32
+            };
             println!("\x1b[1;{code}m{line}\x1b[0m");
         } else {
             println!("{line}");

@@ -71,11 +71,24 @@ impl Job {
     /// `gb10-02.f0.a -> gb10-01.f0.a` or the NCCL test name.
     pub fn label(&self, plan: &Plan) -> String {
         if let Some(p) = &self.pair {
-            format!("{} -> {}", plan.endpoint_name(&p.client), plan.endpoint_name(&p.server))
+            format!(
+                "{} -> {}",
+                plan.endpoint_name(&p.client),
+                plan.endpoint_name(&p.server)
+            )
         } else if let Some(i) = self.nccl {
             let t = &plan.tests.nccl[i];
-            let names: Vec<&str> = t.nodes.iter().map(|n| plan.node(*n).name.as_str()).collect();
-            format!("{} {} ({})", t.name, t.collective.binary(), names.join(", "))
+            let names: Vec<&str> = t
+                .nodes
+                .iter()
+                .map(|n| plan.node(*n).name.as_str())
+                .collect();
+            format!(
+                "{} {} ({})",
+                t.name,
+                t.collective.binary(),
+                names.join(", ")
+            )
         } else {
             self.id.clone()
         }
@@ -206,10 +219,18 @@ impl Schedule {
             stages.push(both_halves(plan, &t.halves));
         }
         if let Some(t) = &plan.tests.rdma_lat {
-            stages.push(per_link(plan, TestKind::RdmaLat, &selected_segments(plan, &t.halves)));
+            stages.push(per_link(
+                plan,
+                TestKind::RdmaLat,
+                &selected_segments(plan, &t.halves),
+            ));
         }
         if let Some(t) = &plan.tests.iperf3 {
-            stages.push(per_link(plan, TestKind::Iperf3, &selected_segments(plan, &t.halves)));
+            stages.push(per_link(
+                plan,
+                TestKind::Iperf3,
+                &selected_segments(plan, &t.halves),
+            ));
         }
         for i in 0..plan.tests.nccl.len() {
             stages.push(Stage::Nccl { test: i });
@@ -337,7 +358,11 @@ impl Schedule {
     }
 
     /// Every round in order (built one at a time).
-    pub fn rounds<'a>(&'a self, plan: &'a Plan, fabric: &'a Fabric) -> impl Iterator<Item = Round> + 'a {
+    pub fn rounds<'a>(
+        &'a self,
+        plan: &'a Plan,
+        fabric: &'a Fabric,
+    ) -> impl Iterator<Item = Round> + 'a {
         (0..self.total).filter_map(move |i| self.round(plan, fabric, i))
     }
 }
@@ -398,7 +423,11 @@ fn both_halves(plan: &Plan, halves: &[String]) -> Stage {
             groups.push((key, vec![spec]));
         }
     };
-    for seg in plan.segments.iter().filter(|s| halves.is_empty() || halves.contains(&s.half)) {
+    for seg in plan
+        .segments
+        .iter()
+        .filter(|s| halves.is_empty() || halves.contains(&s.half))
+    {
         let m = &seg.members;
         let pairs: Vec<(usize, usize)> = if m.len() == 2 {
             vec![(1, 0)]

@@ -46,11 +46,14 @@ mod tests {
             let mut busy = HashSet::new();
             for (a, b) in round_pairs(n, r) {
                 assert!(a < n && b < n && a != b);
-                assert!(busy.insert(a) && busy.insert(b), "n={n} r={r}: member twice");
+                assert!(
+                    busy.insert(a) && busy.insert(b),
+                    "n={n} r={r}: member twice"
+                );
                 assert!(seen.insert((a.min(b), a.max(b))), "n={n}: pair twice");
             }
         }
-        assert_eq!(seen.len(), n * (n - 1) / 2, "n={n}: every pair once");
+        assert_eq!(seen.len(), n * n.saturating_sub(1) / 2, "n={n}: every pair once");
     }
 
     #[test]

@@ -59,6 +59,9 @@ impl Path {
     }
 }
 
+/// ISL hops from one switch to another: (ISL, the switch it is entered from).
+pub type IslRoute = Vec<(IslId, SwitchId)>;
+
 /// The fabric of a plan.
 #[derive(Debug)]
 pub struct Fabric {
@@ -66,7 +69,7 @@ pub struct Fabric {
     halves: HashMap<Endpoint, NodeIndex>,
     switches: Vec<NodeIndex>,
     /// switch -> switch: the ISL hops of the shortest path (precomputed; switches are few).
-    switch_paths: HashMap<(SwitchId, SwitchId), Option<Vec<(IslId, SwitchId)>>>,
+    switch_paths: HashMap<(SwitchId, SwitchId), Option<IslRoute>>,
 }
 
 impl Fabric {
@@ -186,7 +189,8 @@ impl Fabric {
     /// Do two nodes share any segment (a direct link or a switched fabric half)?
     pub fn adjacent(&self, plan: &Plan, a: NodeId, b: NodeId) -> bool {
         plan.segments.iter().any(|s| {
-            s.members.iter().any(|m| m.endpoint.node == a) && s.members.iter().any(|m| m.endpoint.node == b)
+            s.members.iter().any(|m| m.endpoint.node == a)
+                && s.members.iter().any(|m| m.endpoint.node == b)
         })
     }
 
