@@ -175,7 +175,8 @@ pub fn did_you_mean<'a>(
     for c in candidates {
         let d = edit_distance(name, c);
         let limit = (name.len().max(c.len()) / 3).max(1);
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+        // a suggestion must share something with the name: `c` is not a near miss of `a`
+        if d <= limit && d < name.chars().count().max(c.chars().count()) && best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }
     }
@@ -209,5 +210,7 @@ mod tests {
         );
         assert_eq!(did_you_mean("sw-c", ["sw-a", "core"]), Some("sw-a"));
         assert_eq!(did_you_mean("zzzzzz", ["spark-a"]), None);
+        assert_eq!(did_you_mean("c", ["a", "b"]), None);
+        assert_eq!(did_you_mean("fo", ["f0", "f1"]), Some("f0"));
     }
 }

@@ -42,13 +42,15 @@ pub struct RawPlan {
     pub cable: Vec<RawCable>,
     /// Pass and warn thresholds per metric; DOMAIN defaults apply to anything not given.
     #[serde(default)]
-    pub gates: BTreeMap<String, RawGate>,
+    #[schemars(with = "BTreeMap<String, RawGate>")]
+    pub gates: BTreeMap<Spanned<String>, RawGate>,
     /// What to measure and how to schedule it.
     #[serde(default)]
     pub tests: RawTests,
     /// Overrides of the built-in command templates, by template name.
     #[serde(default)]
-    pub templates: BTreeMap<String, RawTemplate>,
+    #[schemars(with = "BTreeMap<String, RawTemplate>")]
+    pub templates: BTreeMap<Spanned<String>, RawTemplate>,
     /// The capacity model's knobs (expected values).
     #[serde(default)]
     pub capacity: Option<RawCapacity>,
@@ -357,9 +359,11 @@ pub struct RawNcclTest {
     #[schemars(with = "Option<Vec<String>>")]
     pub halves: Option<Vec<Spanned<String>>>,
     /// `-b` (default 8), bytes with optional K/M/G suffix.
-    pub min_bytes: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub min_bytes: Option<Spanned<String>>,
     /// `-e` (default 128M; GB10 memory is unified: raise past 1G only deliberately).
-    pub max_bytes: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub max_bytes: Option<Spanned<String>>,
     /// `-f` (default 2).
     pub step_factor: Option<u32>,
     /// `-w` (default 5).
@@ -409,7 +413,8 @@ pub struct RawTemplate {
 pub struct RawCapacity {
     /// Share of an oversubscribed hop that flows really get under congestion control
     /// (default 0.82: 163.8 of 200 Gb/s measured for two flows on one ISL direction).
-    pub efficiency: Option<f64>,
+    #[schemars(with = "Option<f64>")]
+    pub efficiency: Option<Spanned<f64>>,
     /// Cost of crossing a switch, percent (default 0.7).
     pub switch_penalty_pct: Option<f64>,
 }

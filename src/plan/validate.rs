@@ -110,6 +110,7 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
     let (cables, segments, seg_spans) =
         cables(ctx, &raw.cable, &nodes, &profiles, &switches, &mut cabled);
     subnets_and_addresses(ctx, &segments, &seg_spans);
+    ring_crossing(ctx, &raw.cable, &cables, &segments, &nodes, &profiles);
     let gates = gates(ctx, &raw.gates);
     let tests = tests(
         ctx, &raw.tests, &nodes, &profiles, &segments, &switches, &isls,
@@ -493,8 +494,16 @@ fn switch_ref(
         )
         .at(span(r), "unknown switch")
     };
+    let is_node = nodes.iter().any(|n| &n.name == r.get_ref());
+    let declared = switches
+        .iter()
+        .map(|s| format!("`{}`", s.name))
+        .collect::<Vec<_>>()
+        .join(", ");
     p = match did_you_mean(r.get_ref(), switches.iter().map(|s| s.name.as_str())) {
         Some(s) => p.help(format!("did you mean `{s}`?")),
+        None if is_node && declared.is_empty() => p.help("name a switch declared under `[[switch]]`; nodes land on switches through a `switched` cable's `attach`"),
+        None if is_node => p.help(format!("name a switch ({declared}); nodes land on switches through a `switched` cable's `attach`")),
         None => p.help("declare it under `[[switch]]`"),
     };
     ctx.push(p);
@@ -1227,19 +1236,17 @@ fn ring_cable(
             return;
         }
     }
-    if out_port == in_port
-        && ids
-            .iter()
-            .any(|id| profiles[nodes[id.0].profile.0].name == "gb10")
-    {
+    if out_port == in_port {
+        // every node's one port would face both neighbours: two cables in one cage
         ctx.push(
-            Problem::warning(
-                "plan::ring-crossing",
-                format!("ring `{name}` joins `{out_port}` to `{out_port}`: GB10 rings cross f0 to f1"),
+            Problem::error(
+                "plan::ring-ports",
+                format!("ring `{name}` uses `{out_port}` both ways: every node's `{out_port}` would carry two cables"),
             )
-            .at(ports_span.clone(), "same port on both ends")
-            .help("cable each node's f0 to the next node's f1 (`ports = [\"f0\", \"f1\"]`); a ring wired port 0 to port 0 fails NCCL with ibv_modify_qp error 110"),
+            .at(ports_span.clone(), "same port both ways")
+            .help("a ring node's outgoing port faces the next node and its incoming port the previous one: `ports = [\"f0\", \"f1\"]`"),
         );
+        return;
     }
     let pairs: Vec<(NodeId, String)> = ids.iter().map(|id| (*id, out_port.clone())).collect();
     let halves = halves_for(ctx, c.halves.as_ref(), &pairs, nodes, profiles, span(list));
@@ -1471,6 +1478,86 @@ fn switched_cable(
     }
 }
 
+/// Direct cables that close a switchless ring of GB10s joining a port to the same port
+/// (`f0` to `f0`): GB10 rings cross f0 to f1, and NCCL fails on the other wiring with
+/// ibv_modify_qp error 110. A warning: the links themselves work.
+fn ring_crossing(
+    ctx: &mut Ctx,
+    raw: &[RawCable],
+    cables: &[Cable],
+    segments: &[Segment],
+    nodes: &[Node],
+    profiles: &[Profile],
+) {
+    // node-to-node links of switchless cables, one per cable and node pair
+    let mut links: Vec<(usize, NodeId, NodeId)> = Vec::new();
+    for s in segments {
+        if s.members.len() == 2 && s.members.iter().all(|m| m.switch.is_none()) {
+            let (a, b) = (s.members[0].endpoint.node, s.members[1].endpoint.node);
+            if !links.iter().any(|l| *l == (s.cable, a, b)) {
+                links.push((s.cable, a, b));
+            }
+        }
+    }
+    let gb10 = |n: NodeId| profiles[nodes[n.0].profile.0].name == "gb10";
+    for (ci, c) in raw.iter().enumerate() {
+        let Some(cable) = cables.iter().find(|x| {
+            x.segments
+                .first()
+                .is_some_and(|s| segments[s.0].cable == ci)
+        }) else {
+            continue;
+        };
+        if cable.kind != CableKind::Direct {
+            continue;
+        }
+        let seg = &segments[cable.segments[0].0];
+        let (a, b) = (&seg.members[0].endpoint, &seg.members[1].endpoint);
+        if a.port != b.port || !gb10(a.node) || !gb10(b.node) {
+            continue;
+        }
+        // is there another way round from a to b without this cable?
+        let mut seen = vec![a.node];
+        let mut stack = vec![a.node];
+        let mut ring = false;
+        while let Some(n) = stack.pop() {
+            for &(lc, x, y) in &links {
+                if lc == ci {
+                    continue;
+                }
+                let next = if x == n {
+                    y
+                } else if y == n {
+                    x
+                } else {
+                    continue;
+                };
+                if next == b.node {
+                    ring = true;
+                }
+                if !seen.contains(&next) {
+                    seen.push(next);
+                    stack.push(next);
+                }
+            }
+        }
+        if ring {
+            let at = c.ends.as_ref().map(span).unwrap_or_else(|| span(&c.kind));
+            ctx.push(
+                Problem::warning(
+                    "plan::ring-crossing",
+                    format!(
+                        "cable `{}` closes a switchless ring joining `{}` to `{}`: GB10 rings cross f0 to f1",
+                        cable.name, a.port, b.port
+                    ),
+                )
+                .at(at, "same port on both ends")
+                .help("cable each node's f0 to the next node's f1; a ring wired port 0 to port 0 fails NCCL with ibv_modify_qp error 110 (a `ring` cable wires it for you)"),
+            );
+        }
+    }
+}
+
 fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) {
     for (i, a) in segments.iter().enumerate() {
         for (j, b) in segments.iter().enumerate().skip(i + 1) {
@@ -1547,25 +1634,19 @@ fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) 
     }
 }
 
-fn gates(ctx: &mut Ctx, raw: &BTreeMap<String, RawGate>) -> BTreeMap<Metric, GateSpec> {
+fn gates(ctx: &mut Ctx, raw: &BTreeMap<Spanned<String>, RawGate>) -> BTreeMap<Metric, GateSpec> {
     let mut out: BTreeMap<Metric, GateSpec> = Metric::ALL
         .iter()
         .map(|m| (*m, GateSpec::default_for(*m)))
         .collect();
-    for (key, g) in raw {
+    for (key_spanned, g) in raw {
+        let key = key_spanned.get_ref();
         let Some(metric) = Metric::from_name(key) else {
-            // no span for table keys in a BTreeMap<String, _>: point at the first value instead
-            let at = g
-                .pass
-                .as_ref()
-                .map(span)
-                .or_else(|| g.warn.as_ref().map(span))
-                .unwrap_or(0..0);
             let mut p = Problem::error(
                 "plan::unknown-metric",
                 format!("`[gates.{key}]` is not a metric fabricplan gates"),
             )
-            .at(at, "in this gate");
+            .at(span(key_spanned), "not a metric");
             let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
             p = match did_you_mean(key, names.iter().copied()) {
                 Some(s) => p.help(format!("did you mean `{s}`?")),
@@ -1593,6 +1674,18 @@ fn gates(ctx: &mut Ctx, raw: &BTreeMap<String, RawGate>) -> BTreeMap<Metric, Gat
                                 metric.unit().symbol()
                             ),
                         }
+                    }
+                    crate::gate::threshold::ThresholdError::WrongDimension { .. } => {
+                        let example = match metric.unit() {
+                            crate::gate::threshold::Unit::Gbps => "90 Gb/s",
+                            crate::gate::threshold::Unit::GBps => "9 GB/s",
+                            _ => "3 us",
+                        };
+                        format!(
+                            "`{}` is in {}: write e.g. `\"{example}\"`, or a percentage of the expected value such as `\"90%\"`",
+                            metric.name(),
+                            metric.unit().symbol()
+                        )
                     }
                     _ => format!(
                         "write a number and a unit, e.g. `\"90 Gb/s\"`, `\"3 us\"` or `\"85%\"`; `{}` is in {}",
@@ -2075,13 +2168,9 @@ fn tests(
         }
         for (k, v) in [("min-bytes", &t.min_bytes), ("max-bytes", &t.max_bytes)] {
             if let Some(v) = v
-                && parse_size(v).is_none()
+                && parse_size(v.get_ref()).is_none()
             {
-                ctx.push(
-                    Problem::error("plan::size", format!("`{k} = \"{v}\"` is not a size"))
-                        .at(span(&t.collective), "in this test")
-                        .help("bytes with an optional K, M or G suffix: `8`, `128M`, `1G`"),
-                );
+                ctx.push(Problem::error("plan::size", format!("`{k} = \"{}\"` is not a size", v.get_ref())).at(span(v), "not a size").help("bytes with an optional K, M or G suffix (binary multiples, as nccl-tests reads them): `8`, `128M`, `1G`"));
             }
         }
         for k in t.env.keys() {
@@ -2102,8 +2191,16 @@ fn tests(
             collective,
             nodes: ids,
             halves,
-            min_bytes: t.min_bytes.clone().unwrap_or_else(|| "8".into()),
-            max_bytes: t.max_bytes.clone().unwrap_or_else(|| "128M".into()),
+            min_bytes: t
+                .min_bytes
+                .as_ref()
+                .map(|s| s.get_ref().trim().to_string())
+                .unwrap_or_else(|| "8".into()),
+            max_bytes: t
+                .max_bytes
+                .as_ref()
+                .map(|s| s.get_ref().trim().to_string())
+                .unwrap_or_else(|| "128M".into()),
             step_factor: t.step_factor.unwrap_or(2).max(2),
             warmup: t.warmup.unwrap_or(5),
             iterations,
@@ -2134,21 +2231,25 @@ pub fn parse_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok()?.checked_mul(mult)
 }
 
-fn templates(ctx: &mut Ctx, raw: &BTreeMap<String, RawTemplate>) -> BTreeMap<String, String> {
+fn templates(
+    ctx: &mut Ctx,
+    raw: &BTreeMap<Spanned<String>, RawTemplate>,
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    for (name, t) in raw {
+    for (name_spanned, t) in raw {
+        let name = name_spanned.get_ref();
         let at = t
             .inline
             .as_ref()
             .map(span)
             .or_else(|| t.path.as_ref().map(span))
-            .unwrap_or(0..0);
+            .unwrap_or_else(|| span(name_spanned));
         if !crate::render::TEMPLATE_NAMES.contains(&name.as_str()) {
             let mut p = Problem::error(
                 "plan::unknown-template",
                 format!("`[templates.{name}]` overrides no built-in template"),
             )
-            .at(at.clone(), "in this override");
+            .at(span(name_spanned), "no such template");
             p = match did_you_mean(name, crate::render::TEMPLATE_NAMES.iter().copied()) {
                 Some(s) => p.help(format!("did you mean `{s}`?")),
                 None => p.help(format!(
@@ -2187,7 +2288,7 @@ fn templates(ctx: &mut Ctx, raw: &BTreeMap<String, RawTemplate>) -> BTreeMap<Str
                         "plan::template",
                         format!("`[templates.{name}]` needs exactly one of `inline` and `path`"),
                     )
-                    .at(at, "here")
+                    .at(span(name_spanned), "this override")
                     .help("`inline = \"...\"` or `path = \"templates/bw.j2\"`"),
                 );
                 continue;
@@ -2215,14 +2316,13 @@ fn templates(ctx: &mut Ctx, raw: &BTreeMap<String, RawTemplate>) -> BTreeMap<Str
 fn capacity(ctx: &mut Ctx, raw: Option<&RawCapacity>) -> CapacityConfig {
     let mut c = CapacityConfig::default();
     if let Some(r) = raw {
-        if let Some(e) = r.efficiency {
+        if let Some(es) = &r.efficiency {
+            let e = *es.get_ref();
             if !(e > 0.0 && e <= 1.0) {
                 ctx.push(
-                    Problem::error(
-                        "plan::capacity",
-                        format!("`capacity.efficiency = {e}` is outside (0, 1]"),
-                    )
-                    .help("the share of an oversubscribed hop flows get, e.g. 0.82"),
+                    Problem::error("plan::capacity", format!("`capacity.efficiency = {e}` is outside (0, 1]"))
+                        .at(span(es), "not a share")
+                        .help("the share of an oversubscribed hop flows really get, a fraction such as 0.82 (not a percentage)"),
                 );
             } else {
                 c.efficiency = e;
