@@ -207,6 +207,7 @@ fn two_host_lab_end_to_end() {
     let (client_out, server_log, gbps) =
         bw_pair(&lab, "host-b", "host-a", "rocep1s0f1", "rocep1s0f0", "198.19.1.2");
     eprintln!("bw veth: {gbps:.2} Gb/s ({:?})", t.elapsed());
+    eprintln!("--- client:\n{client_out}--- server:\n{server_log}");
     assert!(client_out.contains("BW average[Gb/sec]"), "{client_out}");
     assert!(client_out.contains("GID index       : 3"));
     assert!(client_out.contains(" GID: 00:00:00:00:00:00:00:00:00:00:255:255:198:19:01:01"));
@@ -241,7 +242,7 @@ fn two_host_lab_end_to_end() {
     let lat_out = text(&out);
     assert!(out.status.success(), "{lat_out}");
     let row = perftest_row(&lat_out, 9);
-    eprintln!("lat: t_typical {:.2} us", row[4]);
+    eprintln!("lat: t_typical {:.2} us\n{lat_out}", row[4]);
     assert_eq!(row[0], 2.0);
     assert!(row[4] > 0.0 && row[4] < 5000.0);
 
@@ -260,7 +261,7 @@ fn two_host_lab_end_to_end() {
     let t = Instant::now();
     let out = lab.ssh("host-a", &mpirun("rocep1s0f0,rocep1s0f1"));
     let nccl = text(&out);
-    eprintln!("mpirun all_reduce (IB): {:?}", t.elapsed());
+    eprintln!("mpirun all_reduce (IB): {:?}\n{nccl}", t.elapsed());
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
     assert!(nccl.contains("# Collective test starting: all_reduce_perf"), "{nccl}");
     assert!(nccl.contains(" on     host-a device  0"), "{nccl}");
@@ -283,6 +284,7 @@ fn two_host_lab_end_to_end() {
     let out = lab.ssh("host-a", &mpirun("rocep1s0f1"));
     let nccl = text(&out);
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
+    eprintln!("--- socket fallback:\n{nccl}");
     assert!(nccl.contains("host-a:") && nccl.contains("NCCL INFO NET/IB : No device found."), "{nccl}");
     assert!(nccl.contains("NCCL INFO Using network Socket"));
     assert!(nccl.contains("via NET/Socket/0"));
