@@ -391,6 +391,28 @@ fn ring_and_switched_labs_build_and_tear_down() {
     ssh_ok(&lab, "c", "ping -c 1 -W 2 -M do -s 8972 198.19.15.2");
     // mpirun on a reaches the others by alias through /root/.ssh/config.
     ssh_ok(&lab, "a", "ssh b hostname && ssh 198.19.11.2 true");
+    // Three ranks of all_gather_perf around the ring, launched by real mpirun on a.
+    let before_tx = lab.counter("a", "rocep1s0f0", "port_xmit_data");
+    let before_rx = lab.counter("a", "rocep1s0f1", "port_rcv_data");
+    let t = Instant::now();
+    let out = lab.ssh(
+        "a",
+        "mpirun -np 3 -H 198.19.11.1:1,198.19.11.2:1,198.19.15.1:1 --map-by slot --bind-to none \
+         --mca oob_tcp_if_include 198.19.0.0/16 --mca btl_tcp_if_include 198.19.0.0/16 \
+         -x NCCL_NET_PLUGIN=none -x NCCL_IB_HCA=rocep1s0f0,rocep1s0f1 \
+         -x NCCL_SOCKET_IFNAME=enp1s0f0np0,enp1s0f1np1 -x NCCL_DEBUG=INFO \
+         all_gather_perf -b 1M -e 4M -f 2 -g 1 -w 1 -n 5",
+    );
+    let nccl = text(&out);
+    eprintln!("mpirun all_gather 3 ranks: {:?}\n{nccl}", t.elapsed());
+    assert!(out.status.success(), "{nccl}");
+    for h in ["a", "b", "c"] {
+        assert!(nccl.contains(&format!(" on {h:>10} device  0")), "{nccl}");
+    }
+    assert!(nccl.contains("     1048572         87381     float    none      -1"), "{nccl}");
+    assert!(nccl.contains("Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0"));
+    assert!(lab.counter("a", "rocep1s0f0", "port_xmit_data") > before_tx);
+    assert!(lab.counter("a", "rocep1s0f1", "port_rcv_data") > before_rx);
     let namespaces = lab.namespaces();
     drop(lab);
     let netns = stdout(&lab::run(&["ip", "netns", "list"]));

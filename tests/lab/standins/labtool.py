@@ -231,6 +231,37 @@ def ipv4_addrs():
     return result
 
 
+def ipv4_nets():
+    """[(ifname, ip, prefixlen)] of this namespace, from `ip -4 -o addr`."""
+    try:
+        text = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    result = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[2] == "inet":
+            ip, _, plen = parts[3].partition("/")
+            result.append((parts[1], ip, int(plen or "32")))
+    return result
+
+
+def same_subnet(a, b, plen):
+    mask = (0xFFFFFFFF << (32 - plen)) & 0xFFFFFFFF if plen else 0
+    return (int.from_bytes(socket.inet_aton(a), "big") & mask) == (int.from_bytes(socket.inet_aton(b), "big") & mask)
+
+
+def is_local_ip(ip):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind((ip, 0))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 # ---------------------------------------------------------------- perftest
 
 
@@ -849,11 +880,11 @@ def hca_list_match(spec, name):
 class Ring:
     """Bootstrap over the fabric and a ring of TCP connections (rank -> rank+1)."""
 
-    def __init__(self, rank, size, device_line, transport):
+    def __init__(self, rank, size, device_line, transport, ifspec):
         self.rank = rank
         self.size = size
-        self.table = [{"rank": 0, "line": device_line, "host": HOST, "ip": None}]
-        self.ip = None
+        self.table = [{"rank": 0, "line": device_line, "host": HOST}]
+        self.ip = self.rx_ip = None
         self.to_next = self.from_prev = None
         if size == 1:
             return
@@ -871,13 +902,13 @@ class Ring:
             err("%s: Test NCCL failure common.cu:0 'unhandled system error (run with NCCL_DEBUG=INFO for details) / no launcher address (OMPI_MCA_orte_hnp_uri)'" % HOST)
             sys.exit(3)
         rport = 10000 + (int("".join(c for c in jobid if c.isdigit()) or "1") % 20000)
-        for ip in ips:
+        # The lowest-starting rank on the launcher's host serves the rendezvous on every address.
+        if any(is_local_ip(ip) for ip in ips):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
-                s.bind((ip, rport))
+                s.bind(("0.0.0.0", rport))
                 s.listen(64)
                 threading.Thread(target=self._serve, args=(s,), daemon=True).start()
-                break
             except OSError:
                 s.close()
         deadline = time.time() + 30
@@ -895,18 +926,26 @@ class Ring:
                     sys.exit(3)
                 time.sleep(0.05)
         conn.settimeout(None)
-        self.ip = conn.getsockname()[0]
         lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        lst.bind((self.ip, 0))
+        lst.bind(("0.0.0.0", 0))
         lst.listen(4)
-        send_msg(conn, {"rank": rank, "line": device_line, "host": HOST, "ip": self.ip,
+        nets = [n for n in ipv4_nets() if n[0] != "lo"]
+        nets.sort(key=lambda n: 0 if (ifspec and hca_list_match(ifspec, n[0])) else 1)
+        send_msg(conn, {"rank": rank, "line": device_line, "host": HOST, "nets": nets,
                         "port": lst.getsockname()[1], "transport": transport})
         self.table = Lines(conn).get()["table"]
         self.boot = conn
         nxt = self.table[(rank + 1) % size]
-        self.to_next = socket.create_connection((nxt["ip"], nxt["port"]), timeout=30)
+        target = nxt["nets"][0][1] if nxt["nets"] else "127.0.0.1"
+        for _if, ip, plen in nxt["nets"]:
+            if any(same_subnet(ip, mine, min(plen, mplen)) for _m, mine, mplen in nets):
+                target = ip
+                break
+        self.to_next = socket.create_connection((target, nxt["port"]), timeout=30)
         self.from_prev, _ = lst.accept()
         lst.close()
+        self.ip = self.to_next.getsockname()[0]
+        self.rx_ip = self.from_prev.getsockname()[0]
         for s in (self.to_next, self.from_prev):
             s.settimeout(None)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -1036,7 +1075,7 @@ def nccl_main(prog):
         out("#")
         out("# Using devices")
 
-    ring = Ring(rank, size, device_line, "IB" if use_ib else "Socket")
+    ring = Ring(rank, size, device_line, "IB" if use_ib else "Socket", ifspec)
     if rank == 0:
         for entry in ring.table:
             out(entry["line"])
@@ -1139,11 +1178,17 @@ def nccl_main(prog):
                 out(line)
     ring.close()
     if use_ib:
-        dev = ib_devs[0]
-        for d in ib_devs:
-            if dev_netdev(d) == boot_if:
-                dev = d
-        bump_counters(dev, moved, moved)
+        # Bytes go out of the device behind the interface facing the next rank, and come in
+        # on the one facing the previous rank (the same device on a pair).
+        def dev_for(ip):
+            ifname = next((n for n, a_ip in ipv4_addrs() if a_ip == ip), None)
+            return next((d for d in ib_devs if dev_netdev(d) == ifname), ib_devs[0])
+        tx_dev, rx_dev = dev_for(ring.ip), dev_for(ring.rx_ip)
+        if tx_dev == rx_dev:
+            bump_counters(tx_dev, moved, moved)
+        else:
+            bump_counters(tx_dev, moved, 0)
+            bump_counters(rx_dev, 0, moved)
     if rank == 0:
         avg = sum(busbws) / len(busbws) if busbws else 0.0
         out("# %-20s : %d %s" % ("Out of bounds values", 0, "OK"))
