@@ -91,7 +91,14 @@ fn perftest_row(output: &str, n: usize) -> Vec<f64> {
 }
 
 /// Runs one ib_write_bw pair and returns (client output, server log, average Gb/s).
-fn bw_pair(lab: &Lab, server: &str, client: &str, dev_s: &str, dev_c: &str, ip: &str) -> (String, String, f64) {
+fn bw_pair(
+    lab: &Lab,
+    server: &str,
+    client: &str,
+    dev_s: &str,
+    dev_c: &str,
+    ip: &str,
+) -> (String, String, f64) {
     start_server(
         lab,
         server,
@@ -154,7 +161,12 @@ fn two_host_lab_end_to_end() {
     // sysfs at the real path.
     let ib = "/sys/class/infiniband";
     assert_eq!(
-        ssh_ok(&lab, "host-a", &format!("cat {ib}/rocep1s0f0/ports/1/state")).trim(),
+        ssh_ok(
+            &lab,
+            "host-a",
+            &format!("cat {ib}/rocep1s0f0/ports/1/state")
+        )
+        .trim(),
         "4: ACTIVE"
     );
     for dev in ["rocep1s0f1", "roceP2p1s0f1"] {
@@ -165,11 +177,21 @@ fn two_host_lab_end_to_end() {
         );
     }
     assert_eq!(
-        ssh_ok(&lab, "host-b", &format!("cat {ib}/rocep1s0f1/ports/1/state")).trim(),
+        ssh_ok(
+            &lab,
+            "host-b",
+            &format!("cat {ib}/rocep1s0f1/ports/1/state")
+        )
+        .trim(),
         "4: ACTIVE"
     );
     assert_eq!(
-        ssh_ok(&lab, "host-a", &format!("cat {ib}/rocep1s0f0/ports/1/gids/3")).trim(),
+        ssh_ok(
+            &lab,
+            "host-a",
+            &format!("cat {ib}/rocep1s0f0/ports/1/gids/3")
+        )
+        .trim(),
         "0000:0000:0000:0000:0000:ffff:c613:0101"
     );
     assert_eq!(
@@ -193,7 +215,11 @@ fn two_host_lab_end_to_end() {
     // Private /tmp per host.
     ssh_ok(&lab, "host-a", "touch /tmp/only-on-a");
     assert!(!lab.ssh("host-b", "test -e /tmp/only-on-a").status.success());
-    assert!(lab.exec("host-a", "test -e /tmp/only-on-a").status.success());
+    assert!(
+        lab.exec("host-a", "test -e /tmp/only-on-a")
+            .status
+            .success()
+    );
 
     // Jumbo path check, then an MTU fault.
     ssh_ok(&lab, "host-a", "ping -c 1 -W 2 -M do -s 8972 198.19.1.2");
@@ -204,8 +230,14 @@ fn two_host_lab_end_to_end() {
 
     // ib_write_bw stand-in: detached server on host-b, client on host-a, half A.
     let t = Instant::now();
-    let (client_out, server_log, gbps) =
-        bw_pair(&lab, "host-b", "host-a", "rocep1s0f1", "rocep1s0f0", "198.19.1.2");
+    let (client_out, server_log, gbps) = bw_pair(
+        &lab,
+        "host-b",
+        "host-a",
+        "rocep1s0f1",
+        "rocep1s0f0",
+        "198.19.1.2",
+    );
     eprintln!("bw veth: {gbps:.2} Gb/s ({:?})", t.elapsed());
     eprintln!("--- client:\n{client_out}--- server:\n{server_log}");
     assert!(client_out.contains("BW average[Gb/sec]"), "{client_out}");
@@ -226,7 +258,14 @@ fn two_host_lab_end_to_end() {
 
     // The same pair throttled to 1 Gb/s on the sending end.
     lab.throttle("host-a", "enp1s0f0np0", "1gbit").unwrap();
-    let (_, _, slow) = bw_pair(&lab, "host-b", "host-a", "rocep1s0f1", "rocep1s0f0", "198.19.1.2");
+    let (_, _, slow) = bw_pair(
+        &lab,
+        "host-b",
+        "host-a",
+        "rocep1s0f1",
+        "rocep1s0f0",
+        "198.19.1.2",
+    );
     eprintln!("bw throttled: {slow:.3} Gb/s");
     assert!((0.7..1.2).contains(&slow), "throttled bw {slow} Gb/s");
     lab.unthrottle("host-a", "enp1s0f0np0").unwrap();
@@ -263,18 +302,34 @@ fn two_host_lab_end_to_end() {
     let nccl = text(&out);
     eprintln!("mpirun all_reduce (IB): {:?}\n{nccl}", t.elapsed());
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
-    assert!(nccl.contains("# Collective test starting: all_reduce_perf"), "{nccl}");
+    assert!(
+        nccl.contains("# Collective test starting: all_reduce_perf"),
+        "{nccl}"
+    );
     assert!(nccl.contains(" on     host-a device  0"), "{nccl}");
     assert!(nccl.contains(" on     host-b device  0"), "{nccl}");
     assert!(nccl.contains("host-a:") && nccl.contains("NCCL INFO NCCL version 2.29.7+cuda13.0"));
-    assert!(nccl.contains("NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:198.19.1.1<0>"), "{nccl}");
-    assert!(nccl.contains("NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB enp1s0f1np1:198.19.1.2<0>"), "{nccl}");
+    assert!(
+        nccl.contains(
+            "NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:198.19.1.1<0>"
+        ),
+        "{nccl}"
+    );
+    assert!(
+        nccl.contains(
+            "NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB enp1s0f1np1:198.19.1.2<0>"
+        ),
+        "{nccl}"
+    );
     assert!(nccl.contains("[send] via NET/IB/0"));
     assert!(nccl.contains("Connected all rings, use ring PXN 0 GDR 0"));
     assert!(nccl.contains("NCCL_IB_GID_INDEX set by environment to 3."));
     assert!(nccl.contains("# Out of bounds values : 0 OK"));
     assert!(nccl.contains("# Avg bus bandwidth    : "));
-    assert!(nccl.contains("     1048576        262144     float     sum      -1"), "{nccl}");
+    assert!(
+        nccl.contains("     1048576        262144     float     sum      -1"),
+        "{nccl}"
+    );
     assert!(lab.counter("host-a", "rocep1s0f0", "port_xmit_data") > before_a);
     assert!(lab.counter("host-b", "rocep1s0f1", "port_xmit_data") > before_b);
 
@@ -285,13 +340,22 @@ fn two_host_lab_end_to_end() {
     let nccl = text(&out);
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
     eprintln!("--- socket fallback:\n{nccl}");
-    assert!(nccl.contains("host-a:") && nccl.contains("NCCL INFO NET/IB : No device found."), "{nccl}");
+    assert!(
+        nccl.contains("host-a:") && nccl.contains("NCCL INFO NET/IB : No device found."),
+        "{nccl}"
+    );
     assert!(nccl.contains("NCCL INFO Using network Socket"));
     assert!(nccl.contains("via NET/Socket/0"));
     assert!(!nccl.contains("via NET/IB/"));
     assert!(nccl.contains("# Avg bus bandwidth    : "));
-    assert_eq!(lab.counter("host-a", "rocep1s0f0", "port_xmit_data"), before_a);
-    assert_eq!(lab.counter("host-b", "rocep1s0f1", "port_xmit_data"), before_b);
+    assert_eq!(
+        lab.counter("host-a", "rocep1s0f0", "port_xmit_data"),
+        before_a
+    );
+    assert_eq!(
+        lab.counter("host-b", "rocep1s0f1", "port_xmit_data"),
+        before_b
+    );
 
     // Faults: a server that dies before accepting, a client that hangs.
     lab.fault("host-b", Fault::ServerDiesBeforeConnect);
@@ -300,29 +364,58 @@ fn two_host_lab_end_to_end() {
         "host-b",
         "setsid ib_write_bw -d rocep1s0f1 -x 3 -F </dev/null >/tmp/dead.log 2>&1 &",
     );
-    wait_log(&lab, "host-b", "/tmp/dead.log", "Waiting for client", Duration::from_secs(10));
-    assert!(lab::wait(Duration::from_secs(5), || lab.processes("host-b").is_empty()));
+    wait_log(
+        &lab,
+        "host-b",
+        "/tmp/dead.log",
+        "Waiting for client",
+        Duration::from_secs(10),
+    );
+    assert!(lab::wait(Duration::from_secs(5), || lab
+        .processes("host-b")
+        .is_empty()));
     let out = lab.ssh("host-a", "ib_write_bw -d rocep1s0f0 -x 3 -F 198.19.1.2");
     assert!(!out.status.success());
-    assert!(text(&out).contains("Couldn't connect to 198.19.1.2:18515"), "{}", text(&out));
+    assert!(
+        text(&out).contains("Couldn't connect to 198.19.1.2:18515"),
+        "{}",
+        text(&out)
+    );
     lab.clear_fault("host-b", Fault::ServerDiesBeforeConnect);
 
     lab.fault("host-a", Fault::ClientHangs);
-    start_server(&lab, "host-b", "ib_write_bw -d rocep1s0f1 -x 3 -F -D 1", "/tmp/hang.log");
+    start_server(
+        &lab,
+        "host-b",
+        "ib_write_bw -d rocep1s0f1 -x 3 -F -D 1",
+        "/tmp/hang.log",
+    );
     ssh_ok(
         &lab,
         "host-a",
         "setsid ib_write_bw -d rocep1s0f1 -x 3 -F -D 1 198.19.1.2 </dev/null >/tmp/hang.log 2>&1 &",
     );
     // Wrong device on host-a: rocep1s0f1 is DOWN there.
-    let log = wait_log(&lab, "host-a", "/tmp/hang.log", "state is", Duration::from_secs(10));
+    let log = wait_log(
+        &lab,
+        "host-a",
+        "/tmp/hang.log",
+        "state is",
+        Duration::from_secs(10),
+    );
     assert!(log.contains(" Port number 1 state is Down"), "{log}");
     ssh_ok(
         &lab,
         "host-a",
         "setsid ib_write_bw -d rocep1s0f0 -x 3 -F -D 1 198.19.1.2 </dev/null >/tmp/hang.log 2>&1 &",
     );
-    wait_log(&lab, "host-a", "/tmp/hang.log", " remote address:", Duration::from_secs(10));
+    wait_log(
+        &lab,
+        "host-a",
+        "/tmp/hang.log",
+        " remote address:",
+        Duration::from_secs(10),
+    );
     std::thread::sleep(Duration::from_millis(1500));
     let procs = lab.processes("host-a");
     assert!(
@@ -383,7 +476,12 @@ fn ring_and_switched_labs_build_and_tear_down() {
         assert_eq!(ssh_ok(&lab, h, "hostname").trim(), h);
         for dev in ["rocep1s0f0", "roceP2p1s0f0", "rocep1s0f1", "roceP2p1s0f1"] {
             assert_eq!(
-                ssh_ok(&lab, h, &format!("cat /sys/class/infiniband/{dev}/ports/1/state")).trim(),
+                ssh_ok(
+                    &lab,
+                    h,
+                    &format!("cat /sys/class/infiniband/{dev}/ports/1/state")
+                )
+                .trim(),
                 "4: ACTIVE"
             );
         }
@@ -409,7 +507,10 @@ fn ring_and_switched_labs_build_and_tear_down() {
     for h in ["a", "b", "c"] {
         assert!(nccl.contains(&format!(" on {h:>10} device  0")), "{nccl}");
     }
-    assert!(nccl.contains("     1048572         87381     float    none      -1"), "{nccl}");
+    assert!(
+        nccl.contains("     1048572         87381     float    none      -1"),
+        "{nccl}"
+    );
     assert!(nccl.contains("Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0"));
     assert!(lab.counter("a", "rocep1s0f0", "port_xmit_data") > before_tx);
     assert!(lab.counter("a", "rocep1s0f1", "port_rcv_data") > before_rx);
@@ -434,17 +535,32 @@ fn ring_and_switched_labs_build_and_tear_down() {
     let lab = Lab::build(&spec).expect("switched lab builds");
     ssh_ok(&lab, "n1", "ping -c 1 -W 2 -M do -s 8972 198.19.30.2");
     assert_eq!(
-        ssh_ok(&lab, "n2", "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/5").trim(),
+        ssh_ok(
+            &lab,
+            "n2",
+            "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/5"
+        )
+        .trim(),
         "0000:0000:0000:0000:0000:ffff:c613:1e02"
     );
     // n3's cable sits in f1: its planned f0 has the address but no carrier.
     assert!(!lab.ssh("n1", "ping -c 1 -W 1 198.19.30.3").status.success());
     assert_eq!(
-        ssh_ok(&lab, "n3", "cat /sys/class/infiniband/rocep1s0f0/ports/1/state").trim(),
+        ssh_ok(
+            &lab,
+            "n3",
+            "cat /sys/class/infiniband/rocep1s0f0/ports/1/state"
+        )
+        .trim(),
         "1: DOWN"
     );
     assert_eq!(
-        ssh_ok(&lab, "n3", "cat /sys/class/infiniband/rocep1s0f1/ports/1/state").trim(),
+        ssh_ok(
+            &lab,
+            "n3",
+            "cat /sys/class/infiniband/rocep1s0f1/ports/1/state"
+        )
+        .trim(),
         "4: ACTIVE"
     );
     let namespaces = lab.namespaces();
@@ -501,7 +617,10 @@ fn two_flows_share_a_shaped_isl() {
     });
     eprintln!("two flows over a 2gbit ISL: {flows:?}");
     let sum: f64 = flows.iter().sum();
-    assert!((1.5..2.3).contains(&sum), "sum {sum} Gb/s over a 2 Gb/s ISL");
+    assert!(
+        (1.5..2.3).contains(&sum),
+        "sum {sum} Gb/s over a 2 Gb/s ISL"
+    );
     for f in &flows {
         assert!((0.6..1.4).contains(f), "unfair split {flows:?}");
     }

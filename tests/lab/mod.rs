@@ -552,7 +552,14 @@ impl Lab {
             self.add_dangling(&ns, &end.netdev, true)?;
         }
         sh::run_ok(&[
-            "ip", "-n", &ns, "addr", "add", &end.cidr, "dev", &end.netdev,
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &end.cidr,
+            "dev",
+            &end.netdev,
         ])?;
         self.hosts[hi]
             .fabric
@@ -942,7 +949,9 @@ impl Lab {
             .into_iter()
             .filter(|pid| *pid != h.sshd_pid)
             .map(sh::cmdline)
-            .filter(|c| !c.is_empty() && !c.starts_with("sshd:") && !c.starts_with("/usr/sbin/sshd"))
+            .filter(|c| {
+                !c.is_empty() && !c.starts_with("sshd:") && !c.starts_with("/usr/sbin/sshd")
+            })
             .collect()
     }
 
