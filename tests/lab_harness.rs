@@ -424,6 +424,51 @@ fn two_host_lab_end_to_end() {
     );
     lab.clear_fault("host-a", Fault::ClientHangs);
 
+    // A GID index whose entry is empty: the QP never reaches RTR, on both sides.
+    start_server(
+        &lab,
+        "host-b",
+        "ib_write_bw -d rocep1s0f1 -x 3 -F -p 18600",
+        "/tmp/gid.log",
+    );
+    let out = lab.ssh(
+        "host-a",
+        "ib_write_bw -d rocep1s0f0 -x 5 -F -p 18600 198.19.1.2",
+    );
+    let gid_out = text(&out);
+    assert!(!out.status.success());
+    assert!(gid_out.contains(" GID index       : 5"), "{gid_out}");
+    assert!(gid_out.contains(" GID: 00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00"));
+    assert!(
+        gid_out.contains(" to RTR\n Unable to Connect the HCA's through the link"),
+        "{gid_out}"
+    );
+
+    // NoCounters: the stand-ins run but the RDMA counters stay put.
+    lab.fault("host-a", Fault::NoCounters);
+    let before = lab.counter("host-a", "roceP2p1s0f0", "port_xmit_data");
+    start_server(
+        &lab,
+        "host-b",
+        "ib_write_lat -d roceP2p1s0f1 -x 3 -F -n 100 -p 18601",
+        "/tmp/lat2.log",
+    );
+    ssh_ok(
+        &lab,
+        "host-a",
+        "ib_write_lat -d roceP2p1s0f0 -x 3 -F -n 100 -p 18601 198.19.1.6",
+    );
+    assert_eq!(
+        lab.counter("host-a", "roceP2p1s0f0", "port_xmit_data"),
+        before
+    );
+    assert!(lab.counter("host-b", "roceP2p1s0f1", "port_xmit_data") > 0);
+
+    // sshd stopped: ssh fails, the host itself (and exec) still works.
+    lab.stop_sshd("host-b");
+    assert!(!lab.ssh("host-b", "true").status.success());
+    assert_eq!(stdout(&lab.exec("host-b", "hostname")).trim(), "host-b");
+
     drop(lab);
     // Nothing of the lab remains.
     let netns = stdout(&lab::run(&["ip", "netns", "list"]));

@@ -259,7 +259,9 @@ pub struct Host {
     /// (netdev, cidr) the site configured on this host.
     pub fabric: Vec<(String, String)>,
     dir: PathBuf,
-    sshd: Option<Child>,
+    /// `cat` holding the host's UTS and mount namespaces (and, through its stdin, our life).
+    keeper: Option<Child>,
+    keeper_pid: u32,
     sshd_pid: u32,
 }
 
@@ -466,7 +468,8 @@ impl Lab {
                 mgmt_ip: Ipv4Addr::new(198, 18, 0, idx as u8),
                 fabric: Vec::new(),
                 dir: host_dir.clone(),
-                sshd: None,
+                keeper: None,
+                keeper_pid: 0,
                 sshd_pid: 0,
             });
             fs::create_dir_all(host_dir.join("realclass"))
@@ -833,7 +836,9 @@ impl Lab {
              mkdir -m 700 /root/.ssh\n\
              cp {hd}/dotssh/* /root/.ssh/\n\
              chmod 600 /root/.ssh/id_ed25519\n\
-             exec /usr/sbin/sshd -D -f {hd}/sshd_config -E {hd}/sshd.log\n",
+             /usr/sbin/sshd -D -f {hd}/sshd_config -E {hd}/sshd.log </dev/null &\n\
+             echo $! > {hd}/sshd.pid\n\
+             exec cat >/dev/null\n",
             name = h.name,
             bin = self.dir.join("bin").display(),
         );
@@ -851,19 +856,23 @@ impl Lab {
                 "-c",
                 &script,
             ])
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(fs::File::create(h.dir.join("start.log")).map_err(|e| e.to_string())?)
             .spawn()
             .map_err(|e| format!("spawn sshd for {}: {e}", h.name))?;
-        let pid = child.id();
         let addr = SocketAddr::from((h.mgmt_ip, 22));
+        let pid_file = h.dir.join("sshd.pid");
         let h = &mut self.hosts[i];
-        h.sshd = Some(child);
-        h.sshd_pid = pid;
+        h.keeper_pid = child.id();
+        h.keeper = Some(child);
         let up = sh::wait_for(Duration::from_secs(15), || {
             TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
         });
+        h.sshd_pid = fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
         if !up {
             let log = fs::read_to_string(h.dir.join("start.log")).unwrap_or_default();
             let slog = fs::read_to_string(h.dir.join("sshd.log")).unwrap_or_default();
@@ -924,13 +933,14 @@ impl Lab {
         ])
     }
 
-    /// Runs `sh -c cmd` inside the host's namespaces (net, mount, uts of its sshd), as root.
+    /// Runs `sh -c cmd` inside the host's namespaces (net, mount, uts: what its sshd sees), as
+    /// root; works after [`Lab::stop_sshd`] too.
     pub fn exec(&self, host: &str, cmd: &str) -> Output {
         let h = self.host(host);
         sh::run(&[
             "nsenter",
             "-t",
-            &h.sshd_pid.to_string(),
+            &h.keeper_pid.to_string(),
             "-n",
             "-m",
             "-u",
@@ -947,7 +957,7 @@ impl Lab {
         let h = self.host(host);
         sh::netns_pids(&h.ns)
             .into_iter()
-            .filter(|pid| *pid != h.sshd_pid)
+            .filter(|pid| *pid != h.sshd_pid && *pid != h.keeper_pid)
             .map(sh::cmdline)
             .filter(|c| {
                 !c.is_empty() && !c.starts_with("sshd:") && !c.starts_with("/usr/sbin/sshd")
@@ -993,11 +1003,15 @@ impl Lab {
     }
 
     /// Stops the host's sshd (existing sessions and detached processes keep running).
-    pub fn stop_sshd(&mut self, host: &str) {
+    pub fn stop_sshd(&self, host: &str) {
         let i = self.host_index(host).expect("host");
-        if let Some(mut child) = self.hosts[i].sshd.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        let h = &self.hosts[i];
+        if h.sshd_pid != 0 {
+            sh::run(&["kill", "-TERM", &h.sshd_pid.to_string()]);
+            let addr = SocketAddr::from((h.mgmt_ip, 22));
+            sh::wait_for(Duration::from_secs(5), || {
+                TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
+            });
         }
     }
 
@@ -1056,7 +1070,7 @@ impl Lab {
 
     fn teardown(&mut self) {
         for h in &mut self.hosts {
-            if let Some(mut child) = h.sshd.take() {
+            if let Some(mut child) = h.keeper.take() {
                 let _ = child.kill();
                 let _ = child.wait();
             }
