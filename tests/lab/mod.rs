@@ -1,0 +1,1093 @@
+//! The lab: real hosts on one machine for end-to-end tests of fabricplan.
+//!
+//! A [`LabSpec`] describes hosts, direct cables, switches and inter-switch links; [`Lab::build`]
+//! turns it into network namespaces with a real sshd each (own hostname, own mount namespace with
+//! a GB10-like `/sys/class/infiniband`, the stand-in tools on `/usr/local/bin`, a private `/tmp`
+//! and `/root`), veth cables named like ConnectX-7 netdevs at MTU 9000, switch bridges and
+//! `tbf`-shaped ISLs. Dropping the [`Lab`] tears down exactly what it created, also on panic.
+//! Labs are serialised by a process-wide mutex plus `flock` on [`LOCK_PATH`].
+#![allow(dead_code)]
+
+mod sh;
+mod sysfs;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+#[allow(unused_imports)]
+pub use sh::{cmdline, run, wait_for as wait};
+#[allow(unused_imports)]
+pub use sysfs::{GB10_DEVICES, HW_COUNTERS, PORT_COUNTERS};
+
+/// Every lab name starts with this (namespaces `fpl<tag>-...`, root links `fpl<tag>...`).
+pub const FAMILY: &str = "fpl";
+/// The cross-process lock file every lab holds while it exists.
+pub const LOCK_PATH: &str = "/run/fabricplan-lab.lock";
+/// Where lab directories live (not under /tmp: hosts get a private /tmp).
+pub const LAB_BASE: &str = "/var/tmp/fabricplan-lab";
+/// Management network: the bridge in the root namespace holds `.254`, host N gets `.N`.
+pub const MGMT_BRIDGE_IP: &str = "198.18.0.254";
+
+const STANDIN_NAMES: [&str; 5] = [
+    "ib_write_bw",
+    "ib_write_lat",
+    "all_reduce_perf",
+    "all_gather_perf",
+    "sendrecv_perf",
+];
+
+/// Faults the stand-ins read at run time, per host (files `.faults/<hostname>/<name>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The bw/lat server prints the waiting box, then exits before accepting.
+    ServerDiesBeforeConnect,
+    /// The bw/lat client connects and exchanges addresses, then sleeps forever (no row).
+    ClientHangs,
+    /// The stand-ins never advance the RDMA counters on this host.
+    NoCounters,
+}
+
+impl Fault {
+    fn file_name(self) -> &'static str {
+        match self {
+            Fault::ServerDiesBeforeConnect => "ServerDiesBeforeConnect",
+            Fault::ClientHangs => "ClientHangs",
+            Fault::NoCounters => "NoCounters",
+        }
+    }
+}
+
+/// One host of the spec.
+#[derive(Debug, Clone)]
+pub struct HostSpec {
+    pub name: String,
+    /// Index of the RoCE v2 GID entry that maps each half's IPv4 (3 unless overridden).
+    pub gid_index: u32,
+    /// RDMA devices forced to `1: DOWN` whatever their netdev does.
+    pub down_devices: Vec<String>,
+}
+
+/// One end of a cable: the host, the netdev the plan names, the address the site configured.
+#[derive(Debug, Clone)]
+pub struct LinkEnd {
+    pub host: String,
+    pub netdev: String,
+    /// `198.19.x.y/prefix`, configured on `netdev`.
+    pub cidr: String,
+    /// A crossed cable: the cable really landed on this other netdev (which stays unaddressed),
+    /// while `netdev` keeps the address but has no carrier.
+    pub plugged_into: Option<String>,
+}
+
+impl LinkEnd {
+    fn wired_netdev(&self) -> &str {
+        self.plugged_into.as_deref().unwrap_or(&self.netdev)
+    }
+}
+
+/// A direct cable (one half) between two hosts.
+#[derive(Debug, Clone)]
+pub struct LinkSpec {
+    pub a: LinkEnd,
+    pub b: LinkEnd,
+}
+
+/// A host netdev cabled to a switch.
+#[derive(Debug, Clone)]
+pub struct SwitchPort {
+    pub switch: String,
+    pub end: LinkEnd,
+}
+
+/// An inter-switch link, optionally shaped to a capacity on both ends (`tbf rate`).
+#[derive(Debug, Clone)]
+pub struct IslSpec {
+    pub a: String,
+    pub b: String,
+    pub rate: Option<String>,
+}
+
+/// The description of a lab, built in Rust by a test.
+#[derive(Debug, Clone, Default)]
+pub struct LabSpec {
+    /// Short tag (1-4 chars of [a-z0-9]) making the lab's names: `fpl<tag>`.
+    pub tag: String,
+    pub hosts: Vec<HostSpec>,
+    pub links: Vec<LinkSpec>,
+    pub switches: Vec<String>,
+    pub switch_ports: Vec<SwitchPort>,
+    pub isls: Vec<IslSpec>,
+}
+
+impl LabSpec {
+    pub fn new(tag: &str) -> Self {
+        LabSpec {
+            tag: tag.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// Adds a host (GID index 3, all devices following their netdevs).
+    pub fn host(mut self, name: &str) -> Self {
+        self.hosts.push(HostSpec {
+            name: name.to_string(),
+            gid_index: 3,
+            down_devices: Vec::new(),
+        });
+        self
+    }
+
+    /// A direct cable between `a_netdev` on host `a` and `b_netdev` on host `b`.
+    pub fn cable(
+        mut self,
+        a: &str,
+        a_netdev: &str,
+        a_cidr: &str,
+        b: &str,
+        b_netdev: &str,
+        b_cidr: &str,
+    ) -> Self {
+        let end = |host: &str, netdev: &str, cidr: &str| LinkEnd {
+            host: host.to_string(),
+            netdev: netdev.to_string(),
+            cidr: cidr.to_string(),
+            plugged_into: None,
+        };
+        self.links.push(LinkSpec {
+            a: end(a, a_netdev, a_cidr),
+            b: end(b, b_netdev, b_cidr),
+        });
+        self
+    }
+
+    /// Both halves of port f0 between two hosts: `198.19.<n>.1/30`-`.2/30` on
+    /// `enp1s0f0np0` and `198.19.<n>.5/30`-`.6/30` on `enP2p1s0f0np0`.
+    pub fn direct_pair(self, a: &str, b: &str, n: u8) -> Self {
+        self.cable(
+            a,
+            "enp1s0f0np0",
+            &format!("198.19.{n}.1/30"),
+            b,
+            "enp1s0f0np0",
+            &format!("198.19.{n}.2/30"),
+        )
+        .cable(
+            a,
+            "enP2p1s0f0np0",
+            &format!("198.19.{n}.5/30"),
+            b,
+            "enP2p1s0f0np0",
+            &format!("198.19.{n}.6/30"),
+        )
+    }
+
+    /// Puts the RoCE v2 IPv4 GID of every device of `host` at `index`.
+    pub fn gid_index(mut self, host: &str, index: u32) -> Self {
+        if let Some(h) = self.hosts.iter_mut().find(|h| h.name == host) {
+            h.gid_index = index;
+        }
+        self
+    }
+
+    /// Forces an RDMA device of `host` DOWN in its sysfs.
+    pub fn device_down(mut self, host: &str, dev: &str) -> Self {
+        if let Some(h) = self.hosts.iter_mut().find(|h| h.name == host) {
+            h.down_devices.push(dev.to_string());
+        }
+        self
+    }
+
+    /// Crosses a cable: on `host`, the cable the plan puts on `planned` is plugged into `actual`.
+    pub fn cross(mut self, host: &str, planned: &str, actual: &str) -> Self {
+        for l in &mut self.links {
+            for end in [&mut l.a, &mut l.b] {
+                if end.host == host && end.netdev == planned {
+                    end.plugged_into = Some(actual.to_string());
+                }
+            }
+        }
+        for p in &mut self.switch_ports {
+            if p.end.host == host && p.end.netdev == planned {
+                p.end.plugged_into = Some(actual.to_string());
+            }
+        }
+        self
+    }
+
+    pub fn switch(mut self, name: &str) -> Self {
+        self.switches.push(name.to_string());
+        self
+    }
+
+    /// Cables `netdev` of `host` to switch `switch`.
+    pub fn switch_port(mut self, switch: &str, host: &str, netdev: &str, cidr: &str) -> Self {
+        self.switch_ports.push(SwitchPort {
+            switch: switch.to_string(),
+            end: LinkEnd {
+                host: host.to_string(),
+                netdev: netdev.to_string(),
+                cidr: cidr.to_string(),
+                plugged_into: None,
+            },
+        });
+        self
+    }
+
+    /// An ISL between two switches, shaped to `rate` (e.g. `"2gbit"`) on both ends if given.
+    pub fn isl(mut self, a: &str, b: &str, rate: Option<&str>) -> Self {
+        self.isls.push(IslSpec {
+            a: a.to_string(),
+            b: b.to_string(),
+            rate: rate.map(str::to_string),
+        });
+        self
+    }
+}
+
+/// A host of a built lab.
+pub struct Host {
+    pub name: String,
+    /// The network namespace (`fpl<tag>-<name>`).
+    pub ns: String,
+    pub mgmt_ip: Ipv4Addr,
+    /// (netdev, cidr) the site configured on this host.
+    pub fabric: Vec<(String, String)>,
+    dir: PathBuf,
+    /// `cat` holding the host's UTS and mount namespaces (and, through its stdin, our life).
+    keeper: Option<Child>,
+    keeper_pid: u32,
+    sshd_pid: u32,
+}
+
+impl Host {
+    /// The IPv4 (without prefix) configured on `netdev`, if any.
+    pub fn fabric_ip(&self, netdev: &str) -> Option<Ipv4Addr> {
+        self.fabric
+            .iter()
+            .find(|(n, _)| n == netdev)
+            .and_then(|(_, cidr)| cidr.split('/').next()?.parse().ok())
+    }
+}
+
+/// Holds the in-process mutex and the cross-process flock while a lab exists.
+struct LabLock {
+    _guard: MutexGuard<'static, ()>,
+    /// `flock -x LOCK_PATH cat`: holds the lock until its stdin closes (our drop or our death).
+    holder: Child,
+    _stdin: Option<ChildStdin>,
+}
+
+static LAB_MUTEX: Mutex<()> = Mutex::new(());
+
+impl LabLock {
+    fn take() -> Result<LabLock, String> {
+        let guard = LAB_MUTEX.lock().unwrap_or_else(|e| e.into_inner());
+        let mut holder = Command::new("flock")
+            .args([
+                "-x",
+                LOCK_PATH,
+                "sh",
+                "-c",
+                "echo locked; exec cat >/dev/null",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run flock: {e}"))?;
+        let stdin = holder.stdin.take();
+        let stdout = holder.stdout.take().ok_or("flock: no stdout")?;
+        let mut line = String::new();
+        // Blocks until the lock is ours (another test binary may hold it for a while).
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(|e| format!("flock: {e}"))?;
+        if line.trim() != "locked" {
+            let _ = holder.kill();
+            let _ = holder.wait();
+            return Err(format!("could not take {LOCK_PATH}"));
+        }
+        Ok(LabLock {
+            _guard: guard,
+            holder,
+            _stdin: stdin,
+        })
+    }
+}
+
+impl Drop for LabLock {
+    fn drop(&mut self) {
+        self._stdin.take();
+        let _ = self.holder.wait();
+    }
+}
+
+/// A built lab. Dropping it removes every namespace, link, process and file it created.
+pub struct Lab {
+    pub prefix: String,
+    dir: PathBuf,
+    hosts: Vec<Host>,
+    switch_ns: BTreeMap<String, String>,
+    void_ns: String,
+    root_links: Vec<String>,
+    _lock: LabLock,
+}
+
+/// Removes everything of the lab family left by a crashed run (we hold the lock, so no lab is
+/// alive): namespaces and root links named `fpl*`, and the lab directories.
+fn remove_leftovers() {
+    let list = sh::run(&["ip", "netns", "list"]);
+    for line in String::from_utf8_lossy(&list.stdout).lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        if name.starts_with(FAMILY) {
+            sh::kill_netns_processes(name);
+            sh::run(&["ip", "netns", "del", name]);
+        }
+    }
+    let links = sh::run(&["ip", "-o", "link", "show"]);
+    for line in String::from_utf8_lossy(&links.stdout).lines() {
+        if let Some(name) = line.split(": ").nth(1) {
+            let name = name.split('@').next().unwrap_or(name);
+            if name.starts_with(FAMILY) {
+                sh::run(&["ip", "link", "del", name]);
+            }
+        }
+    }
+    let _ = fs::remove_dir_all(LAB_BASE);
+}
+
+fn tbf_args(rate: &str) -> Vec<String> {
+    // burst: ~4 ms of the rate, at least 256 KiB (enough for the kernel tick at these rates).
+    let bits = parse_rate(rate).unwrap_or(1_000_000_000);
+    let burst = (bits / 8 / 250).max(256 * 1024);
+    vec![
+        "tbf".into(),
+        "rate".into(),
+        rate.into(),
+        "burst".into(),
+        burst.to_string(),
+        "latency".into(),
+        "50ms".into(),
+    ]
+}
+
+fn parse_rate(rate: &str) -> Option<u64> {
+    let r = rate.trim().to_ascii_lowercase();
+    let (num, mult) = if let Some(n) = r.strip_suffix("gbit") {
+        (n, 1_000_000_000)
+    } else if let Some(n) = r.strip_suffix("mbit") {
+        (n, 1_000_000)
+    } else if let Some(n) = r.strip_suffix("kbit") {
+        (n, 1_000)
+    } else {
+        (r.strip_suffix("bit").unwrap_or(&r), 1)
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|v| (v * mult as f64) as u64)
+}
+
+fn ip_of(cidr: &str) -> Result<Ipv4Addr, String> {
+    cidr.split('/')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad address {cidr}"))
+}
+
+impl Lab {
+    /// Builds the lab described by `spec` (taking the lab lock first, and clearing leftovers of
+    /// a crashed run). On error, everything created so far is torn down.
+    pub fn build(spec: &LabSpec) -> Result<Lab, String> {
+        if spec.tag.is_empty()
+            || spec.tag.len() > 4
+            || !spec
+                .tag
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        {
+            return Err(format!("lab tag {:?} must be 1-4 chars [a-z0-9]", spec.tag));
+        }
+        if spec.hosts.is_empty() || spec.hosts.len() > 200 {
+            return Err("a lab needs 1..200 hosts".into());
+        }
+        let lock = LabLock::take()?;
+        remove_leftovers();
+        let prefix = format!("{FAMILY}{}", spec.tag);
+        let dir = PathBuf::from(LAB_BASE).join(&prefix);
+        let mut lab = Lab {
+            prefix: prefix.clone(),
+            dir,
+            hosts: Vec::new(),
+            switch_ns: BTreeMap::new(),
+            void_ns: format!("{prefix}-void"),
+            root_links: Vec::new(),
+            _lock: lock,
+        };
+        // On error `lab` is dropped here, which tears down whatever was built.
+        lab.build_all(spec)?;
+        Ok(lab)
+    }
+
+    fn build_all(&mut self, spec: &LabSpec) -> Result<(), String> {
+        fs::create_dir_all(self.dir.join("bin/.faults"))
+            .map_err(|e| format!("mkdir lab dir: {e}"))?;
+        fs::create_dir_all(self.dir.join("ssh")).map_err(|e| format!("mkdir ssh: {e}"))?;
+        fs::create_dir_all("/run/sshd").map_err(|e| format!("mkdir /run/sshd: {e}"))?;
+        self.install_standins()?;
+
+        // Management bridge in the root namespace.
+        let br = format!("{}br", self.prefix);
+        sh::run_ok(&["ip", "link", "add", &br, "type", "bridge"])?;
+        self.root_links.push(br.clone());
+        sh::run_ok(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{MGMT_BRIDGE_IP}/24"),
+            "dev",
+            &br,
+        ])?;
+        sh::run_ok(&["ip", "link", "set", &br, "up"])?;
+        sh::run_ok(&["ip", "netns", "add", &self.void_ns])?;
+
+        for (i, hs) in spec.hosts.iter().enumerate() {
+            let idx = i + 1;
+            let ns = format!("{}-{}", self.prefix, hs.name);
+            sh::run_ok(&["ip", "netns", "add", &ns])?;
+            let host_dir = self.dir.join("hosts").join(&hs.name);
+            self.hosts.push(Host {
+                name: hs.name.clone(),
+                ns: ns.clone(),
+                mgmt_ip: Ipv4Addr::new(198, 18, 0, idx as u8),
+                fabric: Vec::new(),
+                dir: host_dir.clone(),
+                keeper: None,
+                keeper_pid: 0,
+                sshd_pid: 0,
+            });
+            fs::create_dir_all(host_dir.join("realclass"))
+                .and_then(|_| fs::create_dir_all(host_dir.join("ib")))
+                .and_then(|_| fs::create_dir_all(host_dir.join("dotssh")))
+                .and_then(|_| fs::create_dir_all(self.dir.join("bin/.faults").join(&hs.name)))
+                .map_err(|e| format!("mkdir host dir: {e}"))?;
+            sh::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
+            let root_end = format!("{}m{idx}", self.prefix);
+            sh::run_ok(&[
+                "ip", "link", "add", &root_end, "type", "veth", "peer", "name", "mgmt", "netns",
+                &ns,
+            ])?;
+            self.root_links.push(root_end.clone());
+            sh::run_ok(&["ip", "link", "set", &root_end, "master", &br, "up"])?;
+            sh::run_ok(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("198.18.0.{idx}/24"),
+                "dev",
+                "mgmt",
+            ])?;
+            sh::run_ok(&["ip", "-n", &ns, "link", "set", "mgmt", "up"])?;
+        }
+
+        for l in &spec.links {
+            self.add_link(l)?;
+        }
+        for (k, sw) in spec.switches.iter().enumerate() {
+            let ns = format!("{}-sw{k}", self.prefix);
+            sh::run_ok(&["ip", "netns", "add", &ns])?;
+            self.switch_ns.insert(sw.clone(), ns.clone());
+            sh::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
+            sh::run_ok(&["ip", "-n", &ns, "link", "add", "br0", "type", "bridge"])?;
+            sh::run_ok(&["ip", "-n", &ns, "link", "set", "br0", "mtu", "9000", "up"])?;
+        }
+        for (k, p) in spec.switch_ports.iter().enumerate() {
+            self.add_switch_port(k, p)?;
+        }
+        for (k, isl) in spec.isls.iter().enumerate() {
+            self.add_isl(k, isl)?;
+        }
+        self.add_unused_netdevs()?;
+        self.write_sysfs(spec)?;
+        self.write_ssh_files()?;
+        for i in 0..self.hosts.len() {
+            self.start_sshd(i)?;
+        }
+        Ok(())
+    }
+
+    fn install_standins(&self) -> Result<(), String> {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lab/standins/labtool.py");
+        let text = fs::read(&src).map_err(|e| format!("read {}: {e}", src.display()))?;
+        for name in STANDIN_NAMES {
+            let dst = self.dir.join("bin").join(name);
+            fs::write(&dst, &text).map_err(|e| format!("write {}: {e}", dst.display()))?;
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(&dst, fs::Permissions::from_mode(0o755))
+                .map_err(|e| format!("chmod {}: {e}", dst.display()))?;
+        }
+        Ok(())
+    }
+
+    fn host_index(&self, name: &str) -> Result<usize, String> {
+        self.hosts
+            .iter()
+            .position(|h| h.name == name)
+            .ok_or_else(|| format!("no host {name} in the lab"))
+    }
+
+    /// Configures one cable end inside its host, after the veth end `wired` arrived there.
+    fn configure_end(&mut self, end: &LinkEnd) -> Result<(), String> {
+        let hi = self.host_index(&end.host)?;
+        let ns = self.hosts[hi].ns.clone();
+        let wired = end.wired_netdev().to_string();
+        sh::run_ok(&["ip", "-n", &ns, "link", "set", &wired, "mtu", "9000", "up"])?;
+        if end.plugged_into.is_some() {
+            // The planned netdev exists with its address but no cable (its peer sits in the void).
+            self.add_dangling(&ns, &end.netdev, true)?;
+        }
+        sh::run_ok(&[
+            "ip",
+            "-n",
+            &ns,
+            "addr",
+            "add",
+            &end.cidr,
+            "dev",
+            &end.netdev,
+        ])?;
+        self.hosts[hi]
+            .fabric
+            .push((end.netdev.clone(), end.cidr.clone()));
+        Ok(())
+    }
+
+    /// A netdev in `ns` whose veth peer lies down in the void namespace: no carrier.
+    fn add_dangling(&mut self, ns: &str, netdev: &str, admin_up: bool) -> Result<(), String> {
+        let peer = format!("v{}", self.void_count());
+        sh::run_ok(&[
+            "ip",
+            "-n",
+            &self.void_ns,
+            "link",
+            "add",
+            &peer,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            netdev,
+            "netns",
+            ns,
+        ])?;
+        if admin_up {
+            sh::run_ok(&["ip", "-n", ns, "link", "set", netdev, "mtu", "9000", "up"])?;
+        }
+        Ok(())
+    }
+
+    fn void_count(&self) -> usize {
+        String::from_utf8_lossy(&sh::run(&["ip", "-n", &self.void_ns, "-o", "link"]).stdout)
+            .lines()
+            .count()
+    }
+
+    fn add_link(&mut self, l: &LinkSpec) -> Result<(), String> {
+        let na = self.hosts[self.host_index(&l.a.host)?].ns.clone();
+        let nb = self.hosts[self.host_index(&l.b.host)?].ns.clone();
+        sh::run_ok(&[
+            "ip",
+            "link",
+            "add",
+            l.a.wired_netdev(),
+            "netns",
+            &na,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            l.b.wired_netdev(),
+            "netns",
+            &nb,
+        ])?;
+        self.configure_end(&l.a)?;
+        self.configure_end(&l.b)?;
+        Ok(())
+    }
+
+    fn add_switch_port(&mut self, k: usize, p: &SwitchPort) -> Result<(), String> {
+        let sw = self
+            .switch_ns
+            .get(&p.switch)
+            .cloned()
+            .ok_or_else(|| format!("no switch {}", p.switch))?;
+        let hns = self.hosts[self.host_index(&p.end.host)?].ns.clone();
+        let port = format!("p{k}");
+        sh::run_ok(&[
+            "ip",
+            "-n",
+            &sw,
+            "link",
+            "add",
+            &port,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            p.end.wired_netdev(),
+            "netns",
+            &hns,
+        ])?;
+        sh::run_ok(&[
+            "ip", "-n", &sw, "link", "set", &port, "mtu", "9000", "master", "br0", "up",
+        ])?;
+        self.configure_end(&p.end)
+    }
+
+    fn add_isl(&mut self, k: usize, isl: &IslSpec) -> Result<(), String> {
+        let a = self
+            .switch_ns
+            .get(&isl.a)
+            .cloned()
+            .ok_or_else(|| format!("no switch {}", isl.a))?;
+        let b = self
+            .switch_ns
+            .get(&isl.b)
+            .cloned()
+            .ok_or_else(|| format!("no switch {}", isl.b))?;
+        let name = format!("isl{k}");
+        sh::run_ok(&[
+            "ip", "-n", &a, "link", "add", &name, "type", "veth", "peer", "name", &name, "netns",
+            &b,
+        ])?;
+        for ns in [&a, &b] {
+            sh::run_ok(&[
+                "ip", "-n", ns, "link", "set", &name, "mtu", "9000", "master", "br0", "up",
+            ])?;
+            if let Some(rate) = &isl.rate {
+                let mut argv: Vec<String> = ["tc", "-n", ns, "qdisc", "replace", "dev", &name]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect();
+                argv.push("root".into());
+                argv.extend(tbf_args(rate));
+                let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+                sh::run_ok(&refs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every GB10 netdev without a cable still exists (no carrier), as on a real box.
+    fn add_unused_netdevs(&mut self) -> Result<(), String> {
+        for i in 0..self.hosts.len() {
+            let ns = self.hosts[i].ns.clone();
+            for (_, netdev) in GB10_DEVICES {
+                if !self.netdev_exists(&ns, netdev) {
+                    self.add_dangling(&ns, netdev, false)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn netdev_exists(&self, ns: &str, netdev: &str) -> bool {
+        sh::run(&["ip", "-n", ns, "link", "show", "dev", netdev])
+            .status
+            .success()
+    }
+
+    /// Whether `netdev` in `ns` is up with a carrier (what RoCE calls ACTIVE).
+    fn netdev_running(&self, ns: &str, netdev: &str) -> bool {
+        let out = sh::run(&["ip", "-n", ns, "-o", "link", "show", "dev", netdev]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        out.status.success() && text.contains(",UP") && text.contains("LOWER_UP")
+    }
+
+    fn write_sysfs(&self, spec: &LabSpec) -> Result<(), String> {
+        for (hi, (host, hs)) in self.hosts.iter().zip(&spec.hosts).enumerate() {
+            let root = host.dir.join("ib");
+            for (di, (dev, netdev)) in GB10_DEVICES.iter().enumerate() {
+                let active = self.netdev_running(&host.ns, netdev)
+                    && !hs.down_devices.iter().any(|d| d == dev);
+                let ipv4 = host.fabric_ip(netdev);
+                sysfs::write_device(
+                    &root,
+                    &sysfs::DeviceState {
+                        dev,
+                        netdev,
+                        active,
+                        ipv4,
+                        gid_index: hs.gid_index,
+                        mac_seed: ((hi as u32 + 1) << 8) | di as u32,
+                    },
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_ssh_files(&self) -> Result<(), String> {
+        let ssh = self.dir.join("ssh");
+        let key = ssh.join("client_key");
+        sh::run_ok(&[
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "fabricplan-lab",
+            "-f",
+            &key.to_string_lossy(),
+        ])?;
+        let pubkey = fs::read_to_string(ssh.join("client_key.pub"))
+            .map_err(|e| format!("read client key: {e}"))?;
+        fs::write(ssh.join("authorized_keys"), &pubkey)
+            .map_err(|e| format!("write authorized_keys: {e}"))?;
+        let mut known = String::new();
+        let mut config = String::new();
+        let mut inner_config = String::new();
+        for h in &self.hosts {
+            let hk = h.dir.join("ssh_host_ed25519_key");
+            sh::run_ok(&[
+                "ssh-keygen",
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                &h.name,
+                "-f",
+                &hk.to_string_lossy(),
+            ])?;
+            let hpub = fs::read_to_string(h.dir.join("ssh_host_ed25519_key.pub"))
+                .map_err(|e| format!("read host key: {e}"))?;
+            let keypart: Vec<&str> = hpub.split_whitespace().take(2).collect();
+            let mut names = vec![h.name.clone(), h.mgmt_ip.to_string()];
+            names.extend(
+                h.fabric
+                    .iter()
+                    .filter_map(|(_, c)| c.split('/').next().map(str::to_string)),
+            );
+            known.push_str(&format!("{} {}\n", names.join(","), keypart.join(" ")));
+            config.push_str(&format!(
+                "Host {}\n  HostName {}\n  User root\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n  BatchMode yes\n  ConnectTimeout 10\n\n",
+                h.name,
+                h.mgmt_ip,
+                key.display(),
+                ssh.join("known_hosts").display()
+            ));
+            inner_config.push_str(&format!("Host {}\n  HostName {}\n\n", h.name, h.mgmt_ip));
+        }
+        inner_config.push_str(
+            "Host *\n  User root\n  IdentityFile /root/.ssh/id_ed25519\n  IdentitiesOnly yes\n  UserKnownHostsFile /root/.ssh/known_hosts\n  StrictHostKeyChecking yes\n  BatchMode yes\n  ConnectTimeout 10\n",
+        );
+        fs::write(ssh.join("known_hosts"), &known).map_err(|e| format!("known_hosts: {e}"))?;
+        fs::write(ssh.join("ssh_config"), &config).map_err(|e| format!("ssh_config: {e}"))?;
+        let private = fs::read(&key).map_err(|e| format!("read client key: {e}"))?;
+        for h in &self.hosts {
+            let d = h.dir.join("dotssh");
+            fs::write(d.join("id_ed25519"), &private)
+                .and_then(|_| fs::write(d.join("id_ed25519.pub"), &pubkey))
+                .and_then(|_| fs::write(d.join("known_hosts"), &known))
+                .and_then(|_| fs::write(d.join("config"), &inner_config))
+                .map_err(|e| format!("write {}: {e}", d.display()))?;
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(d.join("id_ed25519"), fs::Permissions::from_mode(0o600))
+                .map_err(|e| format!("chmod: {e}"))?;
+            let sshd_config = format!(
+                "Port 22\nListenAddress 0.0.0.0\nHostKey {hk}\nPidFile none\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\nPermitRootLogin prohibit-password\nAuthorizedKeysFile {ak}\nSetEnv OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\nUseDNS no\nMaxStartups 100:30:200\nMaxSessions 100\nSubsystem sftp internal-sftp\nLogLevel ERROR\n",
+                hk = h.dir.join("ssh_host_ed25519_key").display(),
+                ak = ssh.join("authorized_keys").display(),
+            );
+            fs::write(h.dir.join("sshd_config"), sshd_config)
+                .map_err(|e| format!("sshd_config: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Starts host `i`'s sshd in its own UTS + mount namespace (hostname, sysfs, stand-ins,
+    /// private /tmp and /root) and waits until it accepts TCP on the management address.
+    fn start_sshd(&mut self, i: usize) -> Result<(), String> {
+        let h = &self.hosts[i];
+        let hd = h.dir.display().to_string();
+        let script = format!(
+            "set -e\n\
+             hostname {name}\n\
+             mount --bind /sys/class {hd}/realclass\n\
+             mount -t tmpfs -o mode=755 fplsys /sys/class\n\
+             mkdir /sys/class/net /sys/class/infiniband\n\
+             mount --bind {hd}/realclass/net /sys/class/net\n\
+             mount --bind {hd}/ib /sys/class/infiniband\n\
+             mount --bind {bin} /usr/local/bin\n\
+             mount -t tmpfs -o mode=1777 fpltmp /tmp\n\
+             mount -t tmpfs -o mode=700 fplroot /root\n\
+             mkdir -m 700 /root/.ssh\n\
+             cp {hd}/dotssh/* /root/.ssh/\n\
+             chmod 600 /root/.ssh/id_ed25519\n\
+             /usr/sbin/sshd -D -f {hd}/sshd_config -E {hd}/sshd.log </dev/null &\n\
+             echo $! > {hd}/sshd.pid\n\
+             exec cat >/dev/null\n",
+            name = h.name,
+            bin = self.dir.join("bin").display(),
+        );
+        let child = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &h.ns,
+                "unshare",
+                "--uts",
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &script,
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(h.dir.join("start.log")).map_err(|e| e.to_string())?)
+            .spawn()
+            .map_err(|e| format!("spawn sshd for {}: {e}", h.name))?;
+        let addr = SocketAddr::from((h.mgmt_ip, 22));
+        let pid_file = h.dir.join("sshd.pid");
+        let h = &mut self.hosts[i];
+        h.keeper_pid = child.id();
+        h.keeper = Some(child);
+        let up = sh::wait_for(Duration::from_secs(15), || {
+            TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        });
+        h.sshd_pid = fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        if !up {
+            let log = fs::read_to_string(h.dir.join("start.log")).unwrap_or_default();
+            let slog = fs::read_to_string(h.dir.join("sshd.log")).unwrap_or_default();
+            return Err(format!(
+                "sshd of {} did not come up: {log} {slog}",
+                self.hosts[i].name
+            ));
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ accessors
+
+    pub fn host(&self, name: &str) -> &Host {
+        self.hosts
+            .iter()
+            .find(|h| h.name == name)
+            .unwrap_or_else(|| panic!("no host {name} in the lab"))
+    }
+
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
+    /// The lab's directory (keys, configs, sysfs trees, stand-ins).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The ssh_config with one `Host <alias>` per host, for `--ssh-config` / `ssh -F`.
+    pub fn ssh_config_path(&self) -> PathBuf {
+        self.dir.join("ssh/ssh_config")
+    }
+
+    /// Namespaces this lab created (hosts, switches, the void for cable-less netdevs).
+    pub fn namespaces(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.hosts.iter().map(|h| h.ns.clone()).collect();
+        v.extend(self.switch_ns.values().cloned());
+        v.push(self.void_ns.clone());
+        v
+    }
+
+    /// The namespace of switch `name`.
+    pub fn switch_ns(&self, name: &str) -> &str {
+        &self.switch_ns[name]
+    }
+
+    // ------------------------------------------------------------------ running things
+
+    /// Runs `cmd` with `ssh -F <lab ssh_config> <host>` (the system client, like a user would).
+    pub fn ssh(&self, host: &str, cmd: &str) -> Output {
+        sh::run(&[
+            "ssh",
+            "-F",
+            &self.ssh_config_path().to_string_lossy(),
+            host,
+            cmd,
+        ])
+    }
+
+    /// Runs `sh -c cmd` inside the host's namespaces (net, mount, uts: what its sshd sees), as
+    /// root; works after [`Lab::stop_sshd`] too.
+    pub fn exec(&self, host: &str, cmd: &str) -> Output {
+        let h = self.host(host);
+        sh::run(&[
+            "nsenter",
+            "-t",
+            &h.keeper_pid.to_string(),
+            "-n",
+            "-m",
+            "-u",
+            "--",
+            "sh",
+            "-c",
+            cmd,
+        ])
+    }
+
+    /// Command lines of the processes running in the host's namespace, except its sshd
+    /// listener and session processes.
+    pub fn processes(&self, host: &str) -> Vec<String> {
+        let h = self.host(host);
+        sh::netns_pids(&h.ns)
+            .into_iter()
+            .filter(|pid| *pid != h.sshd_pid && *pid != h.keeper_pid)
+            .map(sh::cmdline)
+            .filter(|c| {
+                !c.is_empty() && !c.starts_with("sshd:") && !c.starts_with("/usr/sbin/sshd")
+            })
+            .collect()
+    }
+
+    // ------------------------------------------------------------------ faults
+
+    /// Shapes the host's `netdev` egress with tbf at `rate` (e.g. `"1gbit"`).
+    pub fn throttle(&self, host: &str, netdev: &str, rate: &str) -> Result<(), String> {
+        let ns = &self.host(host).ns;
+        let mut argv: Vec<String> = ["tc", "-n", ns, "qdisc", "replace", "dev", netdev, "root"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        argv.extend(tbf_args(rate));
+        let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+        sh::run_ok(&refs).map(|_| ())
+    }
+
+    /// Removes a throttle set by [`Lab::throttle`].
+    pub fn unthrottle(&self, host: &str, netdev: &str) -> Result<(), String> {
+        let ns = &self.host(host).ns;
+        sh::run_ok(&["tc", "-n", ns, "qdisc", "del", "dev", netdev, "root"]).map(|_| ())
+    }
+
+    /// Sets the MTU of the host's `netdev`.
+    pub fn set_mtu(&self, host: &str, netdev: &str, mtu: u32) -> Result<(), String> {
+        let ns = &self.host(host).ns;
+        sh::run_ok(&[
+            "ip",
+            "-n",
+            ns,
+            "link",
+            "set",
+            "dev",
+            netdev,
+            "mtu",
+            &mtu.to_string(),
+        ])
+        .map(|_| ())
+    }
+
+    /// Stops the host's sshd (existing sessions and detached processes keep running).
+    pub fn stop_sshd(&self, host: &str) {
+        let i = self.host_index(host).expect("host");
+        let h = &self.hosts[i];
+        if h.sshd_pid != 0 {
+            sh::run(&["kill", "-TERM", &h.sshd_pid.to_string()]);
+            let addr = SocketAddr::from((h.mgmt_ip, 22));
+            sh::wait_for(Duration::from_secs(5), || {
+                TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
+            });
+        }
+    }
+
+    /// Switches a fault on for a host (read by the stand-ins at run time).
+    pub fn fault(&self, host: &str, fault: Fault) {
+        let dir = self.dir.join("bin/.faults").join(host);
+        let _ = fs::create_dir_all(&dir);
+        let _ = fs::write(dir.join(fault.file_name()), "");
+    }
+
+    /// Switches a fault off again.
+    pub fn clear_fault(&self, host: &str, fault: Fault) {
+        let _ = fs::remove_file(
+            self.dir
+                .join("bin/.faults")
+                .join(host)
+                .join(fault.file_name()),
+        );
+    }
+
+    /// Sets a device's port state in the host's sysfs (`4: ACTIVE` / `1: DOWN`).
+    pub fn set_port_active(&self, host: &str, dev: &str, active: bool) -> Result<(), String> {
+        let port = self.host(host).dir.join("ib").join(dev).join("ports/1");
+        let (state, phys) = sysfs::state_text(active);
+        fs::write(port.join("state"), format!("{state}\n"))
+            .and_then(|_| fs::write(port.join("phys_state"), format!("{phys}\n")))
+            .map_err(|e| format!("set port state: {e}"))
+    }
+
+    /// Reads a counter of `dev` on `host`: `counters/<name>` or `hw_counters/<name>`.
+    pub fn counter(&self, host: &str, dev: &str, name: &str) -> u64 {
+        let port = self.host(host).dir.join("ib").join(dev).join("ports/1");
+        let sub = if HW_COUNTERS.contains(&name) {
+            "hw_counters"
+        } else {
+            "counters"
+        };
+        fs::read_to_string(port.join(sub).join(name))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Writes a counter of `dev` on `host` (e.g. to make `packet_seq_err` grow).
+    pub fn set_counter(&self, host: &str, dev: &str, name: &str, value: u64) {
+        let port = self.host(host).dir.join("ib").join(dev).join("ports/1");
+        let sub = if HW_COUNTERS.contains(&name) {
+            "hw_counters"
+        } else {
+            "counters"
+        };
+        if let Ok(mut f) = fs::File::create(port.join(sub).join(name)) {
+            let _ = writeln!(f, "{value}");
+        }
+    }
+
+    fn teardown(&mut self) {
+        for h in &mut self.hosts {
+            if let Some(mut child) = h.keeper.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        for ns in self.namespaces() {
+            sh::kill_netns_processes(&ns);
+            sh::run(&["ip", "netns", "del", &ns]);
+        }
+        for link in self.root_links.drain(..).rev() {
+            sh::run(&["ip", "link", "del", &link]);
+        }
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}

@@ -1,0 +1,672 @@
+//! Tests of the lab harness itself: hosts, sshd, sysfs, links, stand-ins, mpirun, switches.
+//!
+//! They need root (namespaces, sshd). Without root they fail with a clear message, unless
+//! `FABRICPLAN_SKIP_LAB=1` is set, in which case they are skipped with a note.
+
+mod lab;
+
+use lab::{Fault, Lab, LabSpec};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+/// Whether lab tests should run here (panics with an explanation when they cannot).
+fn lab_enabled() -> bool {
+    if std::env::var("FABRICPLAN_SKIP_LAB").as_deref() == Ok("1") {
+        eprintln!("note: FABRICPLAN_SKIP_LAB=1: lab test skipped");
+        return false;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("");
+    assert_eq!(
+        uid, "0",
+        "lab tests need root (network namespaces, veth, sshd, mounts); run them as root, \
+         or set FABRICPLAN_SKIP_LAB=1 to skip them"
+    );
+    true
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs over ssh and requires success.
+fn ssh_ok(lab: &Lab, host: &str, cmd: &str) -> String {
+    let out = lab.ssh(host, cmd);
+    assert!(out.status.success(), "ssh {host} {cmd}: {}", text(&out));
+    stdout(&out)
+}
+
+/// Polls a file in the host's private /tmp until it contains `needle`.
+fn wait_log(lab: &Lab, host: &str, path: &str, needle: &str, timeout: Duration) -> String {
+    let start = Instant::now();
+    loop {
+        let log = stdout(&lab.exec(host, &format!("cat {path} 2>/dev/null")));
+        if log.contains(needle) {
+            return log;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "{host}:{path} never showed {needle:?}; it holds:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Starts a detached server the way fabricplan must (setsid, stdin /dev/null, log).
+fn start_server(lab: &Lab, host: &str, cmd: &str, log: &str) {
+    ssh_ok(
+        lab,
+        host,
+        &format!("rm -f {log}; setsid {cmd} </dev/null >{log} 2>&1 &"),
+    );
+    wait_log(
+        lab,
+        host,
+        log,
+        "Waiting for client to connect",
+        Duration::from_secs(10),
+    );
+}
+
+/// The numeric tokens of the first perftest result row with `n` numbers.
+fn perftest_row(output: &str, n: usize) -> Vec<f64> {
+    output
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|t| t.len() == n && t.iter().all(|x| x.parse::<f64>().is_ok()))
+        .map(|t| t.iter().map(|x| x.parse().unwrap()).collect())
+        .unwrap_or_else(|| panic!("no {n}-number row in:\n{output}"))
+}
+
+/// Runs one ib_write_bw pair and returns (client output, server log, average Gb/s).
+fn bw_pair(
+    lab: &Lab,
+    server: &str,
+    client: &str,
+    dev_s: &str,
+    dev_c: &str,
+    ip: &str,
+) -> (String, String, f64) {
+    start_server(
+        lab,
+        server,
+        &format!("ib_write_bw -d {dev_s} -x 3 -F -D 2 -s 65536 --report_gbits"),
+        "/tmp/bw.log",
+    );
+    let out = lab.ssh(
+        client,
+        &format!("ib_write_bw -d {dev_c} -x 3 -F -D 2 -s 65536 --report_gbits {ip}"),
+    );
+    let client_out = text(&out);
+    assert!(out.status.success(), "bw client failed:\n{client_out}");
+    let server_log = wait_log(
+        lab,
+        server,
+        "/tmp/bw.log",
+        "BW average",
+        Duration::from_secs(10),
+    );
+    let row = perftest_row(&client_out, 5);
+    (client_out, server_log, row[3])
+}
+
+#[test]
+fn two_host_lab_end_to_end() {
+    if !lab_enabled() {
+        return;
+    }
+    let t0 = Instant::now();
+    // One cable, both halves; PCI enumeration names host-b's side f1 (the real asymmetry).
+    let spec = LabSpec::new("t2")
+        .host("host-a")
+        .host("host-b")
+        .cable(
+            "host-a",
+            "enp1s0f0np0",
+            "198.19.1.1/30",
+            "host-b",
+            "enp1s0f1np1",
+            "198.19.1.2/30",
+        )
+        .cable(
+            "host-a",
+            "enP2p1s0f0np0",
+            "198.19.1.5/30",
+            "host-b",
+            "enP2p1s0f1np1",
+            "198.19.1.6/30",
+        );
+    let lab = Lab::build(&spec).expect("lab builds");
+    let lab_dir = lab.dir().to_path_buf();
+    let namespaces = lab.namespaces();
+    eprintln!("build: {:?}", t0.elapsed());
+
+    // Hostnames, over the system ssh client and the lab ssh_config.
+    assert_eq!(ssh_ok(&lab, "host-a", "hostname").trim(), "host-a");
+    assert_eq!(ssh_ok(&lab, "host-b", "hostname").trim(), "host-b");
+    assert!(ssh_ok(&lab, "host-a", "env").contains("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"));
+
+    // sysfs at the real path.
+    let ib = "/sys/class/infiniband";
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            "host-a",
+            &format!("cat {ib}/rocep1s0f0/ports/1/state")
+        )
+        .trim(),
+        "4: ACTIVE"
+    );
+    for dev in ["rocep1s0f1", "roceP2p1s0f1"] {
+        assert_eq!(
+            ssh_ok(&lab, "host-a", &format!("cat {ib}/{dev}/ports/1/state")).trim(),
+            "1: DOWN",
+            "{dev} on host-a"
+        );
+    }
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            "host-b",
+            &format!("cat {ib}/rocep1s0f1/ports/1/state")
+        )
+        .trim(),
+        "4: ACTIVE"
+    );
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            "host-a",
+            &format!("cat {ib}/rocep1s0f0/ports/1/gids/3")
+        )
+        .trim(),
+        "0000:0000:0000:0000:0000:ffff:c613:0101"
+    );
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            "host-a",
+            &format!("cat {ib}/rocep1s0f0/ports/1/gid_attrs/types/3")
+        )
+        .trim(),
+        "RoCE v2"
+    );
+    assert_eq!(
+        ssh_ok(&lab, "host-a", &format!("ls {ib}/rocep1s0f0/device/net")).trim(),
+        "enp1s0f0np0"
+    );
+    assert_eq!(
+        ssh_ok(&lab, "host-a", "cat /sys/class/net/enp1s0f0np0/mtu").trim(),
+        "9000"
+    );
+
+    // Private /tmp per host.
+    ssh_ok(&lab, "host-a", "touch /tmp/only-on-a");
+    assert!(!lab.ssh("host-b", "test -e /tmp/only-on-a").status.success());
+    assert!(
+        lab.exec("host-a", "test -e /tmp/only-on-a")
+            .status
+            .success()
+    );
+
+    // Jumbo path check, then an MTU fault.
+    ssh_ok(&lab, "host-a", "ping -c 1 -W 2 -M do -s 8972 198.19.1.2");
+    lab.set_mtu("host-b", "enp1s0f1np1", 1500).unwrap();
+    let out = lab.ssh("host-a", "ping -c 1 -W 1 -M do -s 8972 198.19.1.2");
+    assert!(!out.status.success(), "jumbo ping passed at MTU 1500");
+    lab.set_mtu("host-b", "enp1s0f1np1", 9000).unwrap();
+
+    // ib_write_bw stand-in: detached server on host-b, client on host-a, half A.
+    let t = Instant::now();
+    let (client_out, server_log, gbps) = bw_pair(
+        &lab,
+        "host-b",
+        "host-a",
+        "rocep1s0f1",
+        "rocep1s0f0",
+        "198.19.1.2",
+    );
+    eprintln!("bw veth: {gbps:.2} Gb/s ({:?})", t.elapsed());
+    eprintln!("--- client:\n{client_out}--- server:\n{server_log}");
+    assert!(client_out.contains("BW average[Gb/sec]"), "{client_out}");
+    assert!(client_out.contains("GID index       : 3"));
+    assert!(client_out.contains(" GID: 00:00:00:00:00:00:00:00:00:00:255:255:198:19:01:01"));
+    assert!(gbps > 1.0, "implausible veth bandwidth {gbps} Gb/s");
+    let client_row = client_out
+        .lines()
+        .find(|l| l.starts_with(" 65536 "))
+        .unwrap();
+    assert!(
+        server_log.contains(client_row),
+        "server row differs:\n{server_log}"
+    );
+    assert!(lab.counter("host-a", "rocep1s0f0", "port_xmit_data") > 0);
+    assert!(lab.counter("host-b", "rocep1s0f1", "port_rcv_data") > 0);
+    assert_eq!(lab.counter("host-a", "roceP2p1s0f0", "port_xmit_data"), 0);
+
+    // The same pair throttled to 1 Gb/s on the sending end.
+    lab.throttle("host-a", "enp1s0f0np0", "1gbit").unwrap();
+    let (_, _, slow) = bw_pair(
+        &lab,
+        "host-b",
+        "host-a",
+        "rocep1s0f1",
+        "rocep1s0f0",
+        "198.19.1.2",
+    );
+    eprintln!("bw throttled: {slow:.3} Gb/s");
+    assert!((0.7..1.2).contains(&slow), "throttled bw {slow} Gb/s");
+    lab.unthrottle("host-a", "enp1s0f0np0").unwrap();
+
+    // ib_write_lat stand-in.
+    start_server(
+        &lab,
+        "host-b",
+        "ib_write_lat -d rocep1s0f1 -x 3 -F",
+        "/tmp/lat.log",
+    );
+    let out = lab.ssh("host-a", "ib_write_lat -d rocep1s0f0 -x 3 -F 198.19.1.2");
+    let lat_out = text(&out);
+    assert!(out.status.success(), "{lat_out}");
+    let row = perftest_row(&lat_out, 9);
+    eprintln!("lat: t_typical {:.2} us\n{lat_out}", row[4]);
+    assert_eq!(row[0], 2.0);
+    assert!(row[4] > 0.0 && row[4] < 5000.0);
+
+    // Real mpirun on host-a, NCCL_IB_HCA listing every rank's own device: NET/IB.
+    let mpirun = |hca: &str| {
+        format!(
+            "mpirun -np 2 -H 198.19.1.1:1,198.19.1.2:1 --map-by slot --bind-to none \
+             --mca oob_tcp_if_include 198.19.1.0/30 --mca btl_tcp_if_include 198.19.1.0/30 \
+             -x NCCL_NET_PLUGIN=none -x NCCL_IB_MERGE_NICS=1 -x NCCL_IB_HCA={hca} \
+             -x NCCL_SOCKET_IFNAME=enp1s0f0np0,enp1s0f1np1 -x NCCL_IB_GID_INDEX=3 -x NCCL_DEBUG=INFO \
+             /usr/local/bin/all_reduce_perf -b 8 -e 1M -f 2 -g 1 -w 2 -n 5"
+        )
+    };
+    let before_a = lab.counter("host-a", "rocep1s0f0", "port_xmit_data");
+    let before_b = lab.counter("host-b", "rocep1s0f1", "port_xmit_data");
+    let t = Instant::now();
+    let out = lab.ssh("host-a", &mpirun("rocep1s0f0,rocep1s0f1"));
+    let nccl = text(&out);
+    eprintln!("mpirun all_reduce (IB): {:?}\n{nccl}", t.elapsed());
+    assert!(out.status.success(), "mpirun failed:\n{nccl}");
+    assert!(
+        nccl.contains("# Collective test starting: all_reduce_perf"),
+        "{nccl}"
+    );
+    assert!(nccl.contains(" on     host-a device  0"), "{nccl}");
+    assert!(nccl.contains(" on     host-b device  0"), "{nccl}");
+    assert!(nccl.contains("host-a:") && nccl.contains("NCCL INFO NCCL version 2.29.7+cuda13.0"));
+    assert!(
+        nccl.contains(
+            "NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:198.19.1.1<0>"
+        ),
+        "{nccl}"
+    );
+    assert!(
+        nccl.contains(
+            "NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB enp1s0f1np1:198.19.1.2<0>"
+        ),
+        "{nccl}"
+    );
+    assert!(nccl.contains("[send] via NET/IB/0"));
+    assert!(nccl.contains("Connected all rings, use ring PXN 0 GDR 0"));
+    assert!(nccl.contains("NCCL_IB_GID_INDEX set by environment to 3."));
+    assert!(nccl.contains("# Out of bounds values : 0 OK"));
+    assert!(nccl.contains("# Avg bus bandwidth    : "));
+    assert!(
+        nccl.contains("     1048576        262144     float     sum      -1"),
+        "{nccl}"
+    );
+    assert!(lab.counter("host-a", "rocep1s0f0", "port_xmit_data") > before_a);
+    assert!(lab.counter("host-b", "rocep1s0f1", "port_xmit_data") > before_b);
+
+    // NCCL_IB_HCA naming only host-b's device: host-a has none, the job falls back to sockets.
+    let before_a = lab.counter("host-a", "rocep1s0f0", "port_xmit_data");
+    let before_b = lab.counter("host-b", "rocep1s0f1", "port_xmit_data");
+    let out = lab.ssh("host-a", &mpirun("rocep1s0f1"));
+    let nccl = text(&out);
+    assert!(out.status.success(), "mpirun failed:\n{nccl}");
+    eprintln!("--- socket fallback:\n{nccl}");
+    assert!(
+        nccl.contains("host-a:") && nccl.contains("NCCL INFO NET/IB : No device found."),
+        "{nccl}"
+    );
+    assert!(nccl.contains("NCCL INFO Using network Socket"));
+    assert!(nccl.contains("via NET/Socket/0"));
+    assert!(!nccl.contains("via NET/IB/"));
+    assert!(nccl.contains("# Avg bus bandwidth    : "));
+    assert_eq!(
+        lab.counter("host-a", "rocep1s0f0", "port_xmit_data"),
+        before_a
+    );
+    assert_eq!(
+        lab.counter("host-b", "rocep1s0f1", "port_xmit_data"),
+        before_b
+    );
+
+    // Faults: a server that dies before accepting, a client that hangs.
+    lab.fault("host-b", Fault::ServerDiesBeforeConnect);
+    ssh_ok(
+        &lab,
+        "host-b",
+        "setsid ib_write_bw -d rocep1s0f1 -x 3 -F </dev/null >/tmp/dead.log 2>&1 &",
+    );
+    wait_log(
+        &lab,
+        "host-b",
+        "/tmp/dead.log",
+        "Waiting for client",
+        Duration::from_secs(10),
+    );
+    assert!(lab::wait(Duration::from_secs(5), || lab
+        .processes("host-b")
+        .is_empty()));
+    let out = lab.ssh("host-a", "ib_write_bw -d rocep1s0f0 -x 3 -F 198.19.1.2");
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("Couldn't connect to 198.19.1.2:18515"),
+        "{}",
+        text(&out)
+    );
+    lab.clear_fault("host-b", Fault::ServerDiesBeforeConnect);
+
+    lab.fault("host-a", Fault::ClientHangs);
+    start_server(
+        &lab,
+        "host-b",
+        "ib_write_bw -d rocep1s0f1 -x 3 -F -D 1",
+        "/tmp/hang.log",
+    );
+    ssh_ok(
+        &lab,
+        "host-a",
+        "setsid ib_write_bw -d rocep1s0f1 -x 3 -F -D 1 198.19.1.2 </dev/null >/tmp/hang.log 2>&1 &",
+    );
+    // Wrong device on host-a: rocep1s0f1 is DOWN there.
+    let log = wait_log(
+        &lab,
+        "host-a",
+        "/tmp/hang.log",
+        "state is",
+        Duration::from_secs(10),
+    );
+    assert!(log.contains(" Port number 1 state is Down"), "{log}");
+    ssh_ok(
+        &lab,
+        "host-a",
+        "setsid ib_write_bw -d rocep1s0f0 -x 3 -F -D 1 198.19.1.2 </dev/null >/tmp/hang.log 2>&1 &",
+    );
+    wait_log(
+        &lab,
+        "host-a",
+        "/tmp/hang.log",
+        " remote address:",
+        Duration::from_secs(10),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let procs = lab.processes("host-a");
+    assert!(
+        procs.iter().any(|p| p.contains("ib_write_bw")),
+        "hung client not listed: {procs:?}"
+    );
+    lab.clear_fault("host-a", Fault::ClientHangs);
+
+    // A GID index whose entry is empty: the QP never reaches RTR, on both sides.
+    start_server(
+        &lab,
+        "host-b",
+        "ib_write_bw -d rocep1s0f1 -x 3 -F -p 18600",
+        "/tmp/gid.log",
+    );
+    let out = lab.ssh(
+        "host-a",
+        "ib_write_bw -d rocep1s0f0 -x 5 -F -p 18600 198.19.1.2",
+    );
+    let gid_out = text(&out);
+    assert!(!out.status.success());
+    assert!(gid_out.contains(" GID index       : 5"), "{gid_out}");
+    assert!(gid_out.contains(" GID: 00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00"));
+    assert!(
+        gid_out.contains(" to RTR\n Unable to Connect the HCA's through the link"),
+        "{gid_out}"
+    );
+
+    // NoCounters: the stand-ins run but the RDMA counters stay put.
+    lab.fault("host-a", Fault::NoCounters);
+    let before = lab.counter("host-a", "roceP2p1s0f0", "port_xmit_data");
+    start_server(
+        &lab,
+        "host-b",
+        "ib_write_lat -d roceP2p1s0f1 -x 3 -F -n 100 -p 18601",
+        "/tmp/lat2.log",
+    );
+    ssh_ok(
+        &lab,
+        "host-a",
+        "ib_write_lat -d roceP2p1s0f0 -x 3 -F -n 100 -p 18601 198.19.1.6",
+    );
+    assert_eq!(
+        lab.counter("host-a", "roceP2p1s0f0", "port_xmit_data"),
+        before
+    );
+    assert!(lab.counter("host-b", "roceP2p1s0f1", "port_xmit_data") > 0);
+
+    // sshd stopped: ssh fails, the host itself (and exec) still works.
+    lab.stop_sshd("host-b");
+    assert!(!lab.ssh("host-b", "true").status.success());
+    assert_eq!(stdout(&lab.exec("host-b", "hostname")).trim(), "host-b");
+
+    drop(lab);
+    // Nothing of the lab remains.
+    let netns = stdout(&lab::run(&["ip", "netns", "list"]));
+    for ns in &namespaces {
+        assert!(!netns.contains(ns.as_str()), "namespace {ns} left: {netns}");
+    }
+    let links = stdout(&lab::run(&["ip", "-o", "link", "show"]));
+    assert!(!links.contains("fplt2"), "links left: {links}");
+    assert!(!lab_dir.exists(), "lab dir left");
+    let dir = lab_dir.to_string_lossy().into_owned();
+    let leftovers: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .map(lab::cmdline)
+        .filter(|c| c.contains(&dir))
+        .collect();
+    assert!(leftovers.is_empty(), "processes left: {leftovers:?}");
+    eprintln!("total: {:?}", t0.elapsed());
+}
+
+#[test]
+fn ring_and_switched_labs_build_and_tear_down() {
+    if !lab_enabled() {
+        return;
+    }
+    // Three-node ring: A.f0-B.f1, B.f0-C.f1, C.f0-A.f1, both halves each, one /24 per link.
+    let mut spec = LabSpec::new("r3").host("a").host("b").host("c");
+    for (k, (x, y)) in [("a", "b"), ("b", "c"), ("c", "a")].into_iter().enumerate() {
+        let n = 11 + 2 * k;
+        spec = spec
+            .cable(
+                x,
+                "enp1s0f0np0",
+                &format!("198.19.{n}.1/24"),
+                y,
+                "enp1s0f1np1",
+                &format!("198.19.{n}.2/24"),
+            )
+            .cable(
+                x,
+                "enP2p1s0f0np0",
+                &format!("198.19.{}.1/24", n + 1),
+                y,
+                "enP2p1s0f1np1",
+                &format!("198.19.{}.2/24", n + 1),
+            );
+    }
+    let lab = Lab::build(&spec).expect("ring builds");
+    for h in ["a", "b", "c"] {
+        assert_eq!(ssh_ok(&lab, h, "hostname").trim(), h);
+        for dev in ["rocep1s0f0", "roceP2p1s0f0", "rocep1s0f1", "roceP2p1s0f1"] {
+            assert_eq!(
+                ssh_ok(
+                    &lab,
+                    h,
+                    &format!("cat /sys/class/infiniband/{dev}/ports/1/state")
+                )
+                .trim(),
+                "4: ACTIVE"
+            );
+        }
+    }
+    ssh_ok(&lab, "c", "ping -c 1 -W 2 -M do -s 8972 198.19.15.2");
+    // mpirun on a reaches the others by alias through /root/.ssh/config.
+    ssh_ok(&lab, "a", "ssh b hostname && ssh 198.19.11.2 true");
+    // Three ranks of all_gather_perf around the ring, launched by real mpirun on a.
+    let before_tx = lab.counter("a", "rocep1s0f0", "port_xmit_data");
+    let before_rx = lab.counter("a", "rocep1s0f1", "port_rcv_data");
+    let t = Instant::now();
+    let out = lab.ssh(
+        "a",
+        "mpirun -np 3 -H 198.19.11.1:1,198.19.11.2:1,198.19.15.1:1 --map-by slot --bind-to none \
+         --mca oob_tcp_if_include 198.19.0.0/16 --mca btl_tcp_if_include 198.19.0.0/16 \
+         -x NCCL_NET_PLUGIN=none -x NCCL_IB_HCA=rocep1s0f0,rocep1s0f1 \
+         -x NCCL_SOCKET_IFNAME=enp1s0f0np0,enp1s0f1np1 -x NCCL_DEBUG=INFO \
+         all_gather_perf -b 1M -e 4M -f 2 -g 1 -w 1 -n 5",
+    );
+    let nccl = text(&out);
+    eprintln!("mpirun all_gather 3 ranks: {:?}\n{nccl}", t.elapsed());
+    assert!(out.status.success(), "{nccl}");
+    for h in ["a", "b", "c"] {
+        assert!(nccl.contains(&format!(" on {h:>10} device  0")), "{nccl}");
+    }
+    assert!(
+        nccl.contains("     1048572         87381     float    none      -1"),
+        "{nccl}"
+    );
+    assert!(nccl.contains("Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0"));
+    assert!(lab.counter("a", "rocep1s0f0", "port_xmit_data") > before_tx);
+    assert!(lab.counter("a", "rocep1s0f1", "port_rcv_data") > before_rx);
+    let namespaces = lab.namespaces();
+    drop(lab);
+    let netns = stdout(&lab::run(&["ip", "netns", "list"]));
+    assert!(namespaces.iter().all(|ns| !netns.contains(ns.as_str())));
+
+    // Two switches and an ISL; a crossed cable and a GID index 5 on one box.
+    let spec = LabSpec::new("sw")
+        .host("n1")
+        .host("n2")
+        .host("n3")
+        .switch("s1")
+        .switch("s2")
+        .switch_port("s1", "n1", "enp1s0f0np0", "198.19.30.1/24")
+        .switch_port("s1", "n2", "enp1s0f0np0", "198.19.30.2/24")
+        .switch_port("s2", "n3", "enp1s0f0np0", "198.19.30.3/24")
+        .isl("s1", "s2", Some("2gbit"))
+        .gid_index("n2", 5)
+        .cross("n3", "enp1s0f0np0", "enp1s0f1np1");
+    let lab = Lab::build(&spec).expect("switched lab builds");
+    ssh_ok(&lab, "n1", "ping -c 1 -W 2 -M do -s 8972 198.19.30.2");
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            "n2",
+            "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/5"
+        )
+        .trim(),
+        "0000:0000:0000:0000:0000:ffff:c613:1e02"
+    );
+    // n3's cable sits in f1: its planned f0 has the address but no carrier.
+    assert!(!lab.ssh("n1", "ping -c 1 -W 1 198.19.30.3").status.success());
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            "n3",
+            "cat /sys/class/infiniband/rocep1s0f0/ports/1/state"
+        )
+        .trim(),
+        "1: DOWN"
+    );
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            "n3",
+            "cat /sys/class/infiniband/rocep1s0f1/ports/1/state"
+        )
+        .trim(),
+        "4: ACTIVE"
+    );
+    let namespaces = lab.namespaces();
+    drop(lab);
+    let netns = stdout(&lab::run(&["ip", "netns", "list"]));
+    assert!(namespaces.iter().all(|ns| !netns.contains(ns.as_str())));
+}
+
+#[test]
+fn two_flows_share_a_shaped_isl() {
+    if !lab_enabled() {
+        return;
+    }
+    let spec = LabSpec::new("isl")
+        .host("a1")
+        .host("a2")
+        .host("b1")
+        .host("b2")
+        .switch("s1")
+        .switch("s2")
+        .switch_port("s1", "a1", "enp1s0f0np0", "198.19.40.1/24")
+        .switch_port("s1", "a2", "enp1s0f0np0", "198.19.40.2/24")
+        .switch_port("s2", "b1", "enp1s0f0np0", "198.19.40.3/24")
+        .switch_port("s2", "b2", "enp1s0f0np0", "198.19.40.4/24")
+        .isl("s1", "s2", Some("2gbit"));
+    let lab = Lab::build(&spec).expect("lab builds");
+    for (srv, port) in [("b1", 18515), ("b2", 18516)] {
+        start_server(
+            &lab,
+            srv,
+            &format!("ib_write_bw -d rocep1s0f0 -x 3 -F -D 3 -p {port} --report_gbits"),
+            "/tmp/bw.log",
+        );
+    }
+    // Both clients at once, same direction over the ISL.
+    let flows: Vec<f64> = std::thread::scope(|s| {
+        let handles: Vec<_> = [("a1", "198.19.40.3", 18515), ("a2", "198.19.40.4", 18516)]
+            .into_iter()
+            .map(|(client, ip, port)| {
+                let lab = &lab;
+                s.spawn(move || {
+                    let out = lab.ssh(
+                        client,
+                        &format!(
+                            "ib_write_bw -d rocep1s0f0 -x 3 -F -D 3 --port={port} --report_gbits {ip}"
+                        ),
+                    );
+                    assert!(out.status.success(), "{}", text(&out));
+                    perftest_row(&text(&out), 5)[3]
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    eprintln!("two flows over a 2gbit ISL: {flows:?}");
+    let sum: f64 = flows.iter().sum();
+    assert!(
+        (1.5..2.3).contains(&sum),
+        "sum {sum} Gb/s over a 2 Gb/s ISL"
+    );
+    for f in &flows {
+        assert!((0.6..1.4).contains(f), "unfair split {flows:?}");
+    }
+}
