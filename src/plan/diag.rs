@@ -176,7 +176,10 @@ pub fn did_you_mean<'a>(
         let d = edit_distance(name, c);
         let limit = (name.len().max(c.len()) / 3).max(1);
         // a suggestion must share something with the name: `c` is not a near miss of `a`
-        if d <= limit && d < name.chars().count().max(c.chars().count()) && best.is_none_or(|(bd, _)| d < bd) {
+        if d <= limit
+            && d < name.chars().count().max(c.chars().count())
+            && best.is_none_or(|(bd, _)| d < bd)
+        {
             best = Some((d, c));
         }
     }

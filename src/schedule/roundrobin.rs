@@ -53,7 +53,11 @@ mod tests {
                 assert!(seen.insert((a.min(b), a.max(b))), "n={n}: pair twice");
             }
         }
-        assert_eq!(seen.len(), n * n.saturating_sub(1) / 2, "n={n}: every pair once");
+        assert_eq!(
+            seen.len(),
+            n * n.saturating_sub(1) / 2,
+            "n={n}: every pair once"
+        );
     }
 
     #[test]
