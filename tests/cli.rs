@@ -36,14 +36,23 @@ fn toml_files(dir: &str) -> Vec<String> {
 fn validate_shipped_plans_and_examples_exits_0() {
     let mut files = toml_files("plans");
     files.extend(toml_files("examples"));
-    let args: Vec<&str> = std::iter::once("validate").chain(files.iter().map(String::as_str)).collect();
+    let args: Vec<&str> = std::iter::once("validate")
+        .chain(files.iter().map(String::as_str))
+        .collect();
     let o = fabricplan(&args);
     assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
     let out = stdout(&o);
     for f in &files {
-        assert!(out.contains(&format!("{f}: ok (")), "{f} not reported ok:\n{out}");
+        assert!(
+            out.contains(&format!("{f}: ok (")),
+            "{f} not reported ok:\n{out}"
+        );
     }
-    assert!(stderr(&o).is_empty(), "clean plans print nothing on stderr:\n{}", stderr(&o));
+    assert!(
+        stderr(&o).is_empty(),
+        "clean plans print nothing on stderr:\n{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -53,17 +62,35 @@ fn validate_invalid_fixture_exits_2_with_the_diagnostic() {
     let err = stderr(&o);
     assert!(err.contains("plan::cabled-twice"), "{err}");
     assert!(err.contains("`spark-a.f0.a` is cabled twice"), "{err}");
-    assert!(err.contains("tests/fixtures/invalid/half-cabled-twice.toml:24:9"), "{err}");
-    assert!(!err.contains('\u{1b}'), "NO_COLOR: no escape sequences:\n{err}");
+    assert!(
+        err.contains("tests/fixtures/invalid/half-cabled-twice.toml:24:9"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "NO_COLOR: no escape sequences:\n{err}"
+    );
     insta::assert_snapshot!(err);
 }
 
 #[test]
 fn validate_keeps_going_after_an_invalid_plan() {
-    let o = fabricplan(&["validate", "tests/fixtures/invalid/duplicate-node.toml", "plans/two-spark.toml"]);
+    let o = fabricplan(&[
+        "validate",
+        "tests/fixtures/invalid/duplicate-node.toml",
+        "plans/two-spark.toml",
+    ]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stdout(&o).contains("plans/two-spark.toml: ok ("), "{}", stdout(&o));
-    assert!(stderr(&o).contains("node `spark-a` is declared twice"), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("plans/two-spark.toml: ok ("),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("node `spark-a` is declared twice"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -72,7 +99,11 @@ fn validate_warning_plan_exits_0_and_prints_the_warning() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("2 warning(s)"), "{}", stdout(&o));
     assert!(stderr(&o).contains("plan::ring-crossing"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("GB10 rings cross f0 to f1"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("GB10 rings cross f0 to f1"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -80,7 +111,10 @@ fn validate_missing_file_exits_2() {
     let o = fabricplan(&["validate", "plans/no-such-plan.toml"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("cannot read plan `plans/no-such-plan.toml`"), "{err}");
+    assert!(
+        err.contains("cannot read plan `plans/no-such-plan.toml`"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -98,7 +132,11 @@ fn validate_non_toml_files_exit_2_with_a_clear_error() {
 
     // prose: text, but not TOML
     let txt = dir.path().join("notes.toml");
-    std::fs::write(&txt, "spark-a and spark-b are cabled f0 to f0, see the wiki\n").unwrap();
+    std::fs::write(
+        &txt,
+        "spark-a and spark-b are cabled f0 to f0, see the wiki\n",
+    )
+    .unwrap();
     let o = fabricplan(&["validate", txt.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
@@ -111,7 +149,11 @@ fn validate_non_toml_files_exit_2_with_a_clear_error() {
     std::fs::write(&empty, "").unwrap();
     let o = fabricplan(&["validate", empty.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("missing field `format-version`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("missing field `format-version`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -121,8 +163,15 @@ fn schema_prints_json() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("schema is JSON");
     assert!(v["properties"]["format-version"].is_object(), "{v}");
     assert!(v["properties"]["cable"].is_object(), "{v}");
-    let committed = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/plan.schema.json")).unwrap();
-    assert_eq!(stdout(&o), committed, "run `cargo run -- schema > schemas/plan.schema.json`");
+    let committed = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/plan.schema.json"),
+    )
+    .unwrap();
+    assert_eq!(
+        stdout(&o),
+        committed,
+        "run `cargo run -- schema > schemas/plan.schema.json`"
+    );
 }
 
 #[test]
@@ -131,14 +180,21 @@ fn plan_ring3_shows_six_links_crossing_f0_to_f1() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("3 nodes, 0 switches, 6 links"), "{out}");
-    for (a, b) in [("spark-1", "spark-2"), ("spark-2", "spark-3"), ("spark-3", "spark-1")] {
+    for (a, b) in [
+        ("spark-1", "spark-2"),
+        ("spark-2", "spark-3"),
+        ("spark-3", "spark-1"),
+    ] {
         for h in ["a", "b"] {
             let needle = format!("{a}.f0.{h}");
             let line = out
                 .lines()
                 .find(|l| l.contains(&needle) && l.contains("<->"))
                 .unwrap_or_else(|| panic!("no link line for {needle}:\n{out}"));
-            assert!(line.contains(&format!("{b}.f1.{h}")), "{needle} should face {b}.f1.{h}: {line}");
+            assert!(
+                line.contains(&format!("{b}.f1.{h}")),
+                "{needle} should face {b}.f1.{h}: {line}"
+            );
         }
     }
     let links = out.lines().filter(|l| l.contains("<->")).count();
@@ -150,9 +206,15 @@ fn plan_switched6_shows_r2b_sharing_one_isl_direction() {
     let o = fabricplan(&["plan", "plans/switched-6.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    let r2b = out.split("\nround ").find(|s| s.contains("  R2b")).expect("round R2b");
+    let r2b = out
+        .split("\nround ")
+        .find(|s| s.contains("  R2b"))
+        .expect("round R2b");
     assert!(r2b.contains("2 flow(s) share one direction"), "{r2b}");
-    let r3 = out.split("\nround ").find(|s| s.contains("  R3")).expect("round R3");
+    let r3 = out
+        .split("\nround ")
+        .find(|s| s.contains("  R3"))
+        .expect("round R3");
     assert!(r3.contains("ISL sw-a -> sw-b: 1 flow(s)"), "{r3}");
     assert!(r3.contains("ISL sw-b -> sw-a: 1 flow(s)"), "{r3}");
 }
@@ -161,7 +223,8 @@ fn plan_switched6_shows_r2b_sharing_one_isl_direction() {
 fn plan_json_parses() {
     let o = fabricplan(&["plan", "plans/switched-6.toml", "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("plan --format json is JSON");
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).expect("plan --format json is JSON");
     assert_eq!(v["format_version"], 1);
     assert_eq!(v["plan"], "switched-6");
     let rounds = v["rounds"].as_array().expect("rounds");
@@ -171,14 +234,24 @@ fn plan_json_parses() {
     assert_eq!(r2b["jobs"].as_array().unwrap().len(), 2);
     for j in r2b["jobs"].as_array().unwrap() {
         assert_eq!(j["isl"][0], "sw-b -> sw-a", "{j}");
-        assert!(j["commands"]["steps"].as_array().is_some_and(|s| s.len() == 2), "{j}");
+        assert!(
+            j["commands"]["steps"]
+                .as_array()
+                .is_some_and(|s| s.len() == 2),
+            "{j}"
+        );
     }
 }
 
 #[test]
 fn graph_mentions_every_node_and_switch() {
     for (plan, names) in [
-        ("plans/switched-6.toml", &["gb10-01", "gb10-02", "gb10-03", "gb10-04", "gb10-05", "gb10-06", "sw-a", "sw-b"][..]),
+        (
+            "plans/switched-6.toml",
+            &[
+                "gb10-01", "gb10-02", "gb10-03", "gb10-04", "gb10-05", "gb10-06", "sw-a", "sw-b",
+            ][..],
+        ),
         ("plans/ring3.toml", &["spark-1", "spark-2", "spark-3"][..]),
     ] {
         let dot = fabricplan(&["graph", plan, "--format", "dot"]);
@@ -191,7 +264,10 @@ fn graph_mentions_every_node_and_switch() {
         assert!(mermaid.starts_with("graph LR"), "{mermaid}");
         for n in names {
             assert!(dot.contains(&format!("\"{n}\"")), "dot lacks {n}:\n{dot}");
-            assert!(mermaid.contains(&format!("\"{n}\"")), "mermaid lacks {n}:\n{mermaid}");
+            assert!(
+                mermaid.contains(&format!("\"{n}\"")),
+                "mermaid lacks {n}:\n{mermaid}"
+            );
         }
     }
 }
@@ -213,7 +289,11 @@ fn plan_and_graph_refuse_an_invalid_plan() {
     ] {
         let o = fabricplan(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(stdout(&o).is_empty(), "{args:?}: printed a plan:\n{}", stdout(&o));
+        assert!(
+            stdout(&o).is_empty(),
+            "{args:?}: printed a plan:\n{}",
+            stdout(&o)
+        );
         assert!(stderr(&o).contains("plan::unknown-node"), "{}", stderr(&o));
     }
 }

@@ -22,7 +22,10 @@ fn plan_files() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert!(out.len() >= 8, "expected the shipped plans and examples, found {out:?}");
+    assert!(
+        out.len() >= 8,
+        "expected the shipped plans and examples, found {out:?}"
+    );
     out
 }
 
@@ -70,10 +73,14 @@ fn every_plan_points_at_the_schema() {
     for p in plan_files() {
         let text = std::fs::read_to_string(&p).unwrap();
         let first = text.lines().next().unwrap_or("");
-        let rel = first
-            .strip_prefix("#:schema ")
-            .unwrap_or_else(|| panic!("{}: first line is not `#:schema ...`: {first}", p.display()));
-        assert!(!Path::new(rel).is_absolute(), "{}: schema path must be relative", p.display());
+        let rel = first.strip_prefix("#:schema ").unwrap_or_else(|| {
+            panic!("{}: first line is not `#:schema ...`: {first}", p.display())
+        });
+        assert!(
+            !Path::new(rel).is_absolute(),
+            "{}: schema path must be relative",
+            p.display()
+        );
         let target = std::fs::canonicalize(p.parent().unwrap().join(rel))
             .unwrap_or_else(|e| panic!("{}: `{rel}`: {e}", p.display()));
         assert_eq!(target, schema, "{}", p.display());
@@ -94,9 +101,19 @@ fn every_plan_loads_clean_expands_and_renders() {
         let rounds = render_all(&l.plan);
         assert!(!rounds.is_empty(), "{}: no rounds", p.display());
         for (round, cmds) in &rounds {
-            assert!(!round.jobs.is_empty(), "{}: round `{}` has no job", p.display(), round.name);
+            assert!(
+                !round.jobs.is_empty(),
+                "{}: round `{}` has no job",
+                p.display(),
+                round.name
+            );
             for c in cmds {
-                assert!(!c.steps.is_empty(), "{}: job {} has no step", p.display(), c.job);
+                assert!(
+                    !c.steps.is_empty(),
+                    "{}: job {} has no step",
+                    p.display(),
+                    c.job
+                );
             }
         }
     }
@@ -123,10 +140,22 @@ fn ring3_crosses_f0_to_f1() {
         let (a, b) = (&s.members[0].endpoint, &s.members[1].endpoint);
         assert_eq!(a.port, "f0", "{}", s.name);
         assert_eq!(b.port, "f1", "{}", s.name);
-        let i = order.iter().position(|n| *n == plan.node(a.node).name).unwrap();
-        assert_eq!(plan.node(b.node).name, order[(i + 1) % 3], "{}: node[i].f0 faces node[i+1].f1", s.name);
+        let i = order
+            .iter()
+            .position(|n| *n == plan.node(a.node).name)
+            .unwrap();
+        assert_eq!(
+            plan.node(b.node).name,
+            order[(i + 1) % 3],
+            "{}: node[i].f0 faces node[i+1].f1",
+            s.name
+        );
         assert_eq!(a.half, b.half);
-        assert!(seen.insert((i, a.half.clone())), "{}: link given twice", s.name);
+        assert!(
+            seen.insert((i, a.half.clone())),
+            "{}: link given twice",
+            s.name
+        );
         assert!(s.members.iter().all(|m| s.subnet.contains(&m.address)));
     }
     assert_eq!(seen.len(), 6);
@@ -141,7 +170,12 @@ fn switched6_r2b_shares_one_isl_direction_r3_uses_both() {
     let fabric = Fabric::build(&plan);
     let schedule = Schedule::expand(&plan);
     let rounds: Vec<Round> = schedule.rounds(&plan, &fabric).collect();
-    let by_name = |n: &str| rounds.iter().find(|r| r.name == n).unwrap_or_else(|| panic!("no round {n}"));
+    let by_name = |n: &str| {
+        rounds
+            .iter()
+            .find(|r| r.name == n)
+            .unwrap_or_else(|| panic!("no round {n}"))
+    };
 
     let r1 = isl_load(by_name("R1"));
     assert!(r1.is_empty(), "R1 is intra-switch: {r1:?}");
@@ -157,7 +191,12 @@ fn switched6_r2b_shares_one_isl_direction_r3_uses_both() {
     assert_eq!(load[0].1, 2);
     for j in &r2b.jobs {
         let hops: Vec<_> = j.pair.as_ref().unwrap().path.isl_hops().collect();
-        assert_eq!(hops, vec![load[0].0], "job {} crosses the ISL once, the shared way", j.id);
+        assert_eq!(
+            hops,
+            vec![load[0].0],
+            "job {} crosses the ISL once, the shared way",
+            j.id
+        );
     }
 
     let r3 = isl_load(by_name("R3"));
@@ -180,27 +219,60 @@ fn two_spark_nccl_lists_every_ranks_devices_and_pins_mpi_to_the_fabric() {
     let job = nccl[0];
     let hca = &job.nccl_env["NCCL_IB_HCA"];
     let ifs = &job.nccl_env["NCCL_SOCKET_IFNAME"];
-    for e in ["spark-a.f0.a", "spark-a.f0.b", "spark-b.f0.a", "spark-b.f0.b"] {
-        assert!(hca.split(',').any(|d| d == format!("<{e}:device>")), "{e} missing from NCCL_IB_HCA={hca}");
-        assert!(ifs.split(',').any(|d| d == format!("<{e}:netdev>")), "{e} missing from NCCL_SOCKET_IFNAME={ifs}");
+    for e in [
+        "spark-a.f0.a",
+        "spark-a.f0.b",
+        "spark-b.f0.a",
+        "spark-b.f0.b",
+    ] {
+        assert!(
+            hca.split(',').any(|d| d == format!("<{e}:device>")),
+            "{e} missing from NCCL_IB_HCA={hca}"
+        );
+        assert!(
+            ifs.split(',').any(|d| d == format!("<{e}:netdev>")),
+            "{e} missing from NCCL_SOCKET_IFNAME={ifs}"
+        );
     }
     assert_eq!(job.nccl_env["NCCL_NET_PLUGIN"], "none");
     assert_eq!(job.nccl_env["NCCL_DEBUG"], "INFO");
     let step = &job.steps[0];
     assert_eq!(step.role, Role::Launcher);
     assert!(step.command.starts_with("mpirun "), "{}", step.command);
-    assert!(step.command.contains("--mca oob_tcp_if_include 198.51.100.0/30,203.0.113.0/30"), "{}", step.command);
-    assert!(step.command.contains("--mca btl_tcp_if_include 198.51.100.0/30,203.0.113.0/30"), "{}", step.command);
-    assert!(step.command.contains(&format!("-x NCCL_IB_HCA={hca}")), "{}", step.command);
-    assert!(step.command.contains("/opt/nccl-tests/build/all_reduce_perf"), "{}", step.command);
+    assert!(
+        step.command
+            .contains("--mca oob_tcp_if_include 198.51.100.0/30,203.0.113.0/30"),
+        "{}",
+        step.command
+    );
+    assert!(
+        step.command
+            .contains("--mca btl_tcp_if_include 198.51.100.0/30,203.0.113.0/30"),
+        "{}",
+        step.command
+    );
+    assert!(
+        step.command.contains(&format!("-x NCCL_IB_HCA={hca}")),
+        "{}",
+        step.command
+    );
+    assert!(
+        step.command
+            .contains("/opt/nccl-tests/build/all_reduce_perf"),
+        "{}",
+        step.command
+    );
 }
 
 fn switched_plan(n: usize) -> String {
-    let mut s = String::from("format-version = 1\nname = \"generated\"\n\n[[switch]]\nname = \"leaf\"\n");
+    let mut s =
+        String::from("format-version = 1\nname = \"generated\"\n\n[[switch]]\nname = \"leaf\"\n");
     for i in 0..n {
         s += &format!("\n[[node]]\nname = \"node-{i:03}\"\n");
     }
-    let attach: Vec<String> = (0..n).map(|i| format!("\"node-{i:03}.f0\" = \"leaf\"")).collect();
+    let attach: Vec<String> = (0..n)
+        .map(|i| format!("\"node-{i:03}.f0\" = \"leaf\""))
+        .collect();
     s += &format!(
         "\n[[cable]]\nkind = \"switched\"\nhalves = [\"a\"]\nattach = {{ {} }}\nsubnets = {{ a = \"198.18.0.0/22\" }}\n",
         attach.join(", ")
@@ -220,16 +292,32 @@ fn all_pairs_takes_n_minus_1_rounds_even_n_odd_and_never_doubles_a_half() {
         let mut pairs = HashSet::new();
         for round in schedule.rounds(&plan, &fabric) {
             assert_eq!(round.kind, TestKind::RdmaBw);
-            assert_eq!(round.jobs.len(), n / 2, "n = {n}, round {}: every node but one busy", round.name);
+            assert_eq!(
+                round.jobs.len(),
+                n / 2,
+                "n = {n}, round {}: every node but one busy",
+                round.name
+            );
             let mut busy = HashSet::new();
             let mut ports = HashSet::new();
             for j in &round.jobs {
                 for e in &j.resources {
-                    assert!(busy.insert(e.clone()), "n = {n}, round {}: {e:?} in two jobs", round.name);
+                    assert!(
+                        busy.insert(e.clone()),
+                        "n = {n}, round {}: {e:?} in two jobs",
+                        round.name
+                    );
                 }
-                assert!(ports.insert(j.port), "n = {n}: TCP port {} twice in a round", j.port);
+                assert!(
+                    ports.insert(j.port),
+                    "n = {n}: TCP port {} twice in a round",
+                    j.port
+                );
                 let p = j.pair.as_ref().unwrap();
-                let key = (p.client.node.min(p.server.node), p.client.node.max(p.server.node));
+                let key = (
+                    p.client.node.min(p.server.node),
+                    p.client.node.max(p.server.node),
+                );
                 assert!(pairs.insert(key), "n = {n}: pair {key:?} measured twice");
             }
         }
@@ -294,26 +382,51 @@ fn hostile_values_render_inert() {
     for round in schedule.rounds(&plan, &fabric) {
         for job in &round.jobs {
             let cmds = job_commands(&plan, &renderer, &res, job, &run_id).unwrap();
-            assert!(cmds.unresolved.is_empty(), "pinned plan: {:?}", cmds.unresolved);
+            assert!(
+                cmds.unresolved.is_empty(),
+                "pinned plan: {:?}",
+                cmds.unresolved
+            );
             for step in &cmds.steps {
                 if step.role == Role::Server {
                     // detached: syntax only (it would start a real server)
                     let out = sh(&step.script, true);
-                    assert!(out.status.success(), "{}: {}", step.script, String::from_utf8_lossy(&out.stderr));
+                    assert!(
+                        out.status.success(),
+                        "{}: {}",
+                        step.script,
+                        String::from_utf8_lossy(&out.stderr)
+                    );
                     continue;
                 }
                 let out = sh(&step.script, true);
-                assert!(out.status.success(), "{}: {}", step.script, String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{}: {}",
+                    step.script,
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 // run it for real, with the tool swapped for printf: exports, mkdir/cd and
                 // every word of the command are evaluated by the shell
                 let exec = format!("exec timeout -k 5 {} ", step.timeout_s);
                 assert!(step.script.contains(&exec), "{}", step.script);
-                let harmless = step.script.replacen(&exec, "printf '%s\\n' \"$HOSTILE\" \"$LD_LIBRARY_PATH\" ", 1);
+                let harmless = step.script.replacen(
+                    &exec,
+                    "printf '%s\\n' \"$HOSTILE\" \"$LD_LIBRARY_PATH\" ",
+                    1,
+                );
                 let out = sh(&harmless, false);
                 let stdout = String::from_utf8_lossy(&out.stdout);
-                assert!(out.status.success(), "{harmless}: {}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{harmless}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 let lines: Vec<&str> = stdout.lines().collect();
-                assert_eq!(lines[0], "`touch /tmp/fabricplan-pwned`; echo $HOME", "{harmless}");
+                assert_eq!(
+                    lines[0], "`touch /tmp/fabricplan-pwned`; echo $HOME",
+                    "{harmless}"
+                );
                 assert_eq!(lines[1], "/opt/x'y");
                 if step.role == Role::Launcher {
                     assert!(
@@ -332,5 +445,8 @@ fn hostile_values_render_inert() {
     let _ = std::fs::remove_dir(format!("/tmp/fabricplan/{run_id}"));
     assert!(checked >= 3, "ran {checked} scripts");
     assert!(!rendered.is_empty());
-    assert!(!Path::new(PWNED).exists(), "a hostile value was executed: {PWNED} exists");
+    assert!(
+        !Path::new(PWNED).exists(),
+        "a hostile value was executed: {PWNED} exists"
+    );
 }

@@ -794,6 +794,7 @@ fn check_address_keys(ctx: &mut Ctx, c: &RawCable, nodes: &[Node]) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn member_address(
     ctx: &mut Ctx,
     c: &RawCable,
@@ -1217,7 +1218,7 @@ fn ring_crossing(ctx: &mut Ctx, raw: &[RawCable], cables: &[Cable], segments: &[
     for s in segments {
         if s.members.len() == 2 && s.members.iter().all(|m| m.switch.is_none()) {
             let (a, b) = (s.members[0].endpoint.node, s.members[1].endpoint.node);
-            if !links.iter().any(|l| *l == (s.cable, a, b)) {
+            if !links.contains(&(s.cable, a, b)) {
                 links.push((s.cable, a, b));
             }
         }
