@@ -1,2 +1,299 @@
+//! The binary end to end: exit codes, what goes to stdout and stderr.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fabricplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run fabricplan")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn toml_files(dir: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| format!("{dir}/{}", p.file_name().unwrap().to_string_lossy()))
+        .collect();
+    v.sort();
+    v
+}
+
 #[test]
-fn placeholder() {}
+fn validate_shipped_plans_and_examples_exits_0() {
+    let mut files = toml_files("plans");
+    files.extend(toml_files("examples"));
+    let args: Vec<&str> = std::iter::once("validate")
+        .chain(files.iter().map(String::as_str))
+        .collect();
+    let o = fabricplan(&args);
+    assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
+    let out = stdout(&o);
+    for f in &files {
+        assert!(
+            out.contains(&format!("{f}: ok (")),
+            "{f} not reported ok:\n{out}"
+        );
+    }
+    assert!(
+        stderr(&o).is_empty(),
+        "clean plans print nothing on stderr:\n{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn validate_invalid_fixture_exits_2_with_the_diagnostic() {
+    let o = fabricplan(&["validate", "tests/fixtures/invalid/half-cabled-twice.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("plan::cabled-twice"), "{err}");
+    assert!(err.contains("`spark-a.f0.a` is cabled twice"), "{err}");
+    assert!(
+        err.contains("tests/fixtures/invalid/half-cabled-twice.toml:24:9"),
+        "{err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "NO_COLOR: no escape sequences:\n{err}"
+    );
+    insta::assert_snapshot!(err);
+}
+
+#[test]
+fn validate_keeps_going_after_an_invalid_plan() {
+    let o = fabricplan(&[
+        "validate",
+        "tests/fixtures/invalid/duplicate-node.toml",
+        "plans/two-spark.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stdout(&o).contains("plans/two-spark.toml: ok ("),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("node `spark-a` is declared twice"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn validate_warning_plan_exits_0_and_prints_the_warning() {
+    let o = fabricplan(&["validate", "tests/fixtures/warnings/ring-f0-to-f0.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("2 warning(s)"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("plan::ring-crossing"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("GB10 rings cross f0 to f1"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn validate_missing_file_exits_2() {
+    let o = fabricplan(&["validate", "plans/no-such-plan.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot read plan `plans/no-such-plan.toml`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn validate_non_toml_files_exit_2_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // a PNG: not even text
+    let png = dir.path().join("diagram.png");
+    std::fs::write(&png, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x01\0\xff\xfe").unwrap();
+    let o = fabricplan(&["validate", png.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("cannot read plan"), "{err}");
+    assert!(err.contains("UTF-8"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    // prose: text, but not TOML
+    let txt = dir.path().join("notes.toml");
+    std::fs::write(
+        &txt,
+        "spark-a and spark-b are cabled f0 to f0, see the wiki\n",
+    )
+    .unwrap();
+    let o = fabricplan(&["validate", txt.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("plan::toml"), "{err}");
+    assert!(err.contains("is invalid: 1 error(s)"), "{err}");
+    assert!(err.contains("TOML 1.0"), "help line missing:\n{err}");
+
+    // empty file: valid TOML, missing every required key
+    let empty = dir.path().join("empty.toml");
+    std::fs::write(&empty, "").unwrap();
+    let o = fabricplan(&["validate", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("missing field `format-version`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn schema_prints_json() {
+    let o = fabricplan(&["schema"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("schema is JSON");
+    assert!(v["properties"]["format-version"].is_object(), "{v}");
+    assert!(v["properties"]["cable"].is_object(), "{v}");
+    let committed = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas/plan.schema.json"),
+    )
+    .unwrap();
+    assert_eq!(
+        stdout(&o),
+        committed,
+        "run `cargo run -- schema > schemas/plan.schema.json`"
+    );
+}
+
+#[test]
+fn plan_ring3_shows_six_links_crossing_f0_to_f1() {
+    let o = fabricplan(&["plan", "plans/ring3.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("3 nodes, 0 switches, 6 links"), "{out}");
+    for (a, b) in [
+        ("spark-1", "spark-2"),
+        ("spark-2", "spark-3"),
+        ("spark-3", "spark-1"),
+    ] {
+        for h in ["a", "b"] {
+            let needle = format!("{a}.f0.{h}");
+            let line = out
+                .lines()
+                .find(|l| l.contains(&needle) && l.contains("<->"))
+                .unwrap_or_else(|| panic!("no link line for {needle}:\n{out}"));
+            assert!(
+                line.contains(&format!("{b}.f1.{h}")),
+                "{needle} should face {b}.f1.{h}: {line}"
+            );
+        }
+    }
+    let links = out.lines().filter(|l| l.contains("<->")).count();
+    assert_eq!(links, 6, "{out}");
+}
+
+#[test]
+fn plan_switched6_shows_r2b_sharing_one_isl_direction() {
+    let o = fabricplan(&["plan", "plans/switched-6.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let r2b = out
+        .split("\nround ")
+        .find(|s| s.contains("  R2b"))
+        .expect("round R2b");
+    assert!(r2b.contains("2 flow(s) share one direction"), "{r2b}");
+    let r3 = out
+        .split("\nround ")
+        .find(|s| s.contains("  R3"))
+        .expect("round R3");
+    assert!(r3.contains("ISL sw-a -> sw-b: 1 flow(s)"), "{r3}");
+    assert!(r3.contains("ISL sw-b -> sw-a: 1 flow(s)"), "{r3}");
+}
+
+#[test]
+fn plan_json_parses() {
+    let o = fabricplan(&["plan", "plans/switched-6.toml", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).expect("plan --format json is JSON");
+    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["plan"], "switched-6");
+    let rounds = v["rounds"].as_array().expect("rounds");
+    assert_eq!(rounds.len() as u64, v["round_count"].as_u64().unwrap());
+    assert!(rounds.len() >= 5);
+    let r2b = rounds.iter().find(|r| r["name"] == "R2b").expect("R2b");
+    assert_eq!(r2b["jobs"].as_array().unwrap().len(), 2);
+    for j in r2b["jobs"].as_array().unwrap() {
+        assert_eq!(j["isl"][0], "sw-b -> sw-a", "{j}");
+        assert!(
+            j["commands"]["steps"]
+                .as_array()
+                .is_some_and(|s| s.len() == 2),
+            "{j}"
+        );
+    }
+}
+
+#[test]
+fn graph_mentions_every_node_and_switch() {
+    for (plan, names) in [
+        (
+            "plans/switched-6.toml",
+            &[
+                "gb10-01", "gb10-02", "gb10-03", "gb10-04", "gb10-05", "gb10-06", "sw-a", "sw-b",
+            ][..],
+        ),
+        ("plans/ring3.toml", &["spark-1", "spark-2", "spark-3"][..]),
+    ] {
+        let dot = fabricplan(&["graph", plan, "--format", "dot"]);
+        assert_eq!(dot.status.code(), Some(0), "{}", stderr(&dot));
+        let dot = stdout(&dot);
+        assert!(dot.starts_with("graph "), "{dot}");
+        let mermaid = fabricplan(&["graph", plan, "--format", "mermaid"]);
+        assert_eq!(mermaid.status.code(), Some(0), "{}", stderr(&mermaid));
+        let mermaid = stdout(&mermaid);
+        assert!(mermaid.starts_with("graph LR"), "{mermaid}");
+        for n in names {
+            assert!(dot.contains(&format!("\"{n}\"")), "dot lacks {n}:\n{dot}");
+            assert!(
+                mermaid.contains(&format!("\"{n}\"")),
+                "mermaid lacks {n}:\n{mermaid}"
+            );
+        }
+    }
+}
+
+#[test]
+fn parse_unknown_tool_exits_2() {
+    let o = fabricplan(&["parse", "ib_write_bandwidth", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("unknown tool `ib_write_bandwidth`"), "{err}");
+    assert!(err.contains("ib_write_bw"), "{err}");
+}
+
+#[test]
+fn plan_and_graph_refuse_an_invalid_plan() {
+    for args in [
+        &["plan", "tests/fixtures/invalid/unknown-node-in-cable.toml"][..],
+        &["graph", "tests/fixtures/invalid/unknown-node-in-cable.toml"][..],
+    ] {
+        let o = fabricplan(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stdout(&o).is_empty(),
+            "{args:?}: printed a plan:\n{}",
+            stdout(&o)
+        );
+        assert!(stderr(&o).contains("plan::unknown-node"), "{}", stderr(&o));
+    }
+}

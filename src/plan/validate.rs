@@ -1494,7 +1494,7 @@ fn ring_crossing(
     for s in segments {
         if s.members.len() == 2 && s.members.iter().all(|m| m.switch.is_none()) {
             let (a, b) = (s.members[0].endpoint.node, s.members[1].endpoint.node);
-            if !links.iter().any(|l| *l == (s.cable, a, b)) {
+            if !links.contains(&(s.cable, a, b)) {
                 links.push((s.cable, a, b));
             }
         }
