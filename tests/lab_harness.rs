@@ -559,6 +559,24 @@ fn ring_and_switched_labs_build_and_tear_down() {
     assert!(nccl.contains("Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0"));
     assert!(lab.counter("a", "rocep1s0f0", "port_xmit_data") > before_tx);
     assert!(lab.counter("a", "rocep1s0f1", "port_rcv_data") > before_rx);
+    // sendrecv_perf by absolute path: one buffer to the next rank, busbw = algbw.
+    let out = lab.ssh(
+        "a",
+        "mpirun -np 3 -H 198.19.11.1:1,198.19.11.2:1,198.19.15.1:1 --map-by slot --bind-to none \
+         --mca oob_tcp_if_include 198.19.0.0/16 --mca btl_tcp_if_include 198.19.0.0/16 \
+         -x NCCL_NET_PLUGIN=none -x NCCL_IB_HCA=rocep1s0f0,rocep1s0f1 -x NCCL_DEBUG=INFO \
+         /usr/local/bin/sendrecv_perf -b 8M -e 8M -f 2 -g 1 -w 1 -n 3",
+    );
+    let nccl = text(&out);
+    assert!(out.status.success(), "{nccl}");
+    assert!(
+        nccl.contains("     8388608       2097152     float     sum      -1"),
+        "{nccl}"
+    );
+    assert!(
+        nccl.contains("# Collective test concluded: sendrecv_perf"),
+        "{nccl}"
+    );
     let namespaces = lab.namespaces();
     drop(lab);
     let netns = stdout(&lab::run(&["ip", "netns", "list"]));

@@ -323,8 +323,10 @@ impl LabLock {
 
 impl Drop for LabLock {
     fn drop(&mut self) {
+        let t = std::time::Instant::now();
         self._stdin.take();
         let _ = self.holder.wait();
+        trace(&format!("lock released in {:?}", t.elapsed()));
     }
 }
 
@@ -360,6 +362,13 @@ fn remove_leftovers() {
         }
     }
     let _ = fs::remove_dir_all(LAB_BASE);
+}
+
+/// Step timings on stderr when `FABRICPLAN_LAB_TRACE=1`.
+fn trace(msg: &str) {
+    if std::env::var("FABRICPLAN_LAB_TRACE").as_deref() == Ok("1") {
+        eprintln!("lab: {msg}");
+    }
 }
 
 fn tbf_args(rate: &str) -> Vec<String> {
@@ -417,8 +426,11 @@ impl Lab {
         if spec.hosts.is_empty() || spec.hosts.len() > 200 {
             return Err("a lab needs 1..200 hosts".into());
         }
+        let t = std::time::Instant::now();
         let lock = LabLock::take()?;
+        trace(&format!("lock taken after {:?}", t.elapsed()));
         remove_leftovers();
+        trace(&format!("leftovers cleared after {:?}", t.elapsed()));
         let prefix = format!("{FAMILY}{}", spec.tag);
         let dir = PathBuf::from(LAB_BASE).join(&prefix);
         let mut lab = Lab {
@@ -432,6 +444,7 @@ impl Lab {
         };
         // On error `lab` is dropped here, which tears down whatever was built.
         lab.build_all(spec)?;
+        trace(&format!("lab {} built after {:?}", lab.prefix, t.elapsed()));
         Ok(lab)
     }
 
@@ -517,9 +530,12 @@ impl Lab {
         }
         self.add_unused_netdevs()?;
         self.write_sysfs(spec)?;
+        trace("links and sysfs done");
         self.write_ssh_files()?;
+        trace("keys and configs written");
         for i in 0..self.hosts.len() {
             self.start_sshd(i)?;
+            trace(&format!("sshd of {} up", self.hosts[i].name));
         }
         Ok(())
     }
@@ -1082,12 +1098,30 @@ impl Lab {
         for link in self.root_links.drain(..).rev() {
             sh::run(&["ip", "link", "del", &link]);
         }
-        let _ = fs::remove_dir_all(&self.dir);
+        let dir = self.dir.clone();
+        let mut last_err = None;
+        let gone = sh::wait_for(Duration::from_secs(5), || match fs::remove_dir_all(&dir) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => {
+                last_err = Some(e);
+                false
+            }
+        });
+        if !gone {
+            eprintln!("lab: cannot remove {}: {last_err:?}", dir.display());
+        }
     }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        let t = std::time::Instant::now();
         self.teardown();
+        trace(&format!(
+            "lab {} torn down in {:?}",
+            self.prefix,
+            t.elapsed()
+        ));
     }
 }

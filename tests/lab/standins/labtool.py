@@ -478,15 +478,15 @@ def bw_row(report):
         out(" %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f" % (size, iters, peak, avg, rate))
 
 
-def bw_report(a, size, nbytes, elapsed, duration_mode):
+def bw_report(a, size, nbytes, elapsed, duration_mode, iters_done):
     elapsed = max(elapsed, 1e-9)
     msgs = nbytes // max(size, 1)
     if a.gbits:
         avg = nbytes * 8 / elapsed / 1e9
     else:
         avg = nbytes / elapsed / (1 << 20)
-    peak = 0.0 if (duration_mode or a.no_peak or a.iters > 20000) else avg
-    iters = msgs if duration_mode else a.iters * a.qps
+    peak = 0.0 if (duration_mode or a.no_peak or iters_done > 20000) else avg
+    iters = msgs if duration_mode else iters_done * a.qps
     return {"size": size, "iters": iters, "peak": peak, "avg": avg,
             "rate": msgs / elapsed / 1e6, "gbits": a.gbits}
 
@@ -658,7 +658,7 @@ def bw_main(a):
             data.close()
             total_tx += sent
             moved = peer_rx + (box["rx"] if a.bidir else 0)
-            report = bw_report(a, size, moved, elapsed, a.duration is not None)
+            report = bw_report(a, size, moved, elapsed, a.duration is not None, iters)
             bw_row(report)
         send_msg(ctrl, {"op": "end", "report": report})
         out(DASHES)
