@@ -5,6 +5,7 @@
 pub mod evidence;
 pub mod fake;
 pub mod local;
+pub mod preflight;
 pub mod runner;
 pub mod ssh;
 pub mod transport;
