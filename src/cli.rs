@@ -94,6 +94,13 @@ pub enum Command {
         /// Run every node's commands on this machine instead of over SSH.
         #[arg(long)]
         local: bool,
+        /// Run against a fabric simulated from the plan: nothing leaves this machine, results
+        /// are labelled simulated.
+        #[arg(long, conflicts_with = "local")]
+        sim: bool,
+        /// With --sim: inject a fault, `KIND:TARGET` (repeatable), e.g. `throttle:spark-a.f0.a`.
+        #[arg(long = "sim-fault", value_name = "KIND:TARGET", requires = "sim")]
+        sim_fault: Vec<String>,
     },
     /// Read a saved tool output (FILE or stdin) and print what fabricplan reads in it.
     Parse {
@@ -222,6 +229,8 @@ pub fn run(cli: Cli) -> i32 {
             ssh_config,
             known_hosts,
             local,
+            sim,
+            sim_fault,
         } => {
             let Some(l) = load_or_report(&plan) else {
                 return exit::INVALID_PLAN;
@@ -235,7 +244,15 @@ pub fn run(cli: Cli) -> i32 {
                 eprintln!("error: --setup given but the plan declares no [setup] stage");
                 return exit::USAGE;
             }
-            let transport: std::sync::Arc<dyn crate::exec::Transport> = if local {
+            let transport: std::sync::Arc<dyn crate::exec::Transport> = if sim {
+                match crate::sim::SimTransport::new(&l.plan, &sim_fault) {
+                    Ok(t) => std::sync::Arc::new(t),
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return exit::USAGE;
+                    }
+                }
+            } else if local {
                 std::sync::Arc::new(crate::exec::local::LocalTransport)
             } else {
                 let opts = crate::exec::ssh::SshOptions {

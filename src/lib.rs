@@ -18,4 +18,5 @@ pub mod render;
 pub mod report;
 pub mod results;
 pub mod schedule;
+pub mod sim;
 pub mod topology;

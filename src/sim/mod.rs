@@ -1,0 +1,826 @@
+//! The simulated fabric: a [`Transport`] that answers the runner's real scripts from a model
+//! of the plan's fabric instead of hosts.
+//!
+//! It owns: recognising each script the runner sends (the discovery probe, counter snapshots,
+//! detached server starts, readiness polls, clients, `cat` of logs, process-group kills, pings,
+//! mpirun) by reading it like a shell would ([`shell`]); a simulated sysfs and `ip` view per
+//! node ([`world`]); the outputs of perftest, nccl-tests/NCCL, ping and iperf3 in their current
+//! formats, produced from the capacity model ([`crate::capacity`]) with seeded noise; and the
+//! faults of `[sim] faults` / `--sim-fault` ([`fault`]).
+//!
+//! It must not: touch the network, start processes, sleep, or read the clock for its numbers.
+//! Every answer is immediate and deterministic for a seed. It never judges: the runner's own
+//! parsers and gates read what it prints, exactly as on hardware.
+//!
+//! Concurrency: the runner starts every server of a round, polls them, then releases the
+//! clients together. The sim registers each detached server under its job id (which names its
+//! round) until it is killed; a client is matched to its server by address and port, and the
+//! flows active together are the live servers of that round. Each gets its max-min fair share
+//! from [`crate::capacity::expected`] on that round (faulted flows taken out at their fault's
+//! rate first).
+
+mod fault;
+mod nccl;
+mod noise;
+mod perftest;
+mod shell;
+mod world;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use fault::Fault;
+
+use crate::capacity;
+use crate::discover;
+use crate::exec::{BoxFuture, Output, Transport, TransportError};
+use crate::plan::{Node, NodeId, Plan};
+use crate::schedule::{Round, Schedule};
+use noise::Rng;
+use world::{Dev, World};
+
+/// A firmware-throttled half, Gb/s (the field reports' 12.74).
+const THROTTLE_GBPS: f64 = 12.7;
+/// A flow forced over an RSTP-blocked ISL, Gb/s (the report's 4.47).
+const RSTP_GBPS: f64 = 4.5;
+/// A flow whose sender's frames exceed the receiver's MTU: drops, retransmits.
+const MTU_DROP_GBPS: f64 = 2.9;
+
+#[derive(Debug, Clone)]
+enum ServerKind {
+    Perf(perftest::Args),
+    Iperf,
+}
+
+#[derive(Debug, Clone)]
+struct Server {
+    node: NodeId,
+    job: String,
+    round: Option<usize>,
+    port: u16,
+    pgid: u32,
+    kind: ServerKind,
+    /// Exited before listening.
+    died: bool,
+    /// Served its one client.
+    done: bool,
+}
+
+#[derive(Default)]
+struct State {
+    counters: HashMap<(NodeId, String), BTreeMap<String, u64>>,
+    /// Started and not yet killed.
+    servers: Vec<Server>,
+    /// (node, file name) -> content (`JOB.log`, `JOB.pgid`).
+    files: HashMap<(NodeId, String), String>,
+    rounds: HashMap<usize, Round>,
+}
+
+/// The simulated fabric transport.
+pub struct SimTransport {
+    world: World,
+    schedule: Schedule,
+    state: Mutex<State>,
+}
+
+impl SimTransport {
+    /// A simulated fabric for `plan`, with the plan's `[sim] faults` plus `extra` faults
+    /// (`KIND:TARGET`). An unreadable fault is an error.
+    pub fn new(plan: &Plan, extra: &[String]) -> Result<SimTransport, String> {
+        let mut faults = Vec::new();
+        for f in plan.sim.faults.iter().chain(extra) {
+            faults.push(fault::parse(plan, f)?);
+        }
+        let world = World::new(plan.clone(), faults);
+        let state = State {
+            counters: world.initial_counters(),
+            ..State::default()
+        };
+        Ok(SimTransport {
+            schedule: Schedule::expand(plan),
+            world,
+            state: Mutex::new(state),
+        })
+    }
+
+    /// The faults in effect.
+    pub fn faults(&self) -> &[Fault] {
+        &self.world.faults
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn answer(&self, node: NodeId, script: &str) -> Result<Output, TransportError> {
+        let w = &self.world;
+        if w.dead(node) {
+            return Err(TransportError::Unreachable {
+                host: w.name(node).to_string(),
+                reason: "simulated: no route to host".into(),
+            });
+        }
+        if script == discover::PROBE_SCRIPT
+            || (script.contains("@host") && script.contains("/sys/class/infiniband"))
+        {
+            let st = self.lock();
+            return Ok(Output::ok(w.probe(node, &st.counters)));
+        }
+        if script.contains("hw_counters") && script.contains("@dev") {
+            let devs: Vec<String> = shell::commands(script)
+                .into_iter()
+                .filter(|c| c.first().map(String::as_str) == Some("echo"))
+                .filter_map(|c| c.get(1)?.strip_prefix("@dev ").map(str::to_string))
+                .collect();
+            let st = self.lock();
+            return Ok(Output::ok(w.counters_dump(node, &devs, &st.counters)));
+        }
+        if script.contains("/proc/net/tcp") {
+            return Ok(self.ready(node, script));
+        }
+        if let Some(pgid) = shell::kill_pgid(script) {
+            let mut st = self.lock();
+            st.servers.retain(|s| !(s.node == node && s.pgid == pgid));
+            return Ok(Output::default());
+        }
+        if let Some((job, inner)) = shell::detached(script) {
+            return Ok(self.start_server(node, &job, &inner));
+        }
+        if let Some(file) = shell::cat_file(script) {
+            let st = self.lock();
+            return Ok(match st.files.get(&(node, file)) {
+                Some(t) => Output::ok(t.clone()),
+                None => Output {
+                    status: 1,
+                    ..Output::default()
+                },
+            });
+        }
+        if let Some(inv) = shell::invocation(script) {
+            return Ok(match inv.tool.as_str() {
+                "ib_write_bw" | "ib_write_lat" => self.perf_client(node, &inv.tool, &inv.args),
+                "mpirun" => {
+                    let (out, traffic) = nccl::run(w, node, &inv.args, &inv.env);
+                    let mut st = self.lock();
+                    for ((n, d), (tx, rx)) in traffic {
+                        let mtu = w.dev(n, &d).map(Dev::ib_mtu).unwrap_or(4096);
+                        bump(&mut st, n, &d, tx, rx, mtu, 0);
+                    }
+                    out
+                }
+                "ping" => self.ping(node, &inv.args),
+                "iperf3" => self.iperf_client(node, &inv.args),
+                other => Output {
+                    status: 127,
+                    stdout: String::new(),
+                    stderr: format!("sh: 1: {other}: not found (not simulated)\n"),
+                },
+            });
+        }
+        Ok(Output {
+            status: 127,
+            stdout: String::new(),
+            stderr: "fabricplan sim: no model for this command\n".into(),
+        })
+    }
+
+    fn round(&self, st: &mut State, index: usize) -> Option<Round> {
+        if let Some(r) = st.rounds.get(&index) {
+            return Some(r.clone());
+        }
+        let r = self
+            .schedule
+            .round(&self.world.plan, &self.world.fabric, index)?;
+        st.rounds.insert(index, r.clone());
+        Some(r)
+    }
+
+    fn start_server(&self, node: NodeId, job: &str, inner: &str) -> Output {
+        let w = &self.world;
+        let round = round_of(job);
+        let mut rng = Rng::keyed(w.seed, &["pgid", w.name(node), job]);
+        let pgid = rng.range(10_000, 4_000_000) as u32;
+        let mut st = self.lock();
+        st.files.remove(&(node, format!("{job}.log")));
+        st.files
+            .insert((node, format!("{job}.pgid")), format!("{pgid}\n"));
+        let Some(inv) = shell::invocation(inner) else {
+            st.files.insert(
+                (node, format!("{job}.log")),
+                "sh: 1: not found (not simulated)\n".into(),
+            );
+            return Output::default();
+        };
+        let (kind, port, log, died) = match inv.tool.as_str() {
+            "ib_write_bw" | "ib_write_lat" => match perftest::parse(&inv.tool, &inv.args) {
+                Err(e) => (None, 0, e, true),
+                Ok(a) => {
+                    let dev = match &a.dev {
+                        Some(d) => w.dev(node, d),
+                        None => w.devs_of(node).next(),
+                    };
+                    match perftest::check_device(&a, dev, w.devs_of(node).next().is_some()) {
+                        Err(e) => (None, a.port, e, true),
+                        Ok(_) => {
+                            let died = w.server_dies(node);
+                            let port = a.port;
+                            (Some(ServerKind::Perf(a)), port, perftest::waiting_box(), died)
+                        }
+                    }
+                }
+            },
+            "iperf3" => {
+                let port = flag(&inv.args, "-p")
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or(5201);
+                let log = format!(
+                    "-----------------------------------------------------------\nServer listening on {port} (test #1)\n-----------------------------------------------------------\n"
+                );
+                (Some(ServerKind::Iperf), port, log, w.server_dies(node))
+            }
+            other => (None, 0, format!("sh: 1: {other}: not found\n"), true),
+        };
+        st.files.insert((node, format!("{job}.log")), log);
+        st.servers.retain(|s| !(s.node == node && s.job == job));
+        st.servers.push(Server {
+            node,
+            job: job.to_string(),
+            round,
+            port,
+            pgid,
+            kind: kind.unwrap_or(ServerKind::Iperf),
+            died,
+            done: false,
+        });
+        Output::default()
+    }
+
+    fn ready(&self, node: NodeId, script: &str) -> Output {
+        let Some(job) = shell::ready_job(script) else {
+            return Output {
+                status: 5,
+                ..Output::default()
+            };
+        };
+        let st = self.lock();
+        match st.servers.iter().find(|s| s.node == node && s.job == job) {
+            Some(s) if s.died => Output {
+                status: 3,
+                ..Output::default()
+            },
+            Some(s) => Output::ok(format!("{}\n", s.pgid)),
+            // nothing ever listened: the poll gives up after its limit (answered at once)
+            None => Output {
+                status: 4,
+                ..Output::default()
+            },
+        }
+    }
+
+    /// The rate of the flow served by `server`, from the capacity model on the flows of its
+    /// round that are live now, faults applied. Also the packet_seq_err growth it causes.
+    fn flow_rate(&self, st: &mut State, server: &Server, cdev: &Dev, sdev: &Dev) -> (f64, u64) {
+        let w = &self.world;
+        let plan = &w.plan;
+        let mut rng = Rng::keyed(w.seed, &["seq", &server.job, w.name(server.node)]);
+        let faulted = |round: &Round, job: &crate::schedule::Job| -> Option<(f64, u64)> {
+            let pair = job.pair.as_ref()?;
+            let dev_of = |e: &crate::plan::Endpoint| w.devs.iter().find(|d| &d.endpoint == e);
+            let (c, s) = (dev_of(&pair.client)?, dev_of(&pair.server)?);
+            let mut r = Rng::keyed(w.seed, &["seqerr", &job.id]);
+            if c.ib_mtu() > s.ib_mtu() {
+                return Some((MTU_DROP_GBPS, r.range(20_000, 60_000)));
+            }
+            let blocked: Vec<_> = pair
+                .path
+                .isl_hops()
+                .filter(|(isl, _)| w.isl_blocked(*isl))
+                .collect();
+            if let Some(hop) = blocked.first() {
+                let sharing = round
+                    .jobs
+                    .iter()
+                    .filter(|j| {
+                        j.pair
+                            .as_ref()
+                            .is_some_and(|p| p.path.isl_hops().any(|h| h == *hop))
+                    })
+                    .count()
+                    .max(1);
+                return Some((RSTP_GBPS / sharing as f64, r.range(400, 1500)));
+            }
+            if c.throttled || s.throttled {
+                return Some((THROTTLE_GBPS, 0));
+            }
+            None
+        };
+        let job_round = server.round.and_then(|i| self.round(st, i));
+        if let Some(round) = job_round
+            && round.jobs.iter().any(|j| j.id == server.job)
+        {
+            let live: Vec<&str> = st
+                .servers
+                .iter()
+                .filter(|s| s.round == server.round && !s.died)
+                .map(|s| s.job.as_str())
+                .collect();
+            let mut sub = round.clone();
+            sub.jobs.retain(|j| live.contains(&j.id.as_str()));
+            if let Some(j) = sub.jobs.iter().find(|j| j.id == server.job)
+                && let Some(f) = faulted(&sub, j)
+            {
+                return f;
+            }
+            let mut healthy = sub.clone();
+            healthy.jobs.retain(|j| faulted(&sub, j).is_none());
+            let rates = capacity::expected(plan, &healthy);
+            if let Some(Some(r)) = healthy
+                .jobs
+                .iter()
+                .zip(rates)
+                .find(|(j, _)| j.id == server.job)
+                .map(|(_, r)| r)
+            {
+                return (r, 0);
+            }
+        }
+        // a flow no planned job accounts for: alone on its wire
+        let half = plan
+            .profile_of(cdev.node)
+            .half_rate_gbps
+            .unwrap_or(capacity::DEFAULT_HALF_GBPS);
+        let switched = w
+            .path(cdev, sdev)
+            .is_some_and(|p| !p.switches.is_empty());
+        let mut r = if switched {
+            half * (1.0 - plan.capacity.switch_penalty_pct / 100.0)
+        } else {
+            half
+        };
+        let mut seq = 0;
+        if cdev.throttled || sdev.throttled {
+            r = THROTTLE_GBPS;
+        }
+        if w.isl_hops(cdev, sdev).iter().any(|(i, _)| w.isl_blocked(*i)) {
+            r = RSTP_GBPS;
+            seq = rng.range(400, 1500);
+        }
+        if cdev.ib_mtu() > sdev.ib_mtu() {
+            r = MTU_DROP_GBPS;
+            seq = rng.range(20_000, 60_000);
+        }
+        (r, seq)
+    }
+
+    fn perf_client(&self, node: NodeId, tool: &str, args: &[String]) -> Output {
+        let w = &self.world;
+        let fail = |stdout: String, stderr: String| Output {
+            status: 1,
+            stdout,
+            stderr,
+        };
+        let a = match perftest::parse(tool, args) {
+            Ok(a) => a,
+            Err(e) => return fail(String::new(), e),
+        };
+        let Some(server_ip) = a.server.clone() else {
+            // a server in the foreground waits for a client that never comes
+            return Output {
+                status: 124,
+                stdout: perftest::waiting_box(),
+                stderr: String::new(),
+            };
+        };
+        let dev = match &a.dev {
+            Some(d) => w.dev(node, d),
+            None => w.devs_of(node).next(),
+        };
+        let cdev = match perftest::check_device(&a, dev, w.devs_of(node).next().is_some()) {
+            Ok(d) => d.clone(),
+            Err(e) => return fail(String::new(), e),
+        };
+        let cgid = a.gid.unwrap_or(cdev.gid_index);
+        let mut pre = String::new();
+        if a.duration.is_some() && !a.lat {
+            pre.push_str(" WARNING: BW peak won't be measured in this run.\n");
+        }
+        let ip: Option<Ipv4Addr> = server_ip.parse().ok();
+        let mut st = self.lock();
+        // the out-of-band TCP connection: routed, to a live listener on that port
+        let server = ip
+            .filter(|ip| w.route(node, *ip).is_some_and(|r| w.reaches(r, *ip)))
+            .and_then(|ip| w.dev_by_ip(ip))
+            .and_then(|d| {
+                st.servers
+                    .iter()
+                    .find(|s| {
+                        s.node == d.node
+                            && s.port == a.port
+                            && !s.died
+                            && !s.done
+                            && matches!(&s.kind, ServerKind::Perf(sa) if sa.lat == a.lat)
+                    })
+                    .cloned()
+            });
+        let Some(server) = server else {
+            return fail(pre, perftest::connect_failed(&server_ip, a.port));
+        };
+        let ServerKind::Perf(sa) = &server.kind else {
+            return fail(pre, perftest::connect_failed(&server_ip, a.port));
+        };
+        let sdev = match &sa.dev {
+            Some(d) => w.dev(server.node, d),
+            None => w.devs_of(server.node).next(),
+        }
+        .cloned()
+        .unwrap_or_else(|| cdev.clone());
+        let sgid = sa.gid.unwrap_or(sdev.gid_index);
+        if let Some(s) = st
+            .servers
+            .iter_mut()
+            .find(|s| s.node == server.node && s.job == server.job)
+        {
+            s.done = true;
+        }
+        let mut rng = Rng::keyed(
+            w.seed,
+            &[
+                "perf",
+                w.name(node),
+                &args.join(" "),
+                &server.round.map(|r| r.to_string()).unwrap_or_default(),
+            ],
+        );
+        let gid_or_zero = |d: &Dev, g: u32| {
+            if d.roce_v2(g) { d.gid_bytes() } else { [0u8; 16] }
+        };
+        let local = perftest::dests(&mut rng, a.qps, gid_or_zero(&cdev, cgid));
+        let remote = perftest::dests(&mut rng, sa.qps, gid_or_zero(&sdev, sgid));
+        let cmtu = cdev.ib_mtu();
+        let smtu = sdev.ib_mtu();
+        let mut client = pre;
+        client.push_str(&perftest::banner(&a, &cdev.name, cmtu, cgid, false));
+        client.push_str(&perftest::addresses(&local, &remote));
+        let mut slog = perftest::banner(sa, &sdev.name, smtu, sgid, true);
+        slog.push_str(&perftest::addresses(&remote, &local));
+        let log_key = (server.node, format!("{}.log", server.job));
+        let append = |st: &mut State, text: &str| {
+            st.files.entry(log_key.clone()).or_default().push_str(text);
+        };
+        if !cdev.roce_v2(cgid) || !sdev.roce_v2(sgid) {
+            slog.push_str(&perftest::rtr_failed(remote.first_qpn()));
+            append(&mut st, &slog);
+            return fail(client, perftest::rtr_failed(local.first_qpn()));
+        }
+        if !w.linked(&cdev, &sdev) {
+            slog.push_str(&perftest::retry_exceeded(a.lat, true));
+            append(&mut st, &slog);
+            return fail(client, perftest::retry_exceeded(a.lat, false));
+        }
+        if a.lat {
+            let path = w.path(&cdev, &sdev);
+            let switches = path.as_ref().map(|p| p.switches.len()).unwrap_or(0) as f64;
+            let isls = w.isl_hops(&cdev, &sdev);
+            let mut typ = 1.45 + 0.28 * switches + 0.4 * isls.len() as f64;
+            if isls.iter().any(|(i, _)| w.isl_blocked(*i)) {
+                typ = 41.0;
+            }
+            let typ = rng.jitter(typ, 0.02);
+            let table = perftest::lat_table(&a, typ, &mut rng);
+            client.push_str(&table);
+            let stable = perftest::lat_table(sa, rng.jitter(typ, 0.01), &mut rng);
+            slog.push_str(&stable);
+            append(&mut st, &slog);
+            let bytes = a.size * u64::from(a.iters);
+            bump(&mut st, node, &cdev.name, bytes, bytes, cmtu, 0);
+            bump(&mut st, server.node, &sdev.name, bytes, bytes, smtu, 0);
+            return Output::ok(client);
+        }
+        let (rate, seq) = self.flow_rate(&mut st, &server, &cdev, &sdev);
+        let gbps = rng.jitter(rate, 0.004);
+        let seconds = a
+            .duration
+            .map(f64::from)
+            .unwrap_or_else(|| a.size as f64 * f64::from(a.iters) * 8.0 / (gbps * 1e9));
+        let table = perftest::bw_table(&a, gbps, seconds);
+        client.push_str(&table);
+        slog.push_str(&table);
+        append(&mut st, &slog);
+        let bytes = (gbps * 1e9 / 8.0 * seconds) as u64;
+        bump(&mut st, node, &cdev.name, bytes, bytes / 500, cmtu, seq);
+        bump(&mut st, server.node, &sdev.name, bytes / 500, bytes, smtu, 0);
+        Output::ok(client)
+    }
+
+    fn ping(&self, node: NodeId, args: &[String]) -> Output {
+        let w = &self.world;
+        let mut count = 3u32;
+        let mut iface = None;
+        let mut df = false;
+        let mut size = 56u32;
+        let mut dst = None;
+        let mut i = 0;
+        while i < args.len() {
+            match args[i].as_str() {
+                "-c" => count = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(3),
+                "-I" => iface = args.get(i + 1).cloned(),
+                "-s" => size = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(56),
+                "-M" => df = args.get(i + 1).map(String::as_str) == Some("do"),
+                "-W" | "-i" | "-w" | "-t" => {}
+                a if a.starts_with('-') => {
+                    i += 1;
+                    continue;
+                }
+                a => {
+                    dst = Some(a.to_string());
+                    i += 1;
+                    continue;
+                }
+            }
+            i += 2;
+        }
+        let Some(dst_text) = dst else {
+            return Output {
+                status: 2,
+                stdout: String::new(),
+                stderr: "ping: usage error: Destination address required\n".into(),
+            };
+        };
+        let Ok(dst) = dst_text.parse::<Ipv4Addr>() else {
+            return Output {
+                status: 2,
+                stdout: String::new(),
+                stderr: format!("ping: {dst_text}: Name or service not known\n"),
+            };
+        };
+        let src = match &iface {
+            Some(nd) => w.dev_by_netdev(node, nd),
+            None => w.route(node, dst),
+        };
+        let Some(src) = src else {
+            return Output {
+                status: 2,
+                stdout: String::new(),
+                stderr: format!(
+                    "ping: SO_BINDTODEVICE {}: No such device\n",
+                    iface.unwrap_or_default()
+                ),
+            };
+        };
+        let src_ip = src
+            .address
+            .map(|(a, _)| a.to_string())
+            .unwrap_or_else(|| w.mgmt_ip(node).to_string());
+        let total = size + 28;
+        let mut out = format!(
+            "PING {dst} ({dst}) from {src_ip} {}: {size}({total}) bytes of data.\n",
+            src.netdev
+        );
+        let mut err = String::new();
+        let stats = |out: &mut String, rx: u32, errors: u32| {
+            let loss = if count == 0 {
+                0.0
+            } else {
+                100.0 * f64::from(count - rx) / f64::from(count)
+            };
+            let _ = writeln!(out, "\n--- {dst} ping statistics ---");
+            let _ = write!(out, "{count} packets transmitted, {rx} received");
+            if errors > 0 {
+                let _ = write!(out, ", +{errors} errors");
+            }
+            let _ = writeln!(
+                out,
+                ", {}% packet loss, time {}ms",
+                nccl::fmt_g(loss),
+                1000 * count.saturating_sub(1) + 3
+            );
+        };
+        if df && total > src.mtu {
+            for _ in 0..count {
+                let _ = writeln!(err, "ping: local error: message too long, mtu={}", src.mtu);
+            }
+            stats(&mut out, 0, count);
+            return Output {
+                status: 1,
+                stdout: out,
+                stderr: err,
+            };
+        }
+        let peer = w.dev_by_ip(dst);
+        let reached = w.reaches(src, dst);
+        if !reached {
+            for s in 1..=count {
+                let _ = writeln!(out, "From {src_ip} icmp_seq={s} Destination Host Unreachable");
+            }
+            stats(&mut out, 0, count);
+            return Output {
+                status: 1,
+                stdout: out,
+                stderr: err,
+            };
+        }
+        let peer = peer.expect("reached implies a peer");
+        if df && total > peer.mtu {
+            for s in 1..=count {
+                let _ = writeln!(
+                    out,
+                    "From {dst} icmp_seq={s} Frag needed and DF set (mtu = {})",
+                    peer.mtu
+                );
+            }
+            stats(&mut out, 0, count);
+            return Output {
+                status: 1,
+                stdout: out,
+                stderr: err,
+            };
+        }
+        let slow = w.isl_hops(src, peer).iter().any(|(i, _)| w.isl_blocked(*i));
+        let mut rng = Rng::keyed(w.seed, &["ping", w.name(node), &args.join(" ")]);
+        let mut times = Vec::new();
+        for s in 1..=count {
+            let t = if slow {
+                rng.jitter(2.4, 0.2)
+            } else {
+                rng.jitter(if size > 1000 { 0.12 } else { 0.06 }, 0.3)
+            };
+            times.push(t);
+            let _ = writeln!(out, "{} bytes from {dst}: icmp_seq={s} ttl=64 time={t:.3} ms", size + 8);
+        }
+        stats(&mut out, count, 0);
+        let min = times.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = times.iter().copied().fold(0.0, f64::max);
+        let avg = times.iter().sum::<f64>() / times.len().max(1) as f64;
+        let _ = writeln!(
+            out,
+            "rtt min/avg/max/mdev = {min:.3}/{avg:.3}/{max:.3}/{:.3} ms",
+            (max - min) / 2.0
+        );
+        Output::ok(out)
+    }
+
+    fn iperf_client(&self, node: NodeId, args: &[String]) -> Output {
+        let w = &self.world;
+        let Some(server_ip) = flag(args, "-c") else {
+            return Output {
+                status: 1,
+                stdout: String::new(),
+                stderr: "iperf3: parameter error - must either be a client (-c) or server (-s)\n"
+                    .into(),
+            };
+        };
+        let port: u16 = flag(args, "-p").and_then(|p| p.parse().ok()).unwrap_or(5201);
+        let secs: f64 = flag(args, "-t").and_then(|p| p.parse().ok()).unwrap_or(10.0);
+        let streams: u32 = flag(args, "-P").and_then(|p| p.parse().ok()).unwrap_or(1);
+        let ip: Option<Ipv4Addr> = server_ip.parse().ok();
+        let mut st = self.lock();
+        let src = ip.and_then(|ip| w.route(node, ip)).cloned();
+        let server = ip
+            .filter(|ip| src.as_ref().is_some_and(|r| w.reaches(r, *ip)))
+            .and_then(|ip| w.dev_by_ip(ip))
+            .and_then(|d| {
+                st.servers
+                    .iter()
+                    .find(|s| {
+                        s.node == d.node
+                            && s.port == port
+                            && !s.died
+                            && !s.done
+                            && matches!(s.kind, ServerKind::Iperf)
+                    })
+                    .cloned()
+            });
+        let (Some(server), Some(src)) = (server, src) else {
+            let doc = serde_json::json!({
+                "start": {"connected": [], "version": "iperf 3.16", "system_info": "Linux", "connecting_to": {"host": server_ip, "port": port}},
+                "intervals": [],
+                "end": {},
+                "error": "error - unable to connect to server - server may have stopped running or use a different port, firewall issue, etc.: Connection refused"
+            });
+            return Output {
+                status: 1,
+                stdout: serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+                stderr: String::new(),
+            };
+        };
+        if let Some(s) = st
+            .servers
+            .iter_mut()
+            .find(|s| s.node == server.node && s.job == server.job)
+        {
+            s.done = true;
+        }
+        let mut rng = Rng::keyed(w.seed, &["iperf3", w.name(node), &args.join(" ")]);
+        // one TCP stream on GB10 ARM cores sits near 12 Gb/s whatever the link
+        let link = if src.throttled { THROTTLE_GBPS } else { 100.0 };
+        let gbps = rng.jitter((11.8 * f64::from(streams)).min(link * 0.9), 0.02);
+        let bytes = (gbps * 1e9 / 8.0 * secs) as u64;
+        let bps = gbps * 1e9;
+        let local = src.address.map(|(a, _)| a.to_string()).unwrap_or_default();
+        let sum = |sender: bool| {
+            serde_json::json!({"start": 0, "end": secs, "seconds": secs, "bytes": bytes, "bits_per_second": bps, "retransmits": 0, "sender": sender})
+        };
+        let doc = serde_json::json!({
+            "start": {
+                "connected": [{"socket": 5, "local_host": local, "local_port": 40000, "remote_host": server_ip, "remote_port": port}],
+                "version": "iperf 3.16",
+                "system_info": "Linux",
+                "connecting_to": {"host": server_ip, "port": port},
+                "test_start": {"protocol": "TCP", "num_streams": streams, "blksize": 131072, "omit": 0, "duration": secs, "bytes": 0, "blocks": 0, "reverse": 0}
+            },
+            "intervals": [{"streams": [], "sum": {"start": 0, "end": secs, "seconds": secs, "bytes": bytes, "bits_per_second": bps, "retransmits": 0, "omitted": false, "sender": true}}],
+            "end": {
+                "streams": [],
+                "sum_sent": sum(true),
+                "sum_received": sum(false),
+                "cpu_utilization_percent": {"host_total": 35.0, "host_user": 1.0, "host_system": 34.0, "remote_total": 20.0, "remote_user": 1.0, "remote_system": 19.0}
+            }
+        });
+        let log_key = (server.node, format!("{}.log", server.job));
+        st.files.entry(log_key).or_default().push_str(&format!(
+            "Accepted connection from {local}, port 40000\n[  5] local {server_ip} port {port} connected to {local} port 40001\n"
+        ));
+        let mtu = src.ib_mtu();
+        bump(&mut st, node, &src.name.clone(), bytes, bytes / 100, mtu, 0);
+        Output::ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
+    }
+}
+
+/// The round index in a job id (`rdma-bw-r003-j01` -> 2).
+fn round_of(job: &str) -> Option<usize> {
+    let i = job.find("-r")?;
+    let digits: String = job[i + 2..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse::<usize>().ok()?.checked_sub(1)
+}
+
+/// The value after `flag` in a word list.
+fn flag(args: &[String], flag: &str) -> Option<String> {
+    let i = args.iter().position(|a| a == flag)?;
+    args.get(i + 1).cloned()
+}
+
+/// Advance a device's counters: bytes out and in (data counters are in 4-byte words), and
+/// packet_seq_err.
+fn bump(st: &mut State, node: NodeId, dev: &str, tx: u64, rx: u64, mtu: u32, seq: u64) {
+    let Some(c) = st.counters.get_mut(&(node, dev.to_string())) else {
+        return;
+    };
+    let mtu = u64::from(mtu.max(256));
+    for (k, v) in [
+        ("port_xmit_data", tx / 4),
+        ("port_rcv_data", rx / 4),
+        ("port_xmit_packets", tx.div_ceil(mtu)),
+        ("port_rcv_packets", rx.div_ceil(mtu)),
+        ("unicast_xmit_packets", tx.div_ceil(mtu)),
+        ("packet_seq_err", seq),
+        ("out_of_sequence", seq / 2),
+    ] {
+        if v > 0
+            && let Some(x) = c.get_mut(k)
+        {
+            *x += v;
+        }
+    }
+}
+
+impl Transport for SimTransport {
+    fn exec<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        _timeout: Duration,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            let Some(id) = self.world.node_by_name(&node.name) else {
+                return Err(TransportError::Unreachable {
+                    host: node.name.clone(),
+                    reason: "simulated: not a node of this plan".into(),
+                });
+            };
+            self.answer(id, script)
+        })
+    }
+
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn simulated(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_of;
+
+    #[test]
+    fn round_from_job_id() {
+        assert_eq!(round_of("rdma-bw-r003-j01"), Some(2));
+        assert_eq!(round_of("nccl-r010-all_reduce"), Some(9));
+        assert_eq!(round_of("custom"), None);
+    }
+}

@@ -1,0 +1,472 @@
+//! The simulated fabric, built from the plan and the faults: every node's RDMA devices (the
+//! profile's, named as pinned), the planned addresses on their netdevs, where each cable really
+//! lands, MTUs, GID tables and the counters that traffic advances. Also the probe's `@...` dump.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+use super::fault::Fault;
+use super::noise::Rng;
+use crate::plan::{Endpoint, NodeId, Plan, SegmentId, SwitchId};
+use crate::topology::Fabric;
+
+/// The RoCE v2 GID index the simulated boxes use when the plan pins none.
+pub const DEFAULT_GID_INDEX: u32 = 3;
+
+/// One simulated RDMA device (one half of one port).
+#[derive(Debug, Clone)]
+pub(crate) struct Dev {
+    pub node: NodeId,
+    pub name: String,
+    pub netdev: String,
+    /// The physical port and half this device is.
+    pub endpoint: Endpoint,
+    /// The planned address on this device's netdev, with its subnet.
+    pub address: Option<(Ipv4Addr, Ipv4Net)>,
+    /// The planned endpoint whose cable really lands on this device (itself unless crossed),
+    /// and that endpoint's segment.
+    pub wired: Option<(Endpoint, SegmentId)>,
+    pub mtu: u32,
+    pub gid_index: u32,
+    pub throttled: bool,
+    /// Interface index for `ip` output.
+    pub ifindex: u32,
+}
+
+impl Dev {
+    pub fn active(&self) -> bool {
+        self.wired.is_some()
+    }
+
+    pub fn segment(&self) -> Option<SegmentId> {
+        self.wired.as_ref().map(|(_, s)| *s)
+    }
+
+    /// perftest's active MTU: the largest IB MTU that fits the netdev MTU.
+    pub fn ib_mtu(&self) -> u32 {
+        [256u32, 512, 1024, 2048, 4096]
+            .into_iter()
+            .filter(|m| m + 100 <= self.mtu)
+            .max()
+            .unwrap_or(256)
+    }
+
+    /// The 16 GID bytes of the RoCE v2 entry (IPv4-mapped), if the netdev has an address.
+    pub fn gid_bytes(&self) -> [u8; 16] {
+        let mut g = [0u8; 16];
+        if let Some((ip, _)) = self.address {
+            g[10] = 0xff;
+            g[11] = 0xff;
+            g[12..].copy_from_slice(&ip.octets());
+        }
+        g
+    }
+
+    /// Is `index` a usable RoCE v2 GID on this device?
+    pub fn roce_v2(&self, index: u32) -> bool {
+        self.address.is_some() && index == self.gid_index
+    }
+}
+
+/// The world the simulated transport answers from.
+pub(crate) struct World {
+    pub plan: Plan,
+    pub fabric: Fabric,
+    pub devs: Vec<Dev>,
+    pub faults: Vec<Fault>,
+    pub seed: u64,
+}
+
+const COUNTERS: [&str; 12] = [
+    "excessive_buffer_overrun_errors",
+    "link_downed",
+    "link_error_recovery",
+    "local_link_integrity_errors",
+    "port_rcv_data",
+    "port_rcv_errors",
+    "port_rcv_packets",
+    "port_xmit_data",
+    "port_xmit_discards",
+    "port_xmit_packets",
+    "port_xmit_wait",
+    "symbol_error",
+];
+
+const HW_COUNTERS: [&str; 10] = [
+    "duplicate_request",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "np_cnp_sent",
+    "np_ecn_marked_roce_packets",
+    "out_of_buffer",
+    "out_of_sequence",
+    "packet_seq_err",
+    "rnr_nak_retry_err",
+    "rp_cnp_handled",
+];
+
+impl World {
+    pub fn new(plan: Plan, faults: Vec<Fault>) -> World {
+        let fabric = Fabric::build(&plan);
+        let seed = plan.sim.seed;
+        let mut devs = Vec::new();
+        for node in &plan.nodes {
+            let profile = plan.profile_of(node.id);
+            let crossed: Vec<&str> = faults
+                .iter()
+                .filter_map(|f| match f {
+                    Fault::Crossed { node: n, port } if *n == node.id => Some(port.as_str()),
+                    _ => None,
+                })
+                .collect();
+            // the port a port's cable really lands on
+            let land = |port: &str| -> String {
+                let other = |p: &str| {
+                    profile
+                        .ports
+                        .iter()
+                        .find(|x| x.name != p)
+                        .map(|x| x.name.clone())
+                        .unwrap_or_else(|| p.to_string())
+                };
+                if crossed.contains(&port) {
+                    other(port)
+                } else if let Some(c) = crossed.iter().find(|c| other(c) == port) {
+                    // swapped with a crossed port
+                    c.to_string()
+                } else {
+                    port.to_string()
+                }
+            };
+            let mut ifindex = 3;
+            for p in &profile.ports {
+                for h in &p.halves {
+                    let endpoint = Endpoint {
+                        node: node.id,
+                        port: p.name.clone(),
+                        half: h.name.clone(),
+                    };
+                    let pin = plan.pinned(&endpoint);
+                    let address = plan
+                        .member_of(&endpoint)
+                        .map(|(s, m)| (m.address, s.subnet));
+                    let planned_here = Endpoint {
+                        node: node.id,
+                        port: land(&p.name),
+                        half: h.name.clone(),
+                    };
+                    let wired = plan
+                        .member_of(&planned_here)
+                        .map(|(s, _)| (planned_here.clone(), s.id));
+                    let mtu = if faults.iter().any(
+                        |f| matches!(f, Fault::Mtu1500(es) if es.contains(&endpoint)),
+                    ) {
+                        1500
+                    } else if address.is_some() {
+                        9000
+                    } else {
+                        1500
+                    };
+                    let throttled = faults.iter().any(
+                        |f| matches!(f, Fault::Throttle(es) if es.contains(&endpoint)),
+                    );
+                    devs.push(Dev {
+                        node: node.id,
+                        name: pin.device.clone().unwrap_or_else(|| h.device.clone()),
+                        netdev: pin.netdev.clone().unwrap_or_else(|| h.netdev.clone()),
+                        endpoint,
+                        address,
+                        wired,
+                        mtu,
+                        gid_index: pin.gid_index.unwrap_or(DEFAULT_GID_INDEX),
+                        throttled,
+                        ifindex,
+                    });
+                    ifindex += 1;
+                }
+            }
+        }
+        World {
+            plan,
+            fabric,
+            devs,
+            faults,
+            seed,
+        }
+    }
+
+    pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
+        self.plan.node_by_name(name).map(|n| n.id)
+    }
+
+    pub fn name(&self, n: NodeId) -> &str {
+        &self.plan.node(n).name
+    }
+
+    pub fn dead(&self, n: NodeId) -> bool {
+        self.faults
+            .iter()
+            .any(|f| matches!(f, Fault::DeadHost(x) if *x == n))
+    }
+
+    pub fn server_dies(&self, n: NodeId) -> bool {
+        self.faults
+            .iter()
+            .any(|f| matches!(f, Fault::ServerDies(x) if *x == n))
+    }
+
+    pub fn nccl_socket(&self, n: NodeId) -> bool {
+        self.faults
+            .iter()
+            .any(|f| matches!(f, Fault::NcclSocket(x) if *x == n))
+    }
+
+    /// Is the ISL direction `from` -> other end of `isl` RSTP-blocked?
+    pub fn isl_blocked(&self, isl: crate::plan::IslId) -> bool {
+        let l = &self.plan.isls[isl.0];
+        self.faults.iter().any(|f| {
+            matches!(f, Fault::RstpBlock(a, b) if (*a, *b) == (l.a, l.b) || (*b, *a) == (l.a, l.b))
+        })
+    }
+
+    pub fn devs_of(&self, n: NodeId) -> impl Iterator<Item = &Dev> {
+        self.devs.iter().filter(move |d| d.node == n)
+    }
+
+    pub fn dev(&self, n: NodeId, name: &str) -> Option<&Dev> {
+        self.devs_of(n).find(|d| d.name == name)
+    }
+
+    pub fn dev_by_netdev(&self, n: NodeId, netdev: &str) -> Option<&Dev> {
+        self.devs_of(n).find(|d| d.netdev == netdev)
+    }
+
+    /// The device holding a planned address (any node).
+    pub fn dev_by_ip(&self, ip: Ipv4Addr) -> Option<&Dev> {
+        self.devs
+            .iter()
+            .find(|d| d.address.is_some_and(|(a, _)| a == ip))
+    }
+
+    /// The device node `n` routes `dst` out of (the one whose subnet holds it).
+    pub fn route(&self, n: NodeId, dst: Ipv4Addr) -> Option<&Dev> {
+        self.devs_of(n)
+            .find(|d| d.address.is_some_and(|(_, net)| net.contains(&dst)))
+    }
+
+    /// Two devices on one wire (same segment, both cabled, different nodes, both alive).
+    pub fn linked(&self, a: &Dev, b: &Dev) -> bool {
+        a.node != b.node
+            && !self.dead(a.node)
+            && !self.dead(b.node)
+            && a.segment().is_some()
+            && a.segment() == b.segment()
+    }
+
+    /// Can `from` (a device) reach `dst` over IP on its wire?
+    pub fn reaches(&self, from: &Dev, dst: Ipv4Addr) -> bool {
+        self.dev_by_ip(dst).is_some_and(|to| self.linked(from, to))
+    }
+
+    /// The switches and ISL directions between two linked devices (their wired endpoints).
+    pub fn isl_hops(&self, a: &Dev, b: &Dev) -> Vec<(crate::plan::IslId, SwitchId)> {
+        match (&a.wired, &b.wired) {
+            (Some((ea, _)), Some((eb, _))) => self
+                .fabric
+                .path(&self.plan, ea, eb)
+                .map(|p| p.isl_hops().collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The fabric path between two linked devices (their wired endpoints).
+    pub fn path(&self, a: &Dev, b: &Dev) -> Option<crate::topology::Path> {
+        let (ea, _) = a.wired.as_ref()?;
+        let (eb, _) = b.wired.as_ref()?;
+        self.fabric.path(&self.plan, ea, eb)
+    }
+
+    /// The management address of a node (not on the fabric).
+    pub fn mgmt_ip(&self, n: NodeId) -> Ipv4Addr {
+        Ipv4Addr::new(100, 64, (n.0 / 200) as u8, (n.0 % 200) as u8 + 10)
+    }
+
+    /// Initial counters of every device: plausible, seeded, quiet error counters.
+    pub fn initial_counters(&self) -> HashMap<(NodeId, String), BTreeMap<String, u64>> {
+        let mut out = HashMap::new();
+        for d in &self.devs {
+            let mut r = Rng::keyed(self.seed, &["counters", self.name(d.node), &d.name]);
+            let mut c = BTreeMap::new();
+            for k in COUNTERS.iter().chain(HW_COUNTERS.iter()) {
+                c.insert(k.to_string(), 0u64);
+            }
+            if d.active() {
+                let words = r.range(1 << 24, 1 << 34);
+                c.insert("port_xmit_data".into(), words);
+                c.insert("port_rcv_data".into(), words + r.range(0, 1 << 20));
+                c.insert("port_xmit_packets".into(), words / 1024);
+                c.insert("port_rcv_packets".into(), words / 1024 + r.range(0, 1000));
+            }
+            out.insert((d.node, d.name.clone()), c);
+        }
+        out
+    }
+
+    /// The probe's dump for node `n` (see `discover::probe`).
+    pub fn probe(&self, n: NodeId, counters: &HashMap<(NodeId, String), BTreeMap<String, u64>>) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "@host {}", self.name(n));
+        for d in self.devs_of(n) {
+            self.dump_dev(&mut s, d, counters, true);
+        }
+        let mgmt = self.mgmt_ip(n);
+        s.push_str("@ip\n");
+        s.push_str("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n");
+        let _ = writeln!(
+            s,
+            "2: enP7s7    inet {mgmt}/16 brd 100.64.255.255 scope global dynamic noprefixroute enP7s7\\       valid_lft 84512sec preferred_lft 84512sec"
+        );
+        for d in self.devs_of(n) {
+            if let Some((ip, net)) = d.address {
+                let _ = writeln!(
+                    s,
+                    "{}: {}    inet {ip}/{} brd {} scope global noprefixroute {}\\       valid_lft forever preferred_lft forever",
+                    d.ifindex,
+                    d.netdev,
+                    net.prefix_len(),
+                    net.broadcast(),
+                    d.netdev
+                );
+            }
+        }
+        s.push_str("@link\n");
+        s.push_str("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n");
+        let mac = |i: u32| format!("4c:bb:47:{:02x}:{:02x}:{:02x}", n.0 / 256, n.0 % 256, i);
+        let _ = writeln!(
+            s,
+            "2: enP7s7: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc mq state UP mode DEFAULT group default qlen 1000\\    link/ether {} brd ff:ff:ff:ff:ff:ff",
+            mac(2)
+        );
+        for d in self.devs_of(n) {
+            let (flags, state) = if d.active() {
+                ("<BROADCAST,MULTICAST,UP,LOWER_UP>", "UP")
+            } else if d.address.is_some() {
+                ("<NO-CARRIER,BROADCAST,MULTICAST,UP>", "DOWN")
+            } else {
+                ("<BROADCAST,MULTICAST>", "DOWN")
+            };
+            let _ = writeln!(
+                s,
+                "{}: {}: {flags} mtu {} qdisc mq state {state} mode DEFAULT group default qlen 1000\\    link/ether {} brd ff:ff:ff:ff:ff:ff",
+                d.ifindex,
+                d.netdev,
+                d.mtu,
+                mac(d.ifindex)
+            );
+        }
+        s.push_str("@route\n");
+        let _ = writeln!(
+            s,
+            "default via 100.64.0.1 dev enP7s7 proto dhcp src {mgmt} metric 100"
+        );
+        let _ = writeln!(
+            s,
+            "100.64.0.0/16 dev enP7s7 proto kernel scope link src {mgmt} metric 100"
+        );
+        for d in self.devs_of(n) {
+            if let Some((ip, net)) = d.address {
+                let _ = writeln!(
+                    s,
+                    "{} dev {} proto kernel scope link src {ip} metric 400{}",
+                    net.trunc(),
+                    d.netdev,
+                    if d.active() { "" } else { " linkdown" }
+                );
+            }
+        }
+        s.push_str("@end\n");
+        s
+    }
+
+    /// The counters-only dump for `devices` on node `n`.
+    pub fn counters_dump(
+        &self,
+        n: NodeId,
+        devices: &[String],
+        counters: &HashMap<(NodeId, String), BTreeMap<String, u64>>,
+    ) -> String {
+        let mut s = String::new();
+        for name in devices {
+            match self.dev(n, name) {
+                Some(d) => self.dump_dev(&mut s, d, counters, false),
+                None => {
+                    let _ = writeln!(s, "@dev {name}");
+                }
+            }
+        }
+        s.push_str("@end\n");
+        s
+    }
+
+    fn dump_dev(
+        &self,
+        s: &mut String,
+        d: &Dev,
+        counters: &HashMap<(NodeId, String), BTreeMap<String, u64>>,
+        full: bool,
+    ) {
+        let base = format!("/sys/class/infiniband/{}/ports/1", d.name);
+        let _ = writeln!(s, "@dev {}", d.name);
+        if full {
+            if d.active() {
+                s.push_str("@state 4: ACTIVE\n@phys 5: LinkUp\n");
+            } else {
+                s.push_str("@state 1: DOWN\n@phys 3: Disabled\n");
+            }
+            // the OS reports 200 Gb/s for a 100G half: a hint, never proof
+            s.push_str("@rate 200 Gb/sec (4X HDR)\n@layer Ethernet\n");
+            let _ = writeln!(s, "@netdev {}", d.netdev);
+            let mac_tail = format!("{:02x}{:02x}", d.node.0 % 256, d.ifindex);
+            let link_local = format!("fe80:0000:0000:0000:4ebb:47ff:fe00:{mac_tail}");
+            let mut gids: BTreeMap<u32, (String, &str)> = BTreeMap::new();
+            gids.insert(0, (link_local.clone(), "IB/RoCE v1"));
+            gids.insert(1, (link_local, "RoCE v2"));
+            if let Some((ip, _)) = d.address {
+                let o = ip.octets();
+                let g = format!(
+                    "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
+                    o[0], o[1], o[2], o[3]
+                );
+                if d.gid_index > 0 {
+                    gids.insert(d.gid_index - 1, (g.clone(), "IB/RoCE v1"));
+                }
+                gids.insert(d.gid_index, (g, "RoCE v2"));
+            }
+            let top = gids.keys().max().copied().unwrap_or(0) + 2;
+            for i in 0..=top {
+                let g = gids
+                    .get(&i)
+                    .map(|(g, _)| g.clone())
+                    .unwrap_or_else(|| "0000:0000:0000:0000:0000:0000:0000:0000".into());
+                let _ = writeln!(s, "@gid {base}/gids/{i}:{g}");
+            }
+            for (i, (_, t)) in &gids {
+                let _ = writeln!(s, "@gidtype {base}/gid_attrs/types/{i}:{t}");
+            }
+        }
+        if let Some(c) = counters.get(&(d.node, d.name.clone())) {
+            for (k, v) in c {
+                let dir = if HW_COUNTERS.contains(&k.as_str()) {
+                    "hw_counters"
+                } else {
+                    "counters"
+                };
+                let _ = writeln!(s, "@counter {base}/{dir}/{k}:{v}");
+            }
+        }
+    }
+}
