@@ -104,9 +104,7 @@ pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
                 .iter()
                 .any(|l| (l.a, l.b) == pair || (l.b, l.a) == pair)
             {
-                return Err(format!(
-                    "fault `{text}`: no ISL joins the two switches"
-                ));
+                return Err(format!("fault `{text}`: no ISL joins the two switches"));
             }
             Fault::RstpBlock(pair.0, pair.1)
         }

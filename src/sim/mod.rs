@@ -227,7 +227,12 @@ impl SimTransport {
                         Ok(_) => {
                             let died = w.server_dies(node);
                             let port = a.port;
-                            (Some(ServerKind::Perf(a)), port, perftest::waiting_box(), died)
+                            (
+                                Some(ServerKind::Perf(a)),
+                                port,
+                                perftest::waiting_box(),
+                                died,
+                            )
                         }
                     }
                 }
@@ -352,9 +357,7 @@ impl SimTransport {
             .profile_of(cdev.node)
             .half_rate_gbps
             .unwrap_or(capacity::DEFAULT_HALF_GBPS);
-        let switched = w
-            .path(cdev, sdev)
-            .is_some_and(|p| !p.switches.is_empty());
+        let switched = w.path(cdev, sdev).is_some_and(|p| !p.switches.is_empty());
         let mut r = if switched {
             half * (1.0 - plan.capacity.switch_penalty_pct / 100.0)
         } else {
@@ -364,7 +367,10 @@ impl SimTransport {
         if cdev.throttled || sdev.throttled {
             r = THROTTLE_GBPS;
         }
-        if w.isl_hops(cdev, sdev).iter().any(|(i, _)| w.isl_blocked(*i)) {
+        if w.isl_hops(cdev, sdev)
+            .iter()
+            .any(|(i, _)| w.isl_blocked(*i))
+        {
             r = RSTP_GBPS;
             seq = rng.range(400, 1500);
         }
@@ -455,7 +461,11 @@ impl SimTransport {
             ],
         );
         let gid_or_zero = |d: &Dev, g: u32| {
-            if d.roce_v2(g) { d.gid_bytes() } else { [0u8; 16] }
+            if d.roce_v2(g) {
+                d.gid_bytes()
+            } else {
+                [0u8; 16]
+            }
         };
         let local = perftest::dests(&mut rng, a.qps, gid_or_zero(&cdev, cgid));
         let remote = perftest::dests(&mut rng, sa.qps, gid_or_zero(&sdev, sgid));
@@ -511,7 +521,15 @@ impl SimTransport {
         append(&mut st, &slog);
         let bytes = (gbps * 1e9 / 8.0 * seconds) as u64;
         bump(&mut st, node, &cdev.name, bytes, bytes / 500, cmtu, seq);
-        bump(&mut st, server.node, &sdev.name, bytes / 500, bytes, smtu, 0);
+        bump(
+            &mut st,
+            server.node,
+            &sdev.name,
+            bytes / 500,
+            bytes,
+            smtu,
+            0,
+        );
         Output::ok(client)
     }
 
@@ -613,7 +631,10 @@ impl SimTransport {
         let reached = w.reaches(src, dst);
         if !reached {
             for s in 1..=count {
-                let _ = writeln!(out, "From {src_ip} icmp_seq={s} Destination Host Unreachable");
+                let _ = writeln!(
+                    out,
+                    "From {src_ip} icmp_seq={s} Destination Host Unreachable"
+                );
             }
             stats(&mut out, 0, count);
             return Output {
@@ -648,7 +669,11 @@ impl SimTransport {
                 rng.jitter(if size > 1000 { 0.12 } else { 0.06 }, 0.3)
             };
             times.push(t);
-            let _ = writeln!(out, "{} bytes from {dst}: icmp_seq={s} ttl=64 time={t:.3} ms", size + 8);
+            let _ = writeln!(
+                out,
+                "{} bytes from {dst}: icmp_seq={s} ttl=64 time={t:.3} ms",
+                size + 8
+            );
         }
         stats(&mut out, count, 0);
         let min = times.iter().copied().fold(f64::INFINITY, f64::min);
@@ -672,8 +697,12 @@ impl SimTransport {
                     .into(),
             };
         };
-        let port: u16 = flag(args, "-p").and_then(|p| p.parse().ok()).unwrap_or(5201);
-        let secs: f64 = flag(args, "-t").and_then(|p| p.parse().ok()).unwrap_or(10.0);
+        let port: u16 = flag(args, "-p")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(5201);
+        let secs: f64 = flag(args, "-t")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(10.0);
         let streams: u32 = flag(args, "-P").and_then(|p| p.parse().ok()).unwrap_or(1);
         let ip: Option<Ipv4Addr> = server_ip.parse().ok();
         let mut st = self.lock();
@@ -720,9 +749,7 @@ impl SimTransport {
         let bytes = (gbps * 1e9 / 8.0 * secs) as u64;
         let bps = gbps * 1e9;
         let local = src.address.map(|(a, _)| a.to_string()).unwrap_or_default();
-        let sum = |sender: bool| {
-            serde_json::json!({"start": 0, "end": secs, "seconds": secs, "bytes": bytes, "bits_per_second": bps, "retransmits": 0, "sender": sender})
-        };
+        let sum = |sender: bool| serde_json::json!({"start": 0, "end": secs, "seconds": secs, "bytes": bytes, "bits_per_second": bps, "retransmits": 0, "sender": sender});
         let doc = serde_json::json!({
             "start": {
                 "connected": [{"socket": 5, "local_host": local, "local_port": 40000, "remote_host": server_ip, "remote_port": port}],
@@ -752,7 +779,10 @@ impl SimTransport {
 /// The round index in a job id (`rdma-bw-r003-j01` -> 2).
 fn round_of(job: &str) -> Option<usize> {
     let i = job.find("-r")?;
-    let digits: String = job[i + 2..].chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = job[i + 2..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse::<usize>().ok()?.checked_sub(1)
 }
 

@@ -56,7 +56,12 @@ fn list_match(spec: &str, name: &str) -> bool {
     };
     let hit = spec.split(',').any(|item| {
         let item = item.split(':').next().unwrap_or("").trim();
-        !item.is_empty() && if exact { name == item } else { name.starts_with(item) }
+        !item.is_empty()
+            && if exact {
+                name == item
+            } else {
+                name.starts_with(item)
+            }
     });
     hit != exclude
 }
@@ -64,7 +69,11 @@ fn list_match(spec: &str, name: &str) -> bool {
 /// `%g` as C prints it (6 significant digits, no trailing zeros).
 pub(crate) fn fmt_g(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
-        return if v.is_finite() { "0".into() } else { format!("{v}") };
+        return if v.is_finite() {
+            "0".into()
+        } else {
+            format!("{v}")
+        };
     }
     let exp = v.abs().log10().floor() as i32;
     if !(-5..6).contains(&exp) {
@@ -173,7 +182,10 @@ pub(crate) fn run(
         i += 1;
     }
     let host_name = |n: NodeId| world.name(n).to_string();
-    let mut rng = Rng::keyed(world.seed, &["mpirun", world.name(launcher), &args.join(" ")]);
+    let mut rng = Rng::keyed(
+        world.seed,
+        &["mpirun", world.name(launcher), &args.join(" ")],
+    );
     // ranks
     let mut ranks: Vec<Rank> = Vec::new();
     for app in &apps {
@@ -378,7 +390,10 @@ pub(crate) fn run(
         _ => (1.0, 20.0),
     };
     let t0 = if use_ib { t0 } else { t0 * 2.5 };
-    let redop = if matches!(coll.as_str(), "all_reduce" | "sendrecv" | "reduce" | "reduce_scatter") {
+    let redop = if matches!(
+        coll.as_str(),
+        "all_reduce" | "sendrecv" | "reduce" | "reduce_scatter"
+    ) {
         op.clone()
     } else {
         "none".to_string()
@@ -387,7 +402,10 @@ pub(crate) fn run(
     // output
     let mut out = String::new();
     let step = if step_f > 1 { step_f } else { step_b };
-    let _ = writeln!(out, "# nccl-tests version 2.19.6 nccl-headers=22907 nccl-library=22907");
+    let _ = writeln!(
+        out,
+        "# nccl-tests version 2.19.6 nccl-headers=22907 nccl-library=22907"
+    );
     let _ = writeln!(out, "# Collective test starting: {prog}");
     let _ = writeln!(
         out,
@@ -413,7 +431,11 @@ pub(crate) fn run(
         let host = host_name(rank.node);
         let tid = rank.pid + 7;
         let pre = format!("{host}:{}:{tid} [0] NCCL INFO ", rank.pid);
-        let ifspec = rank.env.get("NCCL_SOCKET_IFNAME").cloned().unwrap_or_default();
+        let ifspec = rank
+            .env
+            .get("NCCL_SOCKET_IFNAME")
+            .cloned()
+            .unwrap_or_default();
         let oob_dev = world
             .devs_of(rank.node)
             .find(|d| d.address.is_some() && list_match(&ifspec, &d.netdev) && d.active())
@@ -498,7 +520,11 @@ pub(crate) fn run(
                 .first()
                 .map(|d| world.devs[*d].name.clone())
                 .unwrap_or_default(),
-            ranks[r].env.get("NCCL_IB_GID_INDEX").cloned().unwrap_or_else(|| "3".into())
+            ranks[r]
+                .env
+                .get("NCCL_IB_GID_INDEX")
+                .cloned()
+                .unwrap_or_else(|| "3".into())
         );
         let _ = writeln!(
             err,
@@ -527,7 +553,11 @@ pub(crate) fn run(
         if max_b == 0 {
             break;
         }
-        s = if step_f > 1 { s * step_f } else { s + step_b.max(1) };
+        s = if step_f > 1 {
+            s * step_f
+        } else {
+            s + step_b.max(1)
+        };
     }
     let mut busbws = Vec::new();
     let mut wire_total: f64 = 0.0;
@@ -578,12 +608,36 @@ pub(crate) fn run(
             let _ = writeln!(
                 out,
                 "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} ",
-                "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"
+                "size",
+                "count",
+                "type",
+                "redop",
+                "root",
+                "time",
+                "algbw",
+                "busbw",
+                "#wrong",
+                "time",
+                "algbw",
+                "busbw",
+                "#wrong"
             );
             let _ = writeln!(
                 out,
                 "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} ",
-                "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""
+                "(B)",
+                "(elements)",
+                "",
+                "",
+                "",
+                "(us)",
+                "(GB/s)",
+                "(GB/s)",
+                "",
+                "(us)",
+                "(GB/s)",
+                "(GB/s)",
+                ""
             );
         }
         out.push_str(&line);
@@ -594,7 +648,7 @@ pub(crate) fn run(
     } else {
         busbws.iter().sum::<f64>() / busbws.len() as f64
     };
-    let _ = writeln!(out, "# {:<20} : {} {}", "Out of bounds values", 0, "OK");
+    let _ = writeln!(out, "# {:<20} : 0 OK", "Out of bounds values");
     let _ = writeln!(out, "# {:<20} : {} ", "Avg bus bandwidth", fmt_g(avg));
     let _ = writeln!(out, "#\n# Collective test concluded: {prog}\n\n#");
     if use_ib && n > 1 {

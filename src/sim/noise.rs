@@ -64,10 +64,22 @@ mod tests {
 
     #[test]
     fn same_key_same_numbers_other_key_other_numbers() {
-        let a: Vec<u64> = (0..4).map(|_| 0).scan(Rng::keyed(1, &["x", "y"]), |r, _| Some(r.next_u64())).collect();
-        let b: Vec<u64> = (0..4).map(|_| 0).scan(Rng::keyed(1, &["x", "y"]), |r, _| Some(r.next_u64())).collect();
-        let c: Vec<u64> = (0..4).map(|_| 0).scan(Rng::keyed(2, &["x", "y"]), |r, _| Some(r.next_u64())).collect();
-        let d: Vec<u64> = (0..4).map(|_| 0).scan(Rng::keyed(1, &["xy", ""]), |r, _| Some(r.next_u64())).collect();
+        let a: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::keyed(1, &["x", "y"]), |r, _| Some(r.next_u64()))
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::keyed(1, &["x", "y"]), |r, _| Some(r.next_u64()))
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::keyed(2, &["x", "y"]), |r, _| Some(r.next_u64()))
+            .collect();
+        let d: Vec<u64> = (0..4)
+            .map(|_| 0)
+            .scan(Rng::keyed(1, &["xy", ""]), |r, _| Some(r.next_u64()))
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert_ne!(a, d);

@@ -43,7 +43,8 @@ pub(crate) fn parse(tool: &str, words: &[String]) -> Result<Args, String> {
         server: None,
         gbits: false,
     };
-    let bad = |w: &str| format!("{tool}: invalid option -- '{w}'\n Parser function exited with Error\n");
+    let bad =
+        |w: &str| format!("{tool}: invalid option -- '{w}'\n Parser function exited with Error\n");
     let mut i = 0;
     while i < words.len() {
         let w = words[i].as_str();
@@ -71,8 +72,8 @@ pub(crate) fn parse(tool: &str, words: &[String]) -> Result<Args, String> {
             "-n" | "--iters" => a.iters = num(value()?)? as u32,
             "-p" | "--port" => a.port = num(value()?)? as u16,
             "-m" | "--mtu" | "-t" | "--tx-depth" | "-c" | "--connection" | "-I"
-            | "--inline_size" | "-Q" | "--cq-mod" | "-r" | "--rx-depth" | "-S" | "--sl"
-            | "-T" | "--tos" | "-u" | "--qp-timeout" | "-L" | "--src_port" => {
+            | "--inline_size" | "-Q" | "--cq-mod" | "-r" | "--rx-depth" | "-S" | "--sl" | "-T"
+            | "--tos" | "-u" | "--qp-timeout" | "-L" | "--src_port" => {
                 value()?;
             }
             "--report_gbits" | "--report-gbits" => a.gbits = true,
@@ -134,11 +135,7 @@ pub(crate) fn banner(a: &Args, dev: &str, mtu: u32, gid: u32, server: bool) -> S
     let _ = writeln!(s, " Mtu             : {mtu}[B]");
     s.push_str(" Link type       : Ethernet\n");
     let _ = writeln!(s, " GID index       : {gid}");
-    let _ = writeln!(
-        s,
-        " Max inline data : {}[B]",
-        if a.lat { 220 } else { 0 }
-    );
+    let _ = writeln!(s, " Max inline data : {}[B]", if a.lat { 220 } else { 0 });
     s.push_str(" rdma_cm QPs\t : OFF\n Data ex. method : Ethernet\n");
     s.push_str(DASHES);
     s.push('\n');
@@ -253,7 +250,11 @@ pub(crate) fn lat_table(a: &Args, typical: f64, rng: &mut Rng) -> String {
 }
 
 /// Device checks, with perftest's own error lines (stderr).
-pub(crate) fn check_device<'a>(a: &Args, dev: Option<&'a Dev>, any: bool) -> Result<&'a Dev, String> {
+pub(crate) fn check_device<'a>(
+    a: &Args,
+    dev: Option<&'a Dev>,
+    any: bool,
+) -> Result<&'a Dev, String> {
     let Some(d) = dev else {
         return Err(if !any {
             " Did not detect devices \n If device exists, check if driver is up\n Unable to find the Infiniband/RoCE device\n".to_string()
@@ -288,7 +289,11 @@ pub(crate) fn rtr_failed(qpn: u64) -> String {
 
 pub(crate) fn retry_exceeded(lat: bool, server: bool) -> String {
     let side = if server { "server" } else { "client" };
-    let func = if lat { "run_iter_lat_write" } else { "run_iter_bw" };
+    let func = if lat {
+        "run_iter_lat_write"
+    } else {
+        "run_iter_bw"
+    };
     format!(
         " Completion with error at {side}\n Failed status-transport retry counter exceeded (12): wr_id 0 syndrom 0x81\n scnt=128, ccnt=0\n Failed to complete {func} function successfully\n"
     )

@@ -240,7 +240,7 @@ pub(crate) fn size(text: &str) -> Option<u64> {
         _ => (t, 1),
     };
     let v: f64 = num.parse().ok()?;
-    (v >= 0.0).then(|| (v * mult as f64) as u64)
+    (v >= 0.0).then_some((v * mult as f64) as u64)
 }
 
 #[cfg(test)]
@@ -250,8 +250,9 @@ mod tests {
 
     #[test]
     fn reads_the_runner_wrappers() {
-        let env: BTreeMap<String, String> =
-            [("NCCL_X".to_string(), "a b".to_string())].into_iter().collect();
+        let env: BTreeMap<String, String> = [("NCCL_X".to_string(), "a b".to_string())]
+            .into_iter()
+            .collect();
         let s = wrap::detached(
             "/tmp/fabricplan/run 1",
             "rdma-bw-r001-j01",

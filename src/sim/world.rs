@@ -161,18 +161,19 @@ impl World {
                     let wired = plan
                         .member_of(&planned_here)
                         .map(|(s, _)| (planned_here.clone(), s.id));
-                    let mtu = if faults.iter().any(
-                        |f| matches!(f, Fault::Mtu1500(es) if es.contains(&endpoint)),
-                    ) {
+                    let mtu = if faults
+                        .iter()
+                        .any(|f| matches!(f, Fault::Mtu1500(es) if es.contains(&endpoint)))
+                    {
                         1500
                     } else if address.is_some() {
                         9000
                     } else {
                         1500
                     };
-                    let throttled = faults.iter().any(
-                        |f| matches!(f, Fault::Throttle(es) if es.contains(&endpoint)),
-                    );
+                    let throttled = faults
+                        .iter()
+                        .any(|f| matches!(f, Fault::Throttle(es) if es.contains(&endpoint)));
                     devs.push(Dev {
                         node: node.id,
                         name: pin.device.clone().unwrap_or_else(|| h.device.clone()),
@@ -317,7 +318,11 @@ impl World {
     }
 
     /// The probe's dump for node `n` (see `discover::probe`).
-    pub fn probe(&self, n: NodeId, counters: &HashMap<(NodeId, String), BTreeMap<String, u64>>) -> String {
+    pub fn probe(
+        &self,
+        n: NodeId,
+        counters: &HashMap<(NodeId, String), BTreeMap<String, u64>>,
+    ) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "@host {}", self.name(n));
         for d in self.devs_of(n) {

@@ -1,0 +1,538 @@
+//! The runner against the simulated fabric: the shipped plans run green, switched-6 reproduces
+//! the six-node report, and every fault yields the verdict and trap it yields on hardware.
+//! Everything answers at once: no sleeps, no network, no processes (except the CLI binary).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fabricplan::discover;
+use fabricplan::exec::evidence::Evidence;
+use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::exec::{Transport, TransportError};
+use fabricplan::gate::judge::Outcome;
+use fabricplan::gate::trap::Trap;
+use fabricplan::plan::Plan;
+use fabricplan::results::{JobResult, JobStatus, RunResults};
+use fabricplan::schedule::Schedule;
+use fabricplan::sim::SimTransport;
+use fabricplan::topology::Fabric;
+
+fn plan_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plans")
+        .join(format!("{name}.toml"))
+}
+
+fn load(name: &str) -> Plan {
+    fabricplan::plan::load(&plan_path(name))
+        .expect("a shipped plan is valid")
+        .plan
+}
+
+async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
+    let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
+    let t = Arc::new(SimTransport::new(plan, &faults).expect("faults parse"));
+    let fabric = Fabric::build(plan);
+    let schedule = Schedule::expand(plan);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_c, cancel) = tokio::sync::watch::channel(false);
+    let opts = RunOptions {
+        run_id: "sim-test".into(),
+        only: vec![],
+        skip: vec![],
+        max_parallel: 8,
+    };
+    runner::run(
+        plan,
+        &fabric,
+        &schedule,
+        t,
+        &opts,
+        &mut Evidence::none(),
+        tx,
+        cancel,
+    )
+    .await
+}
+
+async fn run(name: &str, faults: &[&str]) -> RunResults {
+    run_plan(&load(name), faults).await
+}
+
+/// Every verdict of the run (preflight and jobs).
+fn verdicts(r: &RunResults) -> Vec<&fabricplan::gate::judge::Verdict> {
+    r.preflight
+        .iter()
+        .chain(r.jobs.iter().flat_map(|j| j.verdicts.iter()))
+        .collect()
+}
+
+fn jobs_in<'a>(r: &'a RunResults, round: &str) -> Vec<&'a JobResult> {
+    r.jobs.iter().filter(|j| j.round_name == round).collect()
+}
+
+fn value(j: &JobResult) -> f64 {
+    j.main_value()
+        .unwrap_or_else(|| panic!("{} measured nothing: {:#?}", j.label, j.verdicts))
+}
+
+fn within(v: f64, want: f64, pct: f64) -> bool {
+    (v - want).abs() <= want * pct / 100.0
+}
+
+#[tokio::test]
+async fn two_spark_is_all_green_and_labelled_simulated() {
+    let r = run("two-spark", &[]).await;
+    assert_eq!(r.summary.verdict, "ALL GREEN", "{:#?}", verdicts(&r));
+    assert_eq!(r.summary.exit_code, 0);
+    assert!(r.simulated);
+    assert_eq!(r.transport, "sim");
+    assert!(r.jobs.iter().all(|j| j.status == JobStatus::Measured));
+    for j in r.jobs.iter().filter(|j| j.kind == "rdma-bw") {
+        assert!(within(value(j), 111.9, 1.0), "{} {}", j.label, value(j));
+    }
+    for j in r.jobs.iter().filter(|j| j.kind == "rdma-bw-both") {
+        assert!(within(value(j), 98.0, 1.0), "{} {}", j.label, value(j));
+    }
+    for j in r.jobs.iter().filter(|j| j.kind == "rdma-lat") {
+        assert!((1.3..1.6).contains(&value(j)), "{} {}", j.label, value(j));
+    }
+    // the discovered names reached the command lines, and the counters moved for NCCL
+    let nccl = r.jobs.iter().find(|j| j.kind == "nccl").unwrap();
+    assert!(
+        nccl.steps[0]
+            .command
+            .contains("NCCL_IB_HCA=rocep1s0f0,roceP2p1s0f0")
+    );
+    assert!(
+        nccl.counters
+            .iter()
+            .any(|c| c.counter == "port_xmit_data" && c.delta > 0)
+    );
+    assert_eq!(
+        nccl.parsed.as_ref().unwrap()["transport"].as_str(),
+        Some("NET/IB")
+    );
+}
+
+#[tokio::test]
+async fn ring3_runs_green() {
+    let r = run("ring3", &[]).await;
+    assert_eq!(r.summary.verdict, "ALL GREEN", "{:#?}", verdicts(&r));
+    let nccl = r.jobs.iter().find(|j| j.kind == "nccl").unwrap();
+    let busbw = nccl.parsed.as_ref().unwrap()["avg_busbw_gbs"]
+        .as_f64()
+        .unwrap();
+    assert!(busbw > 10.0, "ring all_gather avg busbw {busbw}");
+}
+
+#[tokio::test]
+async fn switched_6_reproduces_the_report_within_3_percent() {
+    let r = run("switched-6", &[]).await;
+    assert_eq!(r.summary.verdict, "ALL GREEN", "{:#?}", verdicts(&r));
+    let sum = |js: &[&JobResult]| js.iter().map(|j| value(j)).sum::<f64>();
+    let r1 = jobs_in(&r, "R1");
+    assert_eq!(r1.len(), 3);
+    for j in &r1 {
+        assert!(within(value(j), 109.3, 3.0), "R1 {} {}", j.label, value(j));
+    }
+    assert!(within(sum(&r1), 327.8, 3.0), "R1 aggregate {}", sum(&r1));
+    let r2a = jobs_in(&r, "R2a");
+    assert_eq!(r2a.len(), 1);
+    assert!(within(value(r2a[0]), 109.3, 3.0), "R2a {}", value(r2a[0]));
+    let r2b = jobs_in(&r, "R2b");
+    assert_eq!(r2b.len(), 2);
+    for j in &r2b {
+        assert!(within(value(j), 81.9, 3.0), "R2b {} {}", j.label, value(j));
+    }
+    let r3 = jobs_in(&r, "R3");
+    assert_eq!(r3.len(), 3);
+    assert!(within(sum(&r3), 327.0, 3.0), "R3 aggregate {}", sum(&r3));
+    for j in r1.iter().chain(&r2a).chain(&r2b).chain(&r3) {
+        assert_eq!(j.verdicts[0].outcome, Outcome::Ok, "{:#?}", j.verdicts);
+    }
+}
+
+#[tokio::test]
+async fn same_seed_same_numbers_other_seed_other_noise() {
+    let plan = load("two-spark");
+    let a = run_plan(&plan, &[]).await;
+    let b = run_plan(&plan, &[]).await;
+    let vals = |r: &RunResults| {
+        r.jobs
+            .iter()
+            .filter_map(|j| j.main_value())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(vals(&a), vals(&b));
+    let mut other = plan.clone();
+    other.sim.seed += 1;
+    let c = run_plan(&other, &[]).await;
+    assert_ne!(vals(&a), vals(&c));
+    assert_eq!(c.summary.verdict, "ALL GREEN");
+}
+
+#[tokio::test]
+async fn throttled_half_fails_with_the_firmware_trap() {
+    let r = run("two-spark", &["throttle:spark-a.f0.a"]).await;
+    assert_eq!(r.summary.exit_code, 1);
+    let j = r
+        .jobs
+        .iter()
+        .find(|j| j.kind == "rdma-bw" && j.label.ends_with("spark-a.f0.a"))
+        .unwrap();
+    assert!((8.0..=25.0).contains(&value(j)), "{}", value(j));
+    assert_eq!(j.verdicts[0].outcome, Outcome::Fail);
+    assert_eq!(j.verdicts[0].trap, Some(Trap::FirmwareThrottle));
+    // the other half is fine on its own
+    let b = r
+        .jobs
+        .iter()
+        .find(|j| j.kind == "rdma-bw" && j.label.ends_with("spark-a.f0.b"))
+        .unwrap();
+    assert_eq!(b.verdicts[0].outcome, Outcome::Ok);
+    // both halves together: the sum is short, the trap named
+    assert!(verdicts(&r).iter().any(
+        |v| v.gate.starts_with("rdma-bw-both spark-b.f0 -> spark-a.f0")
+            && v.outcome != Outcome::Ok
+            && v.trap == Some(Trap::HalfDeadOrThrottled)
+    ));
+}
+
+#[tokio::test]
+async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
+    let r = run("switched-6", &["throttle:gb10-02.f0.a"]).await;
+    let r1 = jobs_in(&r, "R1");
+    let throttled = r1.iter().find(|j| j.label.starts_with("gb10-02")).unwrap();
+    assert_eq!(throttled.verdicts[0].outcome, Outcome::Fail);
+    assert_eq!(throttled.verdicts[0].trap, Some(Trap::FirmwareThrottle));
+    assert!(
+        r1.iter()
+            .filter(|j| !j.label.starts_with("gb10-02"))
+            .all(|j| j.verdicts[0].outcome == Outcome::Ok)
+    );
+
+    let r = run("switched-6", &["rstp-block:sw-a-sw-b"]).await;
+    assert_eq!(r.summary.exit_code, 1);
+    for round in ["R2a", "R2b"] {
+        for j in jobs_in(&r, round) {
+            assert!(value(j) < 10.0, "{round} {} {}", j.label, value(j));
+            assert_eq!(j.verdicts[0].outcome, Outcome::Fail);
+            assert_eq!(j.verdicts[0].trap, Some(Trap::IslBlockedRstp));
+            assert!(
+                j.counters
+                    .iter()
+                    .any(|c| c.counter == "packet_seq_err" && c.delta > 0),
+                "{:#?}",
+                j.counters
+            );
+        }
+    }
+    // intra-switch pairs are untouched
+    for j in jobs_in(&r, "R1") {
+        assert_eq!(j.verdicts[0].outcome, Outcome::Ok, "{:#?}", j.verdicts);
+    }
+    let r3 = jobs_in(&r, "R3");
+    let intra = r3.iter().find(|j| j.label.starts_with("gb10-04")).unwrap();
+    assert_eq!(intra.verdicts[0].outcome, Outcome::Ok);
+}
+
+#[tokio::test]
+async fn mtu1500_fails_preflight_with_the_mtu_trap() {
+    let plan = load("two-spark");
+    let r = run_plan(&plan, &["mtu1500:spark-a.f0.b"]).await;
+    assert_eq!(r.summary.exit_code, 1);
+    let mtu = r
+        .preflight
+        .iter()
+        .find(|v| v.gate == "mtu spark-a.f0.b")
+        .unwrap();
+    assert_eq!(mtu.outcome, Outcome::Fail);
+    assert_eq!(mtu.trap, Some(Trap::MtuMismatch));
+    let small = r
+        .preflight
+        .iter()
+        .find(|v| v.gate == "ping spark-b.f0.b -> spark-a.f0.b")
+        .unwrap();
+    assert_eq!(small.outcome, Outcome::Ok);
+    let jumbo = r
+        .preflight
+        .iter()
+        .find(|v| v.gate == "jumbo ping spark-b.f0.b -> spark-a.f0.b")
+        .unwrap();
+    assert_eq!(jumbo.outcome, Outcome::Fail);
+    assert_eq!(jumbo.trap, Some(Trap::MtuMismatch));
+    assert!(jumbo.detail.contains("Frag needed"), "{}", jumbo.detail);
+    // the measurements on that half wait for the fix
+    let bw = r
+        .jobs
+        .iter()
+        .find(|j| j.kind == "rdma-bw" && j.label.ends_with("spark-a.f0.b"))
+        .unwrap();
+    assert_eq!(bw.status, JobStatus::Skipped);
+
+    // on the box itself: the probe shows 1500, the jumbo DF ping is refused locally,
+    // perftest runs at MTU 1024
+    let t = SimTransport::new(&plan, &["mtu1500:spark-a.f0.b".to_string()]).unwrap();
+    let a = plan.node_by_name("spark-a").unwrap();
+    let probe = t
+        .exec(a, discover::PROBE_SCRIPT, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let p = discover::probe::parse(&probe.stdout);
+    assert_eq!(p.interface("enP2p1s0f0np0").unwrap().mtu, Some(1500));
+    assert_eq!(p.interface("enp1s0f0np0").unwrap().mtu, Some(9000));
+    let ping = t
+        .exec(
+            a,
+            "ping -c 3 -W 2 -I enP2p1s0f0np0 -M do -s 8972 203.0.113.2",
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ping.status, 1);
+    assert!(
+        ping.stderr
+            .contains("ping: local error: message too long, mtu=1500"),
+        "{ping:?}"
+    );
+    let small = t
+        .exec(
+            a,
+            "ping -c 3 -W 2 -I enP2p1s0f0np0 203.0.113.2",
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(small.status, 0, "{small:?}");
+    let b = plan.node_by_name("spark-b").unwrap();
+    let start = fabricplan::render::wrap::detached(
+        "/tmp/fabricplan/x",
+        "rdma-bw-r002-j01",
+        30,
+        &BTreeMap::new(),
+        "ib_write_bw -d roceP2p1s0f0 -i 1 -x 3 -F --report_gbits -D 6 -s 65536 -q 1 -p 18515",
+    );
+    t.exec(b, &start, Duration::from_secs(5)).await.unwrap();
+    let client = t
+        .exec(
+            a,
+            "ib_write_bw -d roceP2p1s0f0 -i 1 -x 3 -F --report_gbits -D 6 -s 65536 -q 1 -p 18515 203.0.113.2",
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+    assert!(
+        client.stdout.contains(" Mtu             : 1024[B]"),
+        "{client:?}"
+    );
+}
+
+#[tokio::test]
+async fn crossed_cable_fails_the_cabling_check() {
+    let plan = load("two-spark");
+    let r = run_plan(&plan, &["crossed:spark-a.f0"]).await;
+    assert_eq!(r.summary.exit_code, 1);
+    let ping = r
+        .preflight
+        .iter()
+        .find(|v| v.gate == "ping spark-b.f0.a -> spark-a.f0.a")
+        .unwrap();
+    assert_eq!(ping.outcome, Outcome::Fail);
+    assert_eq!(ping.trap, Some(Trap::CrossedCable));
+    let disc = r
+        .preflight
+        .iter()
+        .find(|v| v.gate == "discover spark-a.f0.a")
+        .unwrap();
+    assert_eq!(disc.outcome, Outcome::Fail);
+    assert_eq!(disc.trap, Some(Trap::PortDown));
+    assert!(r.jobs.iter().all(|j| j.status == JobStatus::Skipped));
+    // the planned address is still there, the other port is the live one
+    let t = SimTransport::new(&plan, &["crossed:spark-a.f0".to_string()]).unwrap();
+    let a = plan.node_by_name("spark-a").unwrap();
+    let p = discover::probe::parse(
+        &t.exec(a, discover::PROBE_SCRIPT, Duration::from_secs(5))
+            .await
+            .unwrap()
+            .stdout,
+    );
+    assert!(p.interface_with("198.51.100.1".parse().unwrap()).is_some());
+    assert!(!p.device("rocep1s0f0").unwrap().active());
+    assert!(p.device("rocep1s0f1").unwrap().active());
+}
+
+#[tokio::test]
+async fn dead_host_is_unreachable_and_the_run_goes_on() {
+    let plan = load("two-spark");
+    let r = run_plan(&plan, &["dead-host:spark-b"]).await;
+    assert_eq!(r.summary.exit_code, 1);
+    assert!(
+        r.preflight
+            .iter()
+            .any(|v| v.gate == "reach spark-b" && v.trap == Some(Trap::Unreachable))
+    );
+    assert!(
+        r.jobs
+            .iter()
+            .all(|j| j.verdicts[0].trap == Some(Trap::Unreachable))
+    );
+    let t = SimTransport::new(&plan, &["dead-host:spark-b".to_string()]).unwrap();
+    let b = plan.node_by_name("spark-b").unwrap();
+    assert!(matches!(
+        t.exec(b, "true", Duration::from_secs(1)).await,
+        Err(TransportError::Unreachable { .. })
+    ));
+}
+
+#[tokio::test]
+async fn server_that_dies_names_the_detached_server_trap() {
+    let r = run("two-spark", &["server-dies:spark-a"]).await;
+    assert_eq!(r.summary.exit_code, 1);
+    for j in r.jobs.iter().filter(|j| j.kind.starts_with("rdma")) {
+        assert_eq!(j.verdicts[0].outcome, Outcome::Fail, "{:#?}", j.verdicts);
+        assert_eq!(j.verdicts[0].trap, Some(Trap::ServerGoneOrFirewall));
+        // no client was launched against the dead server
+        assert!(
+            j.steps.iter().all(|s| s.host == "spark-a"),
+            "{:#?}",
+            j.steps
+        );
+        assert!(
+            j.reason
+                .as_deref()
+                .unwrap_or("")
+                .contains("exited before listening")
+        );
+    }
+    // NCCL has no servers: unaffected
+    let nccl = r.jobs.iter().find(|j| j.kind == "nccl").unwrap();
+    assert!(nccl.verdicts.iter().all(|v| v.outcome == Outcome::Ok));
+}
+
+#[tokio::test]
+async fn nccl_socket_fallback_is_caught() {
+    let r = run("two-spark", &["nccl-socket:spark-b"]).await;
+    assert_eq!(r.summary.exit_code, 1);
+    let nccl = r.jobs.iter().find(|j| j.kind == "nccl").unwrap();
+    let parsed = nccl.parsed.as_ref().unwrap();
+    assert_eq!(parsed["transport"].as_str(), Some("NET/Socket"));
+    let busbw = parsed["avg_busbw_gbs"].as_f64().unwrap();
+    assert!(busbw < 3.0, "{busbw}");
+    let trap = |t| {
+        nccl.verdicts
+            .iter()
+            .any(|v| v.outcome == Outcome::Fail && v.trap == Some(t))
+    };
+    assert!(trap(Trap::TcpFallback), "{:#?}", nccl.verdicts);
+    assert!(trap(Trap::FabricNotUsed), "{:#?}", nccl.verdicts);
+    // the RDMA measurements are unaffected
+    assert!(
+        r.jobs
+            .iter()
+            .filter(|j| j.kind != "nccl")
+            .all(|j| j.verdicts.iter().all(|v| v.outcome == Outcome::Ok))
+    );
+}
+
+#[test]
+fn unknown_fault_targets_are_refused() {
+    let plan = load("two-spark");
+    for bad in [
+        "throttle:spark-z.f0.a",
+        "throttle:spark-a.f9",
+        "rstp-block:a-b",
+        "melt:spark-a",
+    ] {
+        assert!(
+            SimTransport::new(&plan, &[bad.to_string()]).is_err(),
+            "{bad}"
+        );
+    }
+}
+
+fn cli(args: &[&str]) -> (i32, serde_json::Value) {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+        .args(args)
+        .args(["--sim", "--out"])
+        .arg(out_dir.path())
+        .args(["--format", "json"])
+        .output()
+        .expect("the binary runs");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(out_dir.path().join("results.json").exists());
+    assert!(out_dir.path().join("junit.xml").exists());
+    (out.status.code().unwrap_or(-1), json)
+}
+
+#[test]
+fn cli_two_spark_sim_is_green() {
+    let plan = plan_path("two-spark");
+    let (code, json) = cli(&["run", plan.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_eq!(json["simulated"], true);
+    assert_eq!(json["transport"], "sim");
+    assert_eq!(json["summary"]["verdict"], "ALL GREEN");
+}
+
+#[test]
+fn cli_sim_fault_throttle_and_rstp_name_their_traps() {
+    let plan = plan_path("two-spark");
+    let (code, json) = cli(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--sim-fault",
+        "throttle:spark-b.f0.b",
+    ]);
+    assert_eq!(code, 1);
+    let traps: Vec<String> = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|j| j["verdicts"].as_array().unwrap().iter())
+        .filter(|v| v["outcome"] == "FAIL")
+        .filter_map(|v| v["trap"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        traps.contains(&"firmware-throttle".to_string()),
+        "{traps:?}"
+    );
+
+    let plan = plan_path("switched-6");
+    let (code, json) = cli(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--sim-fault",
+        "rstp-block:sw-a-sw-b",
+        "--only",
+        "R2a",
+    ]);
+    assert_eq!(code, 1);
+    let v = &json["jobs"][0]["verdicts"][0];
+    assert_eq!(v["trap"], "isl-blocked-rstp", "{v:#}");
+}
+
+#[test]
+fn cli_refuses_a_bad_fault() {
+    let plan = plan_path("two-spark");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+        .args([
+            "run",
+            plan.to_str().unwrap(),
+            "--sim",
+            "--sim-fault",
+            "throttle:nowhere",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
