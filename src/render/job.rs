@@ -284,6 +284,62 @@ pub fn job_commands(
     nccl_commands(plan, renderer, res, job, ti, &dir)
 }
 
+/// The segments an NCCL test may use: those joining two of its ranks, on the chosen halves.
+fn nccl_segments<'p>(plan: &'p Plan, t: &crate::plan::NcclTest) -> Vec<&'p crate::plan::Segment> {
+    plan.segments
+        .iter()
+        .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
+        .filter(|s| {
+            s.members
+                .iter()
+                .filter(|m| t.nodes.contains(&m.endpoint.node))
+                .count()
+                >= 2
+        })
+        .collect()
+}
+
+/// The preflight launch check of NCCL test `ti`: mpirun on the first rank's host starts
+/// `hostname` on every rank over the fabric subnets. Returns the step and the rank count.
+pub fn mpi_hostname(
+    plan: &Plan,
+    renderer: &Renderer,
+    ti: usize,
+    run_id: &str,
+) -> Result<(Step, usize), RenderError> {
+    let t = &plan.tests.nccl[ti];
+    let segs = nccl_segments(plan, t);
+    let hosts: Vec<String> = t
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            segs.iter()
+                .flat_map(|s| s.members.iter())
+                .find(|m| m.endpoint.node == *n)
+        })
+        .map(|m| m.address.to_string())
+        .collect();
+    let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
+    subnets.dedup();
+    let command = renderer.render(
+        "mpi-hostname",
+        context! { hosts => hosts.clone(), subnets => subnets },
+    )?;
+    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
+    let script = wrap::foreground(&remote_dir(run_id), 60, &plan.node(launcher).env, &command);
+    Ok((
+        Step {
+            node: launcher,
+            host: plan.node(launcher).name.clone(),
+            role: Role::Launcher,
+            command,
+            script,
+            timeout_s: 60,
+        },
+        hosts.len(),
+    ))
+}
+
 fn nccl_commands(
     plan: &Plan,
     renderer: &Renderer,
@@ -294,19 +350,7 @@ fn nccl_commands(
 ) -> Result<JobCommands, RenderError> {
     let t = &plan.tests.nccl[ti];
     let mut unresolved = Vec::new();
-    // the segments NCCL may use: those joining two of the job's ranks, on the chosen halves
-    let segs: Vec<&crate::plan::Segment> = plan
-        .segments
-        .iter()
-        .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
-        .filter(|s| {
-            s.members
-                .iter()
-                .filter(|m| t.nodes.contains(&m.endpoint.node))
-                .count()
-                >= 2
-        })
-        .collect();
+    let segs = nccl_segments(plan, t);
     let ring = segs
         .iter()
         .any(|s| plan.cables[s.cable].kind == CableKind::Ring);
