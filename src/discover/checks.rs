@@ -21,7 +21,10 @@ pub fn half_checks(plan: &Plan, node: NodeId, halves: &[HalfResolution]) -> Vec<
         if let Some(fix) = &h.fix_command {
             problems.push(format!("run on {}: {fix}", plan.node(node).name));
         }
-        let trap = if !h.address_found {
+        let trap = if problems.iter().any(|p| p.contains("names differ per box")) {
+            // a pin that assumes one box's device name on another: the f0/f1 asymmetry
+            Trap::NoDevice
+        } else if !h.address_found {
             Trap::NoGid
         } else if h.device.is_none() || !h.active {
             Trap::PortDown
