@@ -162,6 +162,7 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&o.stdout);
+    println!("{table}");
     assert!(
         o.status.success(),
         "detect: {table}{}",
