@@ -112,6 +112,10 @@ fn run(lab: &Lab, plan: &Path, out: &Path) -> (i32, Value, String) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+    // FABRICPLAN_KEEP_RUNS=DIR keeps a copy of every run directory for inspection
+    if let Some(keep) = std::env::var_os("FABRICPLAN_KEEP_RUNS") {
+        let _ = Command::new("cp").arg("-r").arg(out).arg(keep).status();
+    }
     let results = std::fs::read_to_string(out.join("results.json"))
         .unwrap_or_else(|_| panic!("no results.json: {text}"));
     (
