@@ -267,7 +267,16 @@ pub fn run(cli: Cli) -> i32 {
                 };
                 std::sync::Arc::new(crate::exec::ssh::SshTransport::new(opts))
             };
-            execute(&l.plan, transport, only, skip, out, format, max_parallel)
+            execute(
+                &l.plan,
+                transport,
+                only,
+                skip,
+                out,
+                format,
+                max_parallel,
+                setup,
+            )
         }
         Command::Detect {
             plan,
@@ -349,6 +358,7 @@ fn utc_stamp() -> String {
 }
 
 /// Run a plan with a transport; prints progress and the verdict; returns the exit code.
+#[allow(clippy::too_many_arguments)]
 pub fn execute(
     plan: &crate::plan::Plan,
     transport: std::sync::Arc<dyn crate::exec::Transport>,
@@ -357,6 +367,7 @@ pub fn execute(
     out: Option<PathBuf>,
     format: Format,
     max_parallel: usize,
+    setup: bool,
 ) -> i32 {
     use crate::exec::evidence::Evidence;
     use crate::exec::runner::{self, RunOptions};
@@ -412,7 +423,14 @@ pub fn execute(
             }
         };
         let work = async {
-            runner::run(plan, &fabric, &schedule, transport, &opts, &mut evidence, tx, cancel_rx).await
+            // the setup stage changes hosts: only with --setup, before anything is measured
+            let setup_verdicts = if setup { crate::exec::setup::run(plan, transport.as_ref()).await } else { Vec::new() };
+            let mut r = runner::run(plan, &fabric, &schedule, transport, &opts, &mut evidence, tx, cancel_rx).await;
+            if !setup_verdicts.is_empty() {
+                r.preflight.splice(0..0, setup_verdicts);
+                r.summarize();
+            }
+            r
         };
         let (r, ()) = tokio::join!(work, printer);
         r
