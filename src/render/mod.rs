@@ -353,8 +353,10 @@ mod tests {
     #[test]
     fn group_kill_works_under_dash() {
         // a real process group, killed by the exact script the runner sends
-        let mut child = std::process::Command::new("setsid")
-            .args(["sleep", "30"])
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
             .spawn()
             .unwrap();
         let pgid = child.id();
