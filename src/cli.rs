@@ -102,6 +102,23 @@ pub enum Command {
         #[arg(long = "sim-fault", value_name = "KIND:TARGET", requires = "sim")]
         sim_fault: Vec<String>,
     },
+    /// Discover each node's RDMA devices (read-only): state, netdev, IPv4, MTU, GID index; and
+    /// the exact `ip addr add` to run where a planned half has no address. Runs nothing else.
+    Detect {
+        /// A plan (its nodes and planned halves); or use --host.
+        plan: Option<PathBuf>,
+        /// A host to probe without a plan (ssh_config alias or address; repeatable).
+        #[arg(long)]
+        host: Vec<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        #[arg(long)]
+        ssh_config: Option<PathBuf>,
+        #[arg(long)]
+        known_hosts: Option<PathBuf>,
+        #[arg(long)]
+        accept_new_host_keys: bool,
+    },
     /// Read a saved tool output (FILE or stdin) and print what fabricplan reads in it.
     Parse {
         /// ib_write_bw, ib_read_bw, ib_send_bw, ib_write_lat, ib_read_lat, ib_send_lat,
@@ -267,8 +284,32 @@ pub fn run(cli: Cli) -> i32 {
                 };
                 std::sync::Arc::new(crate::exec::ssh::SshTransport::new(opts))
             };
-            execute(&l.plan, transport, only, skip, out, format, max_parallel)
+            execute(
+                &l.plan,
+                transport,
+                only,
+                skip,
+                out,
+                format,
+                max_parallel,
+                setup,
+            )
         }
+        Command::Detect {
+            plan,
+            host,
+            format,
+            ssh_config,
+            known_hosts,
+            accept_new_host_keys,
+        } => detect(
+            plan,
+            host,
+            format,
+            ssh_config,
+            known_hosts,
+            accept_new_host_keys,
+        ),
         Command::Parse { tool, file, format } => {
             let Some(t) = Tool::from_name(&tool) else {
                 eprintln!(
@@ -334,6 +375,7 @@ fn utc_stamp() -> String {
 }
 
 /// Run a plan with a transport; prints progress and the verdict; returns the exit code.
+#[allow(clippy::too_many_arguments)]
 pub fn execute(
     plan: &crate::plan::Plan,
     transport: std::sync::Arc<dyn crate::exec::Transport>,
@@ -342,6 +384,7 @@ pub fn execute(
     out: Option<PathBuf>,
     format: Format,
     max_parallel: usize,
+    setup: bool,
 ) -> i32 {
     use crate::exec::evidence::Evidence;
     use crate::exec::runner::{self, RunOptions};
@@ -397,7 +440,14 @@ pub fn execute(
             }
         };
         let work = async {
-            runner::run(plan, &fabric, &schedule, transport, &opts, &mut evidence, tx, cancel_rx).await
+            // the setup stage changes hosts: only with --setup, before anything is measured
+            let setup_verdicts = if setup { crate::exec::setup::run(plan, transport.as_ref()).await } else { Vec::new() };
+            let mut r = runner::run(plan, &fabric, &schedule, transport, &opts, &mut evidence, tx, cancel_rx).await;
+            if !setup_verdicts.is_empty() {
+                r.preflight.splice(0..0, setup_verdicts);
+                r.summarize();
+            }
+            r
         };
         let (r, ()) = tokio::join!(work, printer);
         r
@@ -417,4 +467,113 @@ pub fn execute(
         Format::Json => println!("{}", String::from_utf8_lossy(&json)),
     }
     results.summary.exit_code
+}
+
+fn detect(
+    plan: Option<PathBuf>,
+    hosts: Vec<String>,
+    format: Format,
+    ssh_config: Option<PathBuf>,
+    known_hosts: Option<PathBuf>,
+    accept_new: bool,
+) -> i32 {
+    use crate::plan::{Node, NodeId, ProfileId, SshTarget};
+    use crate::report::detect::NodeReport;
+    let loaded = match &plan {
+        Some(p) => match load_or_report(p) {
+            Some(l) => Some(l),
+            None => return exit::INVALID_PLAN,
+        },
+        None => None,
+    };
+    let nodes: Vec<Node> = match &loaded {
+        Some(l) => l.plan.nodes.clone(),
+        None if hosts.is_empty() => {
+            eprintln!("error: give a plan or at least one --host");
+            return exit::USAGE;
+        }
+        None => hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| Node {
+                id: NodeId(i),
+                name: h.clone(),
+                ssh: SshTarget::Alias(h.clone()),
+                profile: ProfileId(0),
+                env: Default::default(),
+                nccl_tests_dir: None,
+                pins: Default::default(),
+            })
+            .collect(),
+    };
+    let opts = crate::exec::ssh::SshOptions {
+        config: ssh_config.or_else(|| loaded.as_ref().and_then(|l| l.plan.ssh.config.clone())),
+        known_hosts: known_hosts
+            .or_else(|| loaded.as_ref().and_then(|l| l.plan.ssh.known_hosts.clone())),
+        accept_new,
+        default_user: loaded.as_ref().and_then(|l| l.plan.ssh.user.clone()),
+        ..Default::default()
+    };
+    let transport = crate::exec::ssh::SshTransport::new(opts);
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return exit::FAIL;
+        }
+    };
+    use crate::exec::Transport;
+    let outs = rt.block_on(async {
+        let r = futures::future::join_all(nodes.iter().map(|n| {
+            transport.exec(
+                n,
+                crate::discover::PROBE_SCRIPT,
+                std::time::Duration::from_secs(30),
+            )
+        }))
+        .await;
+        transport.close().await;
+        r
+    });
+    let mut reports = Vec::new();
+    for (n, out) in nodes.iter().zip(outs) {
+        match out {
+            Ok(o) => {
+                let probe = crate::discover::probe::parse(&o.stdout);
+                let halves = loaded
+                    .as_ref()
+                    .map(|l| crate::discover::resolve_node(&l.plan, n.id, &probe))
+                    .unwrap_or_default();
+                reports.push(NodeReport {
+                    node: n.name.clone(),
+                    reachable: true,
+                    error: None,
+                    probe: Some(probe),
+                    halves,
+                });
+            }
+            Err(e) => reports.push(NodeReport {
+                node: n.name.clone(),
+                reachable: false,
+                error: Some(e.to_string()),
+                probe: None,
+                halves: Vec::new(),
+            }),
+        }
+    }
+    match format {
+        Format::Text => print!("{}", crate::report::detect::render(&reports)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).unwrap_or_default()
+        ),
+    }
+    if reports.iter().all(|r| r.reachable) {
+        exit::OK
+    } else {
+        exit::FAIL
+    }
 }

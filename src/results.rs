@@ -189,19 +189,19 @@ impl RunResults {
         self.summary = s;
     }
 
-    /// Node x node bandwidth matrix (client row, server column), best value per pair, Gb/s.
-    pub fn bandwidth_matrix(&self) -> BTreeMap<(String, String), f64> {
-        let mut m = BTreeMap::new();
+    /// Node x node bandwidth matrix (client row, server column): every measured flow of the
+    /// pair in job order (one per half), Gb/s, so a weak half is never hidden behind a good one.
+    pub fn bandwidth_matrix(&self) -> BTreeMap<(String, String), Vec<f64>> {
+        let mut m: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
         for j in self
             .jobs
             .iter()
             .filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
         {
             if let (Some(v), [server, client]) = (j.main_value(), j.hosts.as_slice()) {
-                let e = m.entry((client.clone(), server.clone())).or_insert(v);
-                if v > *e {
-                    *e = v;
-                }
+                m.entry((client.clone(), server.clone()))
+                    .or_default()
+                    .push(v);
             }
         }
         m

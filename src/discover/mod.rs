@@ -1,6 +1,7 @@
 //! Discovery: which RDMA device and netdev carry each planned half on each box, and which RoCE
 //! v2 GID index maps its address. Read-only; the probe is one script per node.
 
+pub mod checks;
 pub mod probe;
 pub mod resolve;
 

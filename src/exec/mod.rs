@@ -7,6 +7,7 @@ pub mod fake;
 pub mod local;
 pub mod preflight;
 pub mod runner;
+pub mod setup;
 pub mod ssh;
 pub mod transport;
 

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use futures::future::join_all;
 
 use super::runner::{Ctx, Event, SHORT};
+use crate::discover::checks;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
 use crate::parse::{self, Tool};
@@ -17,64 +18,15 @@ use crate::results::RunResults;
 pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mut RunResults) {
     let mut verdicts: Vec<(Verdict, Vec<Endpoint>)> = Vec::new();
     for n in needed {
-        let Some(halves) = ctx.resolutions.get(n) else {
+        let (Some(halves), Some(probe)) = (ctx.resolutions.get(n), ctx.probes.get(n)) else {
             continue;
         };
-        for h in halves {
-            let mut problems = h.problems.clone();
-            if let Some(fix) = &h.fix_command {
-                problems.push(format!("run on {}: {fix}", ctx.plan.node(*n).name));
-            }
-            let trap = if !h.address_found {
-                Trap::NoGid
-            } else if h.device.is_none() || !h.active {
-                Trap::PortDown
-            } else if h.gid_index.is_none() {
-                Trap::NoGid
-            } else {
-                Trap::NoDevice
-            };
-            let outcome = if problems.is_empty() {
-                Outcome::Ok
-            } else {
-                Outcome::Fail
-            };
-            let detail = if problems.is_empty() {
-                format!(
-                    "{} / {} / GID {} / {} (OS reports {}: a hint only)",
-                    h.device.clone().unwrap_or_default(),
-                    h.netdev.clone().unwrap_or_default(),
-                    h.gid_index.map(|g| g.to_string()).unwrap_or_default(),
-                    h.address,
-                    h.rate_hint.clone().unwrap_or_else(|| "no rate".into())
-                )
-            } else {
-                problems.join("; ")
-            };
-            verdicts.push((
-                Verdict::check(format!("discover {}", h.name), outcome, detail, Some(trap)),
-                vec![h.endpoint.clone()],
-            ));
-            if h.address_found {
-                let mtu_ok = h.mtu == Some(9000);
-                verdicts.push((
-                    Verdict::check(
-                        format!("mtu {}", h.name),
-                        if mtu_ok { Outcome::Ok } else { Outcome::Fail },
-                        format!(
-                            "{} mtu {}",
-                            h.netdev.clone().unwrap_or_default(),
-                            h.mtu
-                                .map(|m| m.to_string())
-                                .unwrap_or_else(|| "unknown".into())
-                        ),
-                        Some(Trap::MtuMismatch),
-                    ),
-                    vec![h.endpoint.clone()],
-                ));
-            }
-        }
+        verdicts.extend(checks::half_checks(ctx.plan, *n, halves));
+        verdicts.extend(checks::cabling_checks(ctx.plan, *n, probe, halves));
+        verdicts.extend(checks::routing_checks(ctx.plan, *n, probe, halves));
+        verdicts.extend(checks::nccl_env_checks(ctx.plan, *n, halves));
     }
+    verdicts.extend(checks::link_mtu_checks(ctx.plan, &ctx.resolutions));
     // per link: a small ping and a jumbo do-not-fragment ping out of the planned netdev
     let mut pings: Vec<(NodeId, Endpoint, Endpoint, bool, String)> = Vec::new();
     let mut seen = HashSet::new();
@@ -165,6 +117,88 @@ pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mu
             }
         };
         verdicts.push((v, vec![from.clone(), to.clone()]));
+    }
+    // each NCCL job's hosts can launch each other: mpirun starts `hostname` on every rank
+    let launches: Vec<(usize, crate::render::job::Step, usize)> = (0..ctx.plan.tests.nccl.len())
+        .filter(|i| {
+            let t = &ctx.plan.tests.nccl[*i];
+            t.nodes
+                .iter()
+                .all(|n| needed.contains(n) && !ctx.unreachable.contains_key(n))
+        })
+        .filter_map(|i| {
+            crate::render::job::mpi_hostname(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id)
+                .ok()
+                .map(|(s, n)| (i, s, n))
+        })
+        .collect();
+    let outs = join_all(launches.iter().map(|(_, s, _)| {
+        ctx.exec(
+            s.node,
+            &s.script,
+            std::time::Duration::from_secs(s.timeout_s as u64 + 10),
+        )
+    }))
+    .await;
+    for ((i, s, n), out) in launches.iter().zip(outs) {
+        let t = &ctx.plan.tests.nccl[*i];
+        let gate = format!("mpirun launch {}", t.name);
+        let v = match out {
+            Err(e) => Verdict::check(gate, Outcome::Fail, e.to_string(), Some(Trap::Unreachable)),
+            Ok(o) => {
+                let text = format!("{}{}", o.stdout, o.stderr);
+                let lines = o.stdout.lines().filter(|l| !l.trim().is_empty()).count();
+                let mp = parse::parse(Tool::Mpirun, &text).to_json(Tool::Mpirun);
+                match mp.get("error").filter(|e| !e.is_null()) {
+                    Some(e) => {
+                        let kind = e.get("kind").and_then(|k| k.as_str()).unwrap_or("other");
+                        let trap = match crate::gate::classify::trap_of_error(kind) {
+                            Trap::ToolError => Trap::MpiLaunch,
+                            t => t,
+                        };
+                        Verdict::check(
+                            gate,
+                            Outcome::Fail,
+                            format!(
+                                "{kind}: {}",
+                                e.get("message")
+                                    .and_then(|m| m.as_str())
+                                    .unwrap_or("")
+                                    .lines()
+                                    .next()
+                                    .unwrap_or("")
+                            ),
+                            Some(trap),
+                        )
+                    }
+                    None if o.status == 0 && lines >= *n => Verdict::check(
+                        gate,
+                        Outcome::Ok,
+                        format!(
+                            "{} started `hostname` on {n} rank(s): {}",
+                            s.host,
+                            o.stdout.split_whitespace().collect::<Vec<_>>().join(", ")
+                        ),
+                        None,
+                    ),
+                    None => Verdict::check(
+                        gate,
+                        Outcome::Fail,
+                        format!(
+                            "mpirun exit {}, {lines} of {n} ranks answered: {}",
+                            o.status,
+                            text.lines().last().unwrap_or("").trim()
+                        ),
+                        Some(Trap::MpiLaunch),
+                    ),
+                }
+            }
+        };
+        if v.outcome == Outcome::Fail {
+            ctx.blocked_tests
+                .insert(t.name.clone(), format!("preflight `{}` failed", v.gate));
+        }
+        verdicts.push((v, Vec::new()));
     }
     for (v, eps) in verdicts {
         if v.outcome == Outcome::Fail {

@@ -70,6 +70,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) unreachable: HashMap<NodeId, String>,
     /// endpoint -> why its measurements are skipped
     pub(crate) blocked: HashMap<Endpoint, String>,
+    /// NCCL test name -> why it is skipped (its launch check failed)
+    pub(crate) blocked_tests: HashMap<String, String>,
     pub(crate) probes: HashMap<NodeId, Probe>,
     pub(crate) resolutions: HashMap<NodeId, Vec<HalfResolution>>,
 }
@@ -123,6 +125,7 @@ pub async fn run(
         cancel,
         unreachable: HashMap::new(),
         blocked: HashMap::new(),
+        blocked_tests: HashMap::new(),
         probes: HashMap::new(),
         resolutions: HashMap::new(),
     };
@@ -446,7 +449,15 @@ async fn run_round(
             done.push(r);
             continue;
         }
-        if let Some(reason) = job.resources.iter().find_map(|e| ctx.blocked.get(e)) {
+        let test_block = job
+            .nccl
+            .and_then(|i| ctx.blocked_tests.get(&plan.tests.nccl[i].name));
+        if let Some(reason) = job
+            .resources
+            .iter()
+            .find_map(|e| ctx.blocked.get(e))
+            .or(test_block)
+        {
             done.push(skipped(plan, round, job, reason.clone()));
             continue;
         }

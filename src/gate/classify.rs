@@ -447,4 +447,49 @@ mod tests {
         );
         assert!(!v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
     }
+
+    #[test]
+    fn tool_errors_name_their_traps() {
+        let s = GateSpec::default_for(Metric::RdmaBw);
+        let err = |kind: &str| json!({"status":"error","error":{"kind":kind,"message":"x"}});
+        let trap = |kind: &str| bandwidth(&s, &err(kind), &ctx(111.9))[0].trap;
+        assert_eq!(trap("qp-rtr-failed"), Some(Trap::QpRtrFailed));
+        assert!(Trap::QpRtrFailed.fix().contains("GID index"));
+        assert_eq!(trap("no-device"), Some(Trap::NoDevice));
+        assert_eq!(trap("port-state"), Some(Trap::PortDown));
+        assert_eq!(trap("resource"), Some(Trap::MemoryRegistration));
+        assert_eq!(trap_of_error("message-too-long"), Trap::MtuMismatch);
+        assert_eq!(trap_of_error("frag-needed"), Trap::MtuMismatch);
+        // near miss: a complete row without an error is judged on its value, no error trap
+        let v = bandwidth(
+            &s,
+            &json!({"status":"ok","error":null,"bw_avg_gbps":109.0}),
+            &ctx(111.9),
+        );
+        assert_eq!(v[0].outcome, Outcome::Ok);
+        assert_eq!(v[0].trap, None);
+    }
+
+    #[test]
+    fn gdr_off_is_reported_not_failed() {
+        let small = GateSpec::default_for(Metric::NcclSmallTime);
+        let bus = GateSpec::default_for(Metric::NcclBusbw);
+        let v = nccl(
+            &small,
+            &bus,
+            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0,"gdr":false}),
+            &Context::default(),
+        );
+        let g = v.iter().find(|v| v.gate.contains("GPUDirect")).unwrap();
+        assert_eq!(g.outcome, Outcome::Ok);
+        assert!(g.detail.contains("GDR 0"));
+        // GDR on: nothing to report
+        let v = nccl(
+            &small,
+            &bus,
+            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0,"gdr":true}),
+            &Context::default(),
+        );
+        assert!(!v.iter().any(|v| v.gate.contains("GPUDirect")));
+    }
 }

@@ -105,3 +105,43 @@ pub fn json_schema() -> String {
     s.push('\n');
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::threshold::{Metric, Threshold};
+
+    fn gates(extra: &str) -> std::collections::BTreeMap<Metric, crate::gate::GateSpec> {
+        let text = format!(
+            "format-version = 1\nname = \"g\"\n[[node]]\nname = \"a\"\n[[node]]\nname = \"b\"\n[[cable]]\nkind = \"direct\"\nends = [\"a.f0\", \"b.f0\"]\nhalves = [\"a\"]\nsubnets = {{ a = \"198.51.100.0/30\" }}\n{extra}"
+        );
+        load_str(Path::new("g.toml"), &text, Path::new("."))
+            .unwrap()
+            .plan
+            .gates
+    }
+
+    #[test]
+    fn pass_only_keeps_a_compatible_default_warn() {
+        let g = gates("[gates.rdma-lat]\npass = \"2.5 us\"\n");
+        assert_eq!(
+            g[&Metric::RdmaLat].pass,
+            Some(Threshold::Absolute { value: 2.5 })
+        );
+        assert_eq!(
+            g[&Metric::RdmaLat].warn,
+            Some(Threshold::Absolute { value: 10.0 })
+        );
+        // an absolute pass beside the relative default warn: no band rather than a mixed one
+        let g = gates("[gates.rdma-bw]\npass = \"95 Gb/s\"\n");
+        assert_eq!(
+            g[&Metric::RdmaBw].warn,
+            Some(Threshold::Absolute { value: 95.0 })
+        );
+        let g = gates("[gates.rdma-bw]\nmin-pct-of-expected = 85\n");
+        assert_eq!(
+            g[&Metric::RdmaBw].warn,
+            Some(Threshold::PctOfExpected { pct: 27.0 })
+        );
+    }
+}

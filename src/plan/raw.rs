@@ -245,7 +245,9 @@ pub struct RawGate {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub pass: Option<Spanned<String>>,
-    /// Warn threshold: between warn and pass is WARN, beyond warn is FAIL.
+    /// Warn threshold: between warn and pass is WARN, beyond warn is FAIL. When only `pass` is
+    /// given, the default warn threshold stays if it is of the same kind and on the right side,
+    /// otherwise there is no WARN band.
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub warn: Option<Spanned<String>>,

@@ -1729,10 +1729,28 @@ fn gates(ctx: &mut Ctx, raw: &BTreeMap<Spanned<String>, RawGate>) -> BTreeMap<Me
                 .help("keep one pass threshold"),
             );
         }
-        // a plan that sets a pass threshold but no warn gets no WARN band
-        if pass.is_some() && warn.is_none() && g.warn.is_none() && g.warn_pct_of_expected.is_none()
+        // a plan that sets a pass threshold but no warn keeps the default warn threshold when it
+        // lies on the right side of the new pass (same kind), and otherwise gets no WARN band
+        if let Some(p) = pass
+            && warn.is_none()
+            && g.warn.is_none()
+            && g.warn_pct_of_expected.is_none()
         {
-            warn = pass;
+            let keep = match (p, spec.warn) {
+                (Threshold::Absolute { value: p }, Some(Threshold::Absolute { value: w }))
+                | (
+                    Threshold::PctOfExpected { pct: p },
+                    Some(Threshold::PctOfExpected { pct: w }),
+                ) => {
+                    if metric.higher_is_better() {
+                        w <= p
+                    } else {
+                        w >= p
+                    }
+                }
+                _ => false,
+            };
+            warn = if keep { spec.warn } else { Some(p) };
         }
         if let (Some(p), Some(w), Some(ps), Some(ws)) =
             (pass, warn, pass_span.clone(), warn_span.clone())

@@ -101,6 +101,8 @@ pub struct JobCommands {
     pub ranks: Vec<Rank>,
     /// The rendered NCCL environment, for checks against discovery.
     pub nccl_env: BTreeMap<String, String>,
+    /// What a reader of the commands should know (a per-rank choice made, a value left to NCCL).
+    pub notes: Vec<String>,
 }
 
 /// The remote directory of a run.
@@ -270,6 +272,7 @@ pub fn job_commands(
             unresolved,
             ranks: Vec::new(),
             nccl_env: BTreeMap::new(),
+            notes: Vec::new(),
         });
     }
     let Some(ti) = job.nccl else {
@@ -279,6 +282,62 @@ pub fn job_commands(
         });
     };
     nccl_commands(plan, renderer, res, job, ti, &dir)
+}
+
+/// The segments an NCCL test may use: those joining two of its ranks, on the chosen halves.
+fn nccl_segments<'p>(plan: &'p Plan, t: &crate::plan::NcclTest) -> Vec<&'p crate::plan::Segment> {
+    plan.segments
+        .iter()
+        .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
+        .filter(|s| {
+            s.members
+                .iter()
+                .filter(|m| t.nodes.contains(&m.endpoint.node))
+                .count()
+                >= 2
+        })
+        .collect()
+}
+
+/// The preflight launch check of NCCL test `ti`: mpirun on the first rank's host starts
+/// `hostname` on every rank over the fabric subnets. Returns the step and the rank count.
+pub fn mpi_hostname(
+    plan: &Plan,
+    renderer: &Renderer,
+    ti: usize,
+    run_id: &str,
+) -> Result<(Step, usize), RenderError> {
+    let t = &plan.tests.nccl[ti];
+    let segs = nccl_segments(plan, t);
+    let hosts: Vec<String> = t
+        .nodes
+        .iter()
+        .filter_map(|n| {
+            segs.iter()
+                .flat_map(|s| s.members.iter())
+                .find(|m| m.endpoint.node == *n)
+        })
+        .map(|m| m.address.to_string())
+        .collect();
+    let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
+    subnets.dedup();
+    let command = renderer.render(
+        "mpi-hostname",
+        context! { hosts => hosts.clone(), subnets => subnets },
+    )?;
+    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
+    let script = wrap::foreground(&remote_dir(run_id), 60, &plan.node(launcher).env, &command);
+    Ok((
+        Step {
+            node: launcher,
+            host: plan.node(launcher).name.clone(),
+            role: Role::Launcher,
+            command,
+            script,
+            timeout_s: 60,
+        },
+        hosts.len(),
+    ))
 }
 
 fn nccl_commands(
@@ -291,24 +350,13 @@ fn nccl_commands(
 ) -> Result<JobCommands, RenderError> {
     let t = &plan.tests.nccl[ti];
     let mut unresolved = Vec::new();
-    // the segments NCCL may use: those joining two of the job's ranks, on the chosen halves
-    let segs: Vec<&crate::plan::Segment> = plan
-        .segments
-        .iter()
-        .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
-        .filter(|s| {
-            s.members
-                .iter()
-                .filter(|m| t.nodes.contains(&m.endpoint.node))
-                .count()
-                >= 2
-        })
-        .collect();
+    let segs = nccl_segments(plan, t);
     let ring = segs
         .iter()
         .any(|s| plan.cables[s.cable].kind == CableKind::Ring);
     let mut ranks = Vec::new();
     let mut gids: Vec<Val> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     for n in &t.nodes {
         let mut endpoints: Vec<Endpoint> = Vec::new();
         let mut address = None;
@@ -322,27 +370,36 @@ fn nccl_commands(
         }
         let mut devices = Vec::new();
         let mut netdevs = Vec::new();
-        let mut gid = None;
+        let mut rank_gids: Vec<Val> = Vec::new();
         for e in &endpoints {
             let name = plan.endpoint_name(e);
             let f = res.facts(e);
             let d = known_or(f.device, &name, "device");
             let nd = known_or(f.netdev, &name, "netdev");
-            for v in [&d, &nd] {
+            let g = known_or(f.gid_index.map(|g| g.to_string()), &name, "gid");
+            for v in [&d, &nd, &g] {
                 if let Some(p) = &v.placeholder {
                     unresolved.push(p.clone());
                 }
             }
-            if gid.is_none() {
-                let g = known_or(f.gid_index.map(|g| g.to_string()), &name, "gid");
-                if let Some(p) = &g.placeholder {
-                    unresolved.push(p.clone());
-                }
-                gid = Some(g);
-            }
+            rank_gids.push(g);
             devices.push(d.text);
             netdevs.push(nd.text);
         }
+        // one NCCL_IB_GID_INDEX per process: when this rank's halves map their addresses at
+        // different indices no single value is right for both, so NCCL chooses per device
+        let same = rank_gids.iter().any(|g| g.placeholder.is_some())
+            || rank_gids.windows(2).all(|w| w[0].text == w[1].text);
+        let gid = if same {
+            rank_gids.into_iter().next()
+        } else {
+            notes.push(format!(
+                "{}: its halves use GID indices {}; NCCL_IB_GID_INDEX is left to NCCL for this rank",
+                plan.node(*n).name,
+                rank_gids.iter().map(|g| g.text.as_str()).collect::<Vec<_>>().join(" and ")
+            ));
+            None
+        };
         gids.push(gid.unwrap_or(Val {
             value: Value::from(""),
             text: String::new(),
@@ -416,16 +473,28 @@ fn nccl_commands(
             .collect();
         Value::from(map)
     };
-    let per_rank = !uniform_gid
-        || ranks
+    // each rank's node environment (PATH, LD_LIBRARY_PATH, ...) travels with -x: mpirun starts
+    // remote ranks with sshd's environment, not the launcher's
+    let node_env = |n: NodeId| -> BTreeMap<String, String> {
+        plan.node(n)
+            .env
             .iter()
-            .any(|r| binary_of(r.node) != binary_of(ranks[0].node));
+            .filter(|(k, _)| !env.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let per_rank = !uniform_gid
+        || ranks.iter().any(|r| {
+            binary_of(r.node) != binary_of(ranks[0].node)
+                || node_env(r.node) != node_env(ranks[0].node)
+        });
     let apps: Vec<Value> = if per_rank {
         ranks
             .iter()
             .zip(&gids)
             .map(|(r, g)| {
                 let mut e = env.clone();
+                e.extend(node_env(r.node));
                 if !g.text.is_empty() && !t.env.contains_key("NCCL_IB_GID_INDEX") {
                     e.insert("NCCL_IB_GID_INDEX".into(), g.text.clone());
                 }
@@ -433,10 +502,14 @@ fn nccl_commands(
             })
             .collect()
     } else {
+        let mut e = env.clone();
+        if let Some(r) = ranks.first() {
+            e.extend(node_env(r.node));
+        }
         vec![context! {
             np => ranks.len(),
             hosts => ranks.iter().map(|r| r.address.to_string()).collect::<Vec<_>>(),
-            env => env_value(&env),
+            env => env_value(&e),
             binary => binary_of(ranks[0].node),
         }]
     };
@@ -470,5 +543,91 @@ fn nccl_commands(
         unresolved,
         ranks,
         nccl_env: env,
+        notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schedule::Schedule;
+    use crate::topology::Fabric;
+    use std::path::Path;
+
+    const PAIR: &str = r#"
+format-version = 1
+name = "pair"
+[[node]]
+name = "spark-a"
+env = { LD_LIBRARY_PATH = "/opt/nccl/lib" }
+[[node]]
+name = "spark-b"
+env = { LD_LIBRARY_PATH = "/opt/nccl/lib" }
+[[cable]]
+kind = "direct"
+ends = ["spark-a.f0", "spark-b.f0"]
+subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
+[[tests.nccl]]
+collective = "all_reduce"
+"#;
+
+    fn nccl_cmd(gids: [(u32, u32); 2]) -> JobCommands {
+        let plan = crate::plan::load_str(Path::new("p.toml"), PAIR, Path::new("."))
+            .unwrap()
+            .plan;
+        let fabric = Fabric::build(&plan);
+        let s = Schedule::expand(&plan);
+        let round = s.round(&plan, &fabric, 0).unwrap();
+        let mut res = Resolution::from_plan(&plan);
+        for (e, f) in res.halves.iter_mut() {
+            let (ga, gb) = gids[e.node.0];
+            f.device = Some(format!("dev{}{}", e.node.0, e.half));
+            f.netdev = Some(format!("net{}{}", e.node.0, e.half));
+            f.gid_index = Some(if e.half == "a" { ga } else { gb });
+        }
+        job_commands(
+            &plan,
+            &Renderer::new(&BTreeMap::new()),
+            &res,
+            &round.jobs[0],
+            "r",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn uniform_gid_is_one_app_with_node_env() {
+        let c = nccl_cmd([(3, 3), (3, 3)]);
+        let cmd = &c.steps[0].command;
+        assert!(cmd.contains("-np 2 -H 198.51.100.1,198.51.100.2"), "{cmd}");
+        assert!(cmd.contains("-x NCCL_IB_GID_INDEX=3"), "{cmd}");
+        assert!(cmd.contains("-x LD_LIBRARY_PATH=/opt/nccl/lib"), "{cmd}");
+        assert!(
+            cmd.contains("-x NCCL_IB_HCA=dev0a,dev0b,dev1a,dev1b"),
+            "{cmd}"
+        );
+        assert!(c.notes.is_empty());
+    }
+
+    #[test]
+    fn gid_differing_between_ranks_goes_per_rank() {
+        let c = nccl_cmd([(3, 3), (5, 5)]);
+        let cmd = &c.steps[0].command;
+        assert!(
+            cmd.contains("-np 1 -H 198.51.100.1") && cmd.contains(" : -np 1 -H 198.51.100.2"),
+            "{cmd}"
+        );
+        assert!(
+            cmd.contains("NCCL_IB_GID_INDEX=3") && cmd.contains("NCCL_IB_GID_INDEX=5"),
+            "{cmd}"
+        );
+    }
+
+    #[test]
+    fn gid_differing_within_a_rank_is_left_to_nccl_with_a_note() {
+        let c = nccl_cmd([(3, 5), (3, 3)]);
+        let cmd = &c.steps[0].command;
+        assert_eq!(cmd.matches("NCCL_IB_GID_INDEX=").count(), 1, "{cmd}");
+        assert!(c.notes[0].contains("spark-a"), "{:?}", c.notes);
+    }
 }

@@ -290,7 +290,7 @@ pub mod wrap {
         format!(
             "cd {d} || exit 5; n=0; while [ $n -lt {tries} ]; do \
 if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; exit 0; fi; \
-if [ -s {job}.pgid ] && ! kill -0 -- -$(cat {job}.pgid) 2>/dev/null; then exit 3; fi; \
+if [ -s {job}.pgid ] && ! kill -0 -\"$(cat {job}.pgid)\" 2>/dev/null; then exit 3; fi; \
 sleep 0.02; n=$((n+1)); done; exit 4",
             d = quote(dir).unwrap_or_default(),
             tries = limit_s * 50,
@@ -298,11 +298,12 @@ sleep 0.02; n=$((n+1)); done; exit 4",
     }
 
     /// Kill exactly the process group we started (never by name), then confirm it is gone.
+    /// `kill -SIG -PGID`, not `kill -SIG -- -PGID`: dash (Debian's /bin/sh) rejects `--`.
     /// Exit 0 gone, 1 still there after SIGKILL.
     pub fn kill_group(pgid: u32) -> String {
         format!(
-            "kill -TERM -- -{pgid} 2>/dev/null; n=0; while kill -0 -- -{pgid} 2>/dev/null; do \
-n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -- -{pgid} 2>/dev/null; fi; if [ $n -gt 100 ]; then exit 1; fi; sleep 0.02; done; exit 0"
+            "kill -TERM -{pgid} 2>/dev/null; n=0; while kill -0 -{pgid} 2>/dev/null; do \
+n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -{pgid} 2>/dev/null; fi; if [ $n -gt 100 ]; then exit 1; fi; sleep 0.02; done; exit 0"
         )
     }
 
@@ -347,6 +348,34 @@ mod tests {
         let out = r.render("rdma-bw-client", ctx).unwrap();
         assert!(out.contains("'$(touch /tmp/x)'"), "{out}");
         assert!(out.contains("'1.2.3.4; rm -rf /'"), "{out}");
+    }
+
+    #[test]
+    fn group_kill_works_under_dash() {
+        // a real process group, killed by the exact script the runner sends
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = child.id();
+        // reap it when it dies, as init does on a real host (a zombie still answers kill -0)
+        let reaper = std::thread::spawn(move || child.wait());
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(wrap::kill_group(pgid))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !reaper.join().unwrap().unwrap().success(),
+            "killed by a signal"
+        );
     }
 
     #[test]

@@ -50,7 +50,13 @@ pub fn render(r: &RunResults) -> String {
             s.push_str(&format!("| {a} |"));
             for b in &names {
                 match m.get(&((*a).clone(), (*b).clone())) {
-                    Some(v) => s.push_str(&format!(" {v:.1} |")),
+                    Some(v) => s.push_str(&format!(
+                        " {} |",
+                        v.iter()
+                            .map(|x| format!("{x:.1}"))
+                            .collect::<Vec<_>>()
+                            .join(" / ")
+                    )),
                     None => s.push_str(" |"),
                 }
             }

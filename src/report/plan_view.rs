@@ -238,6 +238,13 @@ fn write_round_text(
             if let Some(e) = &v.error {
                 writeln!(w, "    error: {e}")?;
             }
+            if let Some(c) = &v.commands
+                && role == crate::render::job::Role::Launcher
+            {
+                for n in &c.notes {
+                    writeln!(w, "    note: {n}")?;
+                }
+            }
         }
     }
     let unresolved: Vec<String> = {

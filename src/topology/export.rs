@@ -59,7 +59,15 @@ pub fn to_dot(plan: &Plan) -> String {
 
 /// Mermaid flowchart.
 pub fn to_mermaid(plan: &Plan) -> String {
-    let id = |s: &str| s.replace('-', "_");
+    // ids by position: `a-b` and `a_b` are both valid names and must not collide
+    let id = |s: &str| {
+        if let Some(i) = plan.nodes.iter().position(|n| n.name == s) {
+            format!("n{i}")
+        } else {
+            let i = plan.switches.iter().position(|x| x.name == s).unwrap_or(0);
+            format!("s{i}")
+        }
+    };
     let mut out = String::from("graph LR\n");
     for n in &plan.nodes {
         out.push_str(&format!("  {}[\"{}\"]\n", id(&n.name), n.name));
