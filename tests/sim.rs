@@ -89,6 +89,11 @@ async fn two_spark_is_all_green_and_labelled_simulated() {
     assert_eq!(r.summary.exit_code, 0);
     assert!(r.simulated);
     assert_eq!(r.transport, "sim");
+    assert!(
+        r.preflight
+            .iter()
+            .any(|v| v.gate.starts_with("mpirun launch") && v.outcome == Outcome::Ok)
+    );
     assert!(r.jobs.iter().all(|j| j.status == JobStatus::Measured));
     for j in r.jobs.iter().filter(|j| j.kind == "rdma-bw") {
         assert!(within(value(j), 111.9, 1.0), "{} {}", j.label, value(j));
@@ -349,6 +354,14 @@ async fn crossed_cable_fails_the_cabling_check() {
         .unwrap();
     assert_eq!(disc.outcome, Outcome::Fail);
     assert_eq!(disc.trap, Some(Trap::PortDown));
+    let cabling = r
+        .preflight
+        .iter()
+        .find(|v| v.gate == "cabling spark-a.f0.a")
+        .unwrap();
+    assert_eq!(cabling.outcome, Outcome::Fail);
+    assert_eq!(cabling.trap, Some(Trap::CrossedCable));
+    assert!(cabling.detail.contains("lands on f1"), "{}", cabling.detail);
     assert!(r.jobs.iter().all(|j| j.status == JobStatus::Skipped));
     // the planned address is still there, the other port is the live one
     let t = SimTransport::new(&plan, &["crossed:spark-a.f0".to_string()]).unwrap();

@@ -422,6 +422,7 @@ impl SimTransport {
             .and_then(|d| {
                 st.servers
                     .iter()
+                    .rev()
                     .find(|s| {
                         s.node == d.node
                             && s.port == a.port
@@ -713,6 +714,7 @@ impl SimTransport {
             .and_then(|d| {
                 st.servers
                     .iter()
+                    .rev()
                     .find(|s| {
                         s.node == d.node
                             && s.port == port

@@ -212,9 +212,10 @@ pub(crate) fn ready_job(script: &str) -> Option<String> {
     Some(rest[..end].trim().to_string())
 }
 
-/// The process group a kill script targets (`kill -TERM -- -PGID ...`).
+/// The process group a kill script targets (`kill -TERM -PGID ...`, or `kill -TERM -- -PGID`).
 pub(crate) fn kill_pgid(script: &str) -> Option<u32> {
-    let rest = script.strip_prefix("kill -TERM -- -")?;
+    let rest = script.strip_prefix("kill -TERM ")?;
+    let rest = rest.strip_prefix("-- ").unwrap_or(rest).strip_prefix('-')?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
 }
@@ -279,6 +280,7 @@ mod tests {
             Some("rdma-bw-r002-j03")
         );
         assert_eq!(kill_pgid(&wrap::kill_group(4242)), Some(4242));
+        assert_eq!(kill_pgid("kill -TERM -- -77 2>/dev/null; exit 0"), Some(77));
         assert_eq!(
             cat_file(&wrap::cat("/tmp/fabricplan/r", "j.log")).as_deref(),
             Some("j.log")
