@@ -277,6 +277,16 @@ async fn discover_nodes(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mut RunR
     }
 }
 
+/// The name a job's verdicts carry: kind, the declared round when there is one (the same flow
+/// runs in several rounds of a matrix), and the job's label.
+fn gate_name(plan: &Plan, round: &Round, job: &Job) -> String {
+    if round.name.starts_with(job.kind.name()) {
+        format!("{} {}", job.kind.name(), job.label(plan))
+    } else {
+        format!("{} {} {}", job.kind.name(), round.name, job.label(plan))
+    }
+}
+
 fn skipped(plan: &Plan, round: &Round, job: &Job, reason: String) -> JobResult {
     JobResult {
         format_version: RESULTS_FORMAT_VERSION,
@@ -441,7 +451,7 @@ async fn run_round(
             );
             r.status = JobStatus::Failed;
             r.verdicts.push(Verdict::check(
-                format!("{} {}", job.kind.name(), job.label(plan)),
+                gate_name(plan, round, job),
                 Outcome::Fail,
                 format!("{} is unreachable", plan.node(*n).name),
                 Some(Trap::Unreachable),
@@ -483,7 +493,7 @@ async fn run_round(
                 );
                 r.status = JobStatus::Failed;
                 r.verdicts.push(Verdict::check(
-                    format!("{} {}", job.kind.name(), job.label(plan)),
+                    gate_name(plan, round, job),
                     Outcome::Fail,
                     format!(
                         "values discovery could not find: {}",
@@ -497,7 +507,7 @@ async fn run_round(
                 let mut r = skipped(plan, round, job, e.to_string());
                 r.status = JobStatus::Failed;
                 r.verdicts.push(Verdict::check(
-                    format!("{} {}", job.kind.name(), job.label(plan)),
+                    gate_name(plan, round, job),
                     Outcome::Fail,
                     e.to_string(),
                     Some(Trap::ToolError),
@@ -527,7 +537,7 @@ async fn run_round(
         for (node, command, script, t0, out) in recs {
             if let Err(e) = &out {
                 r.failure = Some(Verdict::check(
-                    format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                    gate_name(plan, round, r.job),
                     Outcome::Fail,
                     format!("could not start the server: {e}"),
                     Some(Trap::Unreachable),
@@ -592,7 +602,7 @@ async fn run_round(
                 };
                 r.server_log = Some(log);
                 r.failure = Some(Verdict::check(
-                    format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                    gate_name(plan, round, r.job),
                     Outcome::Fail,
                     why,
                     Some(Trap::ServerGoneOrFirewall),
@@ -644,7 +654,7 @@ async fn run_round(
                 Ok(o) => {
                     if o.status == 124 || o.status == 137 {
                         r.failure.get_or_insert(Verdict::check(
-                            format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                            gate_name(plan, round, r.job),
                             Outcome::Fail,
                             format!(
                                 "no result within {} s: killed by the remote timeout",
@@ -661,7 +671,7 @@ async fn run_round(
                         _ => Trap::Unreachable,
                     };
                     r.failure.get_or_insert(Verdict::check(
-                        format!("{} {}", r.job.kind.name(), r.job.label(plan)),
+                        gate_name(plan, round, r.job),
                         Outcome::Fail,
                         e.to_string(),
                         Some(trap),
@@ -708,7 +718,7 @@ async fn run_round(
             && o.status != 0
         {
             r.failure.get_or_insert(Verdict::check(
-                format!("{} {} cleanup", r.job.kind.name(), r.job.label(plan)),
+                format!("{} cleanup", gate_name(plan, round, r.job)),
                 Outcome::Warn,
                 "the server's process group survived SIGKILL",
                 Some(Trap::ToolError),
@@ -769,7 +779,7 @@ fn judge(
 ) -> JobResult {
     let plan = ctx.plan;
     let job = r.job;
-    let gate = format!("{} {}", job.kind.name(), job.label(plan));
+    let gate = gate_name(plan, round, job);
     // counter deltas
     let mut counters = Vec::new();
     for (node, dev) in job_devices(ctx, &r) {
@@ -934,15 +944,22 @@ fn judge(
 
 /// Both-halves groups: the per-node sum of a round's grouped jobs, judged on `rdma-bw-both`.
 pub fn both_halves_verdicts(plan: &Plan, round: &Round, jobs: &[JobResult]) -> Vec<Verdict> {
-    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    // a group is judged only when every half measured: a skipped or failed half already has
+    // its own verdict, and a partial sum would name the wrong trap
+    let mut groups: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
     for (j, r) in round.jobs.iter().zip(jobs) {
-        if let (Some(g), Some(v)) = (&j.group, r.main_value()) {
-            groups.entry(g.clone()).or_default().push(v);
+        if let Some(g) = &j.group {
+            groups.entry(g.clone()).or_default().push(r.main_value());
         }
     }
     let spec = classify::spec(plan, Metric::RdmaBwBoth);
     groups
         .into_iter()
+        .filter_map(|(g, vals)| {
+            vals.into_iter()
+                .collect::<Option<Vec<f64>>>()
+                .map(|v| (g, v))
+        })
         .map(|(g, vals)| {
             let sum: f64 = vals.iter().sum();
             spec.judge(

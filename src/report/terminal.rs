@@ -96,6 +96,13 @@ impl Terminal {
 
     pub fn finish(&self, r: &RunResults, run_dir: &str) {
         self.bar.finish_and_clear();
+        let w = r
+            .verdicts()
+            .map(|v| v.gate.chars().count())
+            .chain(r.jobs.iter().map(|j| j.kind.len() + j.label.len() + 1))
+            .max()
+            .unwrap_or(4)
+            .clamp(4, 90);
         println!();
         if r.simulated {
             println!(
@@ -103,8 +110,12 @@ impl Terminal {
             );
         }
         println!(
-            "{:<58} {:<5} {:>14}  {:<34} trap and fix",
-            "gate", "", "measured", "threshold"
+            "{:<w$} {:<5} {:>14}  {:<34} trap and fix",
+            "gate",
+            "",
+            "measured",
+            "threshold",
+            w = w
         );
         for v in r.verdicts() {
             let measured = v
@@ -116,19 +127,21 @@ impl Terminal {
                 _ => v.detail.clone(),
             };
             println!(
-                "{:<58} {:<5} {:>14}  {:<34} {}",
+                "{:<w$} {:<5} {:>14}  {:<34} {}",
                 v.gate,
                 self.paint(v.outcome),
                 measured,
                 v.threshold,
-                trap
+                trap,
+                w = w
             );
         }
         for j in r.jobs.iter().filter(|j| j.verdicts.is_empty()) {
             println!(
-                "{:<58} SKIP  {}",
+                "{:<w$} SKIP  {}",
                 format!("{} {}", j.kind, j.label),
-                j.reason.clone().unwrap_or_default()
+                j.reason.clone().unwrap_or_default(),
+                w = w
             );
         }
         println!();

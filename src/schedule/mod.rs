@@ -78,16 +78,11 @@ impl Job {
             )
         } else if let Some(i) = self.nccl {
             let t = &plan.tests.nccl[i];
-            let names: Vec<&str> = t
-                .nodes
-                .iter()
-                .map(|n| plan.node(*n).name.as_str())
-                .collect();
             format!(
-                "{} {} ({})",
+                "{} ({}, {} ranks)",
                 t.name,
                 t.collective.binary(),
-                names.join(", ")
+                t.nodes.len()
             )
         } else {
             self.id.clone()
