@@ -137,11 +137,9 @@ async fn results_json_decodes_to_the_documented_shape() {
     assert_eq!(verdict["trap"], "firmware-throttle");
     assert_eq!(verdict["measured"], 12.74);
     assert_eq!(verdict["unit"], "Gb/s");
-    assert!(
-        verdict["threshold"]
-            .as_str()
-            .unwrap()
-            .starts_with(">= 89.52 Gb/s (80% of expected 111.9)")
+    assert_eq!(
+        verdict["threshold"],
+        ">= 89.52 Gb/s, warn >= 30.21 Gb/s (80%, 27% of 111.9 expected)"
     );
     assert_eq!(throttled["expected_gbps"], 111.9);
     assert_eq!(throttled["parsed"]["bw_avg_gbps"], 12.74);

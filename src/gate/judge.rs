@@ -132,22 +132,49 @@ impl GateSpec {
         } else {
             "<="
         };
-        let one = |t: Threshold| match t {
-            Threshold::Absolute { value } => format!("{cmp} {} {unit}", fmt_val(value)),
-            Threshold::PctOfExpected { pct } => match expected {
-                Some(e) => format!(
-                    "{cmp} {} {unit} ({pct}% of expected {})",
-                    fmt_val(e * pct / 100.0),
-                    fmt_val(e)
-                ),
-                None => format!("{cmp} {pct}% of expected (no expected value)"),
-            },
+        // values first, then where relative ones come from: `>= 89.52 Gb/s, warn >= 30.21 Gb/s
+        // (80%, 27% of 111.9 expected)`
+        let value = |t: Threshold| match t {
+            Threshold::Absolute { value } => Some(format!("{cmp} {} {unit}", fmt_val(value))),
+            Threshold::PctOfExpected { pct } => {
+                expected.map(|e| format!("{cmp} {} {unit}", fmt_val(e * pct / 100.0)))
+            }
         };
-        match (self.pass, self.warn) {
-            (None, _) => "reported, not gated".to_string(),
-            (Some(p), Some(w)) if p != w => format!("{}, warn {}", one(p), one(w)),
-            (Some(p), _) => one(p),
+        let pct = |t: Threshold| match t {
+            Threshold::PctOfExpected { pct } => Some(format!("{pct}%")),
+            Threshold::Absolute { .. } => None,
+        };
+        let ts: Vec<Threshold> = match (self.pass, self.warn) {
+            (None, _) => return "reported, not gated".to_string(),
+            (Some(p), Some(w)) if p != w => vec![p, w],
+            (Some(p), _) => vec![p],
+        };
+        let Some(values) = ts
+            .iter()
+            .map(|t| value(*t))
+            .collect::<Option<Vec<String>>>()
+        else {
+            return format!(
+                "{cmp} {} of the expected value (none known)",
+                ts.iter()
+                    .filter_map(|t| pct(*t))
+                    .collect::<Vec<_>>()
+                    .join(", warn ")
+            );
+        };
+        let mut s = values[0].clone();
+        if let Some(w) = values.get(1) {
+            s.push_str(&format!(", warn {w}"));
         }
+        let pcts: Vec<String> = ts.iter().filter_map(|t| pct(*t)).collect();
+        if let (false, Some(e)) = (pcts.is_empty(), expected) {
+            s.push_str(&format!(
+                " ({} of {} expected)",
+                pcts.join(", "),
+                fmt_val(e)
+            ));
+        }
+        s
     }
 
     /// Judge one or more attempts of a measurement: pass when `pass_if` attempts pass.

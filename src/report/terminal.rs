@@ -103,6 +103,12 @@ impl Terminal {
             .max()
             .unwrap_or(4)
             .clamp(4, 90);
+        let tw = r
+            .verdicts()
+            .map(|v| v.threshold.chars().count())
+            .max()
+            .unwrap_or(9)
+            .max(9);
         println!();
         if r.simulated {
             println!(
@@ -110,7 +116,7 @@ impl Terminal {
             );
         }
         println!(
-            "{:<w$} {:<5} {:>14}  {:<34} trap and fix",
+            "{:<w$} {:<5} {:>14}  {:<tw$} trap and fix",
             "gate",
             "",
             "measured",
@@ -127,7 +133,7 @@ impl Terminal {
                 _ => v.detail.clone(),
             };
             println!(
-                "{:<w$} {:<5} {:>14}  {:<34} {}",
+                "{:<w$} {:<5} {:>14}  {:<tw$} {}",
                 v.gate,
                 self.paint(v.outcome),
                 measured,
