@@ -137,7 +137,7 @@ async fn healthy_pair_is_green_and_ordered() {
         .iter()
         .position(|c| c.host == "spark-b" && c.script.contains("ib_write_bw"))
         .unwrap();
-    let kill = pos("kill -TERM -- -4242");
+    let kill = pos("kill -TERM -4242");
     assert!(
         server < ready && ready < client && client < kill,
         "order: server {server}, ready {ready}, client {client}, kill {kill}"

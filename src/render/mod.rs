@@ -253,6 +253,11 @@ pub mod wrap {
     /// unique to the run and job, its process-group id written to `<job>.pgid`, and a remote
     /// timeout so it dies even if we lose the connection. A server started any other way dies
     /// with its SSH session and the client reports "Couldn't connect".
+    ///
+    /// Only the `setsid` command itself is put in the background: were the whole `mkdir && cd
+    /// && setsid ... &` list backgrounded, bash (`/bin/sh` on RHEL and Fedora) would run it in
+    /// a subshell that keeps the session's stdout and stderr open until the server exits, so
+    /// the SSH channel starting it would not close before the server's timeout.
     pub fn detached(
         dir: &str,
         job: &str,
@@ -262,7 +267,7 @@ pub mod wrap {
     ) -> String {
         let inner = format!("echo $$ > {job}.pgid; exec timeout -k 5 {timeout_s} {cmd}");
         format!(
-            "{}mkdir -p {d} && cd {d} && rm -f {job}.log {job}.pgid && setsid /bin/sh -c {} </dev/null >{job}.log 2>&1 &",
+            "{}mkdir -p {d} && cd {d} && rm -f {job}.log {job}.pgid || exit 1; setsid /bin/sh -c {} </dev/null >{job}.log 2>&1 &",
             exports(env),
             quote(&inner).unwrap_or_default(),
             d = quote(dir).unwrap_or_default(),
@@ -290,7 +295,7 @@ pub mod wrap {
         format!(
             "cd {d} || exit 5; n=0; while [ $n -lt {tries} ]; do \
 if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; exit 0; fi; \
-if [ -s {job}.pgid ] && ! kill -0 -- -$(cat {job}.pgid) 2>/dev/null; then exit 3; fi; \
+if [ -s {job}.pgid ] && ! kill -0 -$(cat {job}.pgid) 2>/dev/null; then exit 3; fi; \
 sleep 0.02; n=$((n+1)); done; exit 4",
             d = quote(dir).unwrap_or_default(),
             tries = limit_s * 50,
@@ -299,10 +304,14 @@ sleep 0.02; n=$((n+1)); done; exit 4",
 
     /// Kill exactly the process group we started (never by name), then confirm it is gone.
     /// Exit 0 gone, 1 still there after SIGKILL.
+    ///
+    /// A process group is named `kill -SIG -PGID`, without `--`: dash (`/bin/sh` on Debian and
+    /// Ubuntu, DGX OS included) rejects `kill -0 -- -PGID` with "Illegal number", so with `--`
+    /// every kill failed and every liveness check read "gone". bash and busybox accept both.
     pub fn kill_group(pgid: u32) -> String {
         format!(
-            "kill -TERM -- -{pgid} 2>/dev/null; n=0; while kill -0 -- -{pgid} 2>/dev/null; do \
-n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -- -{pgid} 2>/dev/null; fi; if [ $n -gt 100 ]; then exit 1; fi; sleep 0.02; done; exit 0"
+            "kill -TERM -{pgid} 2>/dev/null; n=0; while kill -0 -{pgid} 2>/dev/null; do \
+n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -{pgid} 2>/dev/null; fi; if [ $n -gt 100 ]; then exit 1; fi; sleep 0.02; done; exit 0"
         )
     }
 
@@ -347,6 +356,80 @@ mod tests {
         let out = r.render("rdma-bw-client", ctx).unwrap();
         assert!(out.contains("'$(touch /tmp/x)'"), "{out}");
         assert!(out.contains("'1.2.3.4; rm -rf /'"), "{out}");
+    }
+
+    /// The wrappers' process-group kill really kills, and its liveness check really sees a
+    /// live group, under every POSIX shell found here (dash is Debian/Ubuntu's /bin/sh).
+    #[test]
+    fn kill_group_and_ready_work_under_real_shells() {
+        use std::process::Command;
+        for shell in ["/bin/sh", "/bin/dash", "/bin/bash"] {
+            if !std::path::Path::new(shell).exists() {
+                continue;
+            }
+            let dir = std::env::temp_dir().join(format!(
+                "fabricplan-wrap-{}-{}",
+                std::process::id(),
+                shell.replace('/', "_")
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let d = dir.to_string_lossy().into_owned();
+            // a detached "server" that never listens: the readiness poll must see it alive
+            // (exit 4 after its limit), then the kill must take its whole group
+            let start = wrap::detached(&d, "job", 30, &BTreeMap::new(), "sleep 30");
+            let t = std::time::Instant::now();
+            // output(): waits until stdout and stderr close, like an SSH channel does
+            let out = Command::new(shell).arg("-c").arg(&start).output().unwrap();
+            assert!(out.status.success(), "{shell}: {out:?}");
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(10),
+                "{shell}: starting a detached server held the session's output for {:?}",
+                t.elapsed()
+            );
+            let ready = Command::new(shell)
+                .arg("-c")
+                .arg(wrap::ready(&d, "job", 1, 1))
+                .output()
+                .unwrap();
+            assert_eq!(
+                ready.status.code(),
+                Some(4),
+                "{shell}: a live server that does not listen is not `died` (3): {ready:?}"
+            );
+            let pgid: u32 = std::fs::read_to_string(dir.join("job.pgid"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let alive = |pgid: u32| {
+                // procps kill (not a shell builtin) needs `--` before a negative pid
+                Command::new("/bin/kill")
+                    .args(["-0", "--", &format!("-{pgid}")])
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false)
+            };
+            assert!(alive(pgid), "{shell}: the group {pgid} should be alive");
+            let kill = Command::new(shell)
+                .arg("-c")
+                .arg(wrap::kill_group(pgid))
+                .output()
+                .unwrap();
+            assert_eq!(kill.status.code(), Some(0), "{shell}: {kill:?}");
+            assert!(
+                !alive(pgid),
+                "{shell}: the group {pgid} survived kill_group"
+            );
+            // a group that is gone: ready says died (3)
+            let ready = Command::new(shell)
+                .arg("-c")
+                .arg(wrap::ready(&d, "job", 1, 1))
+                .output()
+                .unwrap();
+            assert_eq!(ready.status.code(), Some(3), "{shell}: {ready:?}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]
