@@ -12,6 +12,7 @@
 
 mod lab;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -749,4 +750,311 @@ fn interrupted_run(lab: &Lab, twin: &Path, work: &Path) {
         r.story()
     );
     assert_no_leftovers(lab, "interrupted run");
+}
+
+/// Rounds as (name, duration ms, launch skew ms, longest tool s), for the log.
+fn round_times(r: &Run) -> String {
+    r.results["rounds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|x| {
+            format!(
+                "  {:<22} {:>6} ms  skew {:>5}  tool {:.2} s\n",
+                x["name"].as_str().unwrap_or(""),
+                x["finished_unix_ms"].as_u64().unwrap_or(0)
+                    - x["started_unix_ms"].as_u64().unwrap_or(0),
+                x["launch_skew_ms"],
+                x["longest_tool_s"].as_f64().unwrap_or(0.0)
+            )
+        })
+        .collect()
+}
+
+/// The `-H` addresses of an NCCL job's mpirun that lie on none of the launcher's fabric
+/// subnets (mpirun reaches each rank over SSH from the launcher: such a rank cannot start).
+fn ranks_off_launcher(lab: &Lab, r: &Run, job: &str) -> Vec<String> {
+    let step = &r.job(job)["steps"][0];
+    let launcher = lab.host(step["host"].as_str().unwrap());
+    let nets: Vec<ipnet::Ipv4Net> = launcher
+        .fabric
+        .iter()
+        .map(|(_, cidr)| cidr.parse::<ipnet::Ipv4Net>().unwrap().trunc())
+        .collect();
+    let words: Vec<&str> = step["command"]
+        .as_str()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "-H")
+        .flat_map(|w| w[1].split(','))
+        .map(|h| h.split(':').next().unwrap().to_string())
+        .filter(|ip| {
+            let ip: std::net::Ipv4Addr = ip.parse().unwrap();
+            !nets.iter().any(|n| n.contains(&ip))
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------ ring3
+
+#[test]
+fn ring3_twin() {
+    if !lab_enabled() {
+        return;
+    }
+    let t0 = Instant::now();
+    let twin = twin_path("ring3");
+    let plan = load(&twin);
+    let lab = Lab::build(&lab_spec("e3r", &plan)).expect("lab builds");
+    eprintln!("ring3 lab built in {:?}", t0.elapsed());
+    let work = Work::new("ring3");
+
+    // Healthy: six links measured one by one, all_gather across the three ranks on NET/IB.
+    let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
+    eprint!("{}", round_times(&r));
+    let nccl_id = "nccl-r007-all_gather";
+    let unreachable = ranks_off_launcher(&lab, &r, nccl_id);
+    if unreachable.is_empty() {
+        assert_eq!(r.verdict(), "ALL GREEN", "{}", r.story());
+        assert_eq!(r.code, Some(0), "{}", r.story());
+    } else {
+        // KNOWN BUG (src/render/job.rs, nccl_commands): a rank's mpirun address is its first
+        // segment's, so spark-3 is addressed on the spark-2 <-> spark-3 link, which the
+        // launcher spark-1 has no interface on: ssh from spark-1 cannot reach it and mpirun
+        // cannot start its daemon. Everything else of the run must be green, and the failure
+        // must be exactly that one (checked, so a different failure is not excused).
+        eprintln!("KNOWN BUG: ring NCCL ranks addressed off the launcher's links: {unreachable:?}");
+        assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
+        assert_eq!(r.code, Some(1), "{}", r.story());
+        assert!(
+            has_verdict(&r, nccl_id, "FAIL", "mpi-launch"),
+            "{}",
+            r.story()
+        );
+        let log =
+            std::fs::read_to_string(r.dir.join(format!("jobs/{nccl_id}/spark-1.mpirun.stdout")))
+                .unwrap_or_default()
+                + &std::fs::read_to_string(
+                    r.dir.join(format!("jobs/{nccl_id}/spark-1.mpirun.stderr")),
+                )
+                .unwrap_or_default();
+        for ip in &unreachable {
+            assert!(
+                log.contains(&format!("connect to host {ip} port 22")),
+                "mpirun's failure is not the unreachable rank {ip}:\n{log}"
+            );
+        }
+        // The same three ranks with spark-2 launching (it has a link to both others, so every
+        // rank's first-segment address is reachable from it): all_gather rides NET/IB.
+        let v = variant(
+            &twin,
+            work.path(),
+            "ring3-spark2-launches",
+            &[(
+                "collective = \"all_gather\"\nnodes = [\"spark-1\", \"spark-2\", \"spark-3\"]",
+                "collective = \"all_gather\"\nnodes = [\"spark-2\", \"spark-1\", \"spark-3\"]",
+            )],
+        );
+        let r2 = run(
+            &lab,
+            &v,
+            &work.path().join("spark2-launches"),
+            "json",
+            &["--only", "nccl"],
+        );
+        assert_eq!(r2.verdict(), "ALL GREEN", "{}", r2.story());
+        assert_eq!(r2.code, Some(0), "{}", r2.story());
+        assert_eq!(r2.job(nccl_id)["parsed"]["transport"], "NET/IB");
+        assert!(ranks_off_launcher(&lab, &r2, nccl_id).is_empty());
+        assert_no_leftovers(&lab, "ring3 spark-2-launches run");
+    }
+    let bw: Vec<&Value> = r.jobs().iter().filter(|j| j["kind"] == "rdma-bw").collect();
+    let links: BTreeSet<&str> = bw
+        .iter()
+        .map(|j| j["round_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        links.into_iter().collect::<Vec<_>>(),
+        [
+            "rdma-bw ring.l1.a",
+            "rdma-bw ring.l1.b",
+            "rdma-bw ring.l2.a",
+            "rdma-bw ring.l2.b",
+            "rdma-bw ring.l3.a",
+            "rdma-bw ring.l3.b"
+        ],
+        "{}",
+        r.story()
+    );
+    for j in &bw {
+        let id = j["job"].as_str().unwrap();
+        assert_eq!(j["status"], "measured", "{}", r.story());
+        eprintln!("  {} {:.2} Gb/s", j["label"].as_str().unwrap(), r.value(id));
+    }
+    if unreachable.is_empty() {
+        let nccl = r.job(nccl_id);
+        assert_eq!(nccl["status"], "measured", "{}", r.story());
+        assert_eq!(nccl["parsed"]["transport"], "NET/IB");
+    }
+    assert_no_leftovers(&lab, "ring3 healthy run");
+
+    // spark-3's sshd is down: its jobs fail as unreachable, spark-1 <-> spark-2 is measured.
+    lab.stop_sshd("spark-3");
+    let r = run(&lab, &twin, &work.path().join("sshd-down"), "json", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.story());
+    let d3 = r.results["discovery"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["node"] == "spark-3")
+        .unwrap();
+    assert_eq!(d3["reachable"], false, "{}", r.story());
+    all_jobs_ran(&r);
+    for j in r.jobs() {
+        let id = j["job"].as_str().unwrap();
+        let hosts: Vec<&str> = j["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        if hosts.contains(&"spark-3") {
+            assert_eq!(j["status"], "failed", "{id}:\n{}", r.story());
+            assert!(
+                has_verdict(&r, id, "FAIL", "unreachable"),
+                "{id}:\n{}",
+                r.story()
+            );
+        } else {
+            assert_eq!(j["status"], "measured", "{id}:\n{}", r.story());
+            assert!(has_verdict(&r, id, "OK", ""), "{id}:\n{}", r.story());
+        }
+    }
+    assert_eq!(
+        r.jobs()
+            .iter()
+            .filter(|j| j["status"] == "measured")
+            .count(),
+        2,
+        "{}",
+        r.story()
+    );
+    assert_no_leftovers(&lab, "sshd-down run");
+    eprintln!("ring3 total {:?}", t0.elapsed());
+}
+
+// ------------------------------------------------------------------ switched-6
+
+#[test]
+fn switched6_twin() {
+    if !lab_enabled() {
+        return;
+    }
+    let t0 = Instant::now();
+    let twin = twin_path("switched-6");
+    let plan = load(&twin);
+    let isl_gbps = plan.isls[0].capacity_gbps;
+    let lab = Lab::build(&lab_spec("e6s", &plan)).expect("lab builds");
+    eprintln!("switched-6 lab built in {:?}", t0.elapsed());
+    let work = Work::new("switched-6");
+
+    let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
+    eprint!("{}", round_times(&r));
+    for j in r.jobs().iter().filter(|j| j["kind"] == "rdma-bw") {
+        let id = j["job"].as_str().unwrap();
+        eprintln!(
+            "  {} {} {:.2} Gb/s (expected {})",
+            j["round_name"].as_str().unwrap(),
+            j["label"].as_str().unwrap(),
+            r.value(id),
+            j["expected_gbps"]
+        );
+    }
+    assert_eq!(r.verdict(), "ALL GREEN", "{}", r.story());
+    assert_eq!(r.code, Some(0), "{}", r.story());
+
+    // Each declared round's clients are launched together.
+    for round in r.results["rounds"].as_array().unwrap() {
+        let name = round["name"].as_str().unwrap();
+        if !name.starts_with('R') {
+            continue;
+        }
+        let ids: Vec<&str> = round["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j.as_str().unwrap())
+            .collect();
+        let starts: Vec<u64> = ids
+            .iter()
+            .flat_map(|id| {
+                r.job(id)["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|s| s["role"] == "client")
+                    .map(|s| s["started_unix_ms"].as_u64().unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert_eq!(starts.len(), ids.len(), "{name}: one client per job");
+        let spread = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+        assert!(spread < 100, "{name}: clients launched {spread} ms apart");
+        if ids.len() > 1 {
+            let skew = round["launch_skew_ms"].as_f64().expect("launch_skew_ms");
+            assert!(skew < 100.0, "{name}: launch skew {skew} ms");
+            assert_eq!(skew, spread as f64, "{name}");
+        }
+        // the servers were all listening before the first client went
+        let first_client = starts.iter().min().unwrap();
+        for id in &ids {
+            for s in r.job(id)["steps"].as_array().unwrap() {
+                if s["role"] == "server" {
+                    assert!(s["finished_unix_ms"].as_u64().unwrap() <= *first_client);
+                }
+            }
+        }
+    }
+
+    // R2b: two flows over one ISL direction each get about half of it, and together about
+    // all of it (tbf on the ISL: no flow can take more than its share for long).
+    let r2b = r.results["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "R2b")
+        .unwrap();
+    let flows: Vec<f64> = r2b["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| r.value(id.as_str().unwrap()))
+        .collect();
+    let sum: f64 = flows.iter().sum();
+    eprintln!("R2b over the {isl_gbps} Gb/s ISL: {flows:?}, sum {sum:.2}");
+    for f in &flows {
+        assert!(
+            (0.35 * isl_gbps..=0.65 * isl_gbps).contains(f),
+            "R2b flow {f} Gb/s is not about half of {isl_gbps}: {flows:?}"
+        );
+    }
+    assert!(
+        (0.8 * isl_gbps..=1.05 * isl_gbps).contains(&sum),
+        "R2b sum {sum} Gb/s vs ISL {isl_gbps}"
+    );
+    // R2a alone over the ISL gets about all of it
+    let r2a = r.value("rdma-bw-r002-j01");
+    assert!(
+        (0.8 * isl_gbps..=1.05 * isl_gbps).contains(&r2a),
+        "R2a {r2a} Gb/s vs ISL {isl_gbps}"
+    );
+
+    let nccl = r.job("nccl-r005-all_reduce");
+    assert_eq!(nccl["status"], "measured", "{}", r.story());
+    assert_eq!(nccl["parsed"]["transport"], "NET/IB");
+    assert_no_leftovers(&lab, "switched-6 healthy run");
+    eprintln!("switched-6 total {:?}", t0.elapsed());
 }
