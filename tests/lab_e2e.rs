@@ -516,6 +516,25 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
     assert!(line.contains(v["trap_name"].as_str().unwrap()), "{line}");
     assert!(line.contains(v["fix"].as_str().unwrap()), "{line}");
     assert_eq!(r.stdout.trim_end().lines().last(), Some(r.verdict()));
+    // nothing else is flagged: exactly the throttled half, alone and in the both-halves round
+    let flagged = r.not_ok();
+    assert_eq!(
+        flagged,
+        [
+            (
+                "rdma-bw spark-b.f0.a -> spark-a.f0.a".to_string(),
+                "FAIL".to_string(),
+                trap.to_string()
+            ),
+            (
+                "rdma-bw-both spark-b.f0.a -> spark-a.f0.a".to_string(),
+                "FAIL".to_string(),
+                trap.to_string()
+            )
+        ],
+        "{}",
+        r.story()
+    );
     assert_no_leftovers(lab, "throttled run");
 
     // A server that dies before its client connects: every bw/lat job (spark-a serves them
@@ -670,6 +689,67 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
     );
     assert_eq!(r.code, Some(1), "{}", r.story());
     assert_no_leftovers(lab, "hostile run");
+
+    // spark-a's host key is not the one in known_hosts: refused, never trusted; its jobs fail
+    // as unreachable with the key named, spark-b is still discovered.
+    let known = work.join("known_hosts.changed");
+    let key = work.join("impostor_key");
+    let _ = std::fs::remove_file(&key);
+    let out = lab::run(&[
+        "ssh-keygen",
+        "-q",
+        "-t",
+        "ed25519",
+        "-N",
+        "",
+        "-f",
+        key.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let impostor = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let impostor: Vec<&str> = impostor.split_whitespace().take(2).collect();
+    let real = std::fs::read_to_string(lab.dir().join("ssh/known_hosts")).unwrap();
+    let changed: String = real
+        .lines()
+        .map(|l| {
+            if l.starts_with("spark-a,") {
+                format!(
+                    "{} {}\n",
+                    l.split_whitespace().next().unwrap(),
+                    impostor.join(" ")
+                )
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&known, changed).unwrap();
+    let r = run(
+        lab,
+        twin,
+        &work.join("host-key-changed"),
+        "json",
+        &["--known-hosts", known.to_str().unwrap()],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.story());
+    let disc = r.results["discovery"].as_array().unwrap();
+    let a = disc.iter().find(|d| d["node"] == "spark-a").unwrap();
+    let b = disc.iter().find(|d| d["node"] == "spark-b").unwrap();
+    assert_eq!(a["reachable"], false, "{}", r.story());
+    assert!(
+        a["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("HOST KEY CHANGED"),
+        "{}",
+        r.story()
+    );
+    assert_eq!(b["reachable"], true, "{}", r.story());
+    for j in r.jobs() {
+        let id = j["job"].as_str().unwrap();
+        assert!(has_verdict(&r, id, "FAIL", "unreachable"), "{}", r.story());
+    }
+    assert_no_leftovers(lab, "host-key run");
 
     interrupted_run(lab, twin, work);
 }
