@@ -253,6 +253,11 @@ pub mod wrap {
     /// unique to the run and job, its process-group id written to `<job>.pgid`, and a remote
     /// timeout so it dies even if we lose the connection. A server started any other way dies
     /// with its SSH session and the client reports "Couldn't connect".
+    ///
+    /// Only the `setsid` command itself is put in the background: were the whole `mkdir && cd
+    /// && setsid ... &` list backgrounded, bash (`/bin/sh` on RHEL and Fedora) would run it in
+    /// a subshell that keeps the session's stdout and stderr open until the server exits, so
+    /// the SSH channel starting it would not close before the server's timeout.
     pub fn detached(
         dir: &str,
         job: &str,
@@ -262,7 +267,7 @@ pub mod wrap {
     ) -> String {
         let inner = format!("echo $$ > {job}.pgid; exec timeout -k 5 {timeout_s} {cmd}");
         format!(
-            "{}mkdir -p {d} && cd {d} && rm -f {job}.log {job}.pgid && setsid /bin/sh -c {} </dev/null >{job}.log 2>&1 &",
+            "{}mkdir -p {d} && cd {d} && rm -f {job}.log {job}.pgid || exit 1; setsid /bin/sh -c {} </dev/null >{job}.log 2>&1 &",
             exports(env),
             quote(&inner).unwrap_or_default(),
             d = quote(dir).unwrap_or_default(),
@@ -288,24 +293,40 @@ pub mod wrap {
     pub fn ready(dir: &str, job: &str, port: u16, limit_s: u32) -> String {
         let hex = format!("{port:04X}");
         format!(
-            "cd {d} || exit 5; n=0; while [ $n -lt {tries} ]; do \
+            "{alive} cd {d} || exit 5; n=0; while [ $n -lt {tries} ]; do \
 if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; exit 0; fi; \
-if [ -s {job}.pgid ] && ! kill -0 -\"$(cat {job}.pgid)\" 2>/dev/null; then exit 3; fi; \
+if [ -s {job}.pgid ] && ! alive $(cat {job}.pgid); then exit 3; fi; \
 sleep 0.02; n=$((n+1)); done; exit 4",
+            alive = ALIVE,
             d = quote(dir).unwrap_or_default(),
             tries = limit_s * 50,
         )
     }
 
     /// Kill exactly the process group we started (never by name), then confirm it is gone.
-    /// `kill -SIG -PGID`, not `kill -SIG -- -PGID`: dash (Debian's /bin/sh) rejects `--`.
     /// Exit 0 gone, 1 still there after SIGKILL.
+    ///
+    /// A process group is named `kill -SIG -PGID`, without `--`: dash (`/bin/sh` on Debian and
+    /// Ubuntu, DGX OS included) rejects `kill -0 -- -PGID` with "Illegal number", so with `--`
+    /// every kill failed and every liveness check read "gone". bash and busybox accept both.
     pub fn kill_group(pgid: u32) -> String {
         format!(
-            "kill -TERM -{pgid} 2>/dev/null; n=0; while kill -0 -{pgid} 2>/dev/null; do \
+            "{ALIVE} kill -TERM -{pgid} 2>/dev/null; n=0; while alive {pgid}; do \
 n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -{pgid} 2>/dev/null; fi; if [ $n -gt 100 ]; then exit 1; fi; sleep 0.02; done; exit 0"
         )
     }
+
+    /// `alive PGID`: true while the process group has a member that is not a zombie.
+    ///
+    /// A detached server is orphaned when its starting shell exits, so its parent is PID 1 of
+    /// its PID namespace; a process that dies stays a zombie until that parent reaps it, and
+    /// `kill -0` still succeeds on a zombie. Where PID 1 reaps late (a container's init, or a
+    /// PID 1 that never reaps) a dead server would otherwise read alive: every kill waited for
+    /// the reaper (1.5 s per round in the lab) or ended "survived SIGKILL", and the readiness
+    /// poll missed a server that had died. Without a working `ps`, `kill -0` decides alone.
+    const ALIVE: &str = "alive() { kill -0 -\"$1\" 2>/dev/null || return 1; \
+p=$(ps -eo pgid=,stat= 2>/dev/null) || return 0; \
+printf '%s\\n' \"$p\" | awk -v g=\"$1\" '$1 == g && $2 !~ /^Z/ { f = 1 } END { exit !f }'; };";
 
     /// Read a remote file (a server's log) after the job.
     pub fn cat(dir: &str, file: &str) -> String {
@@ -348,6 +369,144 @@ mod tests {
         let out = r.render("rdma-bw-client", ctx).unwrap();
         assert!(out.contains("'$(touch /tmp/x)'"), "{out}");
         assert!(out.contains("'1.2.3.4; rm -rf /'"), "{out}");
+    }
+
+    /// The wrappers' process-group kill really kills, and its liveness check really sees a
+    /// live group, under every POSIX shell found here (dash is Debian/Ubuntu's /bin/sh).
+    #[test]
+    fn kill_group_and_ready_work_under_real_shells() {
+        use std::process::Command;
+        for shell in ["/bin/sh", "/bin/dash", "/bin/bash"] {
+            if !std::path::Path::new(shell).exists() {
+                continue;
+            }
+            let dir = std::env::temp_dir().join(format!(
+                "fabricplan-wrap-{}-{}",
+                std::process::id(),
+                shell.replace('/', "_")
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let d = dir.to_string_lossy().into_owned();
+            // a detached "server" that never listens: the readiness poll must see it alive
+            // (exit 4 after its limit), then the kill must take its whole group
+            let start = wrap::detached(&d, "job", 30, &BTreeMap::new(), "sleep 30");
+            let t = std::time::Instant::now();
+            // output(): waits until stdout and stderr close, like an SSH channel does
+            let out = Command::new(shell).arg("-c").arg(&start).output().unwrap();
+            assert!(out.status.success(), "{shell}: {out:?}");
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(10),
+                "{shell}: starting a detached server held the session's output for {:?}",
+                t.elapsed()
+            );
+            let ready = Command::new(shell)
+                .arg("-c")
+                .arg(wrap::ready(&d, "job", 1, 1))
+                .output()
+                .unwrap();
+            assert_eq!(
+                ready.status.code(),
+                Some(4),
+                "{shell}: a live server that does not listen is not `died` (3): {ready:?}"
+            );
+            let pgid: u32 = std::fs::read_to_string(dir.join("job.pgid"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            // members of a process group that are not zombies, from /proc
+            let alive = |pgid: u32| {
+                std::fs::read_dir("/proc")
+                    .unwrap()
+                    .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+                    .any(|stat| {
+                        let rest: Vec<&str> = stat
+                            .rsplit(')')
+                            .next()
+                            .unwrap_or("")
+                            .split_whitespace()
+                            .collect();
+                        rest.len() > 2 && rest[2] == pgid.to_string() && rest[0] != "Z"
+                    })
+            };
+            let answers_kill0 = |pgid: u32| {
+                // procps kill (not a shell builtin) needs `--` before a negative pid
+                Command::new("/bin/kill")
+                    .args(["-0", "--", &format!("-{pgid}")])
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false)
+            };
+            assert!(alive(pgid), "{shell}: the group {pgid} should be alive");
+            let kill = Command::new(shell)
+                .arg("-c")
+                .arg(wrap::kill_group(pgid))
+                .output()
+                .unwrap();
+            assert_eq!(kill.status.code(), Some(0), "{shell}: {kill:?}");
+            assert!(
+                !alive(pgid),
+                "{shell}: the group {pgid} survived kill_group"
+            );
+            // a group that is gone: ready says died (3)
+            let ready = Command::new(shell)
+                .arg("-c")
+                .arg(wrap::ready(&d, "job", 1, 1))
+                .output()
+                .unwrap();
+            assert_eq!(ready.status.code(), Some(3), "{shell}: {ready:?}");
+            // a group whose only member is a zombie (its parent never reaps) is gone
+            let zpg = dir.join("zombie.pgid");
+            let mut parent = Command::new(shell)
+                .arg("-c")
+                .arg(format!(
+                    "setsid /bin/sh -c 'echo $$ > {}' & exec sleep 5",
+                    zpg.display()
+                ))
+                .spawn()
+                .unwrap();
+            let mut zpgid = 0u32;
+            for _ in 0..250 {
+                if let Some(p) = std::fs::read_to_string(&zpg)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+                {
+                    zpgid = p;
+                    let stat =
+                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                    if stat
+                        .rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                    {
+                        break;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            assert!(
+                answers_kill0(zpgid) && !alive(zpgid),
+                "{shell}: {zpgid} should be a zombie that answers kill -0"
+            );
+            let t = std::time::Instant::now();
+            let kill = Command::new(shell)
+                .arg("-c")
+                .arg(wrap::kill_group(zpgid))
+                .output()
+                .unwrap();
+            assert_eq!(kill.status.code(), Some(0), "{shell}: {kill:?}");
+            assert!(
+                t.elapsed() < std::time::Duration::from_millis(900),
+                "{shell}: a zombie-only group took {:?} to read gone",
+                t.elapsed()
+            );
+            let _ = parent.kill();
+            let _ = parent.wait();
+            let _ = std::fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]
