@@ -123,7 +123,6 @@ struct Run {
     code: Option<i32>,
     stdout: String,
     stderr: String,
-    dir: PathBuf,
     results: Value,
     wall: Duration,
 }
@@ -255,7 +254,6 @@ fn finish(out: Output, dir: &Path, wall: Duration) -> Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        dir: dir.to_path_buf(),
         results: serde_json::from_str(&text).expect("results.json is JSON"),
         wall,
     }
@@ -896,61 +894,16 @@ fn ring3_twin() {
     let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
     eprint!("{}", round_times(&r));
     let nccl_id = "nccl-r007-all_gather";
-    let unreachable = ranks_off_launcher(&lab, &r, nccl_id);
-    if unreachable.is_empty() {
-        assert_eq!(r.verdict(), "ALL GREEN", "{}", r.story());
-        assert_eq!(r.code, Some(0), "{}", r.story());
-    } else {
-        // KNOWN BUG (src/render/job.rs, nccl_commands): a rank's mpirun address is its first
-        // segment's, so spark-3 is addressed on the spark-2 <-> spark-3 link, which the
-        // launcher spark-1 has no interface on: ssh from spark-1 cannot reach it and mpirun
-        // cannot start its daemon. Everything else of the run must be green, and the failure
-        // must be exactly that one (checked, so a different failure is not excused).
-        eprintln!("KNOWN BUG: ring NCCL ranks addressed off the launcher's links: {unreachable:?}");
-        assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
-        assert_eq!(r.code, Some(1), "{}", r.story());
-        assert!(
-            has_verdict(&r, nccl_id, "FAIL", "mpi-launch"),
-            "{}",
-            r.story()
-        );
-        let log =
-            std::fs::read_to_string(r.dir.join(format!("jobs/{nccl_id}/spark-1.mpirun.stdout")))
-                .unwrap_or_default()
-                + &std::fs::read_to_string(
-                    r.dir.join(format!("jobs/{nccl_id}/spark-1.mpirun.stderr")),
-                )
-                .unwrap_or_default();
-        for ip in &unreachable {
-            assert!(
-                log.contains(&format!("connect to host {ip} port 22")),
-                "mpirun's failure is not the unreachable rank {ip}:\n{log}"
-            );
-        }
-        // The same three ranks with spark-2 launching (it has a link to both others, so every
-        // rank's first-segment address is reachable from it): all_gather rides NET/IB.
-        let v = variant(
-            &twin,
-            work.path(),
-            "ring3-spark2-launches",
-            &[(
-                "collective = \"all_gather\"\nnodes = [\"spark-1\", \"spark-2\", \"spark-3\"]",
-                "collective = \"all_gather\"\nnodes = [\"spark-2\", \"spark-1\", \"spark-3\"]",
-            )],
-        );
-        let r2 = run(
-            &lab,
-            &v,
-            &work.path().join("spark2-launches"),
-            "json",
-            &["--only", "nccl"],
-        );
-        assert_eq!(r2.verdict(), "ALL GREEN", "{}", r2.story());
-        assert_eq!(r2.code, Some(0), "{}", r2.story());
-        assert_eq!(r2.job(nccl_id)["parsed"]["transport"], "NET/IB");
-        assert!(ranks_off_launcher(&lab, &r2, nccl_id).is_empty());
-        assert_no_leftovers(&lab, "ring3 spark-2-launches run");
-    }
+    // every rank is addressed on a link the launcher has (a switchless ring: spark-1 has no
+    // interface on the spark-2 <-> spark-3 link), so mpirun reaches them all
+    assert!(
+        ranks_off_launcher(&lab, &r, nccl_id).is_empty(),
+        "{}",
+        r.story()
+    );
+    assert_eq!(r.verdict(), "ALL GREEN", "{}", r.story());
+    assert_eq!(r.code, Some(0), "{}", r.story());
+    assert_eq!(r.job(nccl_id)["parsed"]["transport"], "NET/IB");
     let bw: Vec<&Value> = r.jobs().iter().filter(|j| j["kind"] == "rdma-bw").collect();
     let links: BTreeSet<&str> = bw
         .iter()
@@ -974,11 +927,7 @@ fn ring3_twin() {
         assert_eq!(j["status"], "measured", "{}", r.story());
         eprintln!("  {} {:.2} Gb/s", j["label"].as_str().unwrap(), r.value(id));
     }
-    if unreachable.is_empty() {
-        let nccl = r.job(nccl_id);
-        assert_eq!(nccl["status"], "measured", "{}", r.story());
-        assert_eq!(nccl["parsed"]["transport"], "NET/IB");
-    }
+    assert_eq!(r.job(nccl_id)["status"], "measured", "{}", r.story());
     assert_no_leftovers(&lab, "ring3 healthy run");
 
     // spark-3's sshd is down: its jobs fail as unreachable, spark-1 <-> spark-2 is measured.

@@ -299,6 +299,26 @@ fn nccl_segments<'p>(plan: &'p Plan, t: &crate::plan::NcclTest) -> Vec<&'p crate
         .collect()
 }
 
+/// The address mpirun reaches a rank on: one on a segment the launcher shares, so the launcher
+/// can route to it (in a switchless ring a node's other links are not reachable from every
+/// node); the rank's first fabric address otherwise.
+fn rank_address(
+    segs: &[&crate::plan::Segment],
+    node: NodeId,
+    launcher: NodeId,
+) -> Option<Ipv4Addr> {
+    let shared = segs.iter().find(|s| {
+        s.members.iter().any(|m| m.endpoint.node == launcher)
+            && s.members.iter().any(|m| m.endpoint.node == node)
+    });
+    shared
+        .into_iter()
+        .chain(segs.iter())
+        .flat_map(|s| s.members.iter())
+        .find(|m| m.endpoint.node == node)
+        .map(|m| m.address)
+}
+
 /// The preflight launch check of NCCL test `ti`: mpirun on the first rank's host starts
 /// `hostname` on every rank over the fabric subnets. Returns the step and the rank count.
 pub fn mpi_hostname(
@@ -309,15 +329,12 @@ pub fn mpi_hostname(
 ) -> Result<(Step, usize), RenderError> {
     let t = &plan.tests.nccl[ti];
     let segs = nccl_segments(plan, t);
+    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
     let hosts: Vec<String> = t
         .nodes
         .iter()
-        .filter_map(|n| {
-            segs.iter()
-                .flat_map(|s| s.members.iter())
-                .find(|m| m.endpoint.node == *n)
-        })
-        .map(|m| m.address.to_string())
+        .filter_map(|n| rank_address(&segs, *n, launcher))
+        .map(|a| a.to_string())
         .collect();
     let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
     subnets.dedup();
@@ -325,7 +342,6 @@ pub fn mpi_hostname(
         "mpi-hostname",
         context! { hosts => hosts.clone(), subnets => subnets },
     )?;
-    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
     let script = wrap::foreground(&remote_dir(run_id), 60, &plan.node(launcher).env, &command);
     Ok((
         Step {
@@ -357,15 +373,15 @@ fn nccl_commands(
     let mut ranks = Vec::new();
     let mut gids: Vec<Val> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
+    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
     for n in &t.nodes {
         let mut endpoints: Vec<Endpoint> = Vec::new();
-        let mut address = None;
+        let address = rank_address(&segs, *n, launcher);
         for s in &segs {
             for m in s.members.iter().filter(|m| m.endpoint.node == *n) {
                 if !endpoints.contains(&m.endpoint) {
                     endpoints.push(m.endpoint.clone());
                 }
-                address.get_or_insert(m.address);
             }
         }
         let mut devices = Vec::new();
