@@ -214,7 +214,9 @@ pub(crate) fn ready_job(script: &str) -> Option<String> {
 
 /// The process group a kill script targets (`kill -TERM -PGID ...`, or `kill -TERM -- -PGID`).
 pub(crate) fn kill_pgid(script: &str) -> Option<u32> {
-    let rest = script.strip_prefix("kill -TERM ")?;
+    // the wrapper may define helpers first (`alive() { ... };`): find the kill itself
+    let at = script.find("kill -TERM ")?;
+    let rest = &script[at + "kill -TERM ".len()..];
     let rest = rest.strip_prefix("-- ").unwrap_or(rest).strip_prefix('-')?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok()
