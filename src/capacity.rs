@@ -26,7 +26,7 @@ enum Res {
 }
 
 /// The standalone rate of a flow on its own: its half rate less the switch penalty.
-fn standalone(plan: &Plan, job: &Job) -> Option<f64> {
+pub fn standalone(plan: &Plan, job: &Job) -> Option<f64> {
     let pair = job.pair.as_ref()?;
     let half = plan
         .profile_of(pair.client.node)

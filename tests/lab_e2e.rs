@@ -466,18 +466,11 @@ fn two_spark_twin() {
     eprintln!("two-spark total {:?}", t0.elapsed());
 }
 
-/// The bandwidth traps a throttled half may be named by (`src/gate/classify.rs`).
-const BANDWIDTH_TRAPS: [&str; 4] = [
-    "firmware-throttle",
-    "below-line-rate",
-    "isl-blocked-rstp",
-    "software-forwarding",
-];
-
 fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
-    // A throttled half: tbf at 300 Mbit/s on spark-b's half A (the client sends), far below
-    // the twin's warn of 1 Gb/s. Text output this once, to see what a person sees.
-    lab.throttle("spark-b", "enp1s0f0np0", "300mbit").unwrap();
+    // A throttled half: tbf at 800 Mbit/s on spark-b's half A (the client sends): 16% of the
+    // twin's 5 Gb/s lab half, the firmware throttle's band (8-25 of ~112 Gb/s on a GB10), below
+    // the warn of 1.35 Gb/s. Text output this once, to see what a person sees.
+    lab.throttle("spark-b", "enp1s0f0np0", "800mbit").unwrap();
     let r = run(lab, twin, &work.join("throttle"), "text", &[]);
     lab.unthrottle("spark-b", "enp1s0f0np0").unwrap();
     eprintln!("--- terminal output of the throttled run:\n{}", r.stdout);
@@ -488,15 +481,11 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
         assert_eq!(j["status"], "measured", "{}", r.story());
     }
     let throttled = r.value("rdma-bw-r001-j01");
-    assert!(throttled < 0.5, "throttled half measured {throttled} Gb/s");
+    assert!(throttled < 1.0, "throttled half measured {throttled} Gb/s");
     let v = r.job("rdma-bw-r001-j01")["verdicts"][0].clone();
     assert_eq!(v["outcome"], "FAIL", "{}", r.story());
     let trap = v["trap"].as_str().unwrap_or("");
-    assert!(
-        BANDWIDTH_TRAPS.contains(&trap),
-        "throttled half named {trap:?}:\n{}",
-        r.story()
-    );
+    assert_eq!(trap, "firmware-throttle", "{}", r.story());
     eprintln!("throttled half: {throttled:.3} Gb/s -> FAIL, trap {trap}");
     // the healthy half, measured in the same run, passes
     assert!(
@@ -638,12 +627,12 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
         "two-spark-hostile",
         &[
             (
-                "name = \"spark-a\"\nnccl-tests-dir = \"/usr/local/bin\"",
-                "name = \"spark-a\"\nnccl-tests-dir = \"$(touch /tmp/pwned)\"\nenv = { HOSTILE = \"$(touch /tmp/pwned)\", OTHER = \"`touch /tmp/pwned`; touch /tmp/pwned\" }",
+                "name = \"spark-a\"\nprofile = \"lab-veth\"\nnccl-tests-dir = \"/usr/local/bin\"",
+                "name = \"spark-a\"\nprofile = \"lab-veth\"\nnccl-tests-dir = \"$(touch /tmp/pwned)\"\nenv = { HOSTILE = \"$(touch /tmp/pwned)\", OTHER = \"`touch /tmp/pwned`; touch /tmp/pwned\" }",
             ),
             (
-                "name = \"spark-b\"\nnccl-tests-dir = \"/usr/local/bin\"",
-                "name = \"spark-b\"\nnccl-tests-dir = \"$(touch /tmp/pwned)\"\nenv = { HOSTILE = \"$(touch /tmp/pwned)\" }",
+                "name = \"spark-b\"\nprofile = \"lab-veth\"\nnccl-tests-dir = \"/usr/local/bin\"",
+                "name = \"spark-b\"\nprofile = \"lab-veth\"\nnccl-tests-dir = \"$(touch /tmp/pwned)\"\nenv = { HOSTILE = \"$(touch /tmp/pwned)\" }",
             ),
             (
                 "iterations = 5\n",

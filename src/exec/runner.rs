@@ -840,6 +840,7 @@ fn judge(
     let cctx = Context {
         gate: gate.clone(),
         expected_gbps: r.expected,
+        standalone_gbps: capacity::standalone(plan, job),
         crosses_isl: job
             .pair
             .as_ref()

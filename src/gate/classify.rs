@@ -14,6 +14,9 @@ pub struct Context {
     /// `rdma-bw spark-b.f0.a -> spark-a.f0.a`
     pub gate: String,
     pub expected_gbps: Option<f64>,
+    /// What the flow reaches alone on a healthy path (the profile's half rate, less switch
+    /// penalties): the scale of the trap signatures.
+    pub standalone_gbps: Option<f64>,
     /// The flow crosses an ISL.
     pub crosses_isl: bool,
     /// packet_seq_err growth on the involved devices during the job.
@@ -79,12 +82,20 @@ pub fn bandwidth(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict>
     let mut v = spec.judge(&ctx.gate, &[bw], ctx.expected_gbps);
     if v.outcome != Outcome::Ok && spec.trap_text.is_none() {
         let seq = ctx.seq_err_delta.unwrap_or(0);
-        let trap = if bw < 10.0 && ctx.crosses_isl {
+        // the signatures are GB10 figures (single digits; 8-25 Gb/s of ~111.9 expected): scale
+        // them to the flow's own standalone rate, so a 25G site or a lab is read the same way
+        let scale = ctx
+            .standalone_gbps
+            .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS)
+            / crate::capacity::DEFAULT_HALF_GBPS;
+        let single_digits = bw < 10.0 * scale;
+        let throttle_band = (8.0 * scale..=25.0 * scale).contains(&bw);
+        let trap = if single_digits && ctx.crosses_isl {
             // single digits across the ISL: check its RSTP role before anything else
             Trap::IslBlockedRstp
-        } else if bw < 10.0 && seq > 0 {
+        } else if single_digits && seq > 0 {
             Trap::SoftwareForwarding
-        } else if (8.0..=25.0).contains(&bw) {
+        } else if throttle_band {
             Trap::FirmwareThrottle
         } else {
             Trap::BelowLineRate
@@ -328,6 +339,29 @@ mod tests {
         // near miss: 26 Gb/s is not the throttle band
         let v = bandwidth(&s, &json!({"bw_avg_gbps":26.0}), &ctx(111.9));
         assert_ne!(v[0].trap, Some(Trap::FirmwareThrottle));
+    }
+
+    #[test]
+    fn signatures_scale_with_the_link_rate() {
+        let s = GateSpec::default_for(Metric::RdmaBw);
+        // a 25G site (standalone 24 Gb/s): 3 Gb/s is its throttle band, not "below line rate"
+        let mut c = ctx(24.0);
+        c.standalone_gbps = Some(24.0);
+        assert_eq!(
+            bandwidth(&s, &json!({"bw_avg_gbps":3.0}), &c)[0].trap,
+            Some(Trap::FirmwareThrottle)
+        );
+        c.crosses_isl = true;
+        assert_eq!(
+            bandwidth(&s, &json!({"bw_avg_gbps":1.0}), &c)[0].trap,
+            Some(Trap::IslBlockedRstp)
+        );
+        // near miss: 12 Gb/s on that site is a WARN below line rate, not the throttle
+        let mut c = ctx(24.0);
+        c.standalone_gbps = Some(24.0);
+        let v = bandwidth(&s, &json!({"bw_avg_gbps":12.0}), &c);
+        assert_eq!(v[0].outcome, Outcome::Warn);
+        assert_eq!(v[0].trap, Some(Trap::BelowLineRate));
     }
 
     #[test]
