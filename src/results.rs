@@ -43,6 +43,9 @@ pub struct StepRecord {
     pub error: Option<String>,
     /// Unix time in ms when the command was sent.
     pub started_unix_ms: u64,
+    /// Unix time in ms when it really started on the host, by the host's clock (foreground
+    /// commands report it).
+    pub remote_started_unix_ms: Option<f64>,
     pub finished_unix_ms: u64,
     /// Files in the job's folder of the run directory.
     pub stdout_file: Option<String>,
@@ -100,8 +103,12 @@ pub struct RoundRecord {
     pub jobs: Vec<String>,
     pub started_unix_ms: u64,
     pub finished_unix_ms: u64,
-    /// Spread of the clients' launch times, ms (the round's clients are released together).
+    /// Spread of the clients' start times, ms (the round's clients are released together):
+    /// from the hosts' own clocks when every client reported its start, else from when the
+    /// commands were sent.
     pub launch_skew_ms: Option<f64>,
+    /// `remote` or `sent`: which times `launch_skew_ms` was taken from.
+    pub launch_skew_source: Option<String>,
     /// Longest tool time of the round, s (the round's share of the critical path).
     pub longest_tool_s: Option<f64>,
 }

@@ -410,6 +410,7 @@ fn step_record(
         error,
         started_unix_ms: started,
         finished_unix_ms: now_ms(),
+        remote_started_unix_ms: None,
         stdout_file: so,
         stderr_file: se,
     }
@@ -642,14 +643,24 @@ async fn run_round(
     }))
     .await;
     let mut launch_ms: Vec<u64> = Vec::new();
+    let mut remote_ms: Vec<Option<f64>> = Vec::new();
     for (r, recs) in running.iter_mut().zip(launches) {
-        for (node, role, command, script, ms, t0, took, out) in recs {
+        for (node, role, command, script, ms, t0, took, mut out) in recs {
             launch_ms.push(ms);
+            let mut remote = None;
+            if let Ok(o) = out.as_mut() {
+                let (start, rest) = wrap::take_start_mark(&o.stderr);
+                remote = start;
+                o.stderr = rest;
+            }
+            remote_ms.push(remote);
             r.launched = Some(t0);
             r.tool_seconds = Some(took.as_secs_f64());
-            r.steps.push(step_record(
+            let mut rec = step_record(
                 ctx, evidence, &r.job.id, node, role, &command, &script, ms, &out,
-            ));
+            );
+            rec.remote_started_unix_ms = remote;
+            r.steps.push(rec);
             match out {
                 Ok(o) => {
                     if o.status == 124 || o.status == 137 {
@@ -751,9 +762,23 @@ async fn run_round(
         evidence.append(d);
         ctx.emit(Event::JobDone(Box::new(d.clone())));
     }
-    let skew = match (launch_ms.iter().min(), launch_ms.iter().max()) {
-        (Some(a), Some(b)) if launch_ms.len() > 1 => Some((*b - *a) as f64),
-        _ => None,
+    let remote: Option<Vec<f64>> = remote_ms.into_iter().collect();
+    let (skew, source) = match remote {
+        Some(v) if v.len() > 1 => {
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+            (
+                Some(((hi - lo) * 1000.0).round() / 1000.0),
+                Some("remote".to_string()),
+            )
+        }
+        _ => match (launch_ms.iter().min(), launch_ms.iter().max()) {
+            (Some(a), Some(b)) if launch_ms.len() > 1 => {
+                (Some((*b - *a) as f64), Some("sent".to_string()))
+            }
+            _ => (None, None),
+        },
     };
     let record = RoundRecord {
         index: round.index,
@@ -762,6 +787,7 @@ async fn run_round(
         started_unix_ms: started,
         finished_unix_ms: now_ms(),
         launch_skew_ms: skew,
+        launch_skew_source: source,
         longest_tool_s: done
             .iter()
             .filter_map(|d| d.tool_seconds)

@@ -274,6 +274,25 @@ pub mod wrap {
         )
     }
 
+    /// The line a foreground script writes to stderr first: the remote clock, in ns, when the
+    /// command really started there (what a round's launch skew is measured from).
+    pub const START_MARK: &str = "@fabricplan-start";
+
+    /// Split the start mark off a command's stderr: (remote start in Unix ms, the rest).
+    pub fn take_start_mark(stderr: &str) -> (Option<f64>, String) {
+        let mut start = None;
+        let mut rest = String::with_capacity(stderr.len());
+        for line in stderr.split_inclusive('\n') {
+            match line.trim_end().strip_prefix(START_MARK) {
+                Some(ns) if start.is_none() => {
+                    start = ns.trim().parse::<f64>().ok().map(|n| n / 1e6)
+                }
+                _ => rest.push_str(line),
+            }
+        }
+        (start, rest)
+    }
+
     /// Run `cmd` in the foreground under a remote timeout (clients, mpirun, probes).
     pub fn foreground(
         dir: &str,
@@ -282,7 +301,7 @@ pub mod wrap {
         cmd: &str,
     ) -> String {
         format!(
-            "{}mkdir -p {d} && cd {d} && exec timeout -k 5 {timeout_s} {cmd}",
+            "{}mkdir -p {d} && cd {d} && printf '{START_MARK} %s\\n' \"$(date +%s%N)\" >&2 && exec timeout -k 5 {timeout_s} {cmd}",
             exports(env),
             d = quote(dir).unwrap_or_default(),
         )
@@ -535,6 +554,15 @@ mod tests {
             !reaper.join().unwrap().unwrap().success(),
             "killed by a signal"
         );
+    }
+
+    #[test]
+    fn start_mark_is_split_off_stderr() {
+        let (t, rest) =
+            wrap::take_start_mark("@fabricplan-start 1796026335076692884\nCouldn't connect\n");
+        assert_eq!(t, Some(1796026335076.692884));
+        assert_eq!(rest, "Couldn't connect\n");
+        assert_eq!(wrap::take_start_mark("x\n"), (None, "x\n".to_string()));
     }
 
     #[test]
