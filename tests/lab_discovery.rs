@@ -7,26 +7,8 @@ mod lab;
 use std::path::Path;
 use std::process::Command;
 
-use lab::{Fault, Lab, LabSpec};
+use lab::{Fault, Lab, LabSpec, lab_enabled};
 use serde_json::Value;
-
-fn lab_enabled() -> bool {
-    if std::env::var("FABRICPLAN_SKIP_LAB").as_deref() == Ok("1") {
-        eprintln!("note: FABRICPLAN_SKIP_LAB=1: lab test skipped");
-        return false;
-    }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let uid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("");
-    assert_eq!(
-        uid, "0",
-        "lab tests need root; set FABRICPLAN_SKIP_LAB=1 to skip them"
-    );
-    true
-}
 
 /// Two boxes on one cable, both halves; on host-b the cable came up on the f1 devices and the
 /// RoCE v2 GIDs sit at index 5 (the naming and index asymmetry of real GB10 pairs).

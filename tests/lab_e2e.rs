@@ -21,28 +21,8 @@ use fabricplan::plan::{Endpoint, Member, Plan};
 use fabricplan::schedule::Schedule;
 use fabricplan::topology::Fabric;
 #[allow(unused_imports)]
-use lab::{Fault, Lab, LabSpec};
+use lab::{Fault, Lab, LabSpec, lab_enabled};
 use serde_json::Value;
-
-/// Whether lab tests should run here (panics with an explanation when they cannot).
-fn lab_enabled() -> bool {
-    if std::env::var("FABRICPLAN_SKIP_LAB").as_deref() == Ok("1") {
-        eprintln!("note: FABRICPLAN_SKIP_LAB=1: lab test skipped");
-        return false;
-    }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let uid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("");
-    assert_eq!(
-        uid, "0",
-        "lab tests need root (network namespaces, veth, sshd, mounts); run them as root, \
-         or set FABRICPLAN_SKIP_LAB=1 to skip them"
-    );
-    true
-}
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

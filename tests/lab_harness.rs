@@ -5,29 +5,9 @@
 
 mod lab;
 
-use lab::{Fault, Lab, LabSpec};
+use lab::{Fault, Lab, LabSpec, lab_enabled};
 use std::process::Output;
 use std::time::{Duration, Instant};
-
-/// Whether lab tests should run here (panics with an explanation when they cannot).
-fn lab_enabled() -> bool {
-    if std::env::var("FABRICPLAN_SKIP_LAB").as_deref() == Ok("1") {
-        eprintln!("note: FABRICPLAN_SKIP_LAB=1: lab test skipped");
-        return false;
-    }
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let uid = status
-        .lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .unwrap_or("");
-    assert_eq!(
-        uid, "0",
-        "lab tests need root (network namespaces, veth, sshd, mounts); run them as root, \
-         or set FABRICPLAN_SKIP_LAB=1 to skip them"
-    );
-    true
-}
 
 fn text(out: &Output) -> String {
     format!(

@@ -20,6 +20,29 @@ use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+/// Whether lab tests run here: they need root (network namespaces, veth, sshd, mounts).
+/// Without root they fail with this explanation, unless `FABRICPLAN_SKIP_LAB=1` is set, in which
+/// case they are skipped with a note.
+#[allow(dead_code)]
+pub fn lab_enabled() -> bool {
+    if std::env::var("FABRICPLAN_SKIP_LAB").as_deref() == Ok("1") {
+        eprintln!("note: FABRICPLAN_SKIP_LAB=1: lab test skipped");
+        return false;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let uid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap_or("");
+    assert_eq!(
+        uid, "0",
+        "lab tests need root (network namespaces, veth, sshd, mounts); run them as root, \
+         or set FABRICPLAN_SKIP_LAB=1 to skip them"
+    );
+    true
+}
+
 #[allow(unused_imports)]
 pub use sh::{cmdline, run, wait_for as wait};
 #[allow(unused_imports)]
