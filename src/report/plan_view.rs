@@ -273,9 +273,13 @@ pub fn write_json(
         serde_json::to_string(&plan.name).unwrap_or_default(),
         schedule.len()
     )?;
+    // each round is serialised into one reused buffer, then written at once: serde_json's many
+    // small writes stay out of the `dyn Write`
+    let mut buf: Vec<u8> = Vec::new();
     for (i, round) in schedule.rounds(plan, fabric).enumerate() {
+        buf.clear();
         if i > 0 {
-            w.write_all(b",")?;
+            buf.push(b',');
         }
         let expected = capacity::expected(plan, &round);
         let jobs: Vec<JobView> = round
@@ -292,7 +296,7 @@ pub fn write_json(
             jobs: Vec<JobView<'a>>,
         }
         serde_json::to_writer(
-            &mut *w,
+            &mut buf,
             &RoundView {
                 index: round.index,
                 name: &round.name,
@@ -300,6 +304,7 @@ pub fn write_json(
                 jobs,
             },
         )?;
+        w.write_all(&buf)?;
     }
     w.write_all(b"]}\n")
 }
