@@ -224,10 +224,16 @@ impl Renderer {
     }
 }
 
-/// `s.trim()` as an owned string, reusing `s` when there is nothing to trim.
-fn trim_owned(s: String) -> String {
+/// `s.trim()` as an owned string of its own length, reusing `s` when there is nothing to trim
+/// (shrunk in place: a rendered string's spare capacity can be as large as the string).
+fn trim_owned(mut s: String) -> String {
     let t = s.trim();
-    if t.len() == s.len() { s } else { t.to_string() }
+    if t.len() == s.len() {
+        s.shrink_to_fit();
+        s
+    } else {
+        t.to_string()
+    }
 }
 
 /// A value this module vouches for: rendered without quoting.

@@ -273,13 +273,12 @@ pub fn write_json(
         serde_json::to_string(&plan.name).unwrap_or_default(),
         schedule.len()
     )?;
-    // each round is serialised into one reused buffer, then written at once: serde_json's many
-    // small writes stay out of the `dyn Write`
-    let mut buf: Vec<u8> = Vec::new();
+    // serde_json's many small writes go to a buffer of known type, not through the
+    // `dyn Write`; it holds 64 KiB, never a whole round (an NCCL job can be huge)
+    let mut buf = io::BufWriter::with_capacity(1 << 16, &mut *w);
     for (i, round) in schedule.rounds(plan, fabric).enumerate() {
-        buf.clear();
         if i > 0 {
-            buf.push(b',');
+            buf.write_all(b",")?;
         }
         let expected = capacity::expected(plan, &round);
         let jobs: Vec<JobView> = round
@@ -304,7 +303,7 @@ pub fn write_json(
                 jobs,
             },
         )?;
-        w.write_all(&buf)?;
     }
-    w.write_all(b"]}\n")
+    buf.write_all(b"]}\n")?;
+    buf.flush()
 }
