@@ -9,19 +9,20 @@
 
 use std::collections::HashMap;
 
-use crate::plan::{IslId, NodeId, Plan, SwitchId};
+use crate::plan::{CableKind, IslId, NodeId, Plan, SwitchId};
 use crate::schedule::{Job, Round, TestKind};
 use crate::topology::Hop;
 
 /// A GB10 half's ib_write_bw on a healthy direct cable, when a profile gives no rate.
 pub const DEFAULT_HALF_GBPS: f64 = 111.9;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Res {
+/// A resource flows share, borrowing its names from the round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Res<'a> {
     /// (node, port, half, transmit?)
-    Half(NodeId, String, String, bool),
+    Half(NodeId, &'a str, &'a str, bool),
     /// (node, port, transmit?)
-    Port(NodeId, String, bool),
+    Port(NodeId, &'a str, bool),
     Isl(IslId, SwitchId),
 }
 
@@ -37,9 +38,12 @@ pub fn standalone(plan: &Plan, job: &Job) -> Option<f64> {
                 .half_rate_gbps
                 .unwrap_or(DEFAULT_HALF_GBPS),
         );
+    // the client is a member of the pair's segment; a switched cable lands every member of its
+    // segments on a switch, direct and ring cables none (no scan of the segment's members)
     let switched = plan
-        .member_of(&pair.client)
-        .is_some_and(|(_, m)| m.switch.is_some());
+        .segments
+        .get(pair.segment.0)
+        .is_some_and(|s| plan.cables[s.cable].kind == CableKind::Switched);
     Some(if switched {
         half * (1.0 - plan.capacity.switch_penalty_pct / 100.0)
     } else {
@@ -47,108 +51,125 @@ pub fn standalone(plan: &Plan, job: &Job) -> Option<f64> {
     })
 }
 
+/// A flow of the model: its job, standalone rate and the resources (indices) it crosses, in
+/// path order.
+struct Flow {
+    job: usize,
+    rate: f64,
+    res: Vec<usize>,
+}
+
 /// Expected Gb/s of each job of a round (None for jobs the model does not cover: NCCL).
-pub fn expected(plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+///
+/// Linear in the round's jobs and hops per filling step: resources are numbered once, and each
+/// keeps the flows crossing it.
+pub fn expected<'a>(plan: &Plan, round: &'a Round) -> Vec<Option<f64>> {
     if round.kind == TestKind::Nccl || round.kind == TestKind::RdmaLat {
         return vec![None; round.jobs.len()];
     }
     // flows and the resources each crosses
-    let mut caps: HashMap<Res, f64> = HashMap::new();
-    let mut flows: Vec<(usize, f64, Vec<Res>)> = Vec::new();
+    let mut index: HashMap<Res<'a>, usize> = HashMap::new();
+    let mut caps: Vec<f64> = Vec::new();
+    let mut is_isl: Vec<bool> = Vec::new();
+    let mut flows: Vec<Flow> = Vec::new();
     for (i, job) in round.jobs.iter().enumerate() {
         let (Some(pair), Some(rate)) = (&job.pair, standalone(plan, job)) else {
             continue;
         };
-        let mut res = Vec::new();
+        let mut add = |r: Res<'a>, cap: f64| -> usize {
+            *index.entry(r).or_insert_with(|| {
+                caps.push(cap);
+                is_isl.push(matches!(r, Res::Isl(..)));
+                caps.len() - 1
+            })
+        };
+        let mut res = Vec::with_capacity(pair.path.hops.len() * 2);
         for h in &pair.path.hops {
             match h {
                 Hop::Tx { endpoint } | Hop::Rx { endpoint } => {
                     let tx = matches!(h, Hop::Tx { .. });
-                    let hr = Res::Half(
-                        endpoint.node,
-                        endpoint.port.clone(),
-                        endpoint.half.clone(),
-                        tx,
-                    );
-                    caps.entry(hr.clone()).or_insert(rate);
-                    res.push(hr);
+                    let hr = Res::Half(endpoint.node, &endpoint.port, &endpoint.half, tx);
+                    res.push(add(hr, rate));
                     if let Some(port_rate) = plan.profile_of(endpoint.node).port_rate_gbps {
-                        let pr = Res::Port(endpoint.node, endpoint.port.clone(), tx);
-                        caps.entry(pr.clone()).or_insert(port_rate);
-                        res.push(pr);
+                        res.push(add(Res::Port(endpoint.node, &endpoint.port, tx), port_rate));
                     }
                 }
                 Hop::Isl { isl, from } => {
-                    let r = Res::Isl(*isl, *from);
-                    caps.entry(r.clone())
-                        .or_insert(plan.isls[isl.0].capacity_gbps);
-                    res.push(r);
+                    res.push(add(Res::Isl(*isl, *from), plan.isls[isl.0].capacity_gbps));
                 }
             }
         }
-        flows.push((i, rate, res));
+        flows.push(Flow { job: i, rate, res });
+    }
+    // the flows crossing each resource, each once, in flow order
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); caps.len()];
+    for (fi, f) in flows.iter().enumerate() {
+        for &r in &f.res {
+            if users[r].last() != Some(&fi) {
+                users[r].push(fi);
+            }
+        }
     }
     // ISL directions oversubscribed by two or more flows lose to congestion control
-    for (r, cap) in caps.iter_mut() {
-        if let Res::Isl(..) = r {
-            let crossing: Vec<f64> = flows
-                .iter()
-                .filter(|f| f.2.contains(r))
-                .map(|f| f.1)
-                .collect();
+    for (r, cap) in caps.iter_mut().enumerate() {
+        if is_isl[r] {
+            let crossing: Vec<f64> = users[r].iter().map(|f| flows[*f].rate).collect();
             if crossing.len() >= 2 && crossing.iter().sum::<f64>() > *cap {
                 *cap *= plan.capacity.efficiency;
             }
         }
     }
-    let rates = max_min(&flows, &caps);
+    let rates = max_min(&flows, &caps, &users);
     let mut out = vec![None; round.jobs.len()];
-    for ((i, _, _), r) in flows.iter().zip(rates) {
-        out[*i] = Some(r);
+    for (f, r) in flows.iter().zip(rates) {
+        out[f.job] = Some(r);
     }
     out
 }
 
 /// Progressive filling: raise every unfrozen flow together until a resource (or the flow's
-/// own standalone rate) saturates; freeze the flows on it; repeat.
-fn max_min(flows: &[(usize, f64, Vec<Res>)], caps: &HashMap<Res, f64>) -> Vec<f64> {
+/// own standalone rate) saturates; freeze the flows on it; repeat. Each step is linear in
+/// flows, hops and resources: a resource's count of unfrozen users is kept, not recounted.
+fn max_min(flows: &[Flow], caps: &[f64], users: &[Vec<usize>]) -> Vec<f64> {
     let n = flows.len();
     let mut rate = vec![0.0f64; n];
     let mut frozen = vec![false; n];
-    let mut left: HashMap<&Res, f64> = caps.iter().map(|(k, v)| (k, *v)).collect();
+    let mut left: Vec<f64> = caps.to_vec();
+    let mut active_users: Vec<usize> = users.iter().map(Vec::len).collect();
+    let mut active: Vec<usize> = (0..n).collect();
     for _ in 0..=n + caps.len() {
-        let active: Vec<usize> = (0..n).filter(|i| !frozen[*i]).collect();
+        active.retain(|i| !frozen[*i]);
         if active.is_empty() {
             break;
         }
         // the smallest increment that saturates something
         let mut inc = f64::INFINITY;
         for &i in &active {
-            inc = inc.min(flows[i].1 - rate[i]);
+            inc = inc.min(flows[i].rate - rate[i]);
         }
-        for (r, l) in &left {
-            let users = active.iter().filter(|i| flows[**i].2.contains(r)).count();
-            if users > 0 {
-                inc = inc.min(*l / users as f64);
+        for (l, u) in left.iter().zip(&active_users) {
+            if *u > 0 {
+                inc = inc.min(*l / *u as f64);
             }
         }
         let inc = inc.max(0.0);
         for &i in &active {
             rate[i] += inc;
-            for r in &flows[i].2 {
-                if let Some(l) = left.get_mut(r) {
-                    *l -= inc;
-                }
+            for &r in &flows[i].res {
+                left[r] -= inc;
             }
         }
         for &i in &active {
-            let at_own = rate[i] >= flows[i].1 - 1e-9;
-            let at_res = flows[i]
-                .2
-                .iter()
-                .any(|r| left.get(r).is_some_and(|l| *l <= 1e-9));
+            let at_own = rate[i] >= flows[i].rate - 1e-9;
+            let at_res = flows[i].res.iter().any(|r| left[*r] <= 1e-9);
             if at_own || at_res {
                 frozen[i] = true;
+                let res = &flows[i].res;
+                for (k, r) in res.iter().enumerate() {
+                    if !res[..k].contains(r) {
+                        active_users[*r] -= 1;
+                    }
+                }
             }
         }
     }

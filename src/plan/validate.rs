@@ -4,7 +4,7 @@
 //! templates). Each problem points at the span it is about, with a help line; where two places
 //! disagree both are labelled.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::Ipv4Addr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -42,6 +42,9 @@ pub fn is_safe_ifname(s: &str) -> bool {
 struct Ctx<'a> {
     problems: Vec<Problem>,
     base_dir: &'a Path,
+    /// Declared node names -> ids (the first declaration of each name), set once the nodes
+    /// are read: references resolve in constant time, not by a scan of every node.
+    node_ids: HashMap<String, NodeId>,
 }
 
 impl Ctx<'_> {
@@ -78,6 +81,7 @@ pub fn validate(
     let mut ctx = Ctx {
         problems: Vec::new(),
         base_dir,
+        node_ids: HashMap::new(),
     };
     let plan = build(&mut ctx, raw, path, text);
     let has_error = ctx.problems.iter().any(Problem::is_error);
@@ -104,7 +108,8 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
 
     let profiles = profiles(ctx, &raw.profile);
     let nodes = nodes(ctx, &raw.node, &profiles);
-    let switches = switches(ctx, &raw.switch, &nodes);
+    ctx.node_ids = nodes.iter().map(|n| (n.name.clone(), n.id)).collect();
+    let switches = switches(ctx, &raw.switch);
     let isls = isls(ctx, &raw.isl, &switches, &nodes);
     let mut cabled = Cabled::default();
     let (cables, segments, seg_spans) =
@@ -433,7 +438,7 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
     out
 }
 
-fn switches(ctx: &mut Ctx, raw: &[RawSwitch], nodes: &[Node]) -> Vec<Switch> {
+fn switches(ctx: &mut Ctx, raw: &[RawSwitch]) -> Vec<Switch> {
     let mut out: Vec<Switch> = Vec::new();
     let mut seen: HashMap<String, Range<usize>> = HashMap::new();
     for s in raw {
@@ -451,7 +456,7 @@ fn switches(ctx: &mut Ctx, raw: &[RawSwitch], nodes: &[Node]) -> Vec<Switch> {
             );
             continue;
         }
-        if nodes.iter().any(|n| n.name == name) {
+        if ctx.node_ids.contains_key(&name) {
             ctx.push(
                 Problem::error(
                     "plan::duplicate-name",
@@ -582,8 +587,8 @@ fn node_ref(
     nodes: &[Node],
     what: &str,
 ) -> Option<NodeId> {
-    if let Some(n) = nodes.iter().find(|n| n.name == name) {
-        return Some(n.id);
+    if let Some(id) = ctx.node_ids.get(name) {
+        return Some(*id);
     }
     let mut p = Problem::error(
         "plan::unknown-node",
@@ -920,14 +925,14 @@ fn explicit_address<'a>(
     port: &str,
     half: &str,
 ) -> Option<&'a Spanned<String>> {
-    c.addresses.iter().find_map(|(k, v)| {
-        let key = k.get_ref();
-        let matches = key == node || *key == format!("{node}.{port}");
-        if matches {
-            v.iter().find(|(h, _)| h.get_ref() == half).map(|(_, a)| a)
-        } else {
-            None
-        }
+    if c.addresses.is_empty() {
+        return None;
+    }
+    // keys are unique and `NODE` sorts before `NODE.PORT`: look both up, in that order
+    c.addresses.get(node).and_then(|v| v.get(half)).or_else(|| {
+        c.addresses
+            .get(format!("{node}.{port}").as_str())
+            .and_then(|v| v.get(half))
     })
 }
 
@@ -1490,22 +1495,28 @@ fn ring_crossing(
     profiles: &[Profile],
 ) {
     // node-to-node links of switchless cables, one per cable and node pair
-    let mut links: Vec<(usize, NodeId, NodeId)> = Vec::new();
+    let mut links: HashSet<(usize, NodeId, NodeId)> = HashSet::new();
+    // per node: (cable, node at the other end) of each link, for the searches below
+    let mut adjacent: Vec<Vec<(usize, NodeId)>> = vec![Vec::new(); nodes.len()];
     for s in segments {
         if s.members.len() == 2 && s.members.iter().all(|m| m.switch.is_none()) {
             let (a, b) = (s.members[0].endpoint.node, s.members[1].endpoint.node);
-            if !links.contains(&(s.cable, a, b)) {
-                links.push((s.cable, a, b));
+            if links.insert((s.cable, a, b)) {
+                adjacent[a.0].push((s.cable, b));
+                adjacent[b.0].push((s.cable, a));
             }
         }
     }
     let gb10 = |n: NodeId| profiles[nodes[n.0].profile.0].name == "gb10";
+    // raw cable index -> its validated cable (the first with a segment from it)
+    let mut by_raw: HashMap<usize, &Cable> = HashMap::new();
+    for x in cables {
+        if let Some(s) = x.segments.first() {
+            by_raw.entry(segments[s.0].cable).or_insert(x);
+        }
+    }
     for (ci, c) in raw.iter().enumerate() {
-        let Some(cable) = cables.iter().find(|x| {
-            x.segments
-                .first()
-                .is_some_and(|s| segments[s.0].cable == ci)
-        }) else {
+        let Some(cable) = by_raw.get(&ci).copied() else {
             continue;
         };
         if cable.kind != CableKind::Direct {
@@ -1517,26 +1528,20 @@ fn ring_crossing(
             continue;
         }
         // is there another way round from a to b without this cable?
-        let mut seen = vec![a.node];
+        let mut seen = vec![false; nodes.len()];
+        seen[a.node.0] = true;
         let mut stack = vec![a.node];
         let mut ring = false;
         while let Some(n) = stack.pop() {
-            for &(lc, x, y) in &links {
+            for &(lc, next) in &adjacent[n.0] {
                 if lc == ci {
                     continue;
                 }
-                let next = if x == n {
-                    y
-                } else if y == n {
-                    x
-                } else {
-                    continue;
-                };
                 if next == b.node {
                     ring = true;
                 }
-                if !seen.contains(&next) {
-                    seen.push(next);
+                if !seen[next.0] {
+                    seen[next.0] = true;
                     stack.push(next);
                 }
             }
@@ -1558,9 +1563,24 @@ fn ring_crossing(
     }
 }
 
+/// Does any pair of subnets overlap? Two prefixes overlap only when one holds the other, so
+/// sorted by network address (then shorter prefix first) an overlap shows between neighbours:
+/// O(n log n), where checking every pair is O(n^2).
+fn any_subnet_overlap(segments: &[Segment]) -> bool {
+    let mut nets: Vec<Ipv4Net> = segments.iter().map(|s| s.subnet).collect();
+    nets.sort_unstable_by_key(|n| (n.network(), n.prefix_len()));
+    nets.windows(2).any(|w| w[0].contains(&w[1].network()))
+}
+
 fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) {
-    for (i, a) in segments.iter().enumerate() {
-        for (j, b) in segments.iter().enumerate().skip(i + 1) {
+    // the pairwise pass names every overlapping pair; run it only when there is one
+    let pairs: &[Segment] = if any_subnet_overlap(segments) {
+        segments
+    } else {
+        &[]
+    };
+    for (i, a) in pairs.iter().enumerate() {
+        for (j, b) in pairs.iter().enumerate().skip(i + 1) {
             if a.subnet.contains(&b.subnet.network()) || b.subnet.contains(&a.subnet.network()) {
                 let same = a.subnet == b.subnet;
                 ctx.push(
@@ -2167,14 +2187,46 @@ fn tests(
             );
         }
         let halves = test_halves(ctx, t.halves.as_ref(), segments);
-        // every pair of ranks needs a fabric path (a shared segment on some half)
+        // every pair of ranks needs a fabric path (a shared segment on some half): each node's
+        // eligible segments, sorted, and a pair is joined when their lists meet
+        let mut segs_of: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+        for s in segments
+            .iter()
+            .filter(|s| halves.is_empty() || halves.contains(&s.half))
+        {
+            for m in &s.members {
+                let list = &mut segs_of[m.endpoint.node.0];
+                if list.last() != Some(&s.id.0) {
+                    list.push(s.id.0);
+                }
+            }
+        }
+        let shared = |a: &[usize], b: &[usize]| {
+            let (mut i, mut j) = (0, 0);
+            while i < a.len() && j < b.len() {
+                match a[i].cmp(&b[j]) {
+                    std::cmp::Ordering::Less => i += 1,
+                    std::cmp::Ordering::Greater => j += 1,
+                    std::cmp::Ordering::Equal => return true,
+                }
+            }
+            false
+        };
+        // one segment holding every rank (a switched fabric) joins every pair
+        let mut common: Vec<usize> = ids
+            .first()
+            .map(|a| segs_of[a.0].clone())
+            .unwrap_or_default();
+        for r in ids.iter().skip(1) {
+            common.retain(|s| segs_of[r.0].binary_search(s).is_ok());
+        }
+        let all_joined = !common.is_empty();
         for (i, a) in ids.iter().enumerate() {
+            if all_joined {
+                break;
+            }
             for b in ids.iter().skip(i + 1) {
-                let joined = segments.iter().any(|s| {
-                    (halves.is_empty() || halves.contains(&s.half))
-                        && s.members.iter().any(|m| m.endpoint.node == *a)
-                        && s.members.iter().any(|m| m.endpoint.node == *b)
-                });
+                let joined = shared(&segs_of[a.0], &segs_of[b.0]);
                 if !joined {
                     ctx.push(
                         Problem::error("plan::no-path", format!("NCCL test `{name}`: no fabric path between `{}` and `{}`", nodes[a.0].name, nodes[b.0].name))

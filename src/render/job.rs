@@ -2,7 +2,7 @@
 //! launch for NCCL. Values known only at run time come from a [`Resolution`]; what is still
 //! unknown renders as a named placeholder, never a guess.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::Ipv4Addr;
 
 use minijinja::{Value, context};
@@ -24,14 +24,20 @@ pub struct HalfFacts {
 #[derive(Debug, Clone, Default)]
 pub struct Resolution {
     pub halves: HashMap<Endpoint, HalfFacts>,
+    /// Each cabled half's address, as [`Plan::member_of`] gives it: indexed once, so rendering a
+    /// job never scans the plan's segments.
+    addresses: HashMap<Endpoint, Ipv4Addr>,
 }
 
 impl Resolution {
     /// Only what the plan pins.
     pub fn from_plan(plan: &Plan) -> Resolution {
         let mut halves = HashMap::new();
+        let mut addresses = HashMap::new();
         for seg in &plan.segments {
             for m in &seg.members {
+                // the first segment holding the half wins, as in `Plan::member_of`
+                addresses.entry(m.endpoint.clone()).or_insert(m.address);
                 let pin = plan.pinned(&m.endpoint);
                 halves.insert(
                     m.endpoint.clone(),
@@ -43,7 +49,15 @@ impl Resolution {
                 );
             }
         }
-        Resolution { halves }
+        Resolution { halves, addresses }
+    }
+
+    /// The plan's address of a cabled half.
+    fn address(&self, plan: &Plan, e: &Endpoint) -> Option<Ipv4Addr> {
+        match self.addresses.get(e) {
+            Some(a) => Some(*a),
+            None => plan.member_of(e).map(|(_, m)| m.address),
+        }
     }
 
     fn facts(&self, e: &Endpoint) -> HalfFacts {
@@ -153,13 +167,11 @@ pub fn job_commands(
     let mut unresolved = Vec::new();
     let mut steps = Vec::new();
     if let Some(pair) = &job.pair {
-        let server_ip = plan
-            .member_of(&pair.server)
-            .map(|(_, m)| m.address)
+        let server_ip = res
+            .address(plan, &pair.server)
             .unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let client_ip = plan
-            .member_of(&pair.client)
-            .map(|(_, m)| m.address)
+        let client_ip = res
+            .address(plan, &pair.client)
             .unwrap_or(Ipv4Addr::UNSPECIFIED);
         let (server_t, client_t, timeout) = match job.kind {
             TestKind::RdmaBw | TestKind::RdmaBwBoth => {
@@ -284,18 +296,24 @@ pub fn job_commands(
     nccl_commands(plan, renderer, res, job, ti, &dir)
 }
 
+/// Which nodes are ranks of `t`: a lookup table (ranks may be thousands).
+fn rank_table(plan: &Plan, t: &crate::plan::NcclTest) -> impl Fn(NodeId) -> bool {
+    let mut is_rank = vec![false; plan.nodes.len()];
+    for n in &t.nodes {
+        if let Some(x) = is_rank.get_mut(n.0) {
+            *x = true;
+        }
+    }
+    move |n: NodeId| is_rank.get(n.0).copied().unwrap_or(false)
+}
+
 /// The segments an NCCL test may use: those joining two of its ranks, on the chosen halves.
 fn nccl_segments<'p>(plan: &'p Plan, t: &crate::plan::NcclTest) -> Vec<&'p crate::plan::Segment> {
+    let ranked = rank_table(plan, t);
     plan.segments
         .iter()
         .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
-        .filter(|s| {
-            s.members
-                .iter()
-                .filter(|m| t.nodes.contains(&m.endpoint.node))
-                .count()
-                >= 2
-        })
+        .filter(|s| s.members.iter().filter(|m| ranked(m.endpoint.node)).count() >= 2)
         .collect()
 }
 
@@ -367,6 +385,14 @@ fn nccl_commands(
     let t = &plan.tests.nccl[ti];
     let mut unresolved = Vec::new();
     let segs = nccl_segments(plan, t);
+    let ranked = rank_table(plan, t);
+    // each rank's members of those segments, in segment then member order
+    let mut members_of: HashMap<NodeId, Vec<&crate::plan::Member>> = HashMap::new();
+    for s in &segs {
+        for m in s.members.iter().filter(|m| ranked(m.endpoint.node)) {
+            members_of.entry(m.endpoint.node).or_default().push(m);
+        }
+    }
     let ring = segs
         .iter()
         .any(|s| plan.cables[s.cable].kind == CableKind::Ring);
@@ -377,11 +403,9 @@ fn nccl_commands(
     for n in &t.nodes {
         let mut endpoints: Vec<Endpoint> = Vec::new();
         let address = rank_address(&segs, *n, launcher);
-        for s in &segs {
-            for m in s.members.iter().filter(|m| m.endpoint.node == *n) {
-                if !endpoints.contains(&m.endpoint) {
-                    endpoints.push(m.endpoint.clone());
-                }
+        for m in members_of.get(n).into_iter().flatten() {
+            if !endpoints.contains(&m.endpoint) {
+                endpoints.push(m.endpoint.clone());
             }
         }
         let mut devices = Vec::new();
@@ -431,17 +455,18 @@ fn nccl_commands(
     }
     // every rank's own names, in rank order: each rank matches whichever one is its own (the
     // f0/f1 naming asymmetry between boxes)
-    let mut hca: Vec<String> = Vec::new();
-    let mut ifs: Vec<String> = Vec::new();
+    let mut hca: Vec<&str> = Vec::new();
+    let mut ifs: Vec<&str> = Vec::new();
+    let (mut seen_hca, mut seen_ifs) = (HashSet::new(), HashSet::new());
     for r in &ranks {
         for d in &r.devices {
-            if !hca.contains(d) {
-                hca.push(d.clone());
+            if seen_hca.insert(d.as_str()) {
+                hca.push(d);
             }
         }
         for d in &r.netdevs {
-            if !ifs.contains(d) {
-                ifs.push(d.clone());
+            if seen_ifs.insert(d.as_str()) {
+                ifs.push(d);
             }
         }
     }

@@ -127,11 +127,19 @@ fn environment() -> Environment<'static> {
                 "a value interpolated into a command is undefined",
             ));
         }
-        let text = value.to_string();
-        if value.is_safe() {
-            out.write_str(&text).map_err(minijinja::Error::from)
+        // strings as they are, without a copy; other values through Display
+        let owned;
+        let text = match value.as_str() {
+            Some(s) => s,
+            None => {
+                owned = value.to_string();
+                owned.as_str()
+            }
+        };
+        if value.is_safe() || quote::is_bare(text) {
+            out.write_str(text).map_err(minijinja::Error::from)
         } else {
-            match quote(&text) {
+            match quote(text) {
                 Some(q) => out.write_str(&q).map_err(minijinja::Error::from),
                 None => Err(minijinja::Error::new(
                     minijinja::ErrorKind::InvalidOperation,
@@ -207,12 +215,24 @@ impl Renderer {
             .env
             .get_template(name)
             .map_err(|e| err(e.to_string()))?;
-        t.render(ctx).map(|s| s.trim().to_string()).map_err(|e| {
+        t.render(ctx).map(trim_owned).map_err(|e| {
             err(e
                 .detail()
                 .map(str::to_string)
                 .unwrap_or_else(|| e.to_string()))
         })
+    }
+}
+
+/// `s.trim()` as an owned string of its own length, reusing `s` when there is nothing to trim
+/// (shrunk in place: a rendered string's spare capacity can be as large as the string).
+fn trim_owned(mut s: String) -> String {
+    let t = s.trim();
+    if t.len() == s.len() {
+        s.shrink_to_fit();
+        s
+    } else {
+        t.to_string()
     }
 }
 

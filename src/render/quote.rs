@@ -4,19 +4,26 @@
 /// bare (addresses, device names, `NCCL_IB_HCA=a,b`); anything else is single-quoted. `None` for
 /// a NUL byte, which no shell word can hold.
 pub fn quote(s: &str) -> Option<String> {
+    if is_bare(s) {
+        return Some(s.to_string());
+    }
     if s.contains('\0') {
         return None;
     }
-    if !s.is_empty()
-        && s.chars().all(|c| {
+    shlex::try_quote(s).ok().map(|c| c.into_owned())
+}
+
+/// Does `s` stand as a shell word as it is (what [`quote`] leaves bare)?
+pub(crate) fn is_bare(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes().all(|c| {
             c.is_ascii_alphanumeric()
-                || matches!(c, '-' | '_' | '.' | '/' | ':' | '@' | ',' | '=' | '+' | '%')
+                || matches!(
+                    c,
+                    b'-' | b'_' | b'.' | b'/' | b':' | b'@' | b',' | b'=' | b'+' | b'%'
+                )
         })
         && !s.starts_with('=')
-    {
-        return Some(s.to_string());
-    }
-    shlex::try_quote(s).ok().map(|c| c.into_owned())
 }
 
 #[cfg(test)]

@@ -280,9 +280,12 @@ pub fn write_json(
         serde_json::to_string(&plan.name).unwrap_or_default(),
         schedule.len()
     )?;
+    // serde_json's many small writes go to a buffer of known type, not through the
+    // `dyn Write`; it holds 64 KiB, never a whole round (an NCCL job can be huge)
+    let mut buf = io::BufWriter::with_capacity(1 << 16, &mut *w);
     for (i, round) in schedule.rounds(plan, fabric).enumerate() {
         if i > 0 {
-            w.write_all(b",")?;
+            buf.write_all(b",")?;
         }
         let expected = capacity::expected(plan, &round);
         let jobs: Vec<JobView> = round
@@ -299,7 +302,7 @@ pub fn write_json(
             jobs: Vec<JobView<'a>>,
         }
         serde_json::to_writer(
-            &mut *w,
+            &mut buf,
             &RoundView {
                 index: round.index,
                 name: &round.name,
@@ -308,5 +311,6 @@ pub fn write_json(
             },
         )?;
     }
-    w.write_all(b"]}\n")
+    buf.write_all(b"]}\n")?;
+    buf.flush()
 }

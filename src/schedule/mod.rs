@@ -325,12 +325,18 @@ impl Schedule {
         }
         if let Some(test) = nccl {
             let t = &plan.tests.nccl[test];
+            let mut is_rank = vec![false; plan.nodes.len()];
+            for n in &t.nodes {
+                if let Some(x) = is_rank.get_mut(n.0) {
+                    *x = true;
+                }
+            }
             let resources = plan
                 .segments
                 .iter()
                 .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
                 .flat_map(|s| s.members.iter())
-                .filter(|m| t.nodes.contains(&m.endpoint.node))
+                .filter(|m| is_rank.get(m.endpoint.node.0).copied().unwrap_or(false))
                 .map(|m| m.endpoint.clone())
                 .collect();
             jobs.push(Job {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use petgraph::graph::{NodeIndex, UnGraph};
 use serde::Serialize;
 
-use crate::plan::{Endpoint, IslId, NodeId, Plan, SegmentId, SwitchId};
+use crate::plan::{Endpoint, IslId, Member, NodeId, Plan, Segment, SegmentId, SwitchId};
 
 pub use export::{to_dot, to_mermaid};
 
@@ -67,6 +67,9 @@ pub type IslRoute = Vec<(IslId, SwitchId)>;
 pub struct Fabric {
     pub graph: UnGraph<Vertex, Edge>,
     halves: HashMap<Endpoint, NodeIndex>,
+    /// Node half -> (its segment, its index among the segment's members): the first segment
+    /// holding it, as [`Plan::member_of`] finds it, without scanning every member.
+    members: HashMap<Endpoint, (SegmentId, usize)>,
     switches: Vec<NodeIndex>,
     /// switch -> switch: the ISL hops of the shortest path (precomputed; switches are few).
     switch_paths: HashMap<(SwitchId, SwitchId), Option<IslRoute>>,
@@ -76,13 +79,15 @@ impl Fabric {
     pub fn build(plan: &Plan) -> Fabric {
         let mut graph = UnGraph::new_undirected();
         let mut halves = HashMap::new();
+        let mut members = HashMap::new();
         let switches: Vec<NodeIndex> = plan
             .switches
             .iter()
             .map(|s| graph.add_node(Vertex::Switch(s.id)))
             .collect();
         for seg in &plan.segments {
-            for m in &seg.members {
+            for (mi, m) in seg.members.iter().enumerate() {
+                members.entry(m.endpoint.clone()).or_insert((seg.id, mi));
                 let ix = *halves
                     .entry(m.endpoint.clone())
                     .or_insert_with(|| graph.add_node(Vertex::Half(m.endpoint.clone())));
@@ -102,6 +107,7 @@ impl Fabric {
         let mut fabric = Fabric {
             graph,
             halves,
+            members,
             switches,
             switch_paths: HashMap::new(),
         };
@@ -156,10 +162,18 @@ impl Fabric {
         Some(hops)
     }
 
+    /// The segment an endpoint is cabled into, and its member entry: [`Plan::member_of`] in
+    /// constant time.
+    pub fn member_of<'p>(&self, plan: &'p Plan, e: &Endpoint) -> Option<(&'p Segment, &'p Member)> {
+        let &(seg, mi) = self.members.get(e)?;
+        let s = plan.segment(seg);
+        Some((s, &s.members[mi]))
+    }
+
     /// The path from `client` to `server`, or `None` when they share no segment.
     pub fn path(&self, plan: &Plan, client: &Endpoint, server: &Endpoint) -> Option<Path> {
-        let (cs, cm) = plan.member_of(client)?;
-        let (ss, sm) = plan.member_of(server)?;
+        let (cs, cm) = self.member_of(plan, client)?;
+        let (ss, sm) = self.member_of(plan, server)?;
         if cs.id != ss.id {
             return None;
         }

@@ -1,0 +1,159 @@
+//! Generated switched all-pairs plans (the scale benchmarks' generator): exact round counts,
+//! no node half twice in a round, every pair once, and the indexed look-ups agree with the
+//! plan's own. Behaviour only, never wall-clock time.
+
+#[path = "../benches/support/plangen.rs"]
+mod plangen;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use fabricplan::plan::{self, LoadError, NodeId, Plan};
+use fabricplan::schedule::{Round, Schedule, TestKind};
+use fabricplan::topology::Fabric;
+
+fn load(n: usize, switches: usize) -> Plan {
+    let text = plangen::switched_plan(n, switches);
+    match plan::load_str(Path::new("gen.toml"), &text, Path::new(".")) {
+        Ok(l) => {
+            assert!(
+                l.warnings.problems.is_empty(),
+                "{n} nodes: {}",
+                l.warnings.render(false, 100)
+            );
+            l.plan
+        }
+        Err(LoadError::Invalid(d)) => panic!("{n} nodes: {}", d.render(false, 100)),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// No node half in two jobs of the round; returns the round's unordered node pairs.
+fn check_round(n: usize, round: &Round) -> Vec<(NodeId, NodeId)> {
+    let mut busy = HashSet::new();
+    let mut ports = HashSet::new();
+    let mut pairs = Vec::new();
+    for j in &round.jobs {
+        assert!(ports.insert(j.port), "{n} nodes: port twice in a round");
+        for e in &j.resources {
+            assert!(
+                busy.insert(e.clone()),
+                "{n} nodes: `{}.{}.{}` twice in round {}",
+                e.node.0,
+                e.port,
+                e.half,
+                round.index
+            );
+        }
+        let p = j.pair.as_ref().expect("all-pairs jobs are pairs");
+        assert_eq!(p.client.half, "a", "the test measures half a only");
+        pairs.push((
+            p.client.node.min(p.server.node),
+            p.client.node.max(p.server.node),
+        ));
+    }
+    pairs
+}
+
+#[test]
+fn all_pairs_round_counts_are_exact() {
+    for (n, rounds) in [
+        (2, 1),
+        (3, 3),
+        (4, 3),
+        (5, 5),
+        (6, 5),
+        (7, 7),
+        (63, 63),
+        (64, 63),
+        (65, 65),
+        (128, 127),
+    ] {
+        let plan = load(n, 2);
+        let schedule = Schedule::expand(&plan);
+        // the all-pairs stage, then one NCCL round
+        assert_eq!(schedule.len(), rounds + 1, "{n} nodes");
+        let fabric = Fabric::build(&plan);
+        let kinds: Vec<TestKind> = schedule.rounds(&plan, &fabric).map(|r| r.kind).collect();
+        assert_eq!(
+            kinds.iter().filter(|k| **k == TestKind::RdmaBw).count(),
+            rounds,
+            "{n} nodes"
+        );
+        assert_eq!(kinds.last(), Some(&TestKind::Nccl));
+    }
+}
+
+#[test]
+fn every_pair_once_no_half_twice() {
+    for n in [64, 65] {
+        let plan = load(n, 2);
+        let fabric = Fabric::build(&plan);
+        let schedule = Schedule::expand(&plan);
+        let mut seen = HashSet::new();
+        for round in schedule.rounds(&plan, &fabric) {
+            if round.kind != TestKind::RdmaBw {
+                continue;
+            }
+            // even n: everyone plays; odd n: one node rests each round
+            assert_eq!(round.jobs.len(), n / 2, "{n} nodes");
+            for pair in check_round(n, &round) {
+                assert!(seen.insert(pair), "{n} nodes: pair {pair:?} twice");
+            }
+        }
+        assert_eq!(seen.len(), n * (n - 1) / 2, "{n} nodes: every pair once");
+    }
+}
+
+#[test]
+fn cross_switch_jobs_take_the_isl() {
+    let n = 64;
+    let plan = load(n, 4);
+    let fabric = Fabric::build(&plan);
+    let schedule = Schedule::expand(&plan);
+    let round = schedule.round(&plan, &fabric, 7).expect("round 8");
+    for j in &round.jobs {
+        let p = j.pair.as_ref().expect("pair");
+        let sw = |node: NodeId| node.0 * 4 / n;
+        let (a, b) = (sw(p.client.node), sw(p.server.node));
+        assert_eq!(p.path.switches.len(), a.abs_diff(b) + 1, "{}", j.id);
+        assert_eq!(p.path.isl_hops().count(), a.abs_diff(b), "{}", j.id);
+    }
+    // the capacity model covers every job of the round
+    let expected = fabricplan::capacity::expected(&plan, &round);
+    assert!(expected.iter().all(|e| e.is_some_and(|g| g > 0.0)));
+}
+
+#[test]
+fn indexed_member_lookup_agrees_with_the_plan() {
+    let plan = load(96, 3);
+    let fabric = Fabric::build(&plan);
+    for s in &plan.segments {
+        for m in &s.members {
+            let (ps, pm) = plan.member_of(&m.endpoint).expect("plan");
+            let (fs, fm) = fabric.member_of(&plan, &m.endpoint).expect("fabric");
+            assert_eq!(ps.id, fs.id);
+            assert!(std::ptr::eq(pm, fm));
+        }
+    }
+}
+
+#[test]
+fn four_thousand_nodes_expand_lazily() {
+    let n = 4096;
+    let plan = load(n, 2);
+    assert_eq!(plan.nodes.len(), n);
+    let fabric = Fabric::build(&plan);
+    let schedule = Schedule::expand(&plan);
+    assert_eq!(schedule.len(), n - 1 + 1);
+    for r in [0, n / 2 - 1, n - 2] {
+        let round = schedule.round(&plan, &fabric, r).expect("round");
+        assert_eq!(round.kind, TestKind::RdmaBw);
+        assert_eq!(round.jobs.len(), n / 2);
+        check_round(n, &round);
+    }
+    let nccl = schedule.round(&plan, &fabric, n - 1).expect("nccl round");
+    assert_eq!(nccl.kind, TestKind::Nccl);
+    assert_eq!(nccl.jobs[0].resources.len(), n, "every rank's half a");
+    assert!(schedule.round(&plan, &fabric, n).is_none());
+}
