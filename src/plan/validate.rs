@@ -70,6 +70,77 @@ fn name_check(ctx: &mut Ctx, what: &str, name: &Spanned<String>) {
     }
 }
 
+/// Names declared in one scope: a second declaration is reported with both places.
+struct Declared {
+    what: &'static str,
+    /// ` in profile `gb10``, or empty.
+    scope: String,
+    at: HashMap<String, Range<usize>>,
+}
+
+impl Declared {
+    fn new(what: &'static str, scope: String) -> Declared {
+        Declared {
+            what,
+            scope,
+            at: HashMap::new(),
+        }
+    }
+
+    /// Check a name's characters and that it is new in its scope; false when declared before.
+    fn declare(&mut self, ctx: &mut Ctx, name: &Spanned<String>) -> bool {
+        name_check(ctx, self.what, name);
+        if let Some(first) = self.at.get(name.get_ref()) {
+            ctx.push(
+                Problem::error(
+                    "plan::duplicate-name",
+                    format!(
+                        "{} `{}` is declared twice{}",
+                        self.what,
+                        name.get_ref(),
+                        self.scope
+                    ),
+                )
+                .at(span(name), "declared again here")
+                .also(first.clone(), "first declared here")
+                .help(format!("{} names must be unique{}", self.what, self.scope)),
+            );
+            return false;
+        }
+        self.at.insert(name.get_ref().clone(), span(name));
+        true
+    }
+}
+
+/// A keyword from a fixed set, or an error with "did you mean".
+fn keyword<T: Copy>(
+    ctx: &mut Ctx,
+    code: &'static str,
+    what: &str,
+    value: &Spanned<String>,
+    options: &[(&str, T)],
+) -> Option<T> {
+    if let Some((_, v)) = options.iter().find(|(k, _)| *k == value.get_ref()) {
+        return Some(*v);
+    }
+    let names: Vec<&str> = options.iter().map(|(k, _)| *k).collect();
+    let mut p = Problem::error(code, format!("unknown {what} `{}`", value.get_ref()))
+        .at(span(value), format!("unknown {what}"));
+    p = match did_you_mean(value.get_ref(), names.iter().copied()) {
+        Some(s) => p.help(format!("did you mean `{s}`?")),
+        None => p.help(format!(
+            "one of {}",
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    };
+    ctx.push(p);
+    None
+}
+
 /// Validate a parsed plan. Returns the plan when there is no error; all problems (errors and
 /// warnings) in either case.
 pub fn validate(
@@ -194,9 +265,8 @@ fn resolve_path(base: &Path, p: &str) -> PathBuf {
 
 fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
     let mut out = vec![Profile::gb10()];
-    let mut seen: HashMap<String, Range<usize>> = HashMap::new();
+    let mut seen = Declared::new("profile", String::new());
     for p in raw {
-        name_check(ctx, "profile", &p.name);
         let name = p.name.get_ref().clone();
         if name == "gb10" {
             ctx.push(
@@ -206,57 +276,20 @@ fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
             );
             continue;
         }
-        if let Some(first) = seen.get(&name) {
-            ctx.push(
-                Problem::error(
-                    "plan::duplicate-name",
-                    format!("profile `{name}` is declared twice"),
-                )
-                .at(span(&p.name), "declared again here")
-                .also(first.clone(), "first declared here")
-                .help("profile names must be unique"),
-            );
+        if !seen.declare(ctx, &p.name) {
             continue;
         }
-        seen.insert(name.clone(), span(&p.name));
         let mut ports = Vec::new();
-        let mut port_names: HashMap<String, Range<usize>> = HashMap::new();
+        let mut port_names = Declared::new("port", format!(" in profile `{name}`"));
         for port in &p.port {
-            name_check(ctx, "port", &port.name);
-            if let Some(first) = port_names.get(port.name.get_ref()) {
-                ctx.push(
-                    Problem::error(
-                        "plan::duplicate-name",
-                        format!(
-                            "port `{}` is declared twice in profile `{name}`",
-                            port.name.get_ref()
-                        ),
-                    )
-                    .at(span(&port.name), "declared again here")
-                    .also(first.clone(), "first declared here")
-                    .help("port names must be unique within a profile"),
-                );
+            if !port_names.declare(ctx, &port.name) {
                 continue;
             }
-            port_names.insert(port.name.get_ref().clone(), span(&port.name));
             let mut halves = Vec::new();
-            let mut half_names = BTreeSet::new();
+            let mut half_names =
+                Declared::new("half", format!(" on port `{}`", port.name.get_ref()));
             for h in &port.half {
-                name_check(ctx, "half", &h.name);
-                if !half_names.insert(h.name.get_ref().clone()) {
-                    ctx.push(
-                        Problem::error(
-                            "plan::duplicate-name",
-                            format!(
-                                "half `{}` is declared twice on port `{}`",
-                                h.name.get_ref(),
-                                port.name.get_ref()
-                            ),
-                        )
-                        .at(span(&h.name), "declared again here")
-                        .help("half names must be unique within a port"),
-                    );
-                }
+                half_names.declare(ctx, &h.name);
                 halves.push(ProfileHalf {
                     name: h.name.get_ref().clone(),
                     device: h.device.clone(),
@@ -280,23 +313,12 @@ fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
 
 fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
     let mut out: Vec<Node> = Vec::new();
-    let mut seen: HashMap<String, Range<usize>> = HashMap::new();
+    let mut seen = Declared::new("node", String::new());
     for n in raw {
-        name_check(ctx, "node", &n.name);
         let name = n.name.get_ref().clone();
-        if let Some(first) = seen.get(&name) {
-            ctx.push(
-                Problem::error(
-                    "plan::duplicate-name",
-                    format!("node `{name}` is declared twice"),
-                )
-                .at(span(&n.name), "declared again here")
-                .also(first.clone(), "first declared here")
-                .help("node names must be unique"),
-            );
+        if !seen.declare(ctx, &n.name) {
             continue;
         }
-        seen.insert(name.clone(), span(&n.name));
         let profile = match &n.profile {
             None => ProfileId(0),
             Some(p) => match profiles.iter().position(|x| &x.name == p.get_ref()) {
@@ -440,20 +462,10 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
 
 fn switches(ctx: &mut Ctx, raw: &[RawSwitch]) -> Vec<Switch> {
     let mut out: Vec<Switch> = Vec::new();
-    let mut seen: HashMap<String, Range<usize>> = HashMap::new();
+    let mut seen = Declared::new("switch", String::new());
     for s in raw {
-        name_check(ctx, "switch", &s.name);
         let name = s.name.get_ref().clone();
-        if let Some(first) = seen.get(&name) {
-            ctx.push(
-                Problem::error(
-                    "plan::duplicate-name",
-                    format!("switch `{name}` is declared twice"),
-                )
-                .at(span(&s.name), "declared again here")
-                .also(first.clone(), "first declared here")
-                .help("switch names must be unique"),
-            );
+        if !seen.declare(ctx, &s.name) {
             continue;
         }
         if ctx.node_ids.contains_key(&name) {
@@ -466,7 +478,6 @@ fn switches(ctx: &mut Ctx, raw: &[RawSwitch]) -> Vec<Switch> {
                 .help("nodes and switches share one namespace: rename one"),
             );
         }
-        seen.insert(name.clone(), span(&s.name));
         out.push(Switch {
             id: SwitchId(out.len()),
             name,
@@ -807,39 +818,19 @@ fn cables(
     let mut segments: Vec<Segment> = Vec::new();
     // per segment: span of its subnet, and spans of explicit addresses by member index
     let mut seg_spans: SegSpans = Vec::new();
-    let mut names: HashMap<String, Range<usize>> = HashMap::new();
+    let mut names = Declared::new("cable", String::new());
     for (ci, c) in raw.iter().enumerate() {
-        let kind = match c.kind.get_ref().as_str() {
-            "direct" => CableKind::Direct,
-            "ring" => CableKind::Ring,
-            "switched" => CableKind::Switched,
-            other => {
-                let mut p =
-                    Problem::error("plan::cable-kind", format!("unknown cable kind `{other}`"))
-                        .at(span(&c.kind), "unknown kind");
-                p = match did_you_mean(other, ["direct", "ring", "switched"]) {
-                    Some(s) => p.help(format!("did you mean `{s}`?")),
-                    None => p.help("a cable is `direct`, `ring` or `switched`"),
-                };
-                ctx.push(p);
-                continue;
-            }
+        let kinds = [
+            ("direct", CableKind::Direct),
+            ("ring", CableKind::Ring),
+            ("switched", CableKind::Switched),
+        ];
+        let Some(kind) = keyword(ctx, "plan::cable-kind", "cable kind", &c.kind, &kinds) else {
+            continue;
         };
         let name = match &c.name {
             Some(n) => {
-                name_check(ctx, "cable", n);
-                if let Some(first) = names.get(n.get_ref()) {
-                    ctx.push(
-                        Problem::error(
-                            "plan::duplicate-name",
-                            format!("cable `{}` is declared twice", n.get_ref()),
-                        )
-                        .at(span(n), "declared again here")
-                        .also(first.clone(), "first declared here")
-                        .help("cable names must be unique"),
-                    );
-                }
-                names.insert(n.get_ref().clone(), span(n));
+                names.declare(ctx, n);
                 n.get_ref().clone()
             }
             None => format!("{}{}", c.kind.get_ref(), ci + 1),
@@ -1846,21 +1837,18 @@ fn schedule_kind(ctx: &mut Ctx, s: Option<&Spanned<String>>, has_rounds: bool) -
     match s {
         None if has_rounds => ScheduleKind::Rounds,
         None => ScheduleKind::PerLink,
-        Some(s) => match s.get_ref().as_str() {
-            "per-link" => ScheduleKind::PerLink,
-            "rounds" => ScheduleKind::Rounds,
-            "all-pairs" => ScheduleKind::AllPairs,
-            other => {
-                let mut p = Problem::error("plan::schedule", format!("unknown schedule `{other}`"))
-                    .at(span(s), "here");
-                p = match did_you_mean(other, ["per-link", "rounds", "all-pairs"]) {
-                    Some(x) => p.help(format!("did you mean `{x}`?")),
-                    None => p.help("`per-link`, `rounds` or `all-pairs`"),
-                };
-                ctx.push(p);
-                ScheduleKind::PerLink
-            }
-        },
+        Some(s) => keyword(
+            ctx,
+            "plan::schedule",
+            "schedule",
+            s,
+            &[
+                ("per-link", ScheduleKind::PerLink),
+                ("rounds", ScheduleKind::Rounds),
+                ("all-pairs", ScheduleKind::AllPairs),
+            ],
+        )
+        .unwrap_or(ScheduleKind::PerLink),
     }
 }
 
@@ -2044,21 +2032,9 @@ fn tests(
             );
         }
         let mut rounds = Vec::new();
-        let mut round_names: HashMap<String, Range<usize>> = HashMap::new();
+        let mut round_names = Declared::new("round", String::new());
         for r in &t.round {
-            name_check(ctx, "round", &r.name);
-            if let Some(first) = round_names.get(r.name.get_ref()) {
-                ctx.push(
-                    Problem::error(
-                        "plan::duplicate-name",
-                        format!("round `{}` is declared twice", r.name.get_ref()),
-                    )
-                    .at(span(&r.name), "again here")
-                    .also(first.clone(), "first here")
-                    .help("round names must be unique"),
-                );
-            }
-            round_names.insert(r.name.get_ref().clone(), span(&r.name));
+            round_names.declare(ctx, &r.name);
             let mut flows = Vec::new();
             let mut busy: HashMap<Endpoint, Range<usize>> = HashMap::new();
             for f in &r.flows {
@@ -2129,39 +2105,25 @@ fn tests(
             }
         });
     let mut nccl = Vec::new();
-    let mut nccl_names: HashMap<String, Range<usize>> = HashMap::new();
+    let mut nccl_names = Declared::new("NCCL test", String::new());
     for t in &raw.nccl {
-        let collective = match t.collective.get_ref().as_str() {
-            "all_reduce" => Collective::AllReduce,
-            "all_gather" => Collective::AllGather,
-            "sendrecv" => Collective::Sendrecv,
-            other => {
-                let mut p =
-                    Problem::error("plan::collective", format!("unknown collective `{other}`"))
-                        .at(span(&t.collective), "here");
-                p = match did_you_mean(other, ["all_reduce", "all_gather", "sendrecv"]) {
-                    Some(s) => p.help(format!("did you mean `{s}`?")),
-                    None => p.help("`all_reduce`, `all_gather` or `sendrecv`"),
-                };
-                ctx.push(p);
-                continue;
-            }
+        let collectives = [
+            ("all_reduce", Collective::AllReduce),
+            ("all_gather", Collective::AllGather),
+            ("sendrecv", Collective::Sendrecv),
+        ];
+        let Some(collective) = keyword(
+            ctx,
+            "plan::collective",
+            "collective",
+            &t.collective,
+            &collectives,
+        ) else {
+            continue;
         };
         let name = match &t.name {
             Some(n) => {
-                name_check(ctx, "test", n);
-                if let Some(first) = nccl_names.get(n.get_ref()) {
-                    ctx.push(
-                        Problem::error(
-                            "plan::duplicate-name",
-                            format!("NCCL test `{}` is declared twice", n.get_ref()),
-                        )
-                        .at(span(n), "again here")
-                        .also(first.clone(), "first here")
-                        .help("NCCL test names must be unique"),
-                    );
-                }
-                nccl_names.insert(n.get_ref().clone(), span(n));
+                nccl_names.declare(ctx, n);
                 n.get_ref().clone()
             }
             None => collective.name().to_string(),
