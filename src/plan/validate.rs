@@ -984,6 +984,61 @@ fn member_address(
     }
 }
 
+/// A segment about to be added: its name, half, subnet, and where each end lands.
+struct NewSegment {
+    name: String,
+    half: String,
+    subnet: Ipv4Net,
+    subnet_span: Range<usize>,
+    /// (end, where the plan names it, its switch)
+    ends: Vec<(Endpoint, Range<usize>, Option<SwitchId>)>,
+}
+
+/// Add a segment: mark each end cabled (a half cabled twice is an error), give each its
+/// address (explicit or derived from the subnet, in end order), and record the spans.
+#[allow(clippy::too_many_arguments)]
+fn push_segment(
+    ctx: &mut Ctx,
+    c: &RawCable,
+    ci: usize,
+    nodes: &[Node],
+    cabled: &mut Cabled,
+    segments: &mut Vec<Segment>,
+    seg_spans: &mut SegSpans,
+    seg: NewSegment,
+) {
+    let mut members = Vec::new();
+    let mut spans = BTreeMap::new();
+    for (i, (e, at, switch)) in seg.ends.into_iter().enumerate() {
+        mark_cabled(ctx, cabled, e.clone(), at, nodes);
+        let address = member_address(
+            ctx,
+            c,
+            nodes,
+            &e,
+            seg.subnet,
+            i,
+            &mut spans,
+            i,
+            seg.subnet_span.clone(),
+        );
+        members.push(Member {
+            endpoint: e,
+            address,
+            switch,
+        });
+    }
+    segments.push(Segment {
+        id: SegmentId(segments.len()),
+        name: seg.name,
+        cable: ci,
+        half: seg.half,
+        subnet: seg.subnet,
+        members,
+    });
+    seg_spans.push((seg.subnet_span, spans));
+}
+
 #[allow(clippy::too_many_arguments)]
 fn direct_cable(
     ctx: &mut Ctx,
@@ -1054,45 +1109,34 @@ fn direct_cable(
         let Some((subnet, sub_span)) = subnets.get(half).cloned() else {
             continue;
         };
-        let mut members = Vec::new();
-        let mut spans = BTreeMap::new();
-        for (i, ((node, port), raw_end)) in [a.clone(), b.clone()]
+        let seg_ends = [a.clone(), b.clone()]
             .into_iter()
             .zip(ends.get_ref())
-            .enumerate()
-        {
-            let e = Endpoint {
-                node,
-                port,
+            .map(|((node, port), raw_end)| {
+                let e = Endpoint {
+                    node,
+                    port,
+                    half: half.clone(),
+                };
+                (e, span(raw_end), None)
+            })
+            .collect();
+        push_segment(
+            ctx,
+            c,
+            ci,
+            nodes,
+            cabled,
+            segments,
+            seg_spans,
+            NewSegment {
+                name: format!("{name}.{half}"),
                 half: half.clone(),
-            };
-            mark_cabled(ctx, cabled, e.clone(), span(raw_end), nodes);
-            let address = member_address(
-                ctx,
-                c,
-                nodes,
-                &e,
                 subnet,
-                i,
-                &mut spans,
-                i,
-                sub_span.clone(),
-            );
-            members.push(Member {
-                endpoint: e,
-                address,
-                switch: None,
-            });
-        }
-        segments.push(Segment {
-            id: SegmentId(segments.len()),
-            name: format!("{name}.{half}"),
-            cable: ci,
-            half: half.clone(),
-            subnet,
-            members,
-        });
-        seg_spans.push((sub_span, spans));
+                subnet_span: sub_span,
+                ends: seg_ends,
+            },
+        );
     }
 }
 
@@ -1355,36 +1399,22 @@ fn ring_cable(
                     node_spans[j].clone(),
                 ),
             ];
-            let mut members = Vec::new();
-            let mut spans = BTreeMap::new();
-            for (k, (e, at)) in ends.into_iter().enumerate() {
-                mark_cabled(ctx, cabled, e.clone(), at, nodes);
-                let address = member_address(
-                    ctx,
-                    c,
-                    nodes,
-                    &e,
+            push_segment(
+                ctx,
+                c,
+                ci,
+                nodes,
+                cabled,
+                segments,
+                seg_spans,
+                NewSegment {
+                    name: format!("{name}.l{}.{half}", i + 1),
+                    half: half.clone(),
                     subnet,
-                    k,
-                    &mut spans,
-                    k,
-                    sub_span.clone(),
-                );
-                members.push(Member {
-                    endpoint: e,
-                    address,
-                    switch: None,
-                });
-            }
-            segments.push(Segment {
-                id: SegmentId(segments.len()),
-                name: format!("{name}.l{}.{half}", i + 1),
-                cable: ci,
-                half: half.clone(),
-                subnet,
-                members,
-            });
-            seg_spans.push((sub_span, spans));
+                    subnet_span: sub_span,
+                    ends: ends.into_iter().map(|(e, at)| (e, at, None)).collect(),
+                },
+            );
         }
     }
 }
@@ -1436,41 +1466,33 @@ fn switched_cable(
         let Some((subnet, sub_span)) = subnets.get(half).cloned() else {
             continue;
         };
-        let mut members = Vec::new();
-        let mut spans = BTreeMap::new();
-        for (i, ((node, port), sw, at)) in att.iter().enumerate() {
-            let e = Endpoint {
-                node: *node,
-                port: port.clone(),
+        let seg_ends = att
+            .iter()
+            .map(|((node, port), sw, at)| {
+                let e = Endpoint {
+                    node: *node,
+                    port: port.clone(),
+                    half: half.clone(),
+                };
+                (e, at.clone(), Some(*sw))
+            })
+            .collect();
+        push_segment(
+            ctx,
+            c,
+            ci,
+            nodes,
+            cabled,
+            segments,
+            seg_spans,
+            NewSegment {
+                name: format!("{name}.{half}"),
                 half: half.clone(),
-            };
-            mark_cabled(ctx, cabled, e.clone(), at.clone(), nodes);
-            let address = member_address(
-                ctx,
-                c,
-                nodes,
-                &e,
                 subnet,
-                i,
-                &mut spans,
-                i,
-                sub_span.clone(),
-            );
-            members.push(Member {
-                endpoint: e,
-                address,
-                switch: Some(*sw),
-            });
-        }
-        segments.push(Segment {
-            id: SegmentId(segments.len()),
-            name: format!("{name}.{half}"),
-            cable: ci,
-            half: half.clone(),
-            subnet,
-            members,
-        });
-        seg_spans.push((sub_span, spans));
+                subnet_span: sub_span,
+                ends: seg_ends,
+            },
+        );
     }
 }
 
