@@ -544,21 +544,38 @@ impl BwReport {
                 status_word(self.status)
             )),
         }
-        if let Some(e) = &self.error {
-            out.push(format!(
-                "error {}: {}",
-                e.kind.as_str(),
-                e.message.replace('\n', " / ")
-            ));
-        }
-        if self.status == Status::Incomplete && !self.rows.is_empty() {
-            out.push("incomplete: the table was not closed (truncated or killed)".into());
-        }
-        if let Some(l) = setup_line(&self.setup) {
-            out.push(l);
-        }
-        out.join("\n")
+        summary_tail(
+            out,
+            self.error.as_ref(),
+            self.status,
+            !self.rows.is_empty(),
+            &self.setup,
+        )
     }
+}
+
+/// The lines every perftest summary ends with: the error, truncation, the setup.
+fn summary_tail(
+    mut out: Vec<String>,
+    error: Option<&ToolError>,
+    status: Status,
+    has_rows: bool,
+    setup: &Setup,
+) -> String {
+    if let Some(e) = error {
+        out.push(format!(
+            "error {}: {}",
+            e.kind.as_str(),
+            e.message.replace('\n', " / ")
+        ));
+    }
+    if status == Status::Incomplete && has_rows {
+        out.push("incomplete: the table was not closed (truncated or killed)".into());
+    }
+    if let Some(l) = setup_line(setup) {
+        out.push(l);
+    }
+    out.join("\n")
 }
 
 impl LatReport {
@@ -596,19 +613,12 @@ impl LatReport {
                 status_word(self.status)
             )),
         }
-        if let Some(e) = &self.error {
-            out.push(format!(
-                "error {}: {}",
-                e.kind.as_str(),
-                e.message.replace('\n', " / ")
-            ));
-        }
-        if self.status == Status::Incomplete && !self.rows.is_empty() {
-            out.push("incomplete: the table was not closed (truncated or killed)".into());
-        }
-        if let Some(l) = setup_line(&self.setup) {
-            out.push(l);
-        }
-        out.join("\n")
+        summary_tail(
+            out,
+            self.error.as_ref(),
+            self.status,
+            !self.rows.is_empty(),
+            &self.setup,
+        )
     }
 }
