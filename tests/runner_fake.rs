@@ -227,3 +227,52 @@ async fn hung_client_times_out_and_is_reported() {
     assert_eq!(v.outcome, Outcome::Fail);
     assert_eq!(v.trap, Some(Trap::Timeout));
 }
+
+#[tokio::test]
+async fn interrupt_before_a_round_skips_it_and_exits_130() {
+    let plan = fabricplan::plan::load_str(
+        std::path::Path::new("pair.toml"),
+        PLAN,
+        std::path::Path::new("."),
+    )
+    .expect("valid plan")
+    .plan;
+    let fabric = Fabric::build(&plan);
+    let schedule = Schedule::expand(&plan);
+    let t = Arc::new(fake(109.0));
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    // Ctrl-C arrived during discovery: nothing is launched after it
+    let (c, cancel) = tokio::sync::watch::channel(false);
+    c.send(true).unwrap();
+    let opts = RunOptions {
+        run_id: "test".into(),
+        only: vec![],
+        skip: vec![],
+        max_parallel: 8,
+    };
+    let r = runner::run(
+        &plan,
+        &fabric,
+        &schedule,
+        t.clone(),
+        &opts,
+        &mut Evidence::none(),
+        tx,
+        cancel,
+    )
+    .await;
+    assert!(r.interrupted);
+    assert_eq!(r.summary.exit_code, 130);
+    assert_eq!(r.jobs[0].status, JobStatus::Skipped);
+    assert!(
+        r.jobs[0]
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("interrupted")
+    );
+    assert!(
+        !t.calls().iter().any(|c| c.script.contains("ib_write_bw")),
+        "no tool started after the interrupt"
+    );
+}

@@ -205,6 +205,17 @@ pub fn routing_checks(
             }
         }
         let subnet = plan.member_of(&h.endpoint).map(|(s, _)| s.subnet);
+        // one subnet per half: the address sits in the planned subnet, with its prefix, and
+        // the netdev holds no other address that would route the same traffic elsewhere
+        if let (Some(subnet), Some(iface)) = (subnet, probe.interface(nd)) {
+            for net in &iface.ipv4 {
+                if net.addr() == h.address && net.prefix_len() != subnet.prefix_len() {
+                    problems.push(format!("{nd} holds {net}, the plan's subnet is {subnet}"));
+                } else if net.addr() != h.address {
+                    problems.push(format!("{nd} also holds {net}: one subnet per half"));
+                }
+            }
+        }
         if let Some(subnet) = subnet {
             let routes: Vec<&String> = probe
                 .routes
@@ -412,6 +423,31 @@ subnets = { a = "198.51.100.0/30" }
         let probe = parse(&dump(true, false, ""));
         let halves = resolve_node(&plan, NodeId(0), &probe);
         assert!(routing_checks(&plan, NodeId(0), &probe, &halves).is_empty());
+    }
+
+    #[test]
+    fn one_subnet_per_half() {
+        let plan = plan();
+        let d = dump(true, false, "").replace(
+            "2: enp1s0f0np0    inet 198.51.100.1/30 scope global enp1s0f0np0\n",
+            "2: enp1s0f0np0    inet 198.51.100.1/24 scope global enp1s0f0np0\n2: enp1s0f0np0    inet 192.0.2.9/24 scope global enp1s0f0np0\n",
+        );
+        let probe = parse(&d);
+        let halves = resolve_node(&plan, NodeId(0), &probe);
+        let c = routing_checks(&plan, NodeId(0), &probe, &halves);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(
+            c[0].0
+                .detail
+                .contains("holds 198.51.100.1/24, the plan's subnet is 198.51.100.0/30"),
+            "{}",
+            c[0].0.detail
+        );
+        assert!(
+            c[0].0.detail.contains("also holds 192.0.2.9/24"),
+            "{}",
+            c[0].0.detail
+        );
     }
 
     #[test]
