@@ -28,7 +28,8 @@ impl Terminal {
             ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} rounds")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        if simulated {
+        // on a terminal, say it before the progress starts; the final table says it again
+        if simulated && tty {
             eprintln!(
                 "SIMULATED FABRIC: no host is contacted; numbers come from the capacity model"
             );
