@@ -256,7 +256,10 @@ fn jobs_tsv(run: &Run) -> String {
                 j["job"].as_str().unwrap_or(""),
                 st["role"].as_str().unwrap_or(""),
                 st["host"].as_str().unwrap_or(""),
-                st["command"].as_str().unwrap_or("").replace(['\t', '\n'], " ")
+                st["command"]
+                    .as_str()
+                    .unwrap_or("")
+                    .replace(['\t', '\n'], " ")
             );
         }
     }
@@ -416,7 +419,9 @@ fn skew_plan() -> String {
         let _ = writeln!(s, "[[node]]\nname = \"h{i:02}\"\nprofile = \"lab-veth\"\n");
     }
     s.push_str("[[switch]]\nname = \"sw\"\n\n[[cable]]\nkind = \"switched\"\nname = \"fabric\"\nattach = { ");
-    let attach: Vec<String> = (1..=8).map(|i| format!("\"h{i:02}.f0\" = \"sw\"")).collect();
+    let attach: Vec<String> = (1..=8)
+        .map(|i| format!("\"h{i:02}.f0\" = \"sw\""))
+        .collect();
     s.push_str(&attach.join(", "));
     s.push_str(" }\nsubnets = { a = \"198.19.100.0/24\", b = \"198.19.101.0/24\" }\n\n");
     s.push_str("[gates.rdma-bw]\npass = \"1%\"\nwarn = \"0.5%\"\n\n[tests]\npreflight = false\n\n");
