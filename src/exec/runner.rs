@@ -521,19 +521,21 @@ async fn run_round(
     // counters before
     let all_devices: Vec<(NodeId, String)> =
         running.iter().flat_map(|r| job_devices(ctx, r)).collect();
-    let before = snapshot(ctx, &all_devices).await;
-
-    // servers, detached, all at once
-    let starts = join_all(running.iter().map(|r| async move {
-        let mut recs = Vec::new();
-        for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
-            let t0 = now_ms();
-            let out = ctx.exec(s.node, &s.script, SHORT).await;
-            recs.push((s.node, s.command.clone(), s.script.clone(), t0, out));
-        }
-        recs
-    }))
-    .await;
+    // servers, detached, all at once, while the counters are read: a server only listens until
+    // its client connects, so no byte of the round moves before every snapshot is in (one SSH
+    // round trip per round saved, not a snapshot)
+    let (before, starts) = tokio::join!(
+        snapshot(ctx, &all_devices),
+        join_all(running.iter().map(|r| async move {
+            let mut recs = Vec::new();
+            for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
+                let t0 = now_ms();
+                let out = ctx.exec(s.node, &s.script, SHORT).await;
+                recs.push((s.node, s.command.clone(), s.script.clone(), t0, out));
+            }
+            recs
+        }))
+    );
     for (r, recs) in running.iter_mut().zip(starts) {
         for (node, command, script, t0, out) in recs {
             if let Err(e) = &out {
@@ -692,18 +694,28 @@ async fn run_round(
         }
     }
 
-    // server outputs, then kill exactly the groups we started and check they are gone
-    let logs = join_all(running.iter().map(|r| async move {
-        match (r.pgid, &r.server_log) {
-            (Some((node, _)), None) => ctx
-                .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
-                .await
-                .ok()
-                .map(|o| o.stdout),
-            _ => None,
-        }
-    }))
-    .await;
+    // per server: its output, then kill exactly the group we started and check it is gone; the
+    // counters after are read meanwhile (every client has exited: nothing moves any more)
+    let after_devices = all_devices.clone();
+    let (logs_kills, after) = tokio::join!(
+        join_all(running.iter().map(|r| async move {
+            let log = match (r.pgid, &r.server_log) {
+                (Some((node, _)), None) => ctx
+                    .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
+                    .await
+                    .ok()
+                    .map(|o| o.stdout),
+                _ => None,
+            };
+            let kill = match r.pgid {
+                Some((node, pgid)) => Some(ctx.exec(node, &wrap::kill_group(pgid), SHORT).await),
+                None => None,
+            };
+            (log, kill)
+        })),
+        snapshot(ctx, &after_devices)
+    );
+    let (logs, kills): (Vec<_>, Vec<_>) = logs_kills.into_iter().unzip();
     for (r, l) in running.iter_mut().zip(logs) {
         if l.is_some() {
             r.server_log = l;
@@ -719,11 +731,6 @@ async fn run_round(
             );
         }
     }
-    let kills = join_all(running.iter().map(|r| async move {
-        let (node, pgid) = r.pgid?;
-        Some(ctx.exec(node, &wrap::kill_group(pgid), SHORT).await)
-    }))
-    .await;
     for (r, k) in running.iter_mut().zip(kills) {
         if let Some(Ok(o)) = k
             && o.status != 0
@@ -737,7 +744,6 @@ async fn run_round(
         }
     }
 
-    let after = snapshot(ctx, &all_devices).await;
     for r in running {
         let res = judge(ctx, round, r, &before, &after);
         done.push(res);
