@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use russh::ChannelMsg;
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::{Mutex, Semaphore, oneshot, watch};
 
-use super::transport::{BoxFuture, Output, Transport, TransportError};
+use super::transport::{BoxFuture, Output, Transport, TransportError, released};
 use crate::plan::{Node, SshTarget};
+use crate::render::wrap;
 
 /// Settings of the SSH transport.
 #[derive(Debug, Clone)]
@@ -443,9 +444,31 @@ impl SshTransport {
         )))
     }
 
-    async fn run(&self, node: &Node, script: &str) -> Result<Output, TransportError> {
+    /// Run `script` on `node`; with a `gate`, staged: the channel is opened and the remote shell
+    /// started first ([`wrap::gated`]), `armed` is signalled once it says it waits, and the one
+    /// line releasing it is sent when `go` turns true. Without a free channel on the connection
+    /// it is not staged (staging must never hold a channel another staged command waits for):
+    /// armed at once, run on release.
+    async fn run(
+        &self,
+        node: &Node,
+        script: &str,
+        gate: Option<(oneshot::Sender<()>, watch::Receiver<bool>)>,
+    ) -> Result<Output, TransportError> {
         let conn = self.connect(node).await?;
-        let _permit = conn.channels.acquire().await;
+        let (mut gate, _permit) = match gate {
+            None => (None, conn.channels.acquire().await),
+            Some((armed, go)) => match conn.channels.try_acquire() {
+                Ok(p) => (Some((armed, go)), Ok(p)),
+                Err(_) => {
+                    let _ = armed.send(());
+                    let p = conn.channels.acquire().await;
+                    released(go).await;
+                    (None, p)
+                }
+            },
+        };
+        let staged = gate.is_some();
         let lost = |reason: String| TransportError::Lost {
             host: node.name.clone(),
             reason,
@@ -456,7 +479,11 @@ impl SshTransport {
             .await
             .map_err(|e| lost(e.to_string()))?;
         // the login shell may be csh or fish: always run under /bin/sh
-        let cmd = crate::render::wrap::sh(script);
+        let cmd = if staged {
+            wrap::sh(&wrap::gated(script))
+        } else {
+            wrap::sh(script)
+        };
         ch.exec(true, cmd.as_bytes())
             .await
             .map_err(|e| lost(e.to_string()))?;
@@ -468,7 +495,19 @@ impl SshTransport {
         while let Some(msg) = ch.wait().await {
             match msg {
                 ChannelMsg::Data { data } => so.extend_from_slice(&data),
-                ChannelMsg::ExtendedData { data, ext: 1 } => se.extend_from_slice(&data),
+                ChannelMsg::ExtendedData { data, ext: 1 } => {
+                    se.extend_from_slice(&data);
+                    if gate.is_some() && se.ends_with(b"\n") {
+                        let text = String::from_utf8_lossy(&se);
+                        if text.lines().any(|l| l == wrap::ARMED_MARK)
+                            && let Some((armed, go)) = gate.take()
+                        {
+                            let _ = armed.send(());
+                            released(go).await;
+                            ch.data(&b"\n"[..]).await.map_err(|e| lost(e.to_string()))?;
+                        }
+                    }
+                }
                 ChannelMsg::ExitStatus { exit_status } => out.status = exit_status as i32,
                 ChannelMsg::ExitSignal { signal_name, .. } => {
                     out.status = 128 + signal_number(&signal_name)
@@ -478,6 +517,9 @@ impl SshTransport {
         }
         out.stdout = String::from_utf8_lossy(&so).into_owned();
         out.stderr = String::from_utf8_lossy(&se).into_owned();
+        if staged {
+            out.stderr = wrap::take_armed_mark(&out.stderr).1;
+        }
         if out.status == -1 {
             return Err(lost("the channel closed without an exit status".into()));
         }
@@ -512,7 +554,26 @@ impl Transport for SshTransport {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
         Box::pin(async move {
-            match tokio::time::timeout(timeout, self.run(node, script)).await {
+            match tokio::time::timeout(timeout, self.run(node, script, None)).await {
+                Ok(r) => r,
+                Err(_) => Err(TransportError::Timeout {
+                    host: node.name.clone(),
+                    secs: timeout.as_secs(),
+                }),
+            }
+        })
+    }
+
+    fn exec_released<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+        armed: oneshot::Sender<()>,
+        go: watch::Receiver<bool>,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, self.run(node, script, Some((armed, go)))).await {
                 Ok(r) => r,
                 Err(_) => Err(TransportError::Timeout {
                     host: node.name.clone(),

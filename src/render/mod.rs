@@ -293,6 +293,35 @@ pub mod wrap {
         (start, rest)
     }
 
+    /// What a staged foreground script writes to stderr once its shell runs and waits.
+    pub const ARMED_MARK: &str = "@fabricplan-armed";
+
+    /// A [`foreground`] script staged for a simultaneous release: it prepares (environment,
+    /// directory), writes [`ARMED_MARK`] to stderr and waits for one line on stdin; only then does
+    /// it take its start mark and exec the command. Stdin is otherwise never written to, as
+    /// before. A script without a start mark waits before anything.
+    pub fn gated(script: &str) -> String {
+        let gate = format!("echo {ARMED_MARK} >&2 && read -r _ && ");
+        match script.find(&format!("printf '{START_MARK}")) {
+            Some(i) => format!("{}{gate}{}", &script[..i], &script[i..]),
+            None => format!("{gate}{{ {script}\n}}"),
+        }
+    }
+
+    /// Split the armed mark off a staged command's stderr: whether it was there, and the rest.
+    pub fn take_armed_mark(stderr: &str) -> (bool, String) {
+        let mut seen = false;
+        let mut rest = String::with_capacity(stderr.len());
+        for line in stderr.split_inclusive('\n') {
+            if !seen && line.trim_end() == ARMED_MARK {
+                seen = true;
+            } else {
+                rest.push_str(line);
+            }
+        }
+        (seen, rest)
+    }
+
     /// Run `cmd` in the foreground under a remote timeout (clients, mpirun, probes).
     pub fn foreground(
         dir: &str,
