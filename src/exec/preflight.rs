@@ -60,12 +60,36 @@ pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mu
             }
         }
     }
-    let outs = join_all(
-        pings
-            .iter()
-            .map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT)),
-    )
-    .await;
+    // each NCCL job's hosts can launch each other: mpirun starts `hostname` on every rank
+    let launches: Vec<(usize, crate::render::job::Step, usize)> = (0..ctx.plan.tests.nccl.len())
+        .filter(|i| {
+            let t = &ctx.plan.tests.nccl[*i];
+            t.nodes
+                .iter()
+                .all(|n| needed.contains(n) && !ctx.unreachable.contains_key(n))
+        })
+        .filter_map(|i| {
+            crate::render::job::mpi_hostname(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id)
+                .ok()
+                .map(|(s, n)| (i, s, n))
+        })
+        .collect();
+    // the pings and the launch checks are independent read-only queries: run them together
+    // (one after the other they cost the sum of a ping run and an mpirun start)
+    let (outs, launch_outs) = tokio::join!(
+        join_all(
+            pings
+                .iter()
+                .map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT)),
+        ),
+        join_all(launches.iter().map(|(_, s, _)| {
+            ctx.exec(
+                s.node,
+                &s.script,
+                std::time::Duration::from_secs(s.timeout_s as u64 + 10),
+            )
+        })),
+    );
     let mut small_ok: HashMap<(Endpoint, Endpoint), bool> = HashMap::new();
     for ((_, from, to, jumbo, _), out) in pings.iter().zip(outs) {
         let gate = format!(
@@ -118,29 +142,7 @@ pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mu
         };
         verdicts.push((v, vec![from.clone(), to.clone()]));
     }
-    // each NCCL job's hosts can launch each other: mpirun starts `hostname` on every rank
-    let launches: Vec<(usize, crate::render::job::Step, usize)> = (0..ctx.plan.tests.nccl.len())
-        .filter(|i| {
-            let t = &ctx.plan.tests.nccl[*i];
-            t.nodes
-                .iter()
-                .all(|n| needed.contains(n) && !ctx.unreachable.contains_key(n))
-        })
-        .filter_map(|i| {
-            crate::render::job::mpi_hostname(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id)
-                .ok()
-                .map(|(s, n)| (i, s, n))
-        })
-        .collect();
-    let outs = join_all(launches.iter().map(|(_, s, _)| {
-        ctx.exec(
-            s.node,
-            &s.script,
-            std::time::Duration::from_secs(s.timeout_s as u64 + 10),
-        )
-    }))
-    .await;
-    for ((i, s, n), out) in launches.iter().zip(outs) {
+    for ((i, s, n), out) in launches.iter().zip(launch_outs) {
         let t = &ctx.plan.tests.nccl[*i];
         let gate = format!("mpirun launch {}", t.name);
         let v = match out {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use super::evidence::Evidence;
 use super::transport::{Output, Transport, TransportError};
@@ -90,6 +90,32 @@ impl Ctx<'_> {
         self.transport
             .exec(self.plan.node(node), script, timeout)
             .await
+    }
+
+    /// [`Transport::exec_released`] under the same limit as [`Ctx::exec`]; without a free slot
+    /// it is not staged (armed at once, run on release), so staging never waits on itself.
+    pub(crate) async fn exec_released(
+        &self,
+        node: NodeId,
+        script: &str,
+        timeout: Duration,
+        armed: oneshot::Sender<()>,
+        go: watch::Receiver<bool>,
+    ) -> Result<Output, TransportError> {
+        let node = self.plan.node(node);
+        match self.sem.try_acquire() {
+            Ok(_permit) => {
+                self.transport
+                    .exec_released(node, script, timeout, armed, go)
+                    .await
+            }
+            Err(_) => {
+                let _ = armed.send(());
+                let _permit = self.sem.acquire().await;
+                super::transport::released(go).await;
+                self.transport.exec(node, script, timeout).await
+            }
+        }
     }
 
     fn cancelled(&self) -> bool {
@@ -521,19 +547,21 @@ async fn run_round(
     // counters before
     let all_devices: Vec<(NodeId, String)> =
         running.iter().flat_map(|r| job_devices(ctx, r)).collect();
-    let before = snapshot(ctx, &all_devices).await;
-
-    // servers, detached, all at once
-    let starts = join_all(running.iter().map(|r| async move {
-        let mut recs = Vec::new();
-        for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
-            let t0 = now_ms();
-            let out = ctx.exec(s.node, &s.script, SHORT).await;
-            recs.push((s.node, s.command.clone(), s.script.clone(), t0, out));
-        }
-        recs
-    }))
-    .await;
+    // servers, detached, all at once, while the counters are read: a server only listens until
+    // its client connects, so no byte of the round moves before every snapshot is in (one SSH
+    // round trip per round saved, not a snapshot)
+    let (before, starts) = tokio::join!(
+        snapshot(ctx, &all_devices),
+        join_all(running.iter().map(|r| async move {
+            let mut recs = Vec::new();
+            for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
+                let t0 = now_ms();
+                let out = ctx.exec(s.node, &s.script, SHORT).await;
+                recs.push((s.node, s.command.clone(), s.script.clone(), t0, out));
+            }
+            recs
+        }))
+    );
     for (r, recs) in running.iter_mut().zip(starts) {
         for (node, command, script, t0, out) in recs {
             if let Err(e) = &out {
@@ -612,36 +640,66 @@ async fn run_round(
         }
     }
 
-    // clients (and mpirun launchers) released together
-    let launches = join_all(running.iter().map(|r| async move {
-        let mut recs = Vec::new();
-        if r.failure.is_some() && !r.cmds.steps.iter().any(|s| s.role == Role::Launcher) {
-            return recs;
-        }
-        for s in r.cmds.steps.iter().filter(|s| s.role != Role::Server) {
-            let t0 = Instant::now();
-            let ms = now_ms();
-            let out = ctx
-                .exec(
+    // clients (and mpirun launchers) released together: each job's first one is staged (its
+    // remote shell started and waiting), and all are released at once when every one is armed
+    let (go_tx, go_rx) = watch::channel(false);
+    let release_at: std::sync::OnceLock<(Instant, u64)> = std::sync::OnceLock::new();
+    let mut arms = Vec::new();
+    let mut armers = Vec::new();
+    for _ in &running {
+        let (tx, rx) = oneshot::channel::<()>();
+        armers.push(tx);
+        arms.push(rx);
+    }
+    let release = async {
+        // a dropped sender (nothing to launch, or it failed before it was staged) counts too
+        let _ = join_all(arms).await;
+        let _ = release_at.set((Instant::now(), now_ms()));
+        let _ = go_tx.send(true);
+    };
+    let launches = join_all(running.iter().zip(armers).map(|(r, armer)| {
+        let go = go_rx.clone();
+        let release_at = &release_at;
+        async move {
+            let mut recs = Vec::new();
+            if r.failure.is_some() && !r.cmds.steps.iter().any(|s| s.role == Role::Launcher) {
+                return recs;
+            }
+            let mut armer = Some(armer);
+            for s in r.cmds.steps.iter().filter(|s| s.role != Role::Server) {
+                let timeout = Duration::from_secs(s.timeout_s as u64 + 15);
+                let (t0, ms, out) = match armer.take() {
+                    Some(a) => {
+                        let out = ctx
+                            .exec_released(s.node, &s.script, timeout, a, go.clone())
+                            .await;
+                        // sent when released (a command that failed before could not be)
+                        let (t0, ms) = release_at
+                            .get()
+                            .copied()
+                            .unwrap_or_else(|| (Instant::now(), now_ms()));
+                        (t0, ms, out)
+                    }
+                    None => {
+                        let (t0, ms) = (Instant::now(), now_ms());
+                        (t0, ms, ctx.exec(s.node, &s.script, timeout).await)
+                    }
+                };
+                recs.push((
                     s.node,
-                    &s.script,
-                    Duration::from_secs(s.timeout_s as u64 + 15),
-                )
-                .await;
-            recs.push((
-                s.node,
-                s.role,
-                s.command.clone(),
-                s.script.clone(),
-                ms,
-                t0,
-                t0.elapsed(),
-                out,
-            ));
+                    s.role,
+                    s.command.clone(),
+                    s.script.clone(),
+                    ms,
+                    t0,
+                    t0.elapsed(),
+                    out,
+                ));
+            }
+            recs
         }
-        recs
-    }))
-    .await;
+    }));
+    let (launches, ()) = tokio::join!(launches, release);
     let mut launch_ms: Vec<u64> = Vec::new();
     let mut remote_ms: Vec<Option<f64>> = Vec::new();
     for (r, recs) in running.iter_mut().zip(launches) {
@@ -692,18 +750,28 @@ async fn run_round(
         }
     }
 
-    // server outputs, then kill exactly the groups we started and check they are gone
-    let logs = join_all(running.iter().map(|r| async move {
-        match (r.pgid, &r.server_log) {
-            (Some((node, _)), None) => ctx
-                .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
-                .await
-                .ok()
-                .map(|o| o.stdout),
-            _ => None,
-        }
-    }))
-    .await;
+    // per server: its output, then kill exactly the group we started and check it is gone; the
+    // counters after are read meanwhile (every client has exited: nothing moves any more)
+    let after_devices = all_devices.clone();
+    let (logs_kills, after) = tokio::join!(
+        join_all(running.iter().map(|r| async move {
+            let log = match (r.pgid, &r.server_log) {
+                (Some((node, _)), None) => ctx
+                    .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
+                    .await
+                    .ok()
+                    .map(|o| o.stdout),
+                _ => None,
+            };
+            let kill = match r.pgid {
+                Some((node, pgid)) => Some(ctx.exec(node, &wrap::kill_group(pgid), SHORT).await),
+                None => None,
+            };
+            (log, kill)
+        })),
+        snapshot(ctx, &after_devices)
+    );
+    let (logs, kills): (Vec<_>, Vec<_>) = logs_kills.into_iter().unzip();
     for (r, l) in running.iter_mut().zip(logs) {
         if l.is_some() {
             r.server_log = l;
@@ -719,11 +787,6 @@ async fn run_round(
             );
         }
     }
-    let kills = join_all(running.iter().map(|r| async move {
-        let (node, pgid) = r.pgid?;
-        Some(ctx.exec(node, &wrap::kill_group(pgid), SHORT).await)
-    }))
-    .await;
     for (r, k) in running.iter_mut().zip(kills) {
         if let Some(Ok(o)) = k
             && o.status != 0
@@ -737,7 +800,6 @@ async fn run_round(
         }
     }
 
-    let after = snapshot(ctx, &all_devices).await;
     for r in running {
         let res = judge(ctx, round, r, &before, &after);
         done.push(res);

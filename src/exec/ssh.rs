@@ -1,19 +1,20 @@
-//! The SSH transport (async-ssh2-tokio over russh): one connection per node, reused; handshakes
-//! capped separately from channels (sshd's MaxStartups and MaxSessions); host keys verified
-//! against known_hosts (strict by default; `accept_new` learns unknown keys; a changed key is
-//! always refused with the `ssh-keyscan` line to run); aliases resolved with `ssh -G`.
+//! The SSH transport (russh): one connection per node, reused; handshakes capped separately from
+//! channels (sshd's MaxStartups and MaxSessions); host keys verified against known_hosts inside
+//! that one connection's key exchange (strict by default; `accept_new` learns unknown keys; a
+//! changed key is always refused with the `ssh-keyscan` line to run); aliases resolved with
+//! `ssh -G`; TCP_NODELAY, since every packet we send is small and waited for.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_ssh2_tokio::client::{AuthMethod, Client, ServerCheckMethod};
 use russh::ChannelMsg;
-use tokio::sync::{Mutex, Semaphore};
+use tokio::sync::{Mutex, Semaphore, oneshot, watch};
 
-use super::transport::{BoxFuture, Output, Transport, TransportError};
+use super::transport::{BoxFuture, Output, Transport, TransportError, released};
 use crate::plan::{Node, SshTarget};
+use crate::render::wrap;
 
 /// Settings of the SSH transport.
 #[derive(Debug, Clone)]
@@ -56,7 +57,7 @@ pub struct Target {
 }
 
 struct Conn {
-    client: Arc<Client>,
+    client: Arc<russh::client::Handle<Verifier>>,
     channels: Arc<Semaphore>,
 }
 
@@ -81,9 +82,11 @@ fn expand(p: &str) -> PathBuf {
     }
 }
 
-/// Resolve a node's target with `ssh -G` (fully evaluated ssh_config: Match, tokens, includes).
-pub fn resolve_target(node: &Node, opts: &SshOptions) -> Result<Target, String> {
-    let (alias, user, port, identity) = match &node.ssh {
+/// What a node's `[ssh]` says before ssh_config: the alias, and the explicit user, port and key.
+type Declared = (String, Option<String>, Option<u16>, Option<PathBuf>);
+
+fn declared(node: &Node) -> Declared {
+    match &node.ssh {
         SshTarget::Alias(a) => (a.clone(), None, None, None),
         SshTarget::Host {
             host,
@@ -91,15 +94,47 @@ pub fn resolve_target(node: &Node, opts: &SshOptions) -> Result<Target, String> 
             port,
             identity_file,
         } => (host.clone(), user.clone(), *port, identity_file.clone()),
-    };
-    let mut cmd = std::process::Command::new("ssh");
-    if let Some(c) = &opts.config {
-        cmd.arg("-F").arg(c);
     }
-    cmd.arg("-G").arg("--").arg(&alias);
-    let out = cmd
+}
+
+fn ssh_g_args(alias: &str, opts: &SshOptions) -> Vec<std::ffi::OsString> {
+    let mut args = Vec::new();
+    if let Some(c) = &opts.config {
+        args.push("-F".into());
+        args.push(c.into());
+    }
+    args.extend(["-G".into(), "--".into(), alias.into()]);
+    args
+}
+
+/// Resolve a node's target with `ssh -G` (fully evaluated ssh_config: Match, tokens, includes).
+pub fn resolve_target(node: &Node, opts: &SshOptions) -> Result<Target, String> {
+    let d = declared(node);
+    let out = std::process::Command::new("ssh")
+        .args(ssh_g_args(&d.0, opts))
+        .stdin(std::process::Stdio::null())
+        .output();
+    evaluate(d, opts, out)
+}
+
+/// [`resolve_target`] without blocking the runtime: `ssh -G` is a process per node (~5 ms), and
+/// run synchronously it stalled a worker thread for every node a fan-out connected to.
+async fn resolve_target_async(node: &Node, opts: &SshOptions) -> Result<Target, String> {
+    let d = declared(node);
+    let out = tokio::process::Command::new("ssh")
+        .args(ssh_g_args(&d.0, opts))
+        .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run `ssh -G` to resolve `{alias}`: {e}"))?;
+        .await;
+    evaluate(d, opts, out)
+}
+
+fn evaluate(
+    (alias, user, port, identity): Declared,
+    opts: &SshOptions,
+    out: std::io::Result<std::process::Output>,
+) -> Result<Target, String> {
+    let out = out.map_err(|e| format!("cannot run `ssh -G` to resolve `{alias}`: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "`ssh -G {alias}` failed: {}",
@@ -154,46 +189,23 @@ pub fn resolve_target(node: &Node, opts: &SshOptions) -> Result<Target, String> 
     })
 }
 
-/// Check the server's key against known_hosts before trusting the connection.
-/// Ok(()) known and matching (or learned with accept-new); Err(reason) otherwise.
-async fn verify_host_key(t: &Target, accept_new: bool, timeout: Duration) -> Result<(), String> {
-    struct Grab(Arc<std::sync::Mutex<Option<russh::keys::PublicKey>>>);
-    impl russh::client::Handler for Grab {
-        type Error = russh::Error;
-        async fn check_server_key(
-            &mut self,
-            key: &russh::keys::PublicKey,
-        ) -> Result<bool, Self::Error> {
-            if let Ok(mut g) = self.0.lock() {
-                *g = Some(key.clone());
-            }
-            // never continue this connection: it only fetches the key
-            Ok(false)
-        }
-    }
-    let slot = Arc::new(std::sync::Mutex::new(None));
-    let config = Arc::new(russh::client::Config::default());
-    let addr = format!("{}:{}", t.host, t.port);
-    let _ = tokio::time::timeout(
-        timeout,
-        russh::client::connect(config, addr.as_str(), Grab(slot.clone())),
-    )
-    .await;
-    let key = slot
-        .lock()
-        .ok()
-        .and_then(|g| g.clone())
-        .ok_or_else(|| format!("no SSH answer from {}:{}", t.host, t.port))?;
+/// Decide on a server's key against known_hosts: Ok(()) known and matching (or learned with
+/// accept-new); Err(reason) otherwise, with the `ssh-keyscan` line to run.
+fn check_host_key(
+    t: &Target,
+    accept_new: bool,
+    key: &russh::keys::PublicKey,
+) -> Result<(), String> {
     let keyscan = format!(
         "ssh-keyscan -p {} {} >> {}",
         t.port,
         t.host,
         t.known_hosts.display()
     );
-    match russh::keys::check_known_hosts_path(&t.host, t.port, &key, &t.known_hosts) {
+    match russh::keys::check_known_hosts_path(&t.host, t.port, key, &t.known_hosts) {
         Ok(true) => Ok(()),
         Ok(false) if accept_new => {
-            russh::keys::known_hosts::learn_known_hosts_path(&t.host, t.port, &key, &t.known_hosts)
+            russh::keys::known_hosts::learn_known_hosts_path(&t.host, t.port, key, &t.known_hosts)
                 .map_err(|e| {
                     format!(
                         "cannot record the host key in {}: {e}",
@@ -217,6 +229,138 @@ async fn verify_host_key(t: &Target, accept_new: bool, timeout: Duration) -> Res
             t.known_hosts.display()
         )),
     }
+}
+
+/// The connection's handler: the server's key is checked against known_hosts inside the very
+/// connection that is then used, before anything is sent over it (authentication comes after
+/// the key exchange). A refused key ends the handshake; why is left in `refused` (russh itself
+/// only reports "unknown key"). One connection, one handshake per node: a separate connection
+/// just to fetch the key doubled every node's handshakes (and sshd's fork, re-exec and key
+/// exchange per connection) for nothing.
+struct Verifier {
+    target: Target,
+    accept_new: bool,
+    refused: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl russh::client::Handler for Verifier {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        key: &russh::keys::PublicKey,
+    ) -> Result<bool, Self::Error> {
+        match check_host_key(&self.target, self.accept_new, key) {
+            Ok(()) => Ok(true),
+            Err(reason) => {
+                if let Ok(mut r) = self.refused.lock() {
+                    *r = Some(reason);
+                }
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// Why a connection attempt failed.
+enum Failure {
+    /// No connection or no handshake: worth another try.
+    Connect(String),
+    /// The server's key was refused: never retried.
+    HostKey(String),
+    /// Authentication failed: retrying would only trip sshd's penalties.
+    Auth(String),
+}
+
+/// Offer only the configured key (or the agent's identities when there is none).
+async fn authenticate(
+    h: &mut russh::client::Handle<Verifier>,
+    user: &str,
+    identity: Option<&Path>,
+) -> Result<(), Failure> {
+    let lost = |e: russh::Error| Failure::Connect(e.to_string());
+    let hash = h.best_supported_rsa_hash().await.map_err(lost)?.flatten();
+    match identity {
+        Some(p) => {
+            let key = russh::keys::load_secret_key(p, None)
+                .map_err(|e| Failure::Auth(format!("cannot load the key {}: {e}", p.display())))?;
+            let r = h
+                .authenticate_publickey(
+                    user,
+                    russh::keys::PrivateKeyWithHashAlg::new(Arc::new(key), hash),
+                )
+                .await
+                .map_err(lost)?;
+            if r.success() {
+                Ok(())
+            } else {
+                Err(Failure::Auth(format!(
+                    "key authentication failed ({} refused)",
+                    p.display()
+                )))
+            }
+        }
+        None => {
+            let mut agent = russh::keys::agent::client::AgentClient::connect_env()
+                .await
+                .map_err(|e| Failure::Auth(format!("no key file and no SSH agent: {e}")))?;
+            let ids = agent
+                .request_identities()
+                .await
+                .map_err(|e| Failure::Auth(format!("the SSH agent lists no identities: {e}")))?;
+            for id in ids {
+                let r = h
+                    .authenticate_publickey_with(
+                        user,
+                        id.public_key().into_owned(),
+                        hash,
+                        &mut agent,
+                    )
+                    .await;
+                if r.is_ok_and(|r| r.success()) {
+                    return Ok(());
+                }
+            }
+            Err(Failure::Auth(
+                "agent authentication failed: no identity was accepted".into(),
+            ))
+        }
+    }
+}
+
+/// One connection attempt: TCP, key exchange with the host key checked, authentication.
+async fn handshake(
+    target: &Target,
+    accept_new: bool,
+) -> Result<russh::client::Handle<Verifier>, Failure> {
+    let config = Arc::new(russh::client::Config {
+        keepalive_interval: Some(Duration::from_secs(15)),
+        keepalive_max: 4,
+        // Nagle's algorithm (russh's default) holds every small request until the previous
+        // one is acknowledged: with delayed ACKs that cost ~40 ms per handshake step and per
+        // command; our packets are all small and latency-bound.
+        nodelay: true,
+        ..Default::default()
+    });
+    let refused = Arc::new(std::sync::Mutex::new(None));
+    let verifier = Verifier {
+        target: target.clone(),
+        accept_new,
+        refused: refused.clone(),
+    };
+    let connected =
+        russh::client::connect(config, (target.host.as_str(), target.port), verifier).await;
+    let mut h = match connected {
+        Ok(h) => h,
+        Err(e) => {
+            return Err(match refused.lock().ok().and_then(|mut r| r.take()) {
+                Some(reason) => Failure::HostKey(reason),
+                None => Failure::Connect(e.to_string()),
+            });
+        }
+    };
+    authenticate(&mut h, &target.user, target.identity.as_deref()).await?;
+    Ok(h)
 }
 
 impl SshTransport {
@@ -246,7 +390,9 @@ impl SshTransport {
         {
             return Ok(c.clone());
         }
-        let target = resolve_target(node, &self.opts).map_err(unreachable)?;
+        let target = resolve_target_async(node, &self.opts)
+            .await
+            .map_err(unreachable)?;
         let _permit = self.handshakes.acquire().await;
         let mut last = String::new();
         for attempt in 0..3u32 {
@@ -256,38 +402,15 @@ impl SshTransport {
                     + (std::process::id() as u64 * 7919 + attempt as u64 * 104729) % 250;
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            if let Err(reason) =
-                verify_host_key(&target, self.opts.accept_new, self.opts.connect_timeout).await
+            match tokio::time::timeout(
+                self.opts.connect_timeout,
+                handshake(&target, self.opts.accept_new),
+            )
+            .await
             {
-                if reason.starts_with("no SSH answer") {
-                    last = reason;
-                    continue;
-                }
-                return Err(TransportError::HostKey {
-                    host: node.name.clone(),
-                    reason,
-                });
-            }
-            let auth = match &target.identity {
-                Some(p) => AuthMethod::with_key_file(p, None),
-                None => AuthMethod::with_agent(),
-            };
-            let config = russh::client::Config {
-                keepalive_interval: Some(Duration::from_secs(15)),
-                keepalive_max: 4,
-                ..Default::default()
-            };
-            let fut = Client::connect_with_config(
-                (target.host.as_str(), target.port),
-                &target.user,
-                auth,
-                ServerCheckMethod::KnownHostsFile(target.known_hosts.display().to_string()),
-                config,
-            );
-            match tokio::time::timeout(self.opts.connect_timeout, fut).await {
-                Ok(Ok(client)) => {
+                Ok(Ok(handle)) => {
                     let conn = Arc::new(Conn {
-                        client: Arc::new(client),
+                        client: Arc::new(handle),
                         channels: Arc::new(Semaphore::new(self.opts.max_channels.max(1))),
                     });
                     self.conns
@@ -296,17 +419,17 @@ impl SshTransport {
                         .insert(node.name.clone(), conn.clone());
                     return Ok(conn);
                 }
-                Ok(Err(e)) => {
-                    last = e.to_string();
-                    if matches!(
-                        e,
-                        async_ssh2_tokio::Error::KeyAuthFailed
-                            | async_ssh2_tokio::Error::AgentAuthenticationFailed
-                            | async_ssh2_tokio::Error::KeyInvalid(_)
-                    ) {
-                        break;
-                    }
+                Ok(Err(Failure::HostKey(reason))) => {
+                    return Err(TransportError::HostKey {
+                        host: node.name.clone(),
+                        reason,
+                    });
                 }
+                Ok(Err(Failure::Auth(reason))) => {
+                    last = reason;
+                    break;
+                }
+                Ok(Err(Failure::Connect(reason))) => last = reason,
                 Err(_) => {
                     last = format!(
                         "no SSH handshake within {} s",
@@ -321,20 +444,46 @@ impl SshTransport {
         )))
     }
 
-    async fn run(&self, node: &Node, script: &str) -> Result<Output, TransportError> {
+    /// Run `script` on `node`; with a `gate`, staged: the channel is opened and the remote shell
+    /// started first ([`wrap::gated`]), `armed` is signalled once it says it waits, and the one
+    /// line releasing it is sent when `go` turns true. Without a free channel on the connection
+    /// it is not staged (staging must never hold a channel another staged command waits for):
+    /// armed at once, run on release.
+    async fn run(
+        &self,
+        node: &Node,
+        script: &str,
+        gate: Option<(oneshot::Sender<()>, watch::Receiver<bool>)>,
+    ) -> Result<Output, TransportError> {
         let conn = self.connect(node).await?;
-        let _permit = conn.channels.acquire().await;
+        let (mut gate, _permit) = match gate {
+            None => (None, conn.channels.acquire().await),
+            Some((armed, go)) => match conn.channels.try_acquire() {
+                Ok(p) => (Some((armed, go)), Ok(p)),
+                Err(_) => {
+                    let _ = armed.send(());
+                    let p = conn.channels.acquire().await;
+                    released(go).await;
+                    (None, p)
+                }
+            },
+        };
+        let staged = gate.is_some();
         let lost = |reason: String| TransportError::Lost {
             host: node.name.clone(),
             reason,
         };
         let mut ch = conn
             .client
-            .get_channel()
+            .channel_open_session()
             .await
             .map_err(|e| lost(e.to_string()))?;
         // the login shell may be csh or fish: always run under /bin/sh
-        let cmd = crate::render::wrap::sh(script);
+        let cmd = if staged {
+            wrap::sh(&wrap::gated(script))
+        } else {
+            wrap::sh(script)
+        };
         ch.exec(true, cmd.as_bytes())
             .await
             .map_err(|e| lost(e.to_string()))?;
@@ -346,7 +495,19 @@ impl SshTransport {
         while let Some(msg) = ch.wait().await {
             match msg {
                 ChannelMsg::Data { data } => so.extend_from_slice(&data),
-                ChannelMsg::ExtendedData { data, ext: 1 } => se.extend_from_slice(&data),
+                ChannelMsg::ExtendedData { data, ext: 1 } => {
+                    se.extend_from_slice(&data);
+                    if gate.is_some() && se.ends_with(b"\n") {
+                        let text = String::from_utf8_lossy(&se);
+                        if text.lines().any(|l| l == wrap::ARMED_MARK)
+                            && let Some((armed, go)) = gate.take()
+                        {
+                            let _ = armed.send(());
+                            released(go).await;
+                            ch.data(&b"\n"[..]).await.map_err(|e| lost(e.to_string()))?;
+                        }
+                    }
+                }
                 ChannelMsg::ExitStatus { exit_status } => out.status = exit_status as i32,
                 ChannelMsg::ExitSignal { signal_name, .. } => {
                     out.status = 128 + signal_number(&signal_name)
@@ -356,6 +517,9 @@ impl SshTransport {
         }
         out.stdout = String::from_utf8_lossy(&so).into_owned();
         out.stderr = String::from_utf8_lossy(&se).into_owned();
+        if staged {
+            out.stderr = wrap::take_armed_mark(&out.stderr).1;
+        }
         if out.status == -1 {
             return Err(lost("the channel closed without an exit status".into()));
         }
@@ -390,7 +554,26 @@ impl Transport for SshTransport {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
         Box::pin(async move {
-            match tokio::time::timeout(timeout, self.run(node, script)).await {
+            match tokio::time::timeout(timeout, self.run(node, script, None)).await {
+                Ok(r) => r,
+                Err(_) => Err(TransportError::Timeout {
+                    host: node.name.clone(),
+                    secs: timeout.as_secs(),
+                }),
+            }
+        })
+    }
+
+    fn exec_released<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+        armed: oneshot::Sender<()>,
+        go: watch::Receiver<bool>,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, self.run(node, script, Some((armed, go)))).await {
                 Ok(r) => r,
                 Err(_) => Err(TransportError::Timeout {
                     host: node.name.clone(),
@@ -408,7 +591,10 @@ impl Transport for SshTransport {
         Box::pin(async move {
             let conns: Vec<Arc<Conn>> = self.conns.lock().await.drain().map(|(_, c)| c).collect();
             for c in conns {
-                let _ = c.client.disconnect().await;
+                let _ = c
+                    .client
+                    .disconnect(russh::Disconnect::ByApplication, "", "")
+                    .await;
             }
         })
     }

@@ -58,6 +58,11 @@ impl TransportError {
     }
 }
 
+/// Waits until `go` turns true (or its sender is gone: then there is nothing left to wait for).
+pub async fn released(mut go: tokio::sync::watch::Receiver<bool>) {
+    let _ = go.wait_for(|g| *g).await;
+}
+
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Runs shell scripts on plan nodes.
@@ -69,6 +74,27 @@ pub trait Transport: Send + Sync {
         script: &'a str,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>>;
+
+    /// Run `script` on `node` once `go` turns true, like [`Transport::exec`], and signal
+    /// `armed` once ready to. A transport that can stage the command does: it opens the channel
+    /// and starts the remote shell, which then waits for one line on stdin, so releasing it costs
+    /// one packet instead of a channel open, a session and a shell spawn. That spawn under load
+    /// is what a round's launch skew is made of. Dropping `armed` unsent also counts as armed
+    /// (the command failed before it could be staged). Default: armed at once, run on release.
+    fn exec_released<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+        armed: tokio::sync::oneshot::Sender<()>,
+        go: tokio::sync::watch::Receiver<bool>,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            let _ = armed.send(());
+            released(go).await;
+            self.exec(node, script, timeout).await
+        })
+    }
 
     /// A short name for reports (`ssh`, `local`, `sim`, `fake`).
     fn name(&self) -> &'static str;

@@ -313,6 +313,35 @@ pub mod wrap {
         (start, rest)
     }
 
+    /// What a staged foreground script writes to stderr once its shell runs and waits.
+    pub const ARMED_MARK: &str = "@fabricplan-armed";
+
+    /// A [`foreground`] script staged for a simultaneous release: it prepares (environment,
+    /// directory), writes [`ARMED_MARK`] to stderr and waits for one line on stdin; only then does
+    /// it take its start mark and exec the command. Stdin is otherwise never written to, as
+    /// before. A script without a start mark waits before anything.
+    pub fn gated(script: &str) -> String {
+        let gate = format!("echo {ARMED_MARK} >&2 && read -r _ && ");
+        match script.find(&format!("printf '{START_MARK}")) {
+            Some(i) => format!("{}{gate}{}", &script[..i], &script[i..]),
+            None => format!("{gate}{{ {script}\n}}"),
+        }
+    }
+
+    /// Split the armed mark off a staged command's stderr: whether it was there, and the rest.
+    pub fn take_armed_mark(stderr: &str) -> (bool, String) {
+        let mut seen = false;
+        let mut rest = String::with_capacity(stderr.len());
+        for line in stderr.split_inclusive('\n') {
+            if !seen && line.trim_end() == ARMED_MARK {
+                seen = true;
+            } else {
+                rest.push_str(line);
+            }
+        }
+        (seen, rest)
+    }
+
     /// Run `cmd` in the foreground under a remote timeout (clients, mpirun, probes).
     pub fn foreground(
         dir: &str,
@@ -329,12 +358,19 @@ pub mod wrap {
 
     /// Poll until the server of `job` listens on `port` (or died): prints its pgid on ready.
     /// Exit 0 ready, 3 died, 4 gave up after `limit_s`. Polls every 20 ms; never a fixed sleep.
+    ///
+    /// Each poll forks only `grep` and `sleep`: the group's liveness is asked of the shell's own
+    /// `kill -0` every time, and the zombie-aware `alive` (`ps` and `awk`) only every tenth poll.
+    /// The poll runs while the server starts, on the same cores: five processes per poll slowed
+    /// the very start it waited for (a lab stand-in's interpreter, several per round).
     pub fn ready(dir: &str, job: &str, port: u16, limit_s: u32) -> String {
         let hex = format!("{port:04X}");
         format!(
-            "{alive} cd {d} || exit 5; n=0; while [ $n -lt {tries} ]; do \
+            "{alive} cd {d} || exit 5; n=0; g=; while [ $n -lt {tries} ]; do \
 if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; exit 0; fi; \
-if [ -s {job}.pgid ] && ! alive $(cat {job}.pgid); then exit 3; fi; \
+if [ -z \"$g\" ] && [ -s {job}.pgid ]; then read -r g < {job}.pgid; fi; \
+if [ -n \"$g\" ]; then kill -0 -\"$g\" 2>/dev/null || exit 3; \
+if [ $((n % 10)) -eq 9 ] && ! alive \"$g\"; then exit 3; fi; fi; \
 sleep 0.02; n=$((n+1)); done; exit 4",
             alive = ALIVE,
             d = quote(dir).unwrap_or_default(),
@@ -355,7 +391,8 @@ n=$((n+1)); if [ $n -eq 50 ]; then kill -KILL -{pgid} 2>/dev/null; fi; if [ $n -
         )
     }
 
-    /// `alive PGID`: true while the process group has a member that is not a zombie.
+    /// `alive PGID`: true while the process group has a member that is not a zombie. It sets
+    /// the shell variable `p`: callers keep nothing of their own in it.
     ///
     /// A detached server is orphaned when its starting shell exits, so its parent is PID 1 of
     /// its PID namespace; a process that dies stays a zombie until that parent reaps it, and

@@ -10,6 +10,7 @@
 
 mod sh;
 mod sysfs;
+pub mod twin;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -146,6 +147,9 @@ pub struct LabSpec {
     pub switches: Vec<String>,
     pub switch_ports: Vec<SwitchPort>,
     pub isls: Vec<IslSpec>,
+    /// Hosts only: no GB10 netdevs without a cable (cheap hosts for fan-out: sshd, sysfs and
+    /// the management network, nothing else).
+    pub hosts_only: bool,
 }
 
 impl LabSpec {
@@ -154,6 +158,14 @@ impl LabSpec {
             tag: tag.to_string(),
             ..Default::default()
         }
+    }
+
+    /// Hosts only, no fabric: skips the cable-less GB10 netdevs every host otherwise gets (four
+    /// veths per host), so a lab of dozens of hosts builds in seconds. Cables and switches
+    /// declared anyway are still built.
+    pub fn hosts_only(mut self) -> Self {
+        self.hosts_only = true;
+        self
     }
 
     /// Adds a host (GID index 3, all devices following their netdevs).
@@ -551,7 +563,9 @@ impl Lab {
         for (k, isl) in spec.isls.iter().enumerate() {
             self.add_isl(k, isl)?;
         }
-        self.add_unused_netdevs()?;
+        if !spec.hosts_only {
+            self.add_unused_netdevs()?;
+        }
         self.write_sysfs(spec)?;
         trace("links and sysfs done");
         self.write_ssh_files()?;
