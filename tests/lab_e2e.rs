@@ -17,11 +17,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use fabricplan::plan::{Endpoint, Member, Plan};
+use fabricplan::plan::Plan;
 use fabricplan::schedule::Schedule;
 use fabricplan::topology::Fabric;
 #[allow(unused_imports)]
-use lab::{Fault, Lab, LabSpec, lab_enabled};
+use lab::twin::lab_spec;
+use lab::{Fault, Lab, lab_enabled};
 use serde_json::Value;
 
 fn manifest() -> PathBuf {
@@ -39,63 +40,6 @@ fn load(path: &Path) -> Plan {
         Ok(l) => l.plan,
         Err(e) => panic!("{} does not load: {e:?}", path.display()),
     }
-}
-
-/// The lab a plan describes: one host per node (named like the node: the plan's ssh_config
-/// aliases are the lab's), one veth cable per direct/ring segment, one switch port per member
-/// of a switched segment, every ISL shaped with tbf to its declared capacity. Netdevs are the
-/// node's pins or its profile's; addresses and prefixes are the plan's.
-fn lab_spec(tag: &str, plan: &Plan) -> LabSpec {
-    let mut spec = LabSpec::new(tag);
-    for n in &plan.nodes {
-        spec = spec.host(&n.name);
-    }
-    for s in &plan.switches {
-        spec = spec.switch(&s.name);
-    }
-    let netdev = |e: &Endpoint| {
-        plan.pinned(e)
-            .netdev
-            .or_else(|| plan.profile_half(e).map(|h| h.netdev.clone()))
-            .unwrap_or_else(|| panic!("no netdev for {}", plan.endpoint_name(e)))
-    };
-    for seg in &plan.segments {
-        let cidr = |m: &Member| format!("{}/{}", m.address, seg.subnet.prefix_len());
-        let host = |m: &Member| plan.node(m.endpoint.node).name.clone();
-        if seg.members.iter().any(|m| m.switch.is_some()) {
-            for m in &seg.members {
-                let sw = m
-                    .switch
-                    .expect("every member of a switched segment has a switch");
-                spec = spec.switch_port(
-                    &plan.switches[sw.0].name,
-                    &host(m),
-                    &netdev(&m.endpoint),
-                    &cidr(m),
-                );
-            }
-        } else {
-            assert_eq!(seg.members.len(), 2, "segment {} is a cable", seg.name);
-            let (a, b) = (&seg.members[0], &seg.members[1]);
-            spec = spec.cable(
-                &host(a),
-                &netdev(&a.endpoint),
-                &cidr(a),
-                &host(b),
-                &netdev(&b.endpoint),
-                &cidr(b),
-            );
-        }
-    }
-    for isl in &plan.isls {
-        let rate = format!("{}mbit", (isl.capacity_gbps * 1000.0).round() as u64);
-        spec = spec.isl(
-            &plan.switches[isl.a.0].name,
-            &plan.switches[isl.b.0].name,
-            Some(&rate),
-        );
-    }
-    spec
 }
 
 /// One finished `fabricplan run`.

@@ -966,7 +966,6 @@ fn judge(
             .flat_map(|k| k.devices.clone())
             .collect(),
     };
-    let measured_something = r.client_out.is_some();
     if let Some(f) = &r.failure {
         // the tool's own error is more specific than "server did not listen"
         if let Some(v) = classify::error_verdict(&gate, &parsed) {
@@ -1003,7 +1002,6 @@ fn judge(
                 .get("rows")
                 .and_then(|r| r.as_array())
                 .is_some_and(|a| !a.is_empty()));
-    let _ = measured_something;
     JobResult {
         format_version: RESULTS_FORMAT_VERSION,
         job: job.id.clone(),

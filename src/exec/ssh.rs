@@ -599,11 +599,3 @@ impl Transport for SshTransport {
         })
     }
 }
-
-/// Known-hosts path helper for callers.
-pub fn default_known_hosts() -> PathBuf {
-    home().join(".ssh/known_hosts")
-}
-
-#[allow(dead_code)]
-fn _assert_path(_: &Path) {}

@@ -188,9 +188,7 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
     subnets_and_addresses(ctx, &segments, &seg_spans);
     ring_crossing(ctx, &raw.cable, &cables, &segments, &nodes, &profiles);
     let gates = gates(ctx, &raw.gates);
-    let tests = tests(
-        ctx, &raw.tests, &nodes, &profiles, &segments, &switches, &isls,
-    );
+    let tests = tests(ctx, &raw.tests, &nodes, &segments);
     let templates = templates(ctx, &raw.templates);
     let capacity = capacity(ctx, raw.capacity.as_ref());
     let sim = sim(ctx, raw.sim.as_ref(), &nodes, &switches);
@@ -680,7 +678,6 @@ fn halves_for(
     ends: &[(NodeId, String)],
     nodes: &[Node],
     profiles: &[Profile],
-    at: Range<usize>,
 ) -> Vec<String> {
     // default: every half the first end's port has
     let default: Vec<String> = ends
@@ -734,10 +731,6 @@ fn halves_for(
             }
         }
     }
-    if out.is_empty() && !raw.is_empty() {
-        return Vec::new();
-    }
-    let _ = at;
     out
 }
 
@@ -1102,7 +1095,6 @@ fn direct_cable(
         &[a.clone(), b.clone()],
         nodes,
         profiles,
-        span(ends),
     );
     let subnets = per_half_subnets(ctx, c, &halves, name);
     for half in &halves {
@@ -1289,7 +1281,7 @@ fn ring_cable(
         return;
     }
     let pairs: Vec<(NodeId, String)> = ids.iter().map(|id| (*id, out_port.clone())).collect();
-    let halves = halves_for(ctx, c.halves.as_ref(), &pairs, nodes, profiles, span(list));
+    let halves = halves_for(ctx, c.halves.as_ref(), &pairs, nodes, profiles);
     // subnets: an explicit list (one per link and half, in order) or carved from a pool
     let needed = n * halves.len();
     let mut nets: Vec<(Ipv4Net, Range<usize>)> = Vec::new();
@@ -1453,14 +1445,7 @@ fn switched_cable(
         return;
     }
     let ends: Vec<(NodeId, String)> = att.iter().map(|(np, _, _)| np.clone()).collect();
-    let halves = halves_for(
-        ctx,
-        c.halves.as_ref(),
-        &ends,
-        nodes,
-        profiles,
-        span(&c.kind),
-    );
+    let halves = halves_for(ctx, c.halves.as_ref(), &ends, nodes, profiles);
     let subnets = per_half_subnets(ctx, c, &halves, name);
     for half in &halves {
         let Some((subnet, sub_span)) = subnets.get(half).cloned() else {
@@ -2018,16 +2003,7 @@ fn resolve_flow(
     options.pop()
 }
 
-fn tests(
-    ctx: &mut Ctx,
-    raw: &RawTests,
-    nodes: &[Node],
-    profiles: &[Profile],
-    segments: &[Segment],
-    switches: &[Switch],
-    isls: &[Isl],
-) -> Tests {
-    let _ = profiles;
+fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[Segment]) -> Tests {
     let bw = |ctx: &mut Ctx, t: &RawBwTest, both: bool| -> Option<BwTest> {
         if t.enabled == Some(false) {
             return None;
@@ -2262,7 +2238,6 @@ fn tests(
             timeout_s: t.timeout_s.unwrap_or(300),
         });
     }
-    let _ = (switches, isls);
     Tests {
         preflight: raw.preflight.unwrap_or(true),
         rdma_bw,

@@ -31,14 +31,12 @@ pub struct JobView<'a> {
 
 fn job_view<'a>(
     plan: &Plan,
-    fabric: &Fabric,
     renderer: &Renderer,
     res: &Resolution,
     job: &'a Job,
     expected: Option<f64>,
     run_id: &str,
 ) -> JobView<'a> {
-    let _ = fabric;
     let (commands, error) = match job_commands(plan, renderer, res, job, run_id) {
         Ok(c) => (Some(c), None),
         Err(e) => (None, Some(e.to_string())),
@@ -144,19 +142,8 @@ pub fn write_text(
         }
     }
     for round in schedule.rounds(plan, fabric) {
-        write_round_text(
-            w,
-            plan,
-            fabric,
-            &renderer,
-            &res,
-            &round,
-            schedule.len(),
-            run_id,
-        )?;
+        write_round_text(w, plan, &renderer, &res, &round, schedule.len(), run_id)?;
     }
-    let res_all = Resolution::from_plan(plan);
-    let _ = res_all;
     Ok(())
 }
 
@@ -164,7 +151,6 @@ pub fn write_text(
 fn write_round_text(
     w: &mut dyn Write,
     plan: &Plan,
-    fabric: &Fabric,
     renderer: &Renderer,
     res: &Resolution,
     round: &Round,
@@ -199,7 +185,7 @@ fn write_round_text(
         .jobs
         .iter()
         .zip(&expected)
-        .map(|(j, e)| job_view(plan, fabric, renderer, res, j, *e, run_id))
+        .map(|(j, e)| job_view(plan, renderer, res, j, *e, run_id))
         .collect();
     for v in &views {
         let exp = v
@@ -292,7 +278,7 @@ pub fn write_json(
             .jobs
             .iter()
             .zip(&expected)
-            .map(|(j, e)| job_view(plan, fabric, &renderer, &res, j, *e, run_id))
+            .map(|(j, e)| job_view(plan, &renderer, &res, j, *e, run_id))
             .collect();
         #[derive(Serialize)]
         struct RoundView<'a> {
