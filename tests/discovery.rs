@@ -83,7 +83,14 @@ fn probe_dump(dir: &Path, devs: &[Dev], ip_addr: &str, ip_link: &str) -> String 
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&ip, fs::Permissions::from_mode(0o755)).unwrap();
-    let script = discover::PROBE_SCRIPT.replace("/sys/class/infiniband", &ib.display().to_string());
+    run_probe(dir, discover::PROBE_SCRIPT)
+}
+
+/// Run a probe-shaped script over the tree `probe_dump` wrote in `dir`.
+fn run_probe(dir: &Path, script: &str) -> String {
+    let ib = dir.join("infiniband");
+    let bin = dir.join("bin");
+    let script = script.replace("/sys/class/infiniband", &ib.display().to_string());
     let out = std::process::Command::new("/bin/sh")
         .arg("-c")
         .arg(script)
@@ -263,5 +270,94 @@ fn half_without_ipv4_gets_the_exact_command() {
         )
     );
     assert_eq!(b.gid_index, None);
+    let _ = fs::remove_dir_all(d);
+}
+
+/// What the probe printed when it forked `cat`, `grep -H .` and `sed` per sysfs attribute: the
+/// builtin-only probe must read exactly the same.
+const FORKING_PROBE: &str = r#"echo "@host $(hostname)"
+for d in /sys/class/infiniband/*; do
+  [ -d "$d" ] || continue
+  p="$d/ports/1"
+  echo "@dev ${d##*/}"
+  echo "@state $(cat "$p/state" 2>/dev/null)"
+  echo "@phys $(cat "$p/phys_state" 2>/dev/null)"
+  echo "@rate $(cat "$p/rate" 2>/dev/null)"
+  echo "@layer $(cat "$p/link_layer" 2>/dev/null)"
+  for n in "$d"/device/net/*; do [ -e "$n" ] && echo "@netdev ${n##*/}"; done
+  grep -H . "$p"/gids/* 2>/dev/null | sed 's/^/@gid /'
+  grep -H . "$p"/gid_attrs/types/* 2>/dev/null | sed 's/^/@gidtype /'
+  grep -H . "$p"/counters/* "$p"/hw_counters/* 2>/dev/null | sed 's/^/@counter /'
+done
+echo "@ip"
+ip -4 -o addr show 2>/dev/null
+echo "@link"
+ip -o link show 2>/dev/null
+echo "@route"
+ip -4 route show 2>/dev/null
+echo "@end"
+"#;
+
+#[test]
+fn builtin_probe_reads_what_grep_and_cat_read() {
+    let d = tmp("builtin");
+    // the tree first; then edge cases added to it before the two probes read it
+    let _ = probe_dump(
+        &d,
+        &[
+            Dev {
+                name: "rocep1s0f0",
+                netdev: "enp1s0f0np0",
+                active: true,
+                gids: vec![
+                    (3, mapped([198, 51, 100, 1]), "RoCE v2"),
+                    (2, mapped([198, 51, 100, 1]), "IB/RoCE v1"),
+                ],
+            },
+            Dev {
+                name: "rocep1s0f1",
+                netdev: "enp1s0f1np1",
+                active: false,
+                gids: vec![],
+            },
+        ],
+        "2: enp1s0f0np0    inet 198.51.100.1/30 brd 198.51.100.3 scope global enp1s0f0np0\\       valid_lft forever preferred_lft forever\n",
+        &(link_line(2, "enp1s0f0np0", true) + &link_line(4, "enp1s0f1np1", false)),
+    );
+    let port = d.join("infiniband/rocep1s0f0/ports/1");
+    // a counter without its newline, an empty one, and a type that cannot be read (sysfs
+    // answers EINVAL for an unset GID's type; a dangling link fails the same way)
+    fs::write(port.join("hw_counters/out_of_sequence"), "17").unwrap();
+    fs::write(port.join("hw_counters/rx_write_requests"), "").unwrap();
+    std::os::unix::fs::symlink(port.join("nowhere"), port.join("gid_attrs/types/5")).unwrap();
+    let dump = run_probe(&d, discover::PROBE_SCRIPT);
+    let reference = run_probe(&d, FORKING_PROBE);
+    let (a, b) = (
+        discover::probe::parse(&dump),
+        discover::probe::parse(&reference),
+    );
+    assert!(a.complete && !a.hostname.is_empty());
+    assert_eq!(a, b, "builtin:\n{dump}\nforking:\n{reference}");
+    let dev = a.device("rocep1s0f0").unwrap();
+    assert_eq!(dev.counters["out_of_sequence"], 17);
+    assert_eq!(dev.counters["port_xmit_data"], 1000);
+    assert!(!dev.counters.contains_key("rx_write_requests"));
+    assert_eq!(dev.gids.len(), 2);
+    assert_eq!(dev.roce_v2_index("198.51.100.1".parse().unwrap()), Some(3));
+
+    // the counters-only snapshot reads the same counters, and a hostile device name is inert
+    let names = vec![
+        "rocep1s0f0".to_string(),
+        "rocep1s0f1".to_string(),
+        format!("x; touch {}/pwned", d.display()),
+    ];
+    let snap = run_probe(&d, &discover::counters_script(&names));
+    let c = discover::probe::parse(&snap);
+    assert!(c.complete);
+    assert_eq!(c.devices.len(), 3);
+    assert_eq!(c.devices[0].counters, dev.counters);
+    assert_eq!(c.devices[2].name, names[2]);
+    assert!(c.devices[2].counters.is_empty());
+    assert!(!d.join("pwned").exists());
     let _ = fs::remove_dir_all(d);
 }

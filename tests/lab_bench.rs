@@ -471,7 +471,40 @@ fn bench_launch_skew_8() {
 }
 
 /// `fabricplan detect --host ...` over `hosts`: wall time.
-fn detect(lab: &Lab, hosts: &[String]) -> f64 {
+/// CPU seconds (user + system) of this process's waited-for children so far.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(u.ru_utime) + s(u.ru_stime)
+}
+
+/// Busy CPU seconds of the whole machine so far (`/proc/stat`: every state but idle and iowait).
+fn machine_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let busy: f64 = ticks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, t)| t)
+        .sum();
+    // SAFETY: sysconf reads a constant.
+    busy / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// `fabricplan detect` over `hosts`: wall seconds, the CPU seconds the whole machine was busy
+/// (fabricplan, every host's sshd, shell and probe, and anything else running) and and the CPU seconds the fabricplan process
+/// those the fabricplan process itself used.
+fn detect(lab: &Lab, hosts: &[String]) -> (f64, f64, f64) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fabricplan"));
     c.arg("detect")
         .arg("--ssh-config")
@@ -482,9 +515,11 @@ fn detect(lab: &Lab, hosts: &[String]) -> f64 {
     for h in hosts {
         c.arg("--host").arg(h);
     }
+    let (cpu0, m0) = (children_cpu(), machine_cpu());
     let t = Instant::now();
     let o = c.output().expect("run detect");
     let wall = t.elapsed().as_secs_f64();
+    let (cpu, machine) = (children_cpu() - cpu0, machine_cpu() - m0);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
             "detect output is not JSON ({e}): {}",
@@ -497,7 +532,7 @@ fn detect(lab: &Lab, hosts: &[String]) -> f64 {
         assert_eq!(r["reachable"], true, "{r}");
     }
     assert!(o.status.success());
-    wall
+    (wall, machine, cpu)
 }
 
 /// `script` on every host through the SSH transport itself (in process, a fresh transport:
@@ -544,22 +579,22 @@ fn transport_fanout(lab: &Lab, hosts: &[String], script: &str) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// The discovery probe's output, with shell builtins where `PROBE_SCRIPT` forks: `read` for
-/// `cat`, a `for`/`read` loop for `grep -H . | sed`. Three `ip` processes instead of about 50
-/// per GB10 host. Not what `detect` runs: a measurement of what its probe costs (fan-out is
-/// CPU-bound on 2 cores), checked to parse to exactly the same [`Probe`].
-const PROBE_LITE: &str = r#"{ read -r h < /proc/sys/kernel/hostname; } 2>/dev/null; echo "@host $h"
+/// The discovery probe as it was before it read sysfs with shell builtins: `cat` per
+/// attribute and `grep -H . | sed` per directory, about 50 processes per GB10 host. Kept to
+/// measure what the builtin probe saves, and checked to parse to exactly the same [`Probe`].
+const PROBE_FORKING: &str = r#"echo "@host $(hostname)"
 for d in /sys/class/infiniband/*; do
   [ -d "$d" ] || continue
   p="$d/ports/1"
   echo "@dev ${d##*/}"
-  for k in state:state phys:phys_state rate:rate layer:link_layer; do
-    v=; { read -r v < "$p/${k#*:}"; } 2>/dev/null; echo "@${k%%:*} $v"
-  done
+  echo "@state $(cat "$p/state" 2>/dev/null)"
+  echo "@phys $(cat "$p/phys_state" 2>/dev/null)"
+  echo "@rate $(cat "$p/rate" 2>/dev/null)"
+  echo "@layer $(cat "$p/link_layer" 2>/dev/null)"
   for n in "$d"/device/net/*; do [ -e "$n" ] && echo "@netdev ${n##*/}"; done
-  for f in "$p"/gids/*; do v=; { read -r v < "$f"; } 2>/dev/null; [ -n "$v" ] && echo "@gid $f:$v"; done
-  for f in "$p"/gid_attrs/types/*; do v=; { read -r v < "$f"; } 2>/dev/null; [ -n "$v" ] && echo "@gidtype $f:$v"; done
-  for f in "$p"/counters/* "$p"/hw_counters/*; do v=; { read -r v < "$f"; } 2>/dev/null; [ -n "$v" ] && echo "@counter $f:$v"; done
+  grep -H . "$p"/gids/* 2>/dev/null | sed 's/^/@gid /'
+  grep -H . "$p"/gid_attrs/types/* 2>/dev/null | sed 's/^/@gidtype /'
+  grep -H . "$p"/counters/* "$p"/hw_counters/* 2>/dev/null | sed 's/^/@counter /'
 done
 echo "@ip"
 ip -4 -o addr show 2>/dev/null
@@ -617,9 +652,9 @@ fn bench_fanout_detect() {
     let dir = work("fanout");
     // warm the page cache and every sshd once
     ssh_loop(&lab, &dir, &names, true);
-    // the fork-light probe reads the same: same devices, states, netdevs, GIDs and counters
+    // the forking probe of before reads the same: devices, states, netdevs, GIDs, counters
     let full = lab.exec("n01", fabricplan::discover::PROBE_SCRIPT);
-    let lite = lab.exec("n01", PROBE_LITE);
+    let lite = lab.exec("n01", PROBE_FORKING);
     let parse = |o: &std::process::Output| {
         serde_json::to_value(fabricplan::discover::probe::parse(
             &String::from_utf8_lossy(&o.stdout),
@@ -629,7 +664,7 @@ fn bench_fanout_detect() {
     assert_eq!(
         parse(&full),
         parse(&lite),
-        "the lite probe reads differently"
+        "the forking probe reads differently"
     );
     assert!(!parse(&full)["devices"].as_array().unwrap().is_empty());
     let tries = 3.max(reps());
@@ -637,7 +672,10 @@ fn bench_fanout_detect() {
     let mut base_t = f64::NAN;
     for k in [1usize, 8, 32] {
         let hosts = &names[..k];
-        let mut d: Vec<f64> = (0..tries).map(|_| detect(&lab, hosts)).collect();
+        let runs: Vec<(f64, f64, f64)> = (0..tries).map(|_| detect(&lab, hosts)).collect();
+        let mut d: Vec<f64> = runs.iter().map(|r| r.0).collect();
+        let mut machine: Vec<f64> = runs.iter().map(|r| r.1).collect();
+        let mut cpu: Vec<f64> = runs.iter().map(|r| r.2).collect();
         let mut s: Vec<f64> = (0..tries)
             .map(|_| ssh_loop(&lab, &dir, hosts, false))
             .collect();
@@ -651,7 +689,7 @@ fn bench_fanout_detect() {
             .map(|_| transport_fanout(&lab, hosts, fabricplan::discover::PROBE_SCRIPT))
             .collect();
         let mut tl: Vec<f64> = (0..tries)
-            .map(|_| transport_fanout(&lab, hosts, PROBE_LITE))
+            .map(|_| transport_fanout(&lab, hosts, PROBE_FORKING))
             .collect();
         let dm = median(&mut d);
         if k == 1 {
@@ -659,11 +697,14 @@ fn bench_fanout_detect() {
             base_t = median(&mut tt.clone());
         }
         println!(
-            "BENCH-SUMMARY fan-out {k} hosts: detect median {dm:.3} s ({:.2}x one host; runs {d:?}); \
+            "BENCH-SUMMARY fan-out {k} hosts: detect median {dm:.3} s ({:.2}x one host; runs {d:?}), \
+             machine CPU busy {:.3} s of which fabricplan {:.3} s; \
              sequential ssh loop {:.3} s; parallel ssh loop {:.3} s; \
              in-process transport: `true` {:.3} s ({:.2}x one host), the probe {:.3} s, \
-             a fork-light probe {:.3} s",
+             the forking probe of before {:.3} s",
             dm / base,
+            median(&mut machine),
+            median(&mut cpu),
             median(&mut s),
             median(&mut p),
             median(&mut tt),

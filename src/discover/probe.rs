@@ -8,20 +8,37 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde::Serialize;
 
-/// The probe script. POSIX sh, read-only, sysfs and `ip` only.
-pub const PROBE_SCRIPT: &str = r#"echo "@host $(hostname)"
+/// `rd FILE`: the first line of FILE into `v` (empty when unreadable), with the shell's own
+/// `read`; `dump TAG FILE...`: `@TAG FILE:VALUE` per readable, non-empty file (what
+/// `grep -H . FILE... | sed 's/^/@TAG /'` prints for one-line sysfs files) without a fork.
+/// A GB10 box has hundreds of counter and GID files: forking `cat`, `grep` and `sed` per
+/// attribute cost ~50 processes per host, the most of a fan-out's CPU on a small machine.
+macro_rules! shell_helpers {
+    () => {
+        r#"rd() { v=; { read -r v < "$1"; } 2>/dev/null; }
+dump() { t=$1; shift; for f in "$@"; do rd "$f"; [ -n "$v" ] && printf '@%s %s:%s\n' "$t" "$f" "$v"; done; }
+"#
+    };
+}
+const SHELL_HELPERS: &str = shell_helpers!();
+
+/// The probe script. POSIX sh, read-only, sysfs and `ip` only. Shell builtins read sysfs; the
+/// only processes it starts are the three `ip` listings.
+pub const PROBE_SCRIPT: &str = concat!(
+    shell_helpers!(),
+    r#"rd /proc/sys/kernel/hostname; h=$v; [ -n "$h" ] || h=$(hostname); echo "@host $h"
 for d in /sys/class/infiniband/*; do
   [ -d "$d" ] || continue
   p="$d/ports/1"
   echo "@dev ${d##*/}"
-  echo "@state $(cat "$p/state" 2>/dev/null)"
-  echo "@phys $(cat "$p/phys_state" 2>/dev/null)"
-  echo "@rate $(cat "$p/rate" 2>/dev/null)"
-  echo "@layer $(cat "$p/link_layer" 2>/dev/null)"
+  rd "$p/state"; echo "@state $v"
+  rd "$p/phys_state"; echo "@phys $v"
+  rd "$p/rate"; echo "@rate $v"
+  rd "$p/link_layer"; echo "@layer $v"
   for n in "$d"/device/net/*; do [ -e "$n" ] && echo "@netdev ${n##*/}"; done
-  grep -H . "$p"/gids/* 2>/dev/null | sed 's/^/@gid /'
-  grep -H . "$p"/gid_attrs/types/* 2>/dev/null | sed 's/^/@gidtype /'
-  grep -H . "$p"/counters/* "$p"/hw_counters/* 2>/dev/null | sed 's/^/@counter /'
+  dump gid "$p"/gids/*
+  dump gidtype "$p"/gid_attrs/types/*
+  dump counter "$p"/counters/* "$p"/hw_counters/*
 done
 echo "@ip"
 ip -4 -o addr show 2>/dev/null
@@ -30,17 +47,22 @@ ip -o link show 2>/dev/null
 echo "@route"
 ip -4 route show 2>/dev/null
 echo "@end"
-"#;
+"#
+);
 
-/// Counters only, for snapshots around a job: `DEV...` appended as arguments.
+/// Counters only, for snapshots around a job: one `@dev` block per device, no process forked.
+/// A device name that cannot be a shell word (a NUL byte) is skipped.
 pub fn counters_script(devices: &[String]) -> String {
-    let mut s = String::new();
+    let mut s = String::from(SHELL_HELPERS);
     for d in devices {
+        let Some(q) = crate::render::quote(d) else {
+            continue;
+        };
         s.push_str(&format!(
-            "echo \"@dev {d}\"; grep -H . /sys/class/infiniband/{d}/ports/1/counters/* /sys/class/infiniband/{d}/ports/1/hw_counters/* 2>/dev/null | sed 's/^/@counter /'; "
+            "echo @dev {q}; p=/sys/class/infiniband/{q}/ports/1; dump counter \"$p\"/counters/* \"$p\"/hw_counters/*\n"
         ));
     }
-    s.push_str("echo @end");
+    s.push_str("echo @end\n");
     s
 }
 

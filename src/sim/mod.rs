@@ -133,7 +133,8 @@ impl SimTransport {
             let devs: Vec<String> = shell::commands(script)
                 .into_iter()
                 .filter(|c| c.first().map(String::as_str) == Some("echo"))
-                .filter_map(|c| c.get(1)?.strip_prefix("@dev ").map(str::to_string))
+                .filter(|c| c.get(1).map(String::as_str) == Some("@dev"))
+                .filter_map(|c| c.get(2).cloned())
                 .collect();
             let st = self.lock();
             return Ok(Output::ok(w.counters_dump(node, &devs, &st.counters)));
