@@ -84,6 +84,13 @@ fn fake(client_gbps: f64) -> FakeTransport {
 }
 
 async fn run_with(t: FakeTransport) -> (fabricplan::results::RunResults, Arc<FakeTransport>) {
+    run_with_parallel(t, 8).await
+}
+
+async fn run_with_parallel(
+    t: FakeTransport,
+    max_parallel: usize,
+) -> (fabricplan::results::RunResults, Arc<FakeTransport>) {
     let loaded = fabricplan::plan::load_str(
         std::path::Path::new("pair.toml"),
         PLAN,
@@ -100,7 +107,7 @@ async fn run_with(t: FakeTransport) -> (fabricplan::results::RunResults, Arc<Fak
         run_id: "test".into(),
         only: vec![],
         skip: vec![],
-        max_parallel: 8,
+        max_parallel,
     };
     let r = runner::run(
         &plan,
@@ -155,6 +162,26 @@ async fn healthy_pair_is_green_and_ordered() {
     assert!(counter_reads.iter().any(|i| *i < server) && counter_reads.iter().any(|i| *i > client));
     // never by name
     assert!(!calls.iter().any(|c| c.script.contains("pkill")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn staging_never_starves_the_setup_it_waits_for() {
+    // clients are staged while the round's servers start; with one or two command slots the
+    // setup must still get one, and every job is measured
+    for slots in [1, 2, 3] {
+        let (r, _) = tokio::time::timeout(
+            Duration::from_secs(600),
+            run_with_parallel(fake(109.0), slots),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("deadlock with {slots} slot(s)"));
+        assert_eq!(
+            r.summary.verdict, "ALL GREEN",
+            "{slots} slot(s): {:#?}",
+            r.summary
+        );
+        assert!(r.jobs.iter().all(|j| j.status == JobStatus::Measured));
+    }
 }
 
 #[tokio::test]

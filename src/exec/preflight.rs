@@ -14,8 +14,54 @@ use crate::parse::{self, Tool};
 use crate::plan::{Endpoint, NodeId};
 use crate::results::RunResults;
 
+/// Each NCCL test's launch check: mpirun on its launching host starts `hostname` on every rank.
+/// (test index, the mpirun step, ranks expected to answer)
+pub(crate) type LaunchCheck = (usize, crate::render::job::Step, usize);
+
+/// The launch checks of the NCCL tests whose hosts are all needed. They depend on the plan alone,
+/// not on discovery, so the runner starts them together with the discovery probes.
+pub(crate) fn launch_checks(ctx: &Ctx<'_>, needed: &[NodeId]) -> Vec<LaunchCheck> {
+    (0..ctx.plan.tests.nccl.len())
+        .filter(|i| {
+            ctx.plan.tests.nccl[*i]
+                .nodes
+                .iter()
+                .all(|n| needed.contains(n))
+        })
+        .filter_map(|i| {
+            crate::render::job::mpi_hostname(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id)
+                .ok()
+                .map(|(s, n)| (i, s, n))
+        })
+        .collect()
+}
+
+/// Run the launch checks, all at once.
+pub(crate) async fn run_launch_checks(
+    ctx: &Ctx<'_>,
+    checks: &[LaunchCheck],
+) -> Vec<Result<crate::exec::Output, crate::exec::TransportError>> {
+    join_all(checks.iter().map(|(_, s, _)| {
+        ctx.exec(
+            s.node,
+            &s.script,
+            std::time::Duration::from_secs(s.timeout_s as u64 + 10),
+        )
+    }))
+    .await
+}
+
 /// Read-only checks before any measurement. A FAIL blocks the measurements that depend on it.
-pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mut RunResults) {
+/// `launches` are the launch checks already run (with discovery) and what they answered.
+pub(crate) async fn preflight(
+    ctx: &mut Ctx<'_>,
+    needed: &[NodeId],
+    results: &mut RunResults,
+    launches: Vec<(
+        LaunchCheck,
+        Result<crate::exec::Output, crate::exec::TransportError>,
+    )>,
+) {
     let mut verdicts: Vec<(Verdict, Vec<Endpoint>)> = Vec::new();
     for n in needed {
         let (Some(halves), Some(probe)) = (ctx.resolutions.get(n), ctx.probes.get(n)) else {
@@ -60,36 +106,12 @@ pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mu
             }
         }
     }
-    // each NCCL job's hosts can launch each other: mpirun starts `hostname` on every rank
-    let launches: Vec<(usize, crate::render::job::Step, usize)> = (0..ctx.plan.tests.nccl.len())
-        .filter(|i| {
-            let t = &ctx.plan.tests.nccl[*i];
-            t.nodes
-                .iter()
-                .all(|n| needed.contains(n) && !ctx.unreachable.contains_key(n))
-        })
-        .filter_map(|i| {
-            crate::render::job::mpi_hostname(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id)
-                .ok()
-                .map(|(s, n)| (i, s, n))
-        })
-        .collect();
-    // the pings and the launch checks are independent read-only queries: run them together
-    // (one after the other they cost the sum of a ping run and an mpirun start)
-    let (outs, launch_outs) = tokio::join!(
-        join_all(
-            pings
-                .iter()
-                .map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT)),
-        ),
-        join_all(launches.iter().map(|(_, s, _)| {
-            ctx.exec(
-                s.node,
-                &s.script,
-                std::time::Duration::from_secs(s.timeout_s as u64 + 10),
-            )
-        })),
-    );
+    let outs = join_all(
+        pings
+            .iter()
+            .map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT)),
+    )
+    .await;
     let mut small_ok: HashMap<(Endpoint, Endpoint), bool> = HashMap::new();
     for ((_, from, to, jumbo, _), out) in pings.iter().zip(outs) {
         let gate = format!(
@@ -134,7 +156,14 @@ pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mu
                     Verdict::check(
                         gate,
                         Outcome::Fail,
-                        format!("no reply: {}", text.lines().last().unwrap_or("").trim()),
+                        format!(
+                            "no reply: {}",
+                            text.lines()
+                                .rev()
+                                .map(str::trim)
+                                .find(|l| !l.is_empty())
+                                .unwrap_or("no output")
+                        ),
                         Some(Trap::CrossedCable),
                     )
                 }
@@ -142,8 +171,13 @@ pub(crate) async fn preflight(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mu
         };
         verdicts.push((v, vec![from.clone(), to.clone()]));
     }
-    for ((i, s, n), out) in launches.iter().zip(launch_outs) {
-        let t = &ctx.plan.tests.nccl[*i];
+    for ((i, s, n), out) in launches {
+        let t = &ctx.plan.tests.nccl[i];
+        if t.nodes.iter().any(|n| ctx.unreachable.contains_key(n)) {
+            // its host is reported unreachable already, and the test is skipped for it
+            continue;
+        }
+        let n = &n;
         let gate = format!("mpirun launch {}", t.name);
         let v = match out {
             Err(e) => Verdict::check(gate, Outcome::Fail, e.to_string(), Some(Trap::Unreachable)),

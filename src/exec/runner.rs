@@ -77,6 +77,8 @@ pub(crate) struct Ctx<'a> {
 }
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a server has to listen on its port.
+const READY_LIMIT_S: u32 = 15;
 pub(crate) const SHORT: Duration = Duration::from_secs(20);
 
 impl Ctx<'_> {
@@ -92,8 +94,11 @@ impl Ctx<'_> {
             .await
     }
 
-    /// [`Transport::exec_released`] under the same limit as [`Ctx::exec`]; without a free slot
-    /// it is not staged (armed at once, run on release), so staging never waits on itself.
+    /// [`Transport::exec_released`] under the same limit as [`Ctx::exec`]. A staged command
+    /// holds its slot while it waits, and the round's setup (snapshots, server starts, readiness)
+    /// runs meanwhile and needs slots too: so a command is staged only while a slot stays free
+    /// for the setup. Otherwise it is armed at once and takes a slot only once released: staging
+    /// never waits on itself nor starves the setup it waits for.
     pub(crate) async fn exec_released(
         &self,
         node: NodeId,
@@ -103,19 +108,23 @@ impl Ctx<'_> {
         go: watch::Receiver<bool>,
     ) -> Result<Output, TransportError> {
         let node = self.plan.node(node);
-        match self.sem.try_acquire() {
-            Ok(_permit) => {
-                self.transport
+        if let Ok(permit) = self.sem.try_acquire() {
+            if self.sem.available_permits() > 0 {
+                let _permit = permit;
+                return self
+                    .transport
                     .exec_released(node, script, timeout, armed, go)
-                    .await
-            }
-            Err(_) => {
-                let _ = armed.send(());
-                let _permit = self.sem.acquire().await;
-                super::transport::released(go).await;
-                self.transport.exec(node, script, timeout).await
+                    .await;
             }
         }
+        let _ = armed.send(());
+        if !super::transport::released(go).await {
+            return Err(TransportError::Withdrawn {
+                host: node.name.clone(),
+            });
+        }
+        let _permit = self.sem.acquire().await;
+        self.transport.exec(node, script, timeout).await
     }
 
     fn cancelled(&self) -> bool {
@@ -193,9 +202,20 @@ pub async fn run(
     }
     needed.sort();
 
-    discover_nodes(&mut ctx, &needed, &mut results).await;
+    // the launch checks depend on the plan alone: they run while the hosts are probed
+    let checks = if plan.tests.preflight {
+        super::preflight::launch_checks(&ctx, &needed)
+    } else {
+        Vec::new()
+    };
+    let (probes, launches) = tokio::join!(
+        probe_nodes(&ctx, &needed),
+        super::preflight::run_launch_checks(&ctx, &checks)
+    );
+    apply_discovery(&mut ctx, probes, &mut results);
     if plan.tests.preflight {
-        super::preflight::preflight(&mut ctx, &needed, &mut results).await;
+        let launches = checks.into_iter().zip(launches).collect();
+        super::preflight::preflight(&mut ctx, &needed, &mut results, launches).await;
     }
 
     for i in selected {
@@ -238,12 +258,26 @@ fn selected_job(plan: &Plan, round: &Round, job: &Job, opts: &RunOptions) -> boo
         && !opts.skip.iter().any(|s| job.matches(plan, &round.name, s))
 }
 
-async fn discover_nodes(ctx: &mut Ctx<'_>, needed: &[NodeId], results: &mut RunResults) {
-    let probes = join_all(needed.iter().map(|n| {
-        let c = &*ctx;
-        async move { (*n, c.exec(*n, discover::PROBE_SCRIPT, PROBE_TIMEOUT).await) }
+/// The discovery probe on every needed host, all at once.
+async fn probe_nodes(
+    ctx: &Ctx<'_>,
+    needed: &[NodeId],
+) -> Vec<(NodeId, Result<Output, TransportError>)> {
+    join_all(needed.iter().map(|n| async move {
+        (
+            *n,
+            ctx.exec(*n, discover::PROBE_SCRIPT, PROBE_TIMEOUT).await,
+        )
     }))
-    .await;
+    .await
+}
+
+/// What the probes found: each planned half's device, netdev and GID, or the host unreachable.
+fn apply_discovery(
+    ctx: &mut Ctx<'_>,
+    probes: Vec<(NodeId, Result<Output, TransportError>)>,
+    results: &mut RunResults,
+) {
     for (n, out) in probes {
         let name = ctx.plan.node(n).name.clone();
         match out {
@@ -544,26 +578,135 @@ async fn run_round(
         }
     }
 
-    // counters before
+    // Two things run side by side until the release:
+    // - the setup: counters before, read while the servers start detached (a server only
+    //   listens until its client connects, so no byte of the round moves before every snapshot
+    //   is in), then each server's readiness (it listens on its port, or it died);
+    // - the staging: each job's first client (or mpirun launcher) has its remote shell started
+    //   and waiting for one line of stdin.
+    // When both are done, every client whose server is up is released with one byte; a client
+    // whose server did not come up is withdrawn unrun (its shell reads EOF and exits).
     let all_devices: Vec<(NodeId, String)> =
         running.iter().flat_map(|r| job_devices(ctx, r)).collect();
-    // servers, detached, all at once, while the counters are read: a server only listens until
-    // its client connects, so no byte of the round moves before every snapshot is in (one SSH
-    // round trip per round saved, not a snapshot)
-    let (before, starts) = tokio::join!(
-        snapshot(ctx, &all_devices),
-        join_all(running.iter().map(|r| async move {
-            let mut recs = Vec::new();
-            for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
-                let t0 = now_ms();
-                let out = ctx.exec(s.node, &s.script, SHORT).await;
-                recs.push((s.node, s.command.clone(), s.script.clone(), t0, out));
+    let setup = async {
+        let (before, starts) = tokio::join!(
+            snapshot(ctx, &all_devices),
+            join_all(running.iter().map(|r| async move {
+                let mut recs = Vec::new();
+                for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
+                    let t0 = now_ms();
+                    let out = ctx.exec(s.node, &s.script, SHORT).await;
+                    recs.push((
+                        s.node,
+                        s.command.clone(),
+                        s.script.clone(),
+                        (t0, now_ms()),
+                        out,
+                    ));
+                }
+                recs
+            }))
+        );
+        let ready = join_all(running.iter().zip(&starts).map(|(r, recs)| async move {
+            let server = r.cmds.steps.iter().find(|s| s.role == Role::Server)?;
+            if recs.iter().any(|rec| rec.4.is_err()) {
+                return None;
             }
-            recs
+            Some((
+                server.node,
+                ctx.exec(
+                    server.node,
+                    &wrap::ready(dir, &r.job.id, r.job.port, READY_LIMIT_S),
+                    Duration::from_secs(READY_LIMIT_S as u64 + 10),
+                )
+                .await,
+            ))
         }))
+        .await;
+        (before, starts, ready)
+    };
+    let mut go_txs = Vec::new();
+    let mut go_rxs = Vec::new();
+    let mut arms = Vec::new();
+    let mut armers = Vec::new();
+    for _ in &running {
+        let (tx, rx) = watch::channel(false);
+        go_txs.push(tx);
+        go_rxs.push(rx);
+        let (tx, rx) = oneshot::channel::<()>();
+        armers.push(tx);
+        arms.push(rx);
+    }
+    let release_at: std::sync::OnceLock<(Instant, u64)> = std::sync::OnceLock::new();
+    let release = async {
+        let done = setup.await;
+        // a dropped armer (the command failed before it was staged) counts as armed
+        let _ = join_all(arms).await;
+        let _ = release_at.set((Instant::now(), now_ms()));
+        for ((r, go), (starts, ready)) in running.iter().zip(go_txs).zip(done.1.iter().zip(&done.2))
+        {
+            let has_server = r.cmds.steps.iter().any(|s| s.role == Role::Server);
+            let up = !has_server
+                || (starts.iter().all(|rec| rec.4.is_ok())
+                    && matches!(ready, Some((_, Ok(o))) if o.status == 0));
+            if up {
+                let _ = go.send(true);
+            }
+            // else dropped unsent: withdrawn
+        }
+        done
+    };
+    let launches = join_all(
+        running
+            .iter()
+            .zip(armers)
+            .zip(go_rxs)
+            .map(|((r, armer), go)| {
+                let release_at = &release_at;
+                async move {
+                    let mut recs = Vec::new();
+                    let mut armer = Some(armer);
+                    for s in r.cmds.steps.iter().filter(|s| s.role != Role::Server) {
+                        let timeout = Duration::from_secs(s.timeout_s as u64 + 15);
+                        let (t0, ms, out) = match armer.take() {
+                            Some(a) => {
+                                let out = ctx
+                                    .exec_released(s.node, &s.script, timeout, a, go.clone())
+                                    .await;
+                                if matches!(out, Err(TransportError::Withdrawn { .. })) {
+                                    // its server is not up: nothing of this job runs
+                                    return recs;
+                                }
+                                // sent when released (a command that failed before could not be)
+                                let (t0, ms) = release_at
+                                    .get()
+                                    .copied()
+                                    .unwrap_or_else(|| (Instant::now(), now_ms()));
+                                (t0, ms, out)
+                            }
+                            None => {
+                                let (t0, ms) = (Instant::now(), now_ms());
+                                (t0, ms, ctx.exec(s.node, &s.script, timeout).await)
+                            }
+                        };
+                        recs.push((
+                            s.node,
+                            s.role,
+                            s.command.clone(),
+                            s.script.clone(),
+                            ms,
+                            t0,
+                            t0.elapsed(),
+                            out,
+                        ));
+                    }
+                    recs
+                }
+            }),
     );
+    let (launches, (before, starts, ready)) = tokio::join!(launches, release);
     for (r, recs) in running.iter_mut().zip(starts) {
-        for (node, command, script, t0, out) in recs {
+        for (node, command, script, (t0, t1), out) in recs {
             if let Err(e) = &out {
                 r.failure = Some(Verdict::check(
                     gate_name(plan, round, r.job),
@@ -572,7 +715,7 @@ async fn run_round(
                     Some(Trap::Unreachable),
                 ));
             }
-            r.steps.push(step_record(
+            let mut rec = step_record(
                 ctx,
                 evidence,
                 &r.job.id,
@@ -582,27 +725,12 @@ async fn run_round(
                 &script,
                 t0,
                 &out,
-            ));
+            );
+            // recorded after the round: when the start itself answered
+            rec.finished_unix_ms = t1;
+            r.steps.push(rec);
         }
     }
-    // readiness: each server listens on its port (or died)
-    let ready = join_all(running.iter().map(|r| async move {
-        let server = r.cmds.steps.iter().find(|s| s.role == Role::Server)?;
-        if r.failure.is_some() {
-            return None;
-        }
-        let limit = 15;
-        Some((
-            server.node,
-            ctx.exec(
-                server.node,
-                &wrap::ready(dir, &r.job.id, r.job.port, limit),
-                Duration::from_secs(limit as u64 + 10),
-            )
-            .await,
-        ))
-    }))
-    .await;
     for (r, rd) in running.iter_mut().zip(ready) {
         let Some((node, out)) = rd else { continue };
         match out {
@@ -639,67 +767,6 @@ async fn run_round(
             }
         }
     }
-
-    // clients (and mpirun launchers) released together: each job's first one is staged (its
-    // remote shell started and waiting), and all are released at once when every one is armed
-    let (go_tx, go_rx) = watch::channel(false);
-    let release_at: std::sync::OnceLock<(Instant, u64)> = std::sync::OnceLock::new();
-    let mut arms = Vec::new();
-    let mut armers = Vec::new();
-    for _ in &running {
-        let (tx, rx) = oneshot::channel::<()>();
-        armers.push(tx);
-        arms.push(rx);
-    }
-    let release = async {
-        // a dropped sender (nothing to launch, or it failed before it was staged) counts too
-        let _ = join_all(arms).await;
-        let _ = release_at.set((Instant::now(), now_ms()));
-        let _ = go_tx.send(true);
-    };
-    let launches = join_all(running.iter().zip(armers).map(|(r, armer)| {
-        let go = go_rx.clone();
-        let release_at = &release_at;
-        async move {
-            let mut recs = Vec::new();
-            if r.failure.is_some() && !r.cmds.steps.iter().any(|s| s.role == Role::Launcher) {
-                return recs;
-            }
-            let mut armer = Some(armer);
-            for s in r.cmds.steps.iter().filter(|s| s.role != Role::Server) {
-                let timeout = Duration::from_secs(s.timeout_s as u64 + 15);
-                let (t0, ms, out) = match armer.take() {
-                    Some(a) => {
-                        let out = ctx
-                            .exec_released(s.node, &s.script, timeout, a, go.clone())
-                            .await;
-                        // sent when released (a command that failed before could not be)
-                        let (t0, ms) = release_at
-                            .get()
-                            .copied()
-                            .unwrap_or_else(|| (Instant::now(), now_ms()));
-                        (t0, ms, out)
-                    }
-                    None => {
-                        let (t0, ms) = (Instant::now(), now_ms());
-                        (t0, ms, ctx.exec(s.node, &s.script, timeout).await)
-                    }
-                };
-                recs.push((
-                    s.node,
-                    s.role,
-                    s.command.clone(),
-                    s.script.clone(),
-                    ms,
-                    t0,
-                    t0.elapsed(),
-                    out,
-                ));
-            }
-            recs
-        }
-    }));
-    let (launches, ()) = tokio::join!(launches, release);
     let mut launch_ms: Vec<u64> = Vec::new();
     let mut remote_ms: Vec<Option<f64>> = Vec::new();
     for (r, recs) in running.iter_mut().zip(launches) {

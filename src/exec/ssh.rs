@@ -449,21 +449,52 @@ impl SshTransport {
     /// line releasing it is sent when `go` turns true. Without a free channel on the connection
     /// it is not staged (staging must never hold a channel another staged command waits for):
     /// armed at once, run on release.
+    /// Run `script`; with `gate`, staged: armed once the remote shell waits, run on release.
+    /// `timeout` bounds the work before the wait for the release and, afresh, the command after
+    /// it: how long the round keeps a staged client waiting is the runner's business.
     async fn run(
         &self,
         node: &Node,
         script: &str,
         gate: Option<(oneshot::Sender<()>, watch::Receiver<bool>)>,
+        timeout: Duration,
     ) -> Result<Output, TransportError> {
-        let conn = self.connect(node).await?;
+        let timed_out = || TransportError::Timeout {
+            host: node.name.clone(),
+            secs: timeout.as_secs(),
+        };
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        let conn = tokio::time::timeout_at(deadline, self.connect(node))
+            .await
+            .map_err(|_| timed_out())??;
         let (mut gate, _permit) = match gate {
-            None => (None, conn.channels.acquire().await),
-            Some((armed, go)) => match conn.channels.try_acquire() {
-                Ok(p) => (Some((armed, go)), Ok(p)),
-                Err(_) => {
+            None => (
+                None,
+                tokio::time::timeout_at(deadline, conn.channels.acquire())
+                    .await
+                    .map_err(|_| timed_out())?,
+            ),
+            // staged only while a channel stays free for the commands the release waits for
+            // (a server's start and readiness on this host); else armed now, and the channel
+            // taken once released
+            Some((armed, go)) => match conn
+                .channels
+                .try_acquire()
+                .ok()
+                .filter(|_| conn.channels.available_permits() > 0)
+            {
+                Some(p) => (Some((armed, go)), Ok(p)),
+                None => {
                     let _ = armed.send(());
-                    let p = conn.channels.acquire().await;
-                    released(go).await;
+                    if !released(go).await {
+                        return Err(TransportError::Withdrawn {
+                            host: node.name.clone(),
+                        });
+                    }
+                    deadline = tokio::time::Instant::now() + timeout;
+                    let p = tokio::time::timeout_at(deadline, conn.channels.acquire())
+                        .await
+                        .map_err(|_| timed_out())?;
                     (None, p)
                 }
             },
@@ -473,26 +504,37 @@ impl SshTransport {
             host: node.name.clone(),
             reason,
         };
-        let mut ch = conn
-            .client
-            .channel_open_session()
-            .await
-            .map_err(|e| lost(e.to_string()))?;
-        // the login shell may be csh or fish: always run under /bin/sh
-        let cmd = if staged {
-            wrap::sh(&wrap::gated(script))
-        } else {
-            wrap::sh(script)
+        let opened = async {
+            let ch = conn
+                .client
+                .channel_open_session()
+                .await
+                .map_err(|e| lost(e.to_string()))?;
+            // the login shell may be csh or fish: always run under /bin/sh
+            let cmd = if staged {
+                wrap::sh(&wrap::gated(script))
+            } else {
+                wrap::sh(script)
+            };
+            ch.exec(true, cmd.as_bytes())
+                .await
+                .map_err(|e| lost(e.to_string()))?;
+            Ok::<_, TransportError>(ch)
         };
-        ch.exec(true, cmd.as_bytes())
+        let mut ch = tokio::time::timeout_at(deadline, opened)
             .await
-            .map_err(|e| lost(e.to_string()))?;
+            .map_err(|_| timed_out())??;
         let mut out = Output {
             status: -1,
             ..Output::default()
         };
         let (mut so, mut se) = (Vec::new(), Vec::new());
-        while let Some(msg) = ch.wait().await {
+        loop {
+            let msg = tokio::select! {
+                m = ch.wait() => m,
+                _ = tokio::time::sleep_until(deadline) => return Err(timed_out()),
+            };
+            let Some(msg) = msg else { break };
             match msg {
                 ChannelMsg::Data { data } => so.extend_from_slice(&data),
                 ChannelMsg::ExtendedData { data, ext: 1 } => {
@@ -503,7 +545,15 @@ impl SshTransport {
                             && let Some((armed, go)) = gate.take()
                         {
                             let _ = armed.send(());
-                            released(go).await;
+                            if !released(go).await {
+                                // withdrawn: the remote shell reads EOF and exits unrun
+                                let _ = ch.eof().await;
+                                let _ = ch.close().await;
+                                return Err(TransportError::Withdrawn {
+                                    host: node.name.clone(),
+                                });
+                            }
+                            deadline = tokio::time::Instant::now() + timeout;
                             ch.data(&b"\n"[..]).await.map_err(|e| lost(e.to_string()))?;
                         }
                     }
@@ -553,15 +603,7 @@ impl Transport for SshTransport {
         script: &'a str,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        Box::pin(async move {
-            match tokio::time::timeout(timeout, self.run(node, script, None)).await {
-                Ok(r) => r,
-                Err(_) => Err(TransportError::Timeout {
-                    host: node.name.clone(),
-                    secs: timeout.as_secs(),
-                }),
-            }
-        })
+        Box::pin(self.run(node, script, None, timeout))
     }
 
     fn exec_released<'a>(
@@ -572,15 +614,7 @@ impl Transport for SshTransport {
         armed: oneshot::Sender<()>,
         go: watch::Receiver<bool>,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        Box::pin(async move {
-            match tokio::time::timeout(timeout, self.run(node, script, Some((armed, go)))).await {
-                Ok(r) => r,
-                Err(_) => Err(TransportError::Timeout {
-                    host: node.name.clone(),
-                    secs: timeout.as_secs(),
-                }),
-            }
-        })
+        Box::pin(self.run(node, script, Some((armed, go)), timeout))
     }
 
     fn name(&self) -> &'static str {

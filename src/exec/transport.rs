@@ -45,6 +45,9 @@ pub enum TransportError {
     /// The connection broke while the command ran.
     #[error("{host}: connection lost: {reason}")]
     Lost { host: String, reason: String },
+    /// A staged command was withdrawn before its release: it never ran.
+    #[error("{host}: withdrawn before it ran")]
+    Withdrawn { host: String },
 }
 
 impl TransportError {
@@ -53,14 +56,16 @@ impl TransportError {
             TransportError::Unreachable { host, .. }
             | TransportError::HostKey { host, .. }
             | TransportError::Timeout { host, .. }
-            | TransportError::Lost { host, .. } => host,
+            | TransportError::Lost { host, .. }
+            | TransportError::Withdrawn { host } => host,
         }
     }
 }
 
-/// Waits until `go` turns true (or its sender is gone: then there is nothing left to wait for).
-pub async fn released(mut go: tokio::sync::watch::Receiver<bool>) {
-    let _ = go.wait_for(|g| *g).await;
+/// Waits until `go` turns true: `true`. `false` when its sender is dropped without: the staged
+/// command is withdrawn and must not run (its server never came up).
+pub async fn released(mut go: tokio::sync::watch::Receiver<bool>) -> bool {
+    go.wait_for(|g| *g).await.is_ok()
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -80,7 +85,9 @@ pub trait Transport: Send + Sync {
     /// and starts the remote shell, which then waits for one line on stdin, so releasing it costs
     /// one packet instead of a channel open, a session and a shell spawn. That spawn under load
     /// is what a round's launch skew is made of. Dropping `armed` unsent also counts as armed
-    /// (the command failed before it could be staged). Default: armed at once, run on release.
+    /// (the command failed before it could be staged). Dropping `go`'s sender without setting
+    /// it withdraws the command: it never runs and the answer is [`TransportError::Withdrawn`].
+    /// `timeout` counts from the release. Default: armed at once, run on release.
     fn exec_released<'a>(
         &'a self,
         node: &'a Node,
@@ -91,7 +98,11 @@ pub trait Transport: Send + Sync {
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
         Box::pin(async move {
             let _ = armed.send(());
-            released(go).await;
+            if !released(go).await {
+                return Err(TransportError::Withdrawn {
+                    host: node.name.clone(),
+                });
+            }
             self.exec(node, script, timeout).await
         })
     }

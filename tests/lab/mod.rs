@@ -526,6 +526,21 @@ impl Lab {
                 .and_then(|_| fs::create_dir_all(self.dir.join("bin/.faults").join(&hs.name)))
                 .map_err(|e| format!("mkdir host dir: {e}"))?;
             sh::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
+            // Both halves of a box share one switch (L2) on a switched fabric, in two subnets:
+            // like a correctly set-up multi-rail host, answer ARP only for an interface's own
+            // address and announce from the sending interface. Without it ARP replies leave by
+            // whichever half answers first (ARP flux) and a ping or flow may miss its half.
+            for (key, value) in [("arp_ignore", "1"), ("arp_announce", "2")] {
+                sh::run_ok(&[
+                    "ip",
+                    "netns",
+                    "exec",
+                    &ns,
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv4.conf.all.{key}={value}"),
+                ])?;
+            }
             let root_end = format!("{}m{idx}", self.prefix);
             sh::run_ok(&[
                 "ip", "link", "add", &root_end, "type", "veth", "peer", "name", "mgmt", "netns",
