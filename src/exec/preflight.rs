@@ -36,31 +36,45 @@ pub(crate) fn launch_checks(ctx: &Ctx<'_>, needed: &[NodeId]) -> Vec<LaunchCheck
         .collect()
 }
 
-/// Run the launch checks, all at once.
-pub(crate) async fn run_launch_checks(
+/// What the launch checks answered, in their order.
+pub(crate) type LaunchAnswers =
+    tokio::task::JoinHandle<Vec<Result<crate::exec::Output, crate::exec::TransportError>>>;
+
+/// Start the launch checks, all at once, on their own task: they run while the hosts are probed
+/// and then pinged (an mpirun start takes longer than both), and [`preflight`] collects them.
+/// A handful of commands, one per NCCL test: outside the run's command cap.
+pub(crate) fn start_launch_checks(
     ctx: &Ctx<'_>,
+    transport: std::sync::Arc<dyn crate::exec::Transport>,
     checks: &[LaunchCheck],
-) -> Vec<Result<crate::exec::Output, crate::exec::TransportError>> {
-    join_all(checks.iter().map(|(_, s, _)| {
-        ctx.exec(
-            s.node,
-            &s.script,
-            std::time::Duration::from_secs(s.timeout_s as u64 + 10),
+) -> LaunchAnswers {
+    let work: Vec<(crate::plan::Node, String, std::time::Duration)> = checks
+        .iter()
+        .map(|(_, s, _)| {
+            (
+                ctx.plan.node(s.node).clone(),
+                s.script.clone(),
+                std::time::Duration::from_secs(s.timeout_s as u64 + 10),
+            )
+        })
+        .collect();
+    tokio::spawn(async move {
+        join_all(
+            work.iter()
+                .map(|(node, script, timeout)| transport.exec(node, script, *timeout)),
         )
-    }))
-    .await
+        .await
+    })
 }
 
 /// Read-only checks before any measurement. A FAIL blocks the measurements that depend on it.
-/// `launches` are the launch checks already run (with discovery) and what they answered.
+/// `checks` are the launch checks started with discovery, `answers` where they answer.
 pub(crate) async fn preflight(
     ctx: &mut Ctx<'_>,
     needed: &[NodeId],
     results: &mut RunResults,
-    launches: Vec<(
-        LaunchCheck,
-        Result<crate::exec::Output, crate::exec::TransportError>,
-    )>,
+    checks: Vec<LaunchCheck>,
+    answers: LaunchAnswers,
 ) {
     let mut verdicts: Vec<(Verdict, Vec<Endpoint>)> = Vec::new();
     for n in needed {
@@ -106,12 +120,27 @@ pub(crate) async fn preflight(
             }
         }
     }
-    let outs = join_all(
-        pings
+    // the pings run while the launch checks finish
+    let (outs, answers) = tokio::join!(
+        join_all(
+            pings
+                .iter()
+                .map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT)),
+        ),
+        answers
+    );
+    let answers = answers.unwrap_or_else(|e| {
+        checks
             .iter()
-            .map(|(n, _, _, _, cmd)| ctx.exec(*n, cmd, SHORT)),
-    )
-    .await;
+            .map(|(_, s, _)| {
+                Err(crate::exec::TransportError::Lost {
+                    host: s.host.clone(),
+                    reason: format!("the launch check did not finish: {e}"),
+                })
+            })
+            .collect()
+    });
+    let launches = checks.into_iter().zip(answers);
     let mut small_ok: HashMap<(Endpoint, Endpoint), bool> = HashMap::new();
     for ((_, from, to, jumbo, _), out) in pings.iter().zip(outs) {
         let gate = format!(

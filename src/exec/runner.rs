@@ -202,20 +202,16 @@ pub async fn run(
     }
     needed.sort();
 
-    // the launch checks depend on the plan alone: they run while the hosts are probed
-    let checks = if plan.tests.preflight {
-        super::preflight::launch_checks(&ctx, &needed)
-    } else {
-        Vec::new()
-    };
-    let (probes, launches) = tokio::join!(
-        probe_nodes(&ctx, &needed),
-        super::preflight::run_launch_checks(&ctx, &checks)
-    );
+    // the launch checks depend on the plan alone: they start with the discovery probes
+    let launches = plan.tests.preflight.then(|| {
+        let checks = super::preflight::launch_checks(&ctx, &needed);
+        let answers = super::preflight::start_launch_checks(&ctx, transport.clone(), &checks);
+        (checks, answers)
+    });
+    let probes = probe_nodes(&ctx, &needed).await;
     apply_discovery(&mut ctx, probes, &mut results);
-    if plan.tests.preflight {
-        let launches = checks.into_iter().zip(launches).collect();
-        super::preflight::preflight(&mut ctx, &needed, &mut results, launches).await;
+    if let Some((checks, answers)) = launches {
+        super::preflight::preflight(&mut ctx, &needed, &mut results, checks, answers).await;
     }
 
     for i in selected {

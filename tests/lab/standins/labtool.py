@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/python3 -S
 """Lab stand-in for perftest (ib_write_bw, ib_write_lat) and nccl-tests
 (all_reduce_perf, all_gather_perf, sendrecv_perf).
 
@@ -8,7 +8,8 @@ real tools would, moves real bytes over TCP between the lab hosts, measures
 them, and prints the current output formats of the real tools. Faults are
 switched on per host by files in <bin dir>/.faults/<hostname>/<FaultName>.
 
-Standard library only (Debian's python3).
+Standard library only (Debian's python3), started with -S: no site-packages scan, which
+alone cost ~25 ms a process here (perftest itself starts in milliseconds).
 """
 
 import json
