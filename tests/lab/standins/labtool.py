@@ -12,15 +12,10 @@ Standard library only (Debian's python3), started with -S: no site-packages scan
 alone cost ~25 ms a process here (perftest itself starts in milliseconds).
 """
 
-import json
 import math
 import os
-import queue
-import random
 import socket
-import subprocess
 import sys
-import threading
 import time
 
 BIN_DIR = os.path.dirname(os.path.realpath(__file__))
@@ -189,6 +184,7 @@ def parse_size(text):
 
 
 def send_msg(sock, obj):
+    import json
     sock.sendall((json.dumps(obj) + "\n").encode())
 
 
@@ -200,6 +196,7 @@ class Lines:
         self.buf = b""
 
     def get(self):
+        import json
         while b"\n" not in self.buf:
             chunk = self.sock.recv(65536)
             if not chunk:
@@ -219,6 +216,7 @@ def recv_exact(sock, view):
 
 
 def ipv4_addrs():
+    import subprocess
     """[(ifname, ip)] of this namespace, from `ip -4 -o addr`."""
     try:
         text = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
@@ -233,6 +231,7 @@ def ipv4_addrs():
 
 
 def ipv4_nets():
+    import subprocess
     """[(ifname, ip, prefixlen)] of this namespace, from `ip -4 -o addr`."""
     try:
         text = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True).stdout
@@ -426,6 +425,7 @@ def perf_banner(a, dev, gid_index, mtu, lat, server):
 
 
 def perf_local_dest(a, dev, gid_index):
+    import random
     raw = gid_bytes(dev, gid_index) or bytes(16)
     dests = []
     for _ in range(a.qps):
@@ -581,6 +581,7 @@ def perf_prelude(a, lat):
 
 
 def bw_main(a):
+    import threading
     dev, gid_index, mtu = perf_prelude(a, lat=False)
     server = a.server is None
     if server:
@@ -882,6 +883,8 @@ class Ring:
     """Bootstrap over the fabric and a ring of TCP connections (rank -> rank+1)."""
 
     def __init__(self, rank, size, device_line, transport, ifspec):
+        import queue
+        import threading
         self.rank = rank
         self.size = size
         self.table = [{"rank": 0, "line": device_line, "host": HOST}]
@@ -1019,6 +1022,9 @@ def float_str(value, width):
 
 
 def nccl_main(prog):
+    import json
+    import random
+    import threading
     a = nccl_parse(prog, sys.argv[1:])
     rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
     size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
