@@ -813,24 +813,31 @@ async fn run_round(
         }
     }
 
-    // per server: its output, then kill exactly the group we started and check it is gone; the
-    // counters after are read meanwhile (every client has exited: nothing moves any more)
+    // per server: its output, and kill exactly the group we started and check it is gone (the
+    // log is a file: the kill does not take it, so both go at once); the counters after are
+    // read meanwhile (every client has exited: nothing moves any more)
     let after_devices = all_devices.clone();
     let (logs_kills, after) = tokio::join!(
         join_all(running.iter().map(|r| async move {
-            let log = match (r.pgid, &r.server_log) {
-                (Some((node, _)), None) => ctx
-                    .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
-                    .await
-                    .ok()
-                    .map(|o| o.stdout),
-                _ => None,
+            let log = async {
+                match (r.pgid, &r.server_log) {
+                    (Some((node, _)), None) => ctx
+                        .exec(node, &wrap::cat(dir, &format!("{}.log", r.job.id)), SHORT)
+                        .await
+                        .ok()
+                        .map(|o| o.stdout),
+                    _ => None,
+                }
             };
-            let kill = match r.pgid {
-                Some((node, pgid)) => Some(ctx.exec(node, &wrap::kill_group(pgid), SHORT).await),
-                None => None,
+            let kill = async {
+                match r.pgid {
+                    Some((node, pgid)) => {
+                        Some(ctx.exec(node, &wrap::kill_group(pgid), SHORT).await)
+                    }
+                    None => None,
+                }
             };
-            (log, kill)
+            tokio::join!(log, kill)
         })),
         snapshot(ctx, &after_devices)
     );

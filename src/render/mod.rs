@@ -357,10 +357,10 @@ pub mod wrap {
     }
 
     /// Poll until the server of `job` listens on `port` (or died): prints its pgid on ready.
-    /// Exit 0 ready, 3 died, 4 gave up after `limit_s`. Polls every 20 ms; never a fixed sleep.
+    /// Exit 0 ready, 3 died, 4 gave up after `limit_s`. Polls every 10 ms; never a fixed sleep.
     ///
     /// Each poll forks only `grep` and `sleep`: the group's liveness is asked of the shell's own
-    /// `kill -0` every time, and the zombie-aware `alive` (`ps` and `awk`) only every tenth poll.
+    /// `kill -0` every time, and the zombie-aware `alive` (`ps` and `awk`) only every 20th poll.
     /// The poll runs while the server starts, on the same cores: five processes per poll slowed
     /// the very start it waited for (a lab stand-in's interpreter, several per round).
     pub fn ready(dir: &str, job: &str, port: u16, limit_s: u32) -> String {
@@ -370,11 +370,11 @@ pub mod wrap {
 if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; exit 0; fi; \
 if [ -z \"$g\" ] && [ -s {job}.pgid ]; then read -r g < {job}.pgid; fi; \
 if [ -n \"$g\" ]; then kill -0 -\"$g\" 2>/dev/null || exit 3; \
-if [ $((n % 10)) -eq 9 ] && ! alive \"$g\"; then exit 3; fi; fi; \
-sleep 0.02; n=$((n+1)); done; exit 4",
+if [ $((n % 20)) -eq 19 ] && ! alive \"$g\"; then exit 3; fi; fi; \
+sleep 0.01; n=$((n+1)); done; exit 4",
             alive = ALIVE,
             d = quote(dir).unwrap_or_default(),
-            tries = limit_s * 50,
+            tries = limit_s * 100,
         )
     }
 
