@@ -474,6 +474,16 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
                 "{id}:\n{}",
                 r.story()
             );
+            // its client was staged while the server started, and withdrawn unrun
+            assert!(
+                j["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|s| s["role"] != "client"),
+                "{id}: a client ran against a dead server:\n{}",
+                r.story()
+            );
         }
     }
     assert_no_leftovers(lab, "server-dies run");
