@@ -150,6 +150,10 @@ pub struct LabSpec {
     /// Hosts only: no GB10 netdevs without a cable (cheap hosts for fan-out: sshd, sysfs and
     /// the management network, nothing else).
     pub hosts_only: bool,
+    /// Every host's cabled fabric port shaped (tbf, egress) to this rate, e.g. `"4gbit"`: the
+    /// line rate of a lab-sized profile. Unshaped, a veth runs as fast as the CPU copies, and
+    /// one such flow starves the others of a round on 2 cores.
+    pub port_rate: Option<String>,
 }
 
 impl LabSpec {
@@ -274,6 +278,12 @@ impl LabSpec {
         self
     }
 
+    /// Shape every cabled fabric port of every host to `rate` (tbf on its egress).
+    pub fn port_rate(mut self, rate: &str) -> Self {
+        self.port_rate = Some(rate.to_string());
+        self
+    }
+
     /// An ISL between two switches, shaped to `rate` (e.g. `"2gbit"`) on both ends if given.
     pub fn isl(mut self, a: &str, b: &str, rate: Option<&str>) -> Self {
         self.isls.push(IslSpec {
@@ -368,6 +378,8 @@ impl Drop for LabLock {
 /// A built lab. Dropping it removes every namespace, link, process and file it created.
 pub struct Lab {
     pub prefix: String,
+    /// The shaping of every cabled fabric port (see [`LabSpec::port_rate`]).
+    port_rate: Option<String>,
     dir: PathBuf,
     hosts: Vec<Host>,
     switch_ns: BTreeMap<String, String>,
@@ -470,6 +482,7 @@ impl Lab {
         let dir = PathBuf::from(LAB_BASE).join(&prefix);
         let mut lab = Lab {
             prefix: prefix.clone(),
+            port_rate: spec.port_rate.clone(),
             dir,
             hosts: Vec::new(),
             switch_ns: BTreeMap::new(),
@@ -633,6 +646,9 @@ impl Lab {
         let ns = self.hosts[hi].ns.clone();
         let wired = end.wired_netdev().to_string();
         sh::run_ok(&["ip", "-n", &ns, "link", "set", &wired, "mtu", "9000", "up"])?;
+        if let Some(rate) = self.port_rate.clone() {
+            self.shape(&ns, &wired, &rate)?;
+        }
         if end.plugged_into.is_some() {
             // The planned netdev exists with its address but no cable (its peer sits in the void).
             self.add_dangling(&ns, &end.netdev, true)?;
@@ -1052,7 +1068,22 @@ impl Lab {
 
     /// Shapes the host's `netdev` egress with tbf at `rate` (e.g. `"1gbit"`).
     pub fn throttle(&self, host: &str, netdev: &str, rate: &str) -> Result<(), String> {
+        self.shape(&self.host(host).ns, netdev, rate)
+    }
+
+    /// Removes a throttle set by [`Lab::throttle`]: back to the lab's port rate, or unshaped.
+    pub fn unthrottle(&self, host: &str, netdev: &str) -> Result<(), String> {
         let ns = &self.host(host).ns;
+        match &self.port_rate {
+            Some(rate) => self.shape(ns, netdev, rate),
+            None => {
+                sh::run_ok(&["tc", "-n", ns, "qdisc", "del", "dev", netdev, "root"]).map(|_| ())
+            }
+        }
+    }
+
+    /// tbf on `netdev`'s egress in `ns`, replacing whatever root qdisc it had.
+    fn shape(&self, ns: &str, netdev: &str, rate: &str) -> Result<(), String> {
         let mut argv: Vec<String> = ["tc", "-n", ns, "qdisc", "replace", "dev", netdev, "root"]
             .iter()
             .map(|s| s.to_string())
@@ -1060,12 +1091,6 @@ impl Lab {
         argv.extend(tbf_args(rate));
         let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
         sh::run_ok(&refs).map(|_| ())
-    }
-
-    /// Removes a throttle set by [`Lab::throttle`].
-    pub fn unthrottle(&self, host: &str, netdev: &str) -> Result<(), String> {
-        let ns = &self.host(host).ns;
-        sh::run_ok(&["tc", "-n", ns, "qdisc", "del", "dev", netdev, "root"]).map(|_| ())
     }
 
     /// Sets the MTU of the host's `netdev`.

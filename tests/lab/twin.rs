@@ -6,7 +6,8 @@ use super::LabSpec;
 
 /// One host per node (named like the node: the plan's ssh_config aliases are the lab's), one
 /// veth cable per direct/ring segment, one switch port per member of a switched segment, every
-/// ISL shaped with tbf to its declared capacity. Netdevs are the node's pins or its profile's;
+/// ISL shaped with tbf to its declared capacity, every host port to a lab-sized profile's half
+/// rate. Netdevs are the node's pins or its profile's;
 /// addresses and prefixes are the plan's.
 pub fn lab_spec(tag: &str, plan: &Plan) -> LabSpec {
     let mut spec = LabSpec::new(tag);
@@ -49,6 +50,16 @@ pub fn lab_spec(tag: &str, plan: &Plan) -> LabSpec {
                 &cidr(b),
             );
         }
+    }
+    // A lab-sized profile's half rate is the line rate of every host port (a real GB10 half is
+    // 100 Gb/s: nothing to shape on a veth).
+    let half_rate = plan
+        .nodes
+        .iter()
+        .filter_map(|n| plan.profiles[n.profile.0].half_rate_gbps)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+    if let Some(r) = half_rate.filter(|r| *r <= 25.0) {
+        spec = spec.port_rate(&format!("{}mbit", (r * 1000.0).round() as u64));
     }
     for isl in &plan.isls {
         let rate = format!("{}mbit", (isl.capacity_gbps * 1000.0).round() as u64);
