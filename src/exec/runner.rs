@@ -472,6 +472,85 @@ fn step_record(
     }
 }
 
+/// A server's start command and what it answered: node, command, script, (sent, answered) in
+/// unix ms, the answer.
+type ServerStart = (
+    NodeId,
+    String,
+    String,
+    (u64, u64),
+    Result<Output, TransportError>,
+);
+
+/// What a round's setup found, per job in `running` order.
+struct RoundSetup {
+    /// The counters before any byte of the round moved.
+    before: HashMap<(NodeId, String), BTreeMap<String, u64>>,
+    /// Each job's server starts.
+    starts: Vec<Vec<ServerStart>>,
+    /// For a job whose server started: its node and the readiness poll's answer.
+    ready: Vec<Option<(NodeId, Result<Output, TransportError>)>>,
+}
+
+impl RoundSetup {
+    /// Job `i` may run its clients: it has no server, or its server started and listens.
+    fn up(&self, i: usize, r: &Running) -> bool {
+        !r.cmds.steps.iter().any(|s| s.role == Role::Server)
+            || (self.starts[i].iter().all(|rec| rec.4.is_ok())
+                && matches!(&self.ready[i], Some((_, Ok(o))) if o.status == 0))
+    }
+}
+
+/// The round's setup: the counters before, read while the servers start detached (a server only
+/// listens until its client connects, so no byte of the round moves before every snapshot is
+/// in), then each started server's readiness (it listens on its port, or it died).
+async fn setup_round(
+    ctx: &Ctx<'_>,
+    running: &[Running<'_>],
+    devices: &[(NodeId, String)],
+    dir: &str,
+) -> RoundSetup {
+    let (before, starts) = tokio::join!(
+        snapshot(ctx, devices),
+        join_all(running.iter().map(|r| async move {
+            let mut recs = Vec::new();
+            for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
+                let t0 = now_ms();
+                let out = ctx.exec(s.node, &s.script, SHORT).await;
+                recs.push((
+                    s.node,
+                    s.command.clone(),
+                    s.script.clone(),
+                    (t0, now_ms()),
+                    out,
+                ));
+            }
+            recs
+        }))
+    );
+    let ready = join_all(running.iter().zip(&starts).map(|(r, recs)| async move {
+        let server = r.cmds.steps.iter().find(|s| s.role == Role::Server)?;
+        if recs.iter().any(|rec| rec.4.is_err()) {
+            return None;
+        }
+        Some((
+            server.node,
+            ctx.exec(
+                server.node,
+                &wrap::ready(dir, &r.job.id, r.job.port, READY_LIMIT_S),
+                Duration::from_secs(READY_LIMIT_S as u64 + 10),
+            )
+            .await,
+        ))
+    }))
+    .await;
+    RoundSetup {
+        before,
+        starts,
+        ready,
+    }
+}
+
 async fn run_round(
     ctx: &Ctx<'_>,
     round: &Round,
@@ -575,52 +654,14 @@ async fn run_round(
     }
 
     // Two things run side by side until the release:
-    // - the setup: counters before, read while the servers start detached (a server only
-    //   listens until its client connects, so no byte of the round moves before every snapshot
-    //   is in), then each server's readiness (it listens on its port, or it died);
+    // - the setup ([`setup_round`]): counters before, server starts, readiness;
     // - the staging: each job's first client (or mpirun launcher) has its remote shell started
     //   and waiting for one line of stdin.
     // When both are done, every client whose server is up is released with one byte; a client
     // whose server did not come up is withdrawn unrun (its shell reads EOF and exits).
     let all_devices: Vec<(NodeId, String)> =
         running.iter().flat_map(|r| job_devices(ctx, r)).collect();
-    let setup = async {
-        let (before, starts) = tokio::join!(
-            snapshot(ctx, &all_devices),
-            join_all(running.iter().map(|r| async move {
-                let mut recs = Vec::new();
-                for s in r.cmds.steps.iter().filter(|s| s.role == Role::Server) {
-                    let t0 = now_ms();
-                    let out = ctx.exec(s.node, &s.script, SHORT).await;
-                    recs.push((
-                        s.node,
-                        s.command.clone(),
-                        s.script.clone(),
-                        (t0, now_ms()),
-                        out,
-                    ));
-                }
-                recs
-            }))
-        );
-        let ready = join_all(running.iter().zip(&starts).map(|(r, recs)| async move {
-            let server = r.cmds.steps.iter().find(|s| s.role == Role::Server)?;
-            if recs.iter().any(|rec| rec.4.is_err()) {
-                return None;
-            }
-            Some((
-                server.node,
-                ctx.exec(
-                    server.node,
-                    &wrap::ready(dir, &r.job.id, r.job.port, READY_LIMIT_S),
-                    Duration::from_secs(READY_LIMIT_S as u64 + 10),
-                )
-                .await,
-            ))
-        }))
-        .await;
-        (before, starts, ready)
-    };
+    let setup = setup_round(ctx, &running, &all_devices, dir);
     let mut go_txs = Vec::new();
     let mut go_rxs = Vec::new();
     let mut arms = Vec::new();
@@ -639,13 +680,8 @@ async fn run_round(
         // a dropped armer (the command failed before it was staged) counts as armed
         let _ = join_all(arms).await;
         let _ = release_at.set((Instant::now(), now_ms()));
-        for ((r, go), (starts, ready)) in running.iter().zip(go_txs).zip(done.1.iter().zip(&done.2))
-        {
-            let has_server = r.cmds.steps.iter().any(|s| s.role == Role::Server);
-            let up = !has_server
-                || (starts.iter().all(|rec| rec.4.is_ok())
-                    && matches!(ready, Some((_, Ok(o))) if o.status == 0));
-            if up {
+        for (i, (r, go)) in running.iter().zip(go_txs).enumerate() {
+            if done.up(i, r) {
                 let _ = go.send(true);
             }
             // else dropped unsent: withdrawn
@@ -700,7 +736,14 @@ async fn run_round(
                 }
             }),
     );
-    let (launches, (before, starts, ready)) = tokio::join!(launches, release);
+    let (
+        launches,
+        RoundSetup {
+            before,
+            starts,
+            ready,
+        },
+    ) = tokio::join!(launches, release);
     for (r, recs) in running.iter_mut().zip(starts) {
         for (node, command, script, (t0, t1), out) in recs {
             if let Err(e) = &out {
