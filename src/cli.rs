@@ -409,15 +409,8 @@ pub fn execute(
         skip,
         max_parallel,
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return exit::FAIL;
-        }
+    let Some(rt) = runtime() else {
+        return exit::FAIL;
     };
     let term = crate::report::terminal::Terminal::new(transport.simulated());
     let results = rt.block_on(async {
@@ -477,7 +470,7 @@ fn detect(
     known_hosts: Option<PathBuf>,
     accept_new: bool,
 ) -> i32 {
-    use crate::plan::{Node, NodeId, ProfileId, SshTarget};
+    use crate::plan::{Node, NodeId};
     use crate::report::detect::NodeReport;
     let loaded = match &plan {
         Some(p) => match load_or_report(p) {
@@ -495,15 +488,7 @@ fn detect(
         None => hosts
             .iter()
             .enumerate()
-            .map(|(i, h)| Node {
-                id: NodeId(i),
-                name: h.clone(),
-                ssh: SshTarget::Alias(h.clone()),
-                profile: ProfileId(0),
-                env: Default::default(),
-                nccl_tests_dir: None,
-                pins: Default::default(),
-            })
+            .map(|(i, h)| Node::alias(NodeId(i), h))
             .collect(),
     };
     let opts = crate::exec::ssh::SshOptions {
@@ -515,15 +500,8 @@ fn detect(
         ..Default::default()
     };
     let transport = crate::exec::ssh::SshTransport::new(opts);
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return exit::FAIL;
-        }
+    let Some(rt) = runtime() else {
+        return exit::FAIL;
     };
     use crate::exec::Transport;
     let outs = rt.block_on(async {
@@ -531,7 +509,7 @@ fn detect(
             transport.exec(
                 n,
                 crate::discover::PROBE_SCRIPT,
-                std::time::Duration::from_secs(30),
+                crate::discover::PROBE_TIMEOUT,
             )
         }))
         .await;
@@ -575,5 +553,19 @@ fn detect(
         exit::OK
     } else {
         exit::FAIL
+    }
+}
+
+/// The runtime for the commands that reach hosts; `None` (said on stderr) when it cannot start.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            None
+        }
     }
 }

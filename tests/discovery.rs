@@ -275,28 +275,7 @@ fn half_without_ipv4_gets_the_exact_command() {
 
 /// What the probe printed when it forked `cat`, `grep -H .` and `sed` per sysfs attribute: the
 /// builtin-only probe must read exactly the same.
-const FORKING_PROBE: &str = r#"echo "@host $(hostname)"
-for d in /sys/class/infiniband/*; do
-  [ -d "$d" ] || continue
-  p="$d/ports/1"
-  echo "@dev ${d##*/}"
-  echo "@state $(cat "$p/state" 2>/dev/null)"
-  echo "@phys $(cat "$p/phys_state" 2>/dev/null)"
-  echo "@rate $(cat "$p/rate" 2>/dev/null)"
-  echo "@layer $(cat "$p/link_layer" 2>/dev/null)"
-  for n in "$d"/device/net/*; do [ -e "$n" ] && echo "@netdev ${n##*/}"; done
-  grep -H . "$p"/gids/* 2>/dev/null | sed 's/^/@gid /'
-  grep -H . "$p"/gid_attrs/types/* 2>/dev/null | sed 's/^/@gidtype /'
-  grep -H . "$p"/counters/* "$p"/hw_counters/* 2>/dev/null | sed 's/^/@counter /'
-done
-echo "@ip"
-ip -4 -o addr show 2>/dev/null
-echo "@link"
-ip -o link show 2>/dev/null
-echo "@route"
-ip -4 route show 2>/dev/null
-echo "@end"
-"#;
+const FORKING_PROBE: &str = include_str!("fixtures/probe-forking.sh");
 
 #[test]
 fn builtin_probe_reads_what_grep_and_cat_read() {

@@ -304,20 +304,8 @@ fn sequential(lab: &Lab, dir: &Path, tsv: &str) -> f64 {
 
 /// Nothing left running on any host.
 fn assert_no_leftovers(lab: &Lab) {
-    let mut left = Vec::new();
-    let clean = lab::wait(Duration::from_secs(5), || {
-        left = lab
-            .hosts()
-            .iter()
-            .flat_map(|h| {
-                lab.processes(&h.name)
-                    .into_iter()
-                    .map(move |p| format!("{}: {p}", h.name))
-            })
-            .collect();
-        left.is_empty()
-    });
-    assert!(clean, "processes left on the hosts: {left:#?}");
+    let left = lab.leftovers(Duration::from_secs(5));
+    assert!(left.is_empty(), "processes left on the hosts: {left:#?}");
 }
 
 /// Overhead ratio and the sequential baseline on one twin, at 2 s and 6 s tool durations, with
@@ -540,19 +528,11 @@ fn detect(lab: &Lab, hosts: &[String]) -> (f64, f64, f64) {
 fn transport_fanout(lab: &Lab, hosts: &[String], script: &str) -> f64 {
     use fabricplan::exec::Transport;
     use fabricplan::exec::ssh::{SshOptions, SshTransport};
-    use fabricplan::plan::{Node, NodeId, ProfileId, SshTarget};
+    use fabricplan::plan::{Node, NodeId};
     let nodes: Vec<Node> = hosts
         .iter()
         .enumerate()
-        .map(|(i, h)| Node {
-            id: NodeId(i),
-            name: h.clone(),
-            ssh: SshTarget::Alias(h.clone()),
-            profile: ProfileId(0),
-            env: Default::default(),
-            nccl_tests_dir: None,
-            pins: Default::default(),
-        })
+        .map(|(i, h)| Node::alias(NodeId(i), h))
         .collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -579,31 +559,10 @@ fn transport_fanout(lab: &Lab, hosts: &[String], script: &str) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// The discovery probe as it was before it read sysfs with shell builtins: `cat` per
-/// attribute and `grep -H . | sed` per directory, about 50 processes per GB10 host. Kept to
-/// measure what the builtin probe saves, and checked to parse to exactly the same [`Probe`].
-const PROBE_FORKING: &str = r#"echo "@host $(hostname)"
-for d in /sys/class/infiniband/*; do
-  [ -d "$d" ] || continue
-  p="$d/ports/1"
-  echo "@dev ${d##*/}"
-  echo "@state $(cat "$p/state" 2>/dev/null)"
-  echo "@phys $(cat "$p/phys_state" 2>/dev/null)"
-  echo "@rate $(cat "$p/rate" 2>/dev/null)"
-  echo "@layer $(cat "$p/link_layer" 2>/dev/null)"
-  for n in "$d"/device/net/*; do [ -e "$n" ] && echo "@netdev ${n##*/}"; done
-  grep -H . "$p"/gids/* 2>/dev/null | sed 's/^/@gid /'
-  grep -H . "$p"/gid_attrs/types/* 2>/dev/null | sed 's/^/@gidtype /'
-  grep -H . "$p"/counters/* "$p"/hw_counters/* 2>/dev/null | sed 's/^/@counter /'
-done
-echo "@ip"
-ip -4 -o addr show 2>/dev/null
-echo "@link"
-ip -o link show 2>/dev/null
-echo "@route"
-ip -4 route show 2>/dev/null
-echo "@end"
-"#;
+/// The discovery probe as it was before it read sysfs with shell builtins (`cat` per attribute,
+/// `grep -H . | sed` per directory: about 50 processes per GB10 host). Kept to measure what the
+/// builtin probe saves, and checked to parse to exactly the same [`Probe`].
+const PROBE_FORKING: &str = include_str!("fixtures/probe-forking.sh");
 
 /// The same probe with the system ssh, host after host (or all at once with `&`).
 fn ssh_loop(lab: &Lab, dir: &Path, hosts: &[String], parallel: bool) -> f64 {

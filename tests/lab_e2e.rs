@@ -35,6 +35,16 @@ fn twin_path(name: &str) -> PathBuf {
         .join(format!("{name}.toml"))
 }
 
+/// A shipped plan's lab twin, built: its path, the plan, the lab, and the test's work directory.
+fn build_twin(name: &str, tag: &str) -> (PathBuf, Plan, Lab, Work) {
+    let t0 = Instant::now();
+    let twin = twin_path(name);
+    let plan = load(&twin);
+    let lab = Lab::build(&lab_spec(tag, &plan)).expect("lab builds");
+    eprintln!("{name} lab built in {:?}", t0.elapsed());
+    (twin, plan, lab, Work::new(name))
+}
+
 fn load(path: &Path) -> Plan {
     match fabricplan::plan::load(path) {
         Ok(l) => l.plan,
@@ -202,21 +212,11 @@ fn run(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&str]) -> Run 
 
 /// Nothing fabricplan started is left on any host: no stand-in, tool, mpirun or orted.
 fn assert_no_leftovers(lab: &Lab, when: &str) {
-    // Processes that were killed may take a moment to be reaped; poll briefly, then report.
-    let mut left = Vec::new();
-    let clean = lab::wait(Duration::from_secs(3), || {
-        left = lab
-            .hosts()
-            .iter()
-            .flat_map(|h| {
-                lab.processes(&h.name)
-                    .into_iter()
-                    .map(move |p| format!("{}: {p}", h.name))
-            })
-            .collect();
-        left.is_empty()
-    });
-    assert!(clean, "{when}: processes left on the hosts: {left:#?}");
+    let left = lab.leftovers(Duration::from_secs(3));
+    assert!(
+        left.is_empty(),
+        "{when}: processes left on the hosts: {left:#?}"
+    );
 }
 
 /// A verdict of job `id` with this outcome and trap exists.
@@ -361,11 +361,7 @@ fn two_spark_twin() {
         return;
     }
     let t0 = Instant::now();
-    let twin = twin_path("two-spark");
-    let plan = load(&twin);
-    let lab = Lab::build(&lab_spec("e2s", &plan)).expect("lab builds");
-    eprintln!("two-spark lab built in {:?}", t0.elapsed());
-    let work = Work::new("two-spark");
+    let (twin, _, lab, work) = build_twin("two-spark", "e2s");
 
     // Healthy: every gate OK.
     let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
@@ -816,11 +812,7 @@ fn ring3_twin() {
         return;
     }
     let t0 = Instant::now();
-    let twin = twin_path("ring3");
-    let plan = load(&twin);
-    let lab = Lab::build(&lab_spec("e3r", &plan)).expect("lab builds");
-    eprintln!("ring3 lab built in {:?}", t0.elapsed());
-    let work = Work::new("ring3");
+    let (twin, _, lab, work) = build_twin("ring3", "e3r");
 
     // Healthy: six links measured one by one, all_gather across the three ranks on NET/IB.
     let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
@@ -915,12 +907,8 @@ fn switched6_twin() {
         return;
     }
     let t0 = Instant::now();
-    let twin = twin_path("switched-6");
-    let plan = load(&twin);
+    let (twin, plan, lab, work) = build_twin("switched-6", "e6s");
     let isl_gbps = plan.isls[0].capacity_gbps;
-    let lab = Lab::build(&lab_spec("e6s", &plan)).expect("lab builds");
-    eprintln!("switched-6 lab built in {:?}", t0.elapsed());
-    let work = Work::new("switched-6");
 
     let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
     eprint!("{}", round_times(&r));

@@ -270,29 +270,20 @@ pub fn nccl_env_checks(plan: &Plan, node: NodeId, halves: &[HalfResolution]) -> 
             .collect()
     };
     let mut problems = Vec::new();
-    if let Some(v) = env.get("NCCL_IB_HCA") {
+    // the device and netdev lists: each live name must start with one of the listed ones
+    type Name = fn(&HalfResolution) -> Option<&String>;
+    let lists: [(&str, &str, Name); 2] = [
+        ("NCCL_IB_HCA", "the live device", |h| h.device.as_ref()),
+        ("NCCL_SOCKET_IFNAME", "the netdev", |h| h.netdev.as_ref()),
+    ];
+    for (var, what, name_of) in lists {
+        let Some(v) = env.get(var) else { continue };
         let listed = list(v);
         for h in halves {
-            if let Some(d) = &h.device
+            if let Some(d) = name_of(h)
                 && !listed.iter().any(|l| d.starts_with(l.as_str()))
             {
-                problems.push(format!(
-                    "NCCL_IB_HCA={v} does not name {d}, the live device of {}",
-                    h.name
-                ));
-            }
-        }
-    }
-    if let Some(v) = env.get("NCCL_SOCKET_IFNAME") {
-        let listed = list(v);
-        for h in halves {
-            if let Some(d) = &h.netdev
-                && !listed.iter().any(|l| d.starts_with(l.as_str()))
-            {
-                problems.push(format!(
-                    "NCCL_SOCKET_IFNAME={v} does not name {d}, the netdev of {}",
-                    h.name
-                ));
+                problems.push(format!("{var}={v} does not name {d}, {what} of {}", h.name));
             }
         }
     }

@@ -5,5 +5,5 @@ pub mod checks;
 pub mod probe;
 pub mod resolve;
 
-pub use probe::{PROBE_SCRIPT, Probe, counters_script};
+pub use probe::{PROBE_SCRIPT, PROBE_TIMEOUT, Probe, counters_script};
 pub use resolve::{HalfResolution, resolve_node};

@@ -50,6 +50,9 @@ echo "@end"
 "#
 );
 
+/// How long a host has to answer the probe.
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Counters only, for snapshots around a job: one `@dev` block per device, no process forked.
 /// A device name that cannot be a shell word (a NUL byte) is skipped.
 pub fn counters_script(devices: &[String]) -> String {

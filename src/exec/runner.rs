@@ -76,7 +76,6 @@ pub(crate) struct Ctx<'a> {
     pub(crate) resolutions: HashMap<NodeId, Vec<HalfResolution>>,
 }
 
-const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a server has to listen on its port.
 const READY_LIMIT_S: u32 = 15;
 pub(crate) const SHORT: Duration = Duration::from_secs(20);
@@ -262,7 +261,8 @@ async fn probe_nodes(
     join_all(needed.iter().map(|n| async move {
         (
             *n,
-            ctx.exec(*n, discover::PROBE_SCRIPT, PROBE_TIMEOUT).await,
+            ctx.exec(*n, discover::PROBE_SCRIPT, discover::PROBE_TIMEOUT)
+                .await,
         )
     }))
     .await

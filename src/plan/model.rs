@@ -163,6 +163,22 @@ pub struct Node {
     pub pins: BTreeMap<(String, String), Pin>,
 }
 
+impl Node {
+    /// A host outside any plan, reached by its ssh_config alias (`detect --host`): the first
+    /// profile, no environment, nothing pinned.
+    pub fn alias(id: NodeId, alias: &str) -> Node {
+        Node {
+            id,
+            name: alias.to_string(),
+            ssh: SshTarget::Alias(alias.to_string()),
+            profile: ProfileId(0),
+            env: BTreeMap::new(),
+            nccl_tests_dir: None,
+            pins: BTreeMap::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Pin {
     pub device: Option<String>,

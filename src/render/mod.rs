@@ -567,17 +567,37 @@ mod tests {
                 answers_kill0(zpgid) && !alive(zpgid),
                 "{shell}: {zpgid} should be a zombie that answers kill -0"
             );
-            let t = std::time::Instant::now();
+            // gone at the first look: the kill loop never waits (a `sleep` first on PATH
+            // records any wait), where a zombie read alive waited for SIGKILL and then failed
+            let fake = dir.join("fakebin");
+            std::fs::create_dir_all(&fake).unwrap();
+            let waited = dir.join("waited");
+            std::fs::write(
+                fake.join("sleep"),
+                format!("#!/bin/sh\necho \"$@\" >> {}\n", waited.display()),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(fake.join("sleep"), std::fs::Permissions::from_mode(0o755))
+                .unwrap();
             let kill = Command::new(shell)
                 .arg("-c")
                 .arg(wrap::kill_group(zpgid))
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        fake.display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )
                 .output()
                 .unwrap();
             assert_eq!(kill.status.code(), Some(0), "{shell}: {kill:?}");
             assert!(
-                t.elapsed() < std::time::Duration::from_millis(900),
-                "{shell}: a zombie-only group took {:?} to read gone",
-                t.elapsed()
+                !waited.exists(),
+                "{shell}: a zombie-only group was waited for: {:?}",
+                std::fs::read_to_string(&waited)
             );
             let _ = parent.kill();
             let _ = parent.wait();

@@ -69,6 +69,25 @@ struct Server {
     done: bool,
 }
 
+/// The server a client on `from` reaches at `ip:port`: routed there, and the newest live
+/// listener of the right kind on that port (the one a TCP connect would find).
+fn listener(
+    w: &World,
+    st: &State,
+    from: NodeId,
+    ip: Option<Ipv4Addr>,
+    port: u16,
+    kind: impl Fn(&ServerKind) -> bool,
+) -> Option<Server> {
+    let ip = ip.filter(|ip| w.route(from, *ip).is_some_and(|r| w.reaches(r, *ip)))?;
+    let d = w.dev_by_ip(ip)?;
+    st.servers
+        .iter()
+        .rev()
+        .find(|s| s.node == d.node && s.port == port && !s.died && !s.done && kind(&s.kind))
+        .cloned()
+}
+
 #[derive(Default)]
 struct State {
     counters: HashMap<(NodeId, String), BTreeMap<String, u64>>,
@@ -421,22 +440,14 @@ impl SimTransport {
         let ip: Option<Ipv4Addr> = server_ip.parse().ok();
         let mut st = self.lock();
         // the out-of-band TCP connection: routed, to a live listener on that port
-        let server = ip
-            .filter(|ip| w.route(node, *ip).is_some_and(|r| w.reaches(r, *ip)))
-            .and_then(|ip| w.dev_by_ip(ip))
-            .and_then(|d| {
-                st.servers
-                    .iter()
-                    .rev()
-                    .find(|s| {
-                        s.node == d.node
-                            && s.port == a.port
-                            && !s.died
-                            && !s.done
-                            && matches!(&s.kind, ServerKind::Perf(sa) if sa.lat == a.lat)
-                    })
-                    .cloned()
-            });
+        let server = listener(
+            w,
+            &st,
+            node,
+            ip,
+            a.port,
+            |k| matches!(k, ServerKind::Perf(sa) if sa.lat == a.lat),
+        );
         let Some(server) = server else {
             return fail(pre, perftest::connect_failed(&server_ip, a.port));
         };
@@ -713,22 +724,7 @@ impl SimTransport {
         let ip: Option<Ipv4Addr> = server_ip.parse().ok();
         let mut st = self.lock();
         let src = ip.and_then(|ip| w.route(node, ip)).cloned();
-        let server = ip
-            .filter(|ip| src.as_ref().is_some_and(|r| w.reaches(r, *ip)))
-            .and_then(|ip| w.dev_by_ip(ip))
-            .and_then(|d| {
-                st.servers
-                    .iter()
-                    .rev()
-                    .find(|s| {
-                        s.node == d.node
-                            && s.port == port
-                            && !s.died
-                            && !s.done
-                            && matches!(s.kind, ServerKind::Iperf)
-                    })
-                    .cloned()
-            });
+        let server = listener(w, &st, node, ip, port, |k| matches!(k, ServerKind::Iperf));
         let (Some(server), Some(src)) = (server, src) else {
             let doc = serde_json::json!({
                 "start": {"connected": [], "version": "iperf 3.16", "system_info": "Linux", "connecting_to": {"host": server_ip, "port": port}},

@@ -1064,6 +1064,25 @@ impl Lab {
             .collect()
     }
 
+    /// What is still running on any host (`host: command line`), after giving it up to
+    /// `within` to go: processes that were killed may take a moment to be reaped.
+    pub fn leftovers(&self, within: Duration) -> Vec<String> {
+        let mut left = Vec::new();
+        wait(within, || {
+            left = self
+                .hosts
+                .iter()
+                .flat_map(|h| {
+                    self.processes(&h.name)
+                        .into_iter()
+                        .map(move |p| format!("{}: {p}", h.name))
+                })
+                .collect();
+            left.is_empty()
+        });
+        left
+    }
+
     // ------------------------------------------------------------------ faults
 
     /// Shapes the host's `netdev` egress with tbf at `rate` (e.g. `"1gbit"`).
