@@ -19,4 +19,5 @@ pub mod report;
 pub mod results;
 pub mod schedule;
 pub mod sim;
+pub mod text;
 pub mod topology;

@@ -297,3 +297,51 @@ fn plan_and_graph_refuse_an_invalid_plan() {
         assert!(stderr(&o).contains("plan::unknown-node"), "{}", stderr(&o));
     }
 }
+
+/// Regression: plan text with raw ANSI/OSC escapes (a site trap's name and fix) reached the
+/// terminal as is, where it can repaint the screen or hide the verdict.
+#[test]
+fn plan_escapes_reach_the_terminal_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("esc.toml");
+    std::fs::write(
+        &plan,
+        r#"format-version = 1
+name = "esc"
+[[node]]
+name = "spark-a"
+[[node]]
+name = "spark-b"
+[[cable]]
+kind = "direct"
+ends = ["spark-a.f0", "spark-b.f0"]
+halves = ["a"]
+subnets = { a = "198.51.100.0/30" }
+[tests.rdma-bw]
+duration-s = 1
+[gates.rdma-bw]
+trap = "site trap\u001b]0;pwned\u0007"
+fix = "call the lab\u001b[8m hidden\u001b[2J"
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let o = fabricplan(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--sim",
+        "--sim-fault",
+        "throttle:spark-a.f0.a",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("call the lab\\u{1b}[8m hidden"), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(!md.contains('\u{1b}'), "{md:?}");
+}

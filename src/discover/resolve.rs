@@ -126,7 +126,11 @@ fn resolve_half(
         ));
     }
     if !address_found {
-        let nd = netdev.clone().unwrap_or_else(|| "NETDEV".into());
+        // shown to an operator to paste: every value quoted (a netdev comes from the box)
+        let nd = netdev
+            .as_deref()
+            .and_then(crate::render::quote)
+            .unwrap_or_else(|| "NETDEV".into());
         problems.push(format!(
             "{name}: {address}/{prefix} is not configured on {}",
             if probe.hostname.is_empty() {

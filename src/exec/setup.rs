@@ -44,13 +44,14 @@ pub fn script(plan: &Plan, node: NodeId) -> Option<String> {
             .nccl_tests_repo
             .clone()
             .unwrap_or_else(|| NCCL_TESTS_REPO.into());
-        let checkout_q = if checkout.starts_with("$HOME") {
-            format!("\"{checkout}\"")
-        } else {
-            q(&checkout)
+        // `$HOME` is the one expansion kept (the default lives there); the rest is data
+        let checkout_q = match checkout.strip_prefix("$HOME") {
+            Some("") => "\"$HOME\"".to_string(),
+            Some(rest) if rest.starts_with('/') => format!("\"$HOME\"{}", q(rest)),
+            _ => q(&checkout),
         };
         s.push_str(&format!(
-            "if [ ! -x {c}/build/all_reduce_perf ]; then [ -d {c} ] || git clone --depth 1 {r} {c}; \
+            "if [ ! -x {c}/build/all_reduce_perf ]; then [ -d {c} ] || git clone --depth 1 -- {r} {c}; \
 MPI_HOME=/usr/lib/$(uname -m)-linux-gnu/openmpi; make -C {c} MPI=1 MPI_HOME=\"$MPI_HOME\" NCCL_HOME=/usr -j\"$(nproc)\"; fi; ",
             c = checkout_q,
             r = q(&repo)
@@ -151,5 +152,73 @@ build-nccl-tests = true
             .unwrap()
             .plan;
         assert!(script(&plan, NodeId(0)).is_none());
+    }
+
+    /// Regression: an `nccl-tests-dir` under `$HOME` was wrapped in double quotes unescaped
+    /// (`$(...)` ran) and the repository reached `git clone` where a leading `-` is an option.
+    #[test]
+    fn hostile_setup_values_stay_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let pwned = dir.path().join("pwned");
+        let text = format!(
+            r#"format-version = 1
+name = "s"
+[[node]]
+name = "a"
+nccl-tests-dir = "$HOME/x$(touch {p})`touch {p}`/build"
+[[node]]
+name = "b"
+[[cable]]
+kind = "direct"
+ends = ["a.f0", "b.f0"]
+halves = ["a"]
+subnets = {{ a = "198.51.100.0/30" }}
+[setup]
+packages = ["perftest"]
+build-nccl-tests = true
+nccl-tests-repo = "--upload-pack=touch {p}"
+"#,
+            p = pwned.display()
+        );
+        let plan = crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."))
+            .unwrap()
+            .plan;
+        let s = script(&plan, NodeId(0)).unwrap();
+        // every command the script runs is a stub that records its arguments
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let log = dir.path().join("log");
+        for tool in ["apt-get", "git", "make", "uname", "nproc", "id", "sudo"] {
+            let p = bin.join(tool);
+            std::fs::write(
+                &p,
+                format!(
+                    "#!/bin/sh\nprintf '{tool}' >> {l}; for a in \"$@\"; do printf ' [%s]' \"$a\" >> {l}; done; echo >> {l}\n",
+                    l = log.display()
+                ),
+            )
+            .unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&s)
+            .env("PATH", &bin)
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(!pwned.exists(), "a plan value ran as a command:\n{s}");
+        let calls = std::fs::read_to_string(&log).unwrap();
+        let clone = calls.lines().find(|l| l.starts_with("git")).unwrap();
+        assert!(
+            clone.contains("[--] [--upload-pack=touch"),
+            "the repository must come after `--`: {clone}"
+        );
+        assert!(
+            clone.contains(&format!("[{}/x$(touch", dir.path().display())),
+            "$HOME expanded, the rest literal: {clone}"
+        );
     }
 }

@@ -196,11 +196,12 @@ fn check_host_key(
     accept_new: bool,
     key: &russh::keys::PublicKey,
 ) -> Result<(), String> {
+    let q = |s: &str| crate::render::quote(s).unwrap_or_else(|| "''".into());
     let keyscan = format!(
         "ssh-keyscan -p {} {} >> {}",
         t.port,
-        t.host,
-        t.known_hosts.display()
+        q(&t.host),
+        q(&t.known_hosts.display().to_string())
     );
     match russh::keys::check_known_hosts_path(&t.host, t.port, key, &t.known_hosts) {
         Ok(true) => Ok(()),

@@ -101,9 +101,11 @@ pub struct RawProfileHalf {
     #[schemars(with = "String")]
     pub name: Spanned<String>,
     /// Default RDMA device name (e.g. `mlx5_0`).
-    pub device: String,
+    #[schemars(with = "String")]
+    pub device: Spanned<String>,
     /// Default netdev name.
-    pub netdev: String,
+    #[schemars(with = "String")]
+    pub netdev: Spanned<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

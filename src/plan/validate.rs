@@ -57,6 +57,21 @@ fn span<T>(s: &Spanned<T>) -> Range<usize> {
     s.span()
 }
 
+/// Device and netdev names, wherever the plan gives one (profiles, pins): they reach commands
+/// and the fixes shown to operators.
+fn ifname_check(ctx: &mut Ctx, v: &Spanned<String>) {
+    if !is_safe_ifname(v.get_ref()) {
+        ctx.push(
+            Problem::error(
+                "plan::unsafe-name",
+                format!("`{}` is not a device or interface name", v.get_ref()),
+            )
+            .at(span(v), "not a device name")
+            .help("device and netdev names use letters, digits, `-`, `_`, `.` and `:`"),
+        );
+    }
+}
+
 fn name_check(ctx: &mut Ctx, what: &str, name: &Spanned<String>) {
     if !is_safe_name(name.get_ref()) {
         ctx.push(
@@ -288,10 +303,13 @@ fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
                 Declared::new("half", format!(" on port `{}`", port.name.get_ref()));
             for h in &port.half {
                 half_names.declare(ctx, &h.name);
+                for v in [&h.device, &h.netdev] {
+                    ifname_check(ctx, v);
+                }
                 halves.push(ProfileHalf {
                     name: h.name.get_ref().clone(),
-                    device: h.device.clone(),
-                    netdev: h.netdev.clone(),
+                    device: h.device.get_ref().clone(),
+                    netdev: h.netdev.get_ref().clone(),
                 });
             }
             ports.push(ProfilePort {
@@ -425,16 +443,7 @@ fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec<Node> {
                 continue;
             }
             for v in [&pin.device, &pin.netdev].into_iter().flatten() {
-                if !is_safe_ifname(v.get_ref()) {
-                    ctx.push(
-                        Problem::error(
-                            "plan::unsafe-name",
-                            format!("`{}` is not a device or interface name", v.get_ref()),
-                        )
-                        .at(span(v), "not a device name")
-                        .help("device and netdev names use letters, digits, `-`, `_`, `.` and `:`"),
-                    );
-                }
+                ifname_check(ctx, v);
             }
             pins.insert(
                 (port.to_string(), half.to_string()),

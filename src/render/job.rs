@@ -2,13 +2,13 @@
 //! launch for NCCL. Values known only at run time come from a [`Resolution`]; what is still
 //! unknown renders as a named placeholder, never a guess.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 
 use minijinja::{Value, context};
 use serde::Serialize;
 
-use super::{RenderError, Renderer, placeholder, safe, wrap};
+use super::{NamePart, Placeholder, RenderError, Renderer, name_list, wrap};
 use crate::plan::{CableKind, Endpoint, NodeId, Plan};
 use crate::schedule::{Job, TestKind};
 
@@ -127,7 +127,16 @@ pub fn remote_dir(run_id: &str) -> String {
 struct Val {
     value: Value,
     text: String,
-    placeholder: Option<String>,
+    placeholder: Option<Placeholder>,
+}
+
+impl Val {
+    fn part(&self) -> NamePart {
+        match &self.placeholder {
+            Some(p) => NamePart::Unknown(p.clone()),
+            None => NamePart::Known(self.text.clone()),
+        }
+    }
 }
 
 fn known_or(v: Option<String>, endpoint: &str, what: &str) -> Val {
@@ -138,12 +147,40 @@ fn known_or(v: Option<String>, endpoint: &str, what: &str) -> Val {
             placeholder: None,
         },
         None => {
-            let p = placeholder(endpoint, what);
+            let p = Placeholder::new(endpoint, what);
             Val {
-                value: safe(p.clone()),
-                text: p.clone(),
+                value: p.value(),
+                text: p.to_string(),
                 placeholder: Some(p),
             }
+        }
+    }
+}
+
+/// An environment value for the NCCL launch: data from the plan (always quoted), or names the
+/// renderer put together (discovered or still placeholders).
+#[derive(Debug, Clone, PartialEq)]
+enum EnvValue {
+    Data(String),
+    Names(Vec<NamePart>),
+}
+
+impl EnvValue {
+    fn text(&self) -> String {
+        match self {
+            EnvValue::Data(s) => s.clone(),
+            EnvValue::Names(parts) => parts
+                .iter()
+                .map(NamePart::text)
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
+    fn value(&self) -> Result<Value, RenderError> {
+        match self {
+            EnvValue::Data(s) => Ok(Value::from(s.clone())),
+            EnvValue::Names(parts) => name_list(parts, ","),
         }
     }
 }
@@ -226,7 +263,7 @@ pub fn job_commands(
                         .unwrap_or((6, 65536, 1));
                     for v in [&device, &gid] {
                         if let Some(p) = &v.placeholder {
-                            unresolved.push(p.clone());
+                            unresolved.push(p.to_string());
                         }
                     }
                     context! {
@@ -240,7 +277,7 @@ pub fn job_commands(
                     let t = plan.tests.rdma_lat.as_ref();
                     for v in [&device, &gid] {
                         if let Some(p) = &v.placeholder {
-                            unresolved.push(p.clone());
+                            unresolved.push(p.to_string());
                         }
                     }
                     context! {
@@ -397,7 +434,8 @@ fn nccl_commands(
         .iter()
         .any(|s| plan.cables[s.cable].kind == CableKind::Ring);
     let mut ranks = Vec::new();
-    let mut gids: Vec<Val> = Vec::new();
+    let mut gids: Vec<Option<Val>> = Vec::new();
+    let mut rank_names: Vec<(Vec<NamePart>, Vec<NamePart>)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
     for n in &t.nodes {
@@ -419,12 +457,12 @@ fn nccl_commands(
             let g = known_or(f.gid_index.map(|g| g.to_string()), &name, "gid");
             for v in [&d, &nd, &g] {
                 if let Some(p) = &v.placeholder {
-                    unresolved.push(p.clone());
+                    unresolved.push(p.to_string());
                 }
             }
             rank_gids.push(g);
-            devices.push(d.text);
-            netdevs.push(nd.text);
+            devices.push(d.part());
+            netdevs.push(nd.part());
         }
         // one NCCL_IB_GID_INDEX per process: when this rank's halves map their addresses at
         // different indices no single value is right for both, so NCCL chooses per device
@@ -440,88 +478,77 @@ fn nccl_commands(
             ));
             None
         };
-        gids.push(gid.unwrap_or(Val {
-            value: Value::from(""),
-            text: String::new(),
-            placeholder: None,
-        }));
+        gids.push(gid);
+        rank_names.push((devices.clone(), netdevs.clone()));
         ranks.push(Rank {
             node: *n,
             address: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
             endpoints,
-            devices,
-            netdevs,
+            devices: devices.iter().map(|p| p.text().to_string()).collect(),
+            netdevs: netdevs.iter().map(|p| p.text().to_string()).collect(),
         });
     }
     // every rank's own names, in rank order: each rank matches whichever one is its own (the
     // f0/f1 naming asymmetry between boxes)
-    let mut hca: Vec<&str> = Vec::new();
-    let mut ifs: Vec<&str> = Vec::new();
-    let (mut seen_hca, mut seen_ifs) = (HashSet::new(), HashSet::new());
-    for r in &ranks {
-        for d in &r.devices {
-            if seen_hca.insert(d.as_str()) {
-                hca.push(d);
+    let mut hca: Vec<NamePart> = Vec::new();
+    let mut ifs: Vec<NamePart> = Vec::new();
+    for (devices, netdevs) in &rank_names {
+        for d in devices {
+            if !hca.contains(d) {
+                hca.push(d.clone());
             }
         }
-        for d in &r.netdevs {
-            if seen_ifs.insert(d.as_str()) {
-                ifs.push(d);
+        for d in netdevs {
+            if !ifs.contains(d) {
+                ifs.push(d.clone());
             }
         }
     }
-    let mut env: BTreeMap<String, String> = BTreeMap::new();
-    env.insert("NCCL_NET_PLUGIN".into(), "none".into());
-    env.insert("NCCL_DEBUG".into(), "INFO".into());
-    env.insert("NCCL_IB_HCA".into(), hca.join(","));
-    env.insert("NCCL_SOCKET_IFNAME".into(), ifs.join(","));
+    let data = |s: &str| EnvValue::Data(s.to_string());
+    let mut env: BTreeMap<String, EnvValue> = BTreeMap::new();
+    env.insert("NCCL_NET_PLUGIN".into(), data("none"));
+    env.insert("NCCL_DEBUG".into(), data("INFO"));
+    env.insert("NCCL_IB_HCA".into(), EnvValue::Names(hca));
+    env.insert("NCCL_SOCKET_IFNAME".into(), EnvValue::Names(ifs));
     if ring {
         // NVIDIA's ring playbook: without these a switchless ring fails with ibv_modify_qp 110
-        env.insert("NCCL_IB_SUBNET_AWARE_ROUTING".into(), "1".into());
-        env.insert("NCCL_IB_MERGE_NICS".into(), "0".into());
+        env.insert("NCCL_IB_SUBNET_AWARE_ROUTING".into(), data("1"));
+        env.insert("NCCL_IB_MERGE_NICS".into(), data("0"));
     } else {
-        env.insert("NCCL_IB_MERGE_NICS".into(), "1".into());
+        env.insert("NCCL_IB_MERGE_NICS".into(), data("1"));
     }
-    let gid_texts: Vec<&str> = gids.iter().map(|g| g.text.as_str()).collect();
-    let uniform_gid =
-        gid_texts.windows(2).all(|w| w[0] == w[1]) && gids.iter().all(|g| g.placeholder.is_none());
-    if uniform_gid && let Some(g) = gid_texts.first().filter(|g| !g.is_empty()) {
-        env.insert("NCCL_IB_GID_INDEX".into(), g.to_string());
+    let gid_texts: Vec<Option<&str>> = gids
+        .iter()
+        .map(|g| g.as_ref().map(|g| g.text.as_str()))
+        .collect();
+    let uniform_gid = gid_texts.windows(2).all(|w| w[0] == w[1])
+        && gids.iter().flatten().all(|g| g.placeholder.is_none());
+    if uniform_gid && let Some(Some(g)) = gids.first() {
+        env.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
     }
+    // the plan's own values are data: quoted, whatever they look like
     for (k, v) in &t.env {
-        env.insert(k.clone(), v.clone());
+        env.insert(k.clone(), data(v));
     }
     let binary_of = |n: NodeId| match &plan.node(n).nccl_tests_dir {
         Some(d) => format!("{}/{}", d.trim_end_matches('/'), t.collective.binary()),
         None => t.collective.binary().to_string(),
     };
-    let env_value = |env: &BTreeMap<String, String>| -> Value {
-        // names in NCCL_IB_HCA / NCCL_SOCKET_IFNAME may be placeholders (safe, ours); other
-        // values are quoted by the formatter
-        let map: BTreeMap<String, Value> = env
-            .iter()
-            .map(|(k, v)| {
-                let val = if v.contains('<')
-                    && v.split(',').all(|p| {
-                        super::is_placeholder(p) || crate::plan::validate::is_safe_ifname(p)
-                    }) {
-                    safe(v.clone())
-                } else {
-                    Value::from(v.clone())
-                };
-                (k.clone(), val)
-            })
-            .collect();
-        Value::from(map)
+    let env_value = |env: &BTreeMap<String, EnvValue>| -> Result<Value, RenderError> {
+        let mut map: BTreeMap<String, Value> = BTreeMap::new();
+        for (k, v) in env {
+            map.insert(k.clone(), v.value()?);
+        }
+        Ok(Value::from(map))
     };
     // each rank's node environment (PATH, LD_LIBRARY_PATH, ...) travels with -x: mpirun starts
     // remote ranks with sshd's environment, not the launcher's
-    let node_env = |n: NodeId| -> BTreeMap<String, String> {
+    let node_env = |n: NodeId| -> BTreeMap<String, EnvValue> {
         plan.node(n)
             .env
             .iter()
             .filter(|(k, _)| !env.contains_key(*k))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.clone(), data(v)))
             .collect()
     };
     let per_rank = !uniform_gid
@@ -530,18 +557,18 @@ fn nccl_commands(
                 || node_env(r.node) != node_env(ranks[0].node)
         });
     let apps: Vec<Value> = if per_rank {
-        ranks
-            .iter()
-            .zip(&gids)
-            .map(|(r, g)| {
-                let mut e = env.clone();
-                e.extend(node_env(r.node));
-                if !g.text.is_empty() && !t.env.contains_key("NCCL_IB_GID_INDEX") {
-                    e.insert("NCCL_IB_GID_INDEX".into(), g.text.clone());
-                }
-                context! { np => 1, hosts => vec![r.address.to_string()], env => env_value(&e), binary => binary_of(r.node) }
-            })
-            .collect()
+        let mut apps = Vec::new();
+        for (r, g) in ranks.iter().zip(&gids) {
+            let mut e = env.clone();
+            e.extend(node_env(r.node));
+            if let Some(g) = g
+                && !t.env.contains_key("NCCL_IB_GID_INDEX")
+            {
+                e.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
+            }
+            apps.push(context! { np => 1, hosts => vec![r.address.to_string()], env => env_value(&e)?, binary => binary_of(r.node) });
+        }
+        apps
     } else {
         let mut e = env.clone();
         if let Some(r) = ranks.first() {
@@ -550,7 +577,7 @@ fn nccl_commands(
         vec![context! {
             np => ranks.len(),
             hosts => ranks.iter().map(|r| r.address.to_string()).collect::<Vec<_>>(),
-            env => env_value(&e),
+            env => env_value(&e)?,
             binary => binary_of(ranks[0].node),
         }]
     };
@@ -564,7 +591,7 @@ fn nccl_commands(
         step_factor => t.step_factor, warmup => t.warmup, iterations => t.iterations,
         collective => t.collective.name(),
         hosts => ranks.iter().map(|r| r.address.to_string()).collect::<Vec<_>>(),
-        env => env_value(&env),
+        env => env_value(&env)?,
     };
     let command = renderer.render("nccl", ctx)?;
     let launcher = ranks.first().map(|r| r.node).unwrap_or(NodeId(0));
@@ -583,7 +610,7 @@ fn nccl_commands(
         }],
         unresolved,
         ranks,
-        nccl_env: env,
+        nccl_env: env.iter().map(|(k, v)| (k.clone(), v.text())).collect(),
         notes,
     })
 }
@@ -670,5 +697,96 @@ collective = "all_reduce"
         let cmd = &c.steps[0].command;
         assert_eq!(cmd.matches("NCCL_IB_GID_INDEX=").count(), 1, "{cmd}");
         assert!(c.notes[0].contains("spark-a"), "{:?}", c.notes);
+    }
+}
+
+#[cfg(test)]
+mod injection {
+    use super::*;
+    use crate::schedule::Schedule;
+    use crate::topology::Fabric;
+    use std::path::Path;
+
+    /// Regression: a plan `env` value shaped like a discovery placeholder (`<a:b>`) was taken for
+    /// one and rendered unquoted, so `$(...)` in it ran on the launching host.
+    #[test]
+    fn placeholder_shaped_plan_values_are_quoted() {
+        let text = r#"
+format-version = 1
+name = "pair"
+[[node]]
+name = "spark-a"
+env = { NODEV = "<y:$(touch /tmp/fabricplan-node-pwned)>" }
+[[node]]
+name = "spark-b"
+[[cable]]
+kind = "direct"
+ends = ["spark-a.f0", "spark-b.f0"]
+subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
+[[tests.nccl]]
+collective = "all_reduce"
+env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c:d>" }
+"#;
+        let plan = crate::plan::load_str(Path::new("p.toml"), text, Path::new("."))
+            .unwrap()
+            .plan;
+        let fabric = Fabric::build(&plan);
+        let s = Schedule::expand(&plan);
+        let round = s.round(&plan, &fabric, 0).unwrap();
+        // nothing discovered: device names are real placeholders beside the plan's look-alikes
+        let res = Resolution::from_plan(&plan);
+        let c = job_commands(
+            &plan,
+            &Renderer::new(&BTreeMap::new()),
+            &res,
+            &round.jobs[0],
+            "r",
+        )
+        .unwrap();
+        let cmd = &c.steps[0].command;
+        assert!(
+            cmd.contains("-x FOO='<x:$(touch /tmp/fabricplan-pwned)>'"),
+            "{cmd}"
+        );
+        assert!(cmd.contains("-x BAR='<a:b>;touch /tmp/p;<c:d>'"), "{cmd}");
+        assert!(
+            cmd.contains("-x NODEV='<y:$(touch /tmp/fabricplan-node-pwned)>'"),
+            "{cmd}"
+        );
+        // the renderer's own placeholders stay visible as they are
+        assert!(cmd.contains("NCCL_IB_HCA=<spark-a.f0.a:device>,"), "{cmd}");
+        // and the plan values reach the tool as data under a real shell
+        let words = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!(
+                "printf '%s\\n' -x FOO={} -x BAR={}",
+                crate::render::quote("<x:$(touch /tmp/fabricplan-pwned)>").unwrap(),
+                crate::render::quote("<a:b>;touch /tmp/p;<c:d>").unwrap()
+            ))
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&words.stdout);
+        assert!(
+            out.contains("FOO=<x:$(touch /tmp/fabricplan-pwned)>"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn discovered_names_in_a_list_are_quoted_each() {
+        use crate::render::{NamePart, Placeholder, name_list};
+        let v = name_list(
+            &[
+                NamePart::Known("rocep1s0f0".into()),
+                NamePart::Known("a b".into()),
+                NamePart::Unknown(Placeholder::new("x.f0.a", "device")),
+            ],
+            ",",
+        )
+        .unwrap();
+        assert_eq!(v.to_string(), "rocep1s0f0,'a b',<x.f0.a:device>");
+        // all known: an ordinary value, left to the formatter's quoting
+        let v = name_list(&[NamePart::Known("$(id)".into())], ",").unwrap();
+        assert!(!v.is_safe());
     }
 }

@@ -236,19 +236,87 @@ fn trim_owned(mut s: String) -> String {
     }
 }
 
-/// A value this module vouches for: rendered without quoting.
-pub fn safe(s: impl Into<String>) -> Value {
+/// A value this module vouches for: rendered without quoting. Private: only values the renderer
+/// builds itself ([`Placeholder`]s, lists composed by [`name_list`]) are vouched for; a value from
+/// the plan never is, whatever it looks like.
+fn safe(s: impl Into<String>) -> Value {
     Value::from_safe_string(s.into())
 }
 
-/// A placeholder for a value known only at run time: `<spark-a.f0.a:device>`.
-pub fn placeholder(endpoint: &str, what: &str) -> String {
-    format!("<{endpoint}:{what}>")
+/// A value known only at run time, shown in a dry run as `<spark-a.f0.a:device>`. Typed, not
+/// string-shaped: only the renderer makes one, so a plan value that happens to look like
+/// `<x:y>` is still data and still quoted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Placeholder(String);
+
+impl Placeholder {
+    /// The placeholder for `what` (`device`, `netdev`, `gid`) of an endpoint. Endpoint names are
+    /// validated plan names (letters, digits, `-`, `_`, `.`).
+    pub fn new(endpoint: &str, what: &str) -> Placeholder {
+        Placeholder(format!("<{endpoint}:{what}>"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The template value: rendered as it is.
+    pub fn value(&self) -> Value {
+        safe(self.0.clone())
+    }
 }
 
-/// Is this a placeholder produced by [`placeholder`]?
-pub fn is_placeholder(s: &str) -> bool {
-    s.starts_with('<') && s.ends_with('>') && s.contains(':')
+impl std::fmt::Display for Placeholder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// One name in a list rendered into a command (`NCCL_IB_HCA=a,b`): known, or still a
+/// placeholder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamePart {
+    Known(String),
+    Unknown(Placeholder),
+}
+
+impl NamePart {
+    pub fn text(&self) -> &str {
+        match self {
+            NamePart::Known(s) => s,
+            NamePart::Unknown(p) => p.as_str(),
+        }
+    }
+}
+
+/// A `sep`-joined list as a template value. All known: an ordinary value, quoted by the
+/// formatter like any other. With placeholders: each known part quoted on its own, the
+/// placeholders as they are, so the result is still one inert shell word around them.
+pub fn name_list(parts: &[NamePart], sep: &str) -> Result<Value, RenderError> {
+    let joined = || {
+        parts
+            .iter()
+            .map(NamePart::text)
+            .collect::<Vec<_>>()
+            .join(sep)
+    };
+    if parts.iter().all(|p| matches!(p, NamePart::Known(_))) {
+        return Ok(Value::from(joined()));
+    }
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(&quote(sep).unwrap_or_default());
+        }
+        match p {
+            NamePart::Known(s) => out.push_str(&quote(s).ok_or_else(|| RenderError {
+                name: joined(),
+                message: "a name contains a NUL byte".into(),
+            })?),
+            NamePart::Unknown(ph) => out.push_str(ph.as_str()),
+        }
+    }
+    Ok(safe(out))
 }
 
 /// Remote paths and wrappers. The remote login shell may be csh or fish: every script runs
@@ -646,7 +714,7 @@ mod tests {
     fn placeholders_stay_visible() {
         let r = Renderer::new(&BTreeMap::new());
         let ctx = minijinja::context! {
-            tool => "ib_write_bw", device => safe(placeholder("spark-a.f0.a", "device")), gid_index => safe(placeholder("spark-a.f0.a", "gid")),
+            tool => "ib_write_bw", device => Placeholder::new("spark-a.f0.a", "device").value(), gid_index => Placeholder::new("spark-a.f0.a", "gid").value(),
             port => 18515, duration_s => 6, size_bytes => 65536, qps => 1,
         };
         let out = r.render("rdma-bw-server", ctx).unwrap();

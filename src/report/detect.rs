@@ -94,5 +94,6 @@ pub fn render(nodes: &[NodeReport]) -> String {
         }
         s.push_str("  * = live: ACTIVE, carrier, IPv4 assigned. The OS rate is not proof of line rate.\n\n");
     }
-    s
+    // names, states and errors come from the hosts: shown, never obeyed by the terminal
+    crate::text::inert_lines(&s).into_owned()
 }

@@ -3,6 +3,12 @@
 use std::collections::BTreeSet;
 
 use crate::results::RunResults;
+use crate::text::inert;
+
+/// A table cell: inert, and no `|` to split it.
+fn cell(s: &str) -> String {
+    inert(s).replace('|', "/")
+}
 
 pub fn render(r: &RunResults) -> String {
     let mut s = String::new();
@@ -13,25 +19,28 @@ pub fn render(r: &RunResults) -> String {
     };
     s.push_str(&format!(
         "# fabricplan: {}{sim}\n\nRun `{}` over {}: **{}**\n\n",
-        r.plan, r.run_id, r.transport, r.summary.verdict
+        inert(&r.plan),
+        inert(&r.run_id),
+        r.transport,
+        r.summary.verdict
     ));
     s.push_str("| gate | verdict | measured | threshold | trap and fix |\n|---|---|---|---|---|\n");
     for v in r.verdicts() {
         let measured = v
             .measured
             .map(|m| format!("{m:.2} {}", v.unit))
-            .unwrap_or_else(|| v.detail.replace('|', "/"));
+            .unwrap_or_else(|| cell(&v.detail));
         let trap = match (&v.trap_name, &v.fix) {
             (Some(t), Some(f)) => format!("{t}: {f}"),
             _ => String::new(),
         };
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
-            v.gate.replace('|', "/"),
+            cell(&v.gate),
             v.outcome.as_str(),
             measured,
-            v.threshold,
-            trap.replace('|', "/")
+            cell(&v.threshold),
+            cell(&trap)
         ));
     }
     let m = r.bandwidth_matrix();
@@ -39,7 +48,7 @@ pub fn render(r: &RunResults) -> String {
         let names: BTreeSet<&String> = m.keys().flat_map(|(a, b)| [a, b]).collect();
         s.push_str("\n## Bandwidth matrix, Gb/s (row: client, column: server)\n\n| |");
         for n in &names {
-            s.push_str(&format!(" {n} |"));
+            s.push_str(&format!(" {} |", cell(n)));
         }
         s.push_str("\n|---|");
         for _ in &names {
@@ -47,7 +56,7 @@ pub fn render(r: &RunResults) -> String {
         }
         s.push('\n');
         for a in &names {
-            s.push_str(&format!("| {a} |"));
+            s.push_str(&format!("| {} |", cell(a)));
             for b in &names {
                 match m.get(&((*a).clone(), (*b).clone())) {
                     Some(v) => s.push_str(&format!(
@@ -66,7 +75,10 @@ pub fn render(r: &RunResults) -> String {
     let skews: Vec<String> = r
         .rounds
         .iter()
-        .filter_map(|x| x.launch_skew_ms.map(|k| format!("{} {k:.1} ms", x.name)))
+        .filter_map(|x| {
+            x.launch_skew_ms
+                .map(|k| format!("{} {k:.1} ms", cell(&x.name)))
+        })
         .collect();
     if !skews.is_empty() {
         s.push_str(&format!(
@@ -75,4 +87,38 @@ pub fn render(r: &RunResults) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gate::judge::{Outcome, Verdict};
+    use crate::gate::trap::Trap;
+    use crate::results::{RunResults, Summary};
+
+    /// Regression: plan text (gate names, a site trap's name and fix) reached summary.md with its
+    /// raw ANSI/OSC escapes.
+    #[test]
+    fn plan_text_reaches_summary_inert() {
+        let mut v = Verdict::check("rdma-bw a\u{1b}[2J", Outcome::Fail, "x", Some(Trap::Site));
+        v.trap_name = Some("site\u{1b}]0;title\u{7}".into());
+        v.fix = Some("call\u{1b}[8m hidden".into());
+        let r = RunResults {
+            format_version: 1,
+            plan: "p\u{1b}[31m".into(),
+            run_id: "r".into(),
+            transport: "fake".into(),
+            simulated: false,
+            started_unix_ms: 0,
+            finished_unix_ms: 0,
+            interrupted: false,
+            discovery: Vec::new(),
+            preflight: vec![v],
+            jobs: Vec::new(),
+            rounds: Vec::new(),
+            summary: Summary::default(),
+        };
+        let md = super::render(&r);
+        assert!(!md.contains('\u{1b}') && !md.contains('\u{7}'), "{md:?}");
+        assert!(md.contains("\\u{1b}[8m hidden"), "{md}");
+    }
 }

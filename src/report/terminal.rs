@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::exec::runner::Event;
 use crate::gate::judge::Outcome;
 use crate::results::RunResults;
+use crate::text::inert;
 
 pub struct Terminal {
     bar: ProgressBar,
@@ -44,11 +45,12 @@ impl Terminal {
         match e {
             Event::Discovered { node, ok, detail } => {
                 let line = format!(
-                    "discover {node}: {}",
+                    "discover {}: {}",
+                    inert(node),
                     if *ok {
-                        detail.clone()
+                        inert(detail).into_owned()
                     } else {
-                        format!("UNREACHABLE {detail}")
+                        format!("UNREACHABLE {}", inert(detail))
                     }
                 );
                 self.bar.println(line);
@@ -56,8 +58,8 @@ impl Terminal {
             Event::Preflight(v) if v.outcome != Outcome::Ok => self.bar.println(format!(
                 "preflight {} {}: {}",
                 v.outcome.as_str(),
-                v.gate,
-                v.detail
+                inert(&v.gate),
+                inert(&v.detail)
             )),
             Event::Preflight(_) => {}
             Event::RoundStart {
@@ -68,7 +70,8 @@ impl Terminal {
             } => {
                 self.bar.set_length(*total as u64);
                 self.bar.set_position(*index as u64);
-                self.bar.set_message(format!("{name} ({jobs} job(s))"));
+                self.bar
+                    .set_message(format!("{} ({jobs} job(s))", inert(name)));
             }
             Event::JobDone(j) => {
                 let worst = j.worst().map(|o| o.as_str()).unwrap_or("SKIP");
@@ -76,7 +79,8 @@ impl Terminal {
                     .main_value()
                     .map(|v| format!(" {v:.2}"))
                     .unwrap_or_default();
-                self.bar.println(format!("  {worst:<4} {}{val}", j.label));
+                self.bar
+                    .println(format!("  {worst:<4} {}{val}", inert(&j.label)));
             }
             Event::RoundDone(r) => self.bar.set_position(r.index as u64 + 1),
         }
@@ -135,19 +139,19 @@ impl Terminal {
             };
             println!(
                 "{:<w$} {:<5} {:>14}  {:<tw$} {}",
-                v.gate,
+                inert(&v.gate),
                 self.paint(v.outcome),
                 measured,
-                v.threshold,
-                trap,
+                inert(&v.threshold),
+                inert(&trap),
                 w = w
             );
         }
         for j in r.jobs.iter().filter(|j| j.verdicts.is_empty()) {
             println!(
                 "{:<w$} SKIP  {}",
-                format!("{} {}", j.kind, j.label),
-                j.reason.clone().unwrap_or_default(),
+                inert(&format!("{} {}", j.kind, j.label)),
+                inert(j.reason.as_deref().unwrap_or_default()),
                 w = w
             );
         }
