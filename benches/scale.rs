@@ -18,9 +18,9 @@ use divan::Bencher;
 use fabricplan::capacity;
 use fabricplan::plan::{self, Plan};
 use fabricplan::render::Renderer;
-use fabricplan::render::job::{Resolution, job_commands};
+use fabricplan::render::job::Resolution;
 use fabricplan::report::plan_view;
-use fabricplan::schedule::{Schedule, TestKind, round_count};
+use fabricplan::schedule::{KindId, Schedule, round_count};
 use fabricplan::topology::Fabric;
 
 /// Nodes of the generated plans.
@@ -65,7 +65,7 @@ fn load_validate_expand(b: Bencher, n: usize) {
     b.bench(|| {
         let plan = load(black_box(&text));
         let fabric = Fabric::build(&plan);
-        let schedule = Schedule::expand(&plan);
+        let schedule = fabricplan::kinds::schedule(&plan);
         check_rounds(n, &schedule);
         (plan, fabric, schedule)
     });
@@ -77,7 +77,7 @@ fn expand_iterate_all_rounds(b: Bencher, n: usize) {
     let plan = load(&plangen::switched_plan(n, SWITCHES));
     let fabric = Fabric::build(&plan);
     b.bench(|| {
-        let schedule = Schedule::expand(&plan);
+        let schedule = fabricplan::kinds::schedule(&plan);
         let mut jobs = 0usize;
         for round in schedule.rounds(&plan, &fabric) {
             for j in &round.jobs {
@@ -93,7 +93,7 @@ fn expand_iterate_all_rounds(b: Bencher, n: usize) {
 fn one_round(b: Bencher, n: usize) {
     let plan = load(&plangen::switched_plan(n, SWITCHES));
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     b.bench(|| schedule.round(&plan, &fabric, black_box(n / 3)));
 }
 
@@ -102,7 +102,7 @@ fn one_round(b: Bencher, n: usize) {
 fn capacity_one_round(b: Bencher, n: usize) {
     let plan = load(&plangen::switched_plan(n, SWITCHES));
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let round = schedule.round(&plan, &fabric, n / 3).expect("round");
     b.bench(|| capacity::expected(&plan, black_box(&round)));
 }
@@ -112,7 +112,7 @@ fn capacity_one_round(b: Bencher, n: usize) {
 fn render_one_round(b: Bencher, n: usize) {
     let plan = load(&plangen::switched_plan(n, SWITCHES));
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let round = schedule.round(&plan, &fabric, n / 3).expect("round");
     let renderer = Renderer::new(&plan.templates);
     let res = Resolution::from_plan(&plan);
@@ -120,7 +120,7 @@ fn render_one_round(b: Bencher, n: usize) {
         round
             .jobs
             .iter()
-            .map(|j| job_commands(&plan, &renderer, &res, j, "<run-id>").is_ok())
+            .map(|j| fabricplan::kinds::commands(&plan, &renderer, &res, j, "<run-id>").is_ok())
             .filter(|ok| *ok)
             .count()
     });
@@ -131,7 +131,7 @@ fn render_one_round(b: Bencher, n: usize) {
 fn plan_json(b: Bencher, n: usize) {
     let plan = load(&plangen::switched_plan(n, SWITCHES));
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     b.bench(|| {
         plan_view::write_json(&mut std::io::sink(), &plan, &fabric, &schedule, "<run-id>")
             .expect("sink")
@@ -175,7 +175,7 @@ fn report(sizes: &[usize]) {
         let fabric = Fabric::build(&plan);
         let t_fabric = t1.elapsed();
         let t2 = Instant::now();
-        let schedule = Schedule::expand(&plan);
+        let schedule = fabricplan::kinds::schedule(&plan);
         let t_expand = t2.elapsed();
         let total = t0.elapsed();
         check_rounds(n, &schedule);
@@ -185,7 +185,7 @@ fn report(sizes: &[usize]) {
         for round in schedule.rounds(&plan, &fabric) {
             rounds += 1;
             jobs += round.jobs.len();
-            if round.kind != TestKind::RdmaBw {
+            if round.kind != KindId("rdma-bw") {
                 continue;
             }
             assert_eq!(round.jobs.len(), n / 2, "{n} nodes: jobs of a round");

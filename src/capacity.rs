@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use crate::plan::{CableKind, IslId, NodeId, Plan, SwitchId};
-use crate::schedule::{Job, Round, TestKind};
+use crate::schedule::{Job, Round};
 use crate::topology::Hop;
 
 /// A GB10 half's ib_write_bw on a healthy direct cable, when a profile gives no rate.
@@ -59,14 +59,12 @@ struct Flow {
     res: Vec<usize>,
 }
 
-/// Expected Gb/s of each job of a round (None for jobs the model does not cover: NCCL).
+/// Expected Gb/s of each client/server job of a round, as bandwidth flows (None for jobs
+/// without a pair). Which kinds have an expected bandwidth is theirs to say.
 ///
 /// Linear in the round's jobs and hops per filling step: resources are numbered once, and each
 /// keeps the flows crossing it.
 pub fn expected<'a>(plan: &Plan, round: &'a Round) -> Vec<Option<f64>> {
-    if round.kind == TestKind::Nccl || round.kind == TestKind::RdmaLat {
-        return vec![None; round.jobs.len()];
-    }
     // flows and the resources each crosses
     let mut index: HashMap<Res<'a>, usize> = HashMap::new();
     let mut caps: Vec<f64> = Vec::new();
@@ -174,21 +172,4 @@ fn max_min(flows: &[Flow], caps: &[f64], users: &[Vec<usize>]) -> Vec<f64> {
         }
     }
     rate
-}
-
-/// Expected sum of a group (both halves of one cable, per node).
-pub fn expected_group(plan: &Plan, round: &Round, group: &str) -> Option<f64> {
-    let e = expected(plan, round);
-    let v: Vec<f64> = round
-        .jobs
-        .iter()
-        .zip(e)
-        .filter(|(j, _)| j.group.as_deref() == Some(group))
-        .filter_map(|(_, e)| e)
-        .collect();
-    if v.is_empty() {
-        None
-    } else {
-        Some(v.iter().sum())
-    }
 }

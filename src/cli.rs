@@ -11,7 +11,6 @@ use crate::exit;
 use crate::parse::{self, Tool};
 use crate::plan::{self, LoadError};
 use crate::report::plan_view;
-use crate::schedule::Schedule;
 use crate::topology::{self, Fabric};
 
 #[derive(Debug, Parser)]
@@ -175,7 +174,7 @@ pub fn run(cli: Cli) -> i32 {
             for p in plans {
                 match load_or_report(&p) {
                     Some(l) => {
-                        let s = Schedule::expand(&l.plan);
+                        let s = crate::kinds::schedule(&l.plan);
                         println!(
                             "{}: ok ({} nodes, {} links, {} rounds{})",
                             p.display(),
@@ -202,7 +201,7 @@ pub fn run(cli: Cli) -> i32 {
                 return exit::INVALID_PLAN;
             };
             let fabric = Fabric::build(&l.plan);
-            let schedule = Schedule::expand(&l.plan);
+            let schedule = crate::kinds::schedule(&l.plan);
             let run_id = "<run-id>";
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
@@ -402,7 +401,7 @@ pub fn execute(
         }
     };
     let fabric = Fabric::build(plan);
-    let schedule = Schedule::expand(plan);
+    let schedule = crate::kinds::schedule(plan);
     let opts = RunOptions {
         run_id,
         only,

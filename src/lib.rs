@@ -12,6 +12,7 @@ pub mod discover;
 pub mod exec;
 pub mod exit;
 pub mod gate;
+pub mod kinds;
 pub mod parse;
 pub mod plan;
 pub mod render;

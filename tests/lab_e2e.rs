@@ -18,7 +18,6 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use fabricplan::plan::Plan;
-use fabricplan::schedule::Schedule;
 use fabricplan::topology::Fabric;
 #[allow(unused_imports)]
 use lab::twin::lab_spec;
@@ -329,7 +328,7 @@ fn twins_match_their_shipped_plans() {
         assert_eq!(isls(&shipped), isls(&twin), "{name}: ISLs");
         let rounds = |p: &Plan| {
             let fabric = Fabric::build(p);
-            let s = Schedule::expand(p);
+            let s = fabricplan::kinds::schedule(p);
             s.rounds(p, &fabric)
                 .map(|r| {
                     (

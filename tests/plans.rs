@@ -7,8 +7,8 @@ use std::process::Command;
 
 use fabricplan::plan::{self, LoadError, Loaded, Plan};
 use fabricplan::render::Renderer;
-use fabricplan::render::job::{JobCommands, Resolution, Role, job_commands};
-use fabricplan::schedule::{Round, Schedule, TestKind, isl_load};
+use fabricplan::render::job::{JobCommands, Resolution, Role};
+use fabricplan::schedule::{KindId, Round, isl_load};
 use fabricplan::topology::Fabric;
 
 fn plan_files() -> Vec<PathBuf> {
@@ -48,7 +48,7 @@ fn load_text(name: &str, text: &str) -> Plan {
 /// Every job of every round, rendered.
 fn render_all(plan: &Plan) -> Vec<(Round, Vec<JobCommands>)> {
     let fabric = Fabric::build(plan);
-    let schedule = Schedule::expand(plan);
+    let schedule = fabricplan::kinds::schedule(plan);
     let renderer = Renderer::new(&plan.templates);
     let res = Resolution::from_plan(plan);
     let mut out = Vec::new();
@@ -57,7 +57,7 @@ fn render_all(plan: &Plan) -> Vec<(Round, Vec<JobCommands>)> {
             .jobs
             .iter()
             .map(|j| {
-                job_commands(plan, &renderer, &res, j, "test-run")
+                fabricplan::kinds::commands(plan, &renderer, &res, j, "test-run")
                     .unwrap_or_else(|e| panic!("{}: job {}: {e}", plan.name, j.id))
             })
             .collect();
@@ -168,7 +168,7 @@ fn ring3_crosses_f0_to_f1() {
 fn switched6_r2b_shares_one_isl_direction_r3_uses_both() {
     let plan = load(Path::new("plans/switched-6.toml")).plan;
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let rounds: Vec<Round> = schedule.rounds(&plan, &fabric).collect();
     let by_name = |n: &str| {
         rounds
@@ -212,7 +212,7 @@ fn two_spark_nccl_lists_every_ranks_devices_and_pins_mpi_to_the_fabric() {
     let rendered = render_all(&plan);
     let nccl: Vec<&JobCommands> = rendered
         .iter()
-        .filter(|(r, _)| r.kind == TestKind::Nccl)
+        .filter(|(r, _)| r.kind == KindId("nccl"))
         .flat_map(|(_, c)| c)
         .collect();
     assert_eq!(nccl.len(), 1);
@@ -286,12 +286,12 @@ fn all_pairs_takes_n_minus_1_rounds_even_n_odd_and_never_doubles_a_half() {
     for n in [2usize, 3, 4, 5, 6, 7, 8, 9, 16, 17, 33] {
         let plan = load_text("generated.toml", &switched_plan(n));
         let fabric = Fabric::build(&plan);
-        let schedule = Schedule::expand(&plan);
+        let schedule = fabricplan::kinds::schedule(&plan);
         let want = if n % 2 == 0 { n - 1 } else { n };
         assert_eq!(schedule.len(), want, "n = {n}");
         let mut pairs = HashSet::new();
         for round in schedule.rounds(&plan, &fabric) {
-            assert_eq!(round.kind, TestKind::RdmaBw);
+            assert_eq!(round.kind, KindId("rdma-bw"));
             assert_eq!(
                 round.jobs.len(),
                 n / 2,
@@ -377,11 +377,11 @@ fn hostile_values_render_inert() {
     let renderer = Renderer::new(&plan.templates);
     let res = Resolution::from_plan(&plan);
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let mut checked = 0;
     for round in schedule.rounds(&plan, &fabric) {
         for job in &round.jobs {
-            let cmds = job_commands(&plan, &renderer, &res, job, &run_id).unwrap();
+            let cmds = fabricplan::kinds::commands(&plan, &renderer, &res, job, &run_id).unwrap();
             assert!(
                 cmds.unresolved.is_empty(),
                 "pinned plan: {:?}",

@@ -7,7 +7,6 @@ use fabricplan::exec::evidence::Evidence;
 use fabricplan::exec::fake::FakeTransport;
 use fabricplan::exec::runner::{self, RunOptions};
 use fabricplan::exec::{Output, TransportError};
-use fabricplan::schedule::Schedule;
 use fabricplan::topology::Fabric;
 
 const PLAN: &str = r#"
@@ -73,7 +72,7 @@ async fn results() -> fabricplan::results::RunResults {
     .unwrap()
     .plan;
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let t = FakeTransport::new()
         .on(
             "spark-a",

@@ -12,7 +12,6 @@ use fabricplan::exec::{Output, TransportError};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
 use fabricplan::results::JobStatus;
-use fabricplan::schedule::Schedule;
 use fabricplan::topology::Fabric;
 
 const PLAN: &str = r#"
@@ -99,7 +98,7 @@ async fn run_with_parallel(
     .expect("valid plan");
     let plan = loaded.plan;
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let t = Arc::new(t);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let (_c, cancel) = tokio::sync::watch::channel(false);
@@ -265,7 +264,7 @@ async fn interrupt_before_a_round_skips_it_and_exits_130() {
     .expect("valid plan")
     .plan;
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let t = Arc::new(fake(109.0));
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     // Ctrl-C arrived during discovery: nothing is launched after it

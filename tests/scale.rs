@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use fabricplan::plan::{self, LoadError, NodeId, Plan};
-use fabricplan::schedule::{Round, Schedule, TestKind};
+use fabricplan::schedule::{KindId, Round};
 use fabricplan::topology::Fabric;
 
 fn load(n: usize, switches: usize) -> Plan {
@@ -70,17 +70,17 @@ fn all_pairs_round_counts_are_exact() {
         (128, 127),
     ] {
         let plan = load(n, 2);
-        let schedule = Schedule::expand(&plan);
+        let schedule = fabricplan::kinds::schedule(&plan);
         // the all-pairs stage, then one NCCL round
         assert_eq!(schedule.len(), rounds + 1, "{n} nodes");
         let fabric = Fabric::build(&plan);
-        let kinds: Vec<TestKind> = schedule.rounds(&plan, &fabric).map(|r| r.kind).collect();
+        let kinds: Vec<KindId> = schedule.rounds(&plan, &fabric).map(|r| r.kind).collect();
         assert_eq!(
-            kinds.iter().filter(|k| **k == TestKind::RdmaBw).count(),
+            kinds.iter().filter(|k| **k == KindId("rdma-bw")).count(),
             rounds,
             "{n} nodes"
         );
-        assert_eq!(kinds.last(), Some(&TestKind::Nccl));
+        assert_eq!(kinds.last(), Some(&KindId("nccl")));
     }
 }
 
@@ -89,10 +89,10 @@ fn every_pair_once_no_half_twice() {
     for n in [64, 65] {
         let plan = load(n, 2);
         let fabric = Fabric::build(&plan);
-        let schedule = Schedule::expand(&plan);
+        let schedule = fabricplan::kinds::schedule(&plan);
         let mut seen = HashSet::new();
         for round in schedule.rounds(&plan, &fabric) {
-            if round.kind != TestKind::RdmaBw {
+            if round.kind != KindId("rdma-bw") {
                 continue;
             }
             // even n: everyone plays; odd n: one node rests each round
@@ -110,7 +110,7 @@ fn cross_switch_jobs_take_the_isl() {
     let n = 64;
     let plan = load(n, 4);
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     let round = schedule.round(&plan, &fabric, 7).expect("round 8");
     for j in &round.jobs {
         let p = j.pair.as_ref().expect("pair");
@@ -144,16 +144,16 @@ fn four_thousand_nodes_expand_lazily() {
     let plan = load(n, 2);
     assert_eq!(plan.nodes.len(), n);
     let fabric = Fabric::build(&plan);
-    let schedule = Schedule::expand(&plan);
+    let schedule = fabricplan::kinds::schedule(&plan);
     assert_eq!(schedule.len(), n - 1 + 1);
     for r in [0, n / 2 - 1, n - 2] {
         let round = schedule.round(&plan, &fabric, r).expect("round");
-        assert_eq!(round.kind, TestKind::RdmaBw);
+        assert_eq!(round.kind, KindId("rdma-bw"));
         assert_eq!(round.jobs.len(), n / 2);
         check_round(n, &round);
     }
     let nccl = schedule.round(&plan, &fabric, n - 1).expect("nccl round");
-    assert_eq!(nccl.kind, TestKind::Nccl);
+    assert_eq!(nccl.kind, KindId("nccl"));
     assert_eq!(nccl.jobs[0].resources.len(), n, "every rank's half a");
     assert!(schedule.round(&plan, &fabric, n).is_none());
 }

@@ -15,7 +15,6 @@ use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
 use fabricplan::plan::Plan;
 use fabricplan::results::{JobResult, JobStatus, RunResults};
-use fabricplan::schedule::Schedule;
 use fabricplan::sim::SimTransport;
 use fabricplan::topology::Fabric;
 
@@ -35,7 +34,7 @@ async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
     let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
     let t = Arc::new(SimTransport::new(plan, &faults).expect("faults parse"));
     let fabric = Fabric::build(plan);
-    let schedule = Schedule::expand(plan);
+    let schedule = fabricplan::kinds::schedule(plan);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let (_c, cancel) = tokio::sync::watch::channel(false);
     let opts = RunOptions {

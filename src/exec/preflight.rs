@@ -14,9 +14,7 @@ use crate::parse::{self, Tool};
 use crate::plan::{Endpoint, NodeId};
 use crate::results::RunResults;
 
-/// Each NCCL test's launch check: mpirun on its launching host starts `hostname` on every rank.
-/// (test index, the mpirun step, ranks expected to answer)
-pub(crate) type LaunchCheck = (usize, crate::render::job::Step, usize);
+use crate::kinds::LaunchCheck;
 
 /// The launch checks of the NCCL tests whose hosts are all needed. They depend on the plan alone,
 /// not on discovery, so the runner starts them together with the discovery probes.
@@ -29,9 +27,7 @@ pub(crate) fn launch_checks(ctx: &Ctx<'_>, needed: &[NodeId]) -> Vec<LaunchCheck
                 .all(|n| needed.contains(n))
         })
         .filter_map(|i| {
-            crate::render::job::mpi_hostname(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id)
-                .ok()
-                .map(|(s, n)| (i, s, n))
+            crate::kinds::launch_check(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id).ok()
         })
         .collect()
 }
@@ -50,11 +46,11 @@ pub(crate) fn start_launch_checks(
 ) -> LaunchAnswers {
     let work: Vec<(crate::plan::Node, String, std::time::Duration)> = checks
         .iter()
-        .map(|(_, s, _)| {
+        .map(|c| {
             (
-                ctx.plan.node(s.node).clone(),
-                s.script.clone(),
-                std::time::Duration::from_secs(s.timeout_s as u64 + 10),
+                ctx.plan.node(c.step.node).clone(),
+                c.step.script.clone(),
+                std::time::Duration::from_secs(u64::from(c.step.timeout_s) + 10),
             )
         })
         .collect();
@@ -132,9 +128,9 @@ pub(crate) async fn preflight(
     let answers = answers.unwrap_or_else(|e| {
         checks
             .iter()
-            .map(|(_, s, _)| {
+            .map(|c| {
                 Err(crate::exec::TransportError::Lost {
-                    host: s.host.clone(),
+                    host: c.step.host.clone(),
                     reason: format!("the launch check did not finish: {e}"),
                 })
             })
@@ -153,9 +149,10 @@ pub(crate) async fn preflight(
             Err(e) => Verdict::check(gate, Outcome::Fail, e.to_string(), Some(Trap::Unreachable)),
             Ok(o) => {
                 let text = format!("{}{}", o.stdout, o.stderr);
-                let parsed = parse::parse(Tool::Ping, &text).to_json(Tool::Ping);
-                let received = parsed.get("received").and_then(|v| v.as_u64()).unwrap_or(0);
-                let mtu_err = parsed.get("mtu_error").filter(|v| !v.is_null()).is_some();
+                let (received, mtu_err) = match parse::parse(Tool::Ping, &text) {
+                    parse::Parsed::Ping(p) => (p.received.unwrap_or(0), p.mtu_error.is_some()),
+                    _ => (0, false),
+                };
                 if received > 0 && !mtu_err {
                     if !*jumbo {
                         small_ok.insert((from.clone(), to.clone()), true);
@@ -200,24 +197,22 @@ pub(crate) async fn preflight(
         };
         verdicts.push((v, vec![from.clone(), to.clone()]));
     }
-    for ((i, s, n), out) in launches {
-        let t = &ctx.plan.tests.nccl[i];
+    for (check, out) in launches {
+        let (s, n) = (&check.step, check.ranks);
+        let t = &ctx.plan.tests.nccl[check.test];
         if t.nodes.iter().any(|n| ctx.unreachable.contains_key(n)) {
             // its host is reported unreachable already, and the test is skipped for it
             continue;
         }
-        let n = &n;
         let gate = format!("mpirun launch {}", t.name);
         let v = match out {
             Err(e) => Verdict::check(gate, Outcome::Fail, e.to_string(), Some(Trap::Unreachable)),
             Ok(o) => {
                 let text = format!("{}{}", o.stdout, o.stderr);
                 let lines = o.stdout.lines().filter(|l| !l.trim().is_empty()).count();
-                let mp = parse::parse(Tool::Mpirun, &text).to_json(Tool::Mpirun);
-                match mp.get("error").filter(|e| !e.is_null()) {
+                match parse::parse(Tool::Mpirun, &text).error() {
                     Some(e) => {
-                        let kind = e.get("kind").and_then(|k| k.as_str()).unwrap_or("other");
-                        let trap = match crate::gate::classify::trap_of_error(kind) {
+                        let trap = match crate::gate::classify::trap_of_error(e.kind) {
                             Trap::ToolError => Trap::MpiLaunch,
                             t => t,
                         };
@@ -225,18 +220,14 @@ pub(crate) async fn preflight(
                             gate,
                             Outcome::Fail,
                             format!(
-                                "{kind}: {}",
-                                e.get("message")
-                                    .and_then(|m| m.as_str())
-                                    .unwrap_or("")
-                                    .lines()
-                                    .next()
-                                    .unwrap_or("")
+                                "{}: {}",
+                                e.kind.as_str(),
+                                e.message.lines().next().unwrap_or("")
                             ),
                             Some(trap),
                         )
                     }
-                    None if o.status == 0 && lines >= *n => Verdict::check(
+                    None if o.status == 0 && lines >= n => Verdict::check(
                         gate,
                         Outcome::Ok,
                         format!(

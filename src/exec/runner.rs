@@ -17,14 +17,14 @@ use crate::capacity;
 use crate::discover::{self, HalfResolution, Probe};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::threshold::Metric;
 use crate::gate::trap::Trap;
-use crate::parse::{self, Tool};
+use crate::kinds;
+use crate::parse::{self, Status};
 use crate::plan::{Endpoint, NodeId, Plan};
-use crate::render::job::{JobCommands, Resolution, Role, job_commands, remote_dir};
+use crate::render::job::{JobCommands, Resolution, Role, remote_dir};
 use crate::render::{Renderer, wrap};
 use crate::results::*;
-use crate::schedule::{Job, Round, Schedule, TestKind};
+use crate::schedule::{Job, Round, Schedule};
 use crate::topology::Fabric;
 
 /// How a run is carried out.
@@ -191,7 +191,7 @@ pub async fn run(
     for i in &selected {
         if let Some(r) = schedule.round(plan, fabric, *i) {
             for j in r.jobs.iter().filter(|j| selected_job(plan, &r, j, opts)) {
-                for n in j.nodes(plan) {
+                for n in j.nodes() {
                     if !needed.contains(&n) {
                         needed.push(n);
                     }
@@ -352,7 +352,7 @@ fn skipped(plan: &Plan, round: &Round, job: &Job, reason: String) -> JobResult {
         round_name: round.name.clone(),
         label: job.label(plan),
         hosts: job
-            .nodes(plan)
+            .nodes()
             .iter()
             .map(|n| plan.node(*n).name.clone())
             .collect(),
@@ -559,7 +559,7 @@ async fn run_round(
 ) -> (Vec<JobResult>, RoundRecord) {
     let plan = ctx.plan;
     let started = now_ms();
-    let expected = capacity::expected(plan, round);
+    let expected = kinds::expected(plan, round);
     let dir_owned = remote_dir(&ctx.opts.run_id);
     let dir = dir_owned.as_str();
     let mut done: Vec<JobResult> = Vec::new();
@@ -577,7 +577,7 @@ async fn run_round(
         jobs: jobs.len(),
     });
     for (i, job) in jobs {
-        let nodes = job.nodes(plan);
+        let nodes = job.nodes();
         if let Some(n) = nodes.iter().find(|n| ctx.unreachable.contains_key(n)) {
             let mut r = skipped(
                 plan,
@@ -596,8 +596,9 @@ async fn run_round(
             continue;
         }
         let test_block = job
-            .nccl
-            .and_then(|i| ctx.blocked_tests.get(&plan.tests.nccl[i].name));
+            .ranks
+            .as_ref()
+            .and_then(|r| ctx.blocked_tests.get(&r.name));
         if let Some(reason) = job
             .resources
             .iter()
@@ -607,7 +608,7 @@ async fn run_round(
             done.push(skipped(plan, round, job, reason.clone()));
             continue;
         }
-        match job_commands(plan, &ctx.renderer, &ctx.res, job, &ctx.opts.run_id) {
+        match kinds::commands(plan, &ctx.renderer, &ctx.res, job, &ctx.opts.run_id) {
             Ok(cmds) if cmds.unresolved.is_empty() => running.push(Running {
                 job,
                 cmds,
@@ -918,20 +919,8 @@ async fn run_round(
         done.push(res);
     }
     done.sort_by(|a, b| a.job.cmp(&b.job));
-    if round.kind == TestKind::RdmaBwBoth {
-        // both halves of one cable, summed per node pair, on the last job of each group
-        let ordered: Vec<JobResult> = round
-            .jobs
-            .iter()
-            .filter_map(|j| done.iter().find(|d| d.job == j.id).cloned())
-            .collect();
-        if ordered.len() == round.jobs.len() {
-            for v in both_halves_verdicts(plan, round, &ordered) {
-                if let Some(last) = done.last_mut() {
-                    last.verdicts.push(v);
-                }
-            }
-        }
+    if let Some(kind) = kinds::get(round.kind) {
+        kind.judge_round(plan, round, &mut done);
     }
     for d in &done {
         evidence.append(d);
@@ -1020,20 +1009,18 @@ fn judge(
         .as_ref()
         .map(|o| format!("{}{}", o.stdout, o.stderr))
         .unwrap_or_default();
-    let tool = match job.kind {
-        TestKind::RdmaBw | TestKind::RdmaBwBoth => Tool::IbWriteBw,
-        TestKind::RdmaLat => Tool::IbWriteLat,
-        TestKind::Iperf3 => Tool::Iperf3,
-        TestKind::Nccl => Tool::NcclTests,
+    let Some(kind) = kinds::get(job.kind) else {
+        return skipped(plan, round, job, format!("no test kind `{}`", job.kind));
     };
-    let mut parsed = parse::parse(tool, &client_text).to_json(tool);
+    let tool = kind.tool();
+    let mut parsed = parse::parse(tool, &client_text);
     // a client that never got a result may still say why on the server side
-    if parsed.get("error").is_none_or(|e| e.is_null())
-        && parsed.get("status").and_then(|s| s.as_str()) != Some("ok")
+    if parsed.error().is_none()
+        && parsed.status() != Status::Ok
         && let Some(log) = &r.server_log
     {
-        let sp = parse::parse(tool, log).to_json(tool);
-        if sp.get("error").is_some_and(|e| !e.is_null()) {
+        let sp = parse::parse(tool, log);
+        if sp.error().is_some() {
             parsed = sp;
         }
     }
@@ -1081,7 +1068,7 @@ fn judge(
     };
     if let Some(f) = &r.failure {
         // the tool's own error is more specific than "server did not listen"
-        if let Some(v) = classify::error_verdict(&gate, &parsed) {
+        if let Some(v) = classify::error_verdict(&gate, parsed.error()) {
             let mut v = v;
             if f.trap == Some(Trap::ServerGoneOrFirewall) && v.trap == Some(Trap::ToolError) {
                 v = v.with_trap(Trap::ServerGoneOrFirewall);
@@ -1091,30 +1078,9 @@ fn judge(
             verdicts.push(f.clone());
         }
     } else {
-        verdicts.extend(match job.kind {
-            TestKind::RdmaBw | TestKind::RdmaBwBoth => {
-                classify::bandwidth(&classify::spec(plan, Metric::RdmaBw), &parsed, &cctx)
-            }
-            TestKind::RdmaLat => {
-                classify::latency(&classify::spec(plan, Metric::RdmaLat), &parsed, &cctx)
-            }
-            TestKind::Iperf3 => {
-                classify::iperf(&classify::spec(plan, Metric::Iperf3), &parsed, &cctx)
-            }
-            TestKind::Nccl => classify::nccl(
-                &classify::spec(plan, Metric::NcclSmallTime),
-                &classify::spec(plan, Metric::NcclBusbw),
-                &parsed,
-                &cctx,
-            ),
-        });
+        verdicts.extend(kind.judge(plan, job, &parsed, &cctx));
     }
-    let measured = verdicts.iter().any(|v| v.measured.is_some())
-        || (job.kind == TestKind::Nccl
-            && parsed
-                .get("rows")
-                .and_then(|r| r.as_array())
-                .is_some_and(|a| !a.is_empty()));
+    let measured = verdicts.iter().any(|v| v.measured.is_some()) || kind.measured(&parsed);
     JobResult {
         format_version: RESULTS_FORMAT_VERSION,
         job: job.id.clone(),
@@ -1123,7 +1089,7 @@ fn judge(
         round_name: round.name.clone(),
         label: job.label(plan),
         hosts: job
-            .nodes(plan)
+            .nodes()
             .iter()
             .map(|n| plan.node(*n).name.clone())
             .collect(),
@@ -1135,38 +1101,9 @@ fn judge(
         },
         reason: r.failure.as_ref().map(|f| f.detail.clone()),
         steps: r.steps,
-        parsed: Some(parsed),
+        parsed: Some(parsed.to_json(tool)),
         counters,
         verdicts,
         tool_seconds: r.tool_seconds,
     }
-}
-
-/// Both-halves groups: the per-node sum of a round's grouped jobs, judged on `rdma-bw-both`.
-pub fn both_halves_verdicts(plan: &Plan, round: &Round, jobs: &[JobResult]) -> Vec<Verdict> {
-    // a group is judged only when every half measured: a skipped or failed half already has
-    // its own verdict, and a partial sum would name the wrong trap
-    let mut groups: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
-    for (j, r) in round.jobs.iter().zip(jobs) {
-        if let Some(g) = &j.group {
-            groups.entry(g.clone()).or_default().push(r.main_value());
-        }
-    }
-    let spec = classify::spec(plan, Metric::RdmaBwBoth);
-    groups
-        .into_iter()
-        .filter_map(|(g, vals)| {
-            vals.into_iter()
-                .collect::<Option<Vec<f64>>>()
-                .map(|v| (g, v))
-        })
-        .map(|(g, vals)| {
-            let sum: f64 = vals.iter().sum();
-            spec.judge(
-                format!("rdma-bw-both {g}"),
-                &[sum],
-                capacity::expected_group(plan, round, &g),
-            )
-        })
-        .collect()
 }

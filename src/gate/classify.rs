@@ -1,12 +1,19 @@
-//! From what the tools printed (the documented `fabricplan parse` JSON) and the context of the
-//! job (path, counters, expected value) to verdicts with the trap named. Pure.
-
-use serde_json::Value;
+//! From what the tools printed (the parsers' typed reports) and the context of the job (path,
+//! counters, expected value) to verdicts with the trap named. Pure: nothing here reads the plan;
+//! the caller hands over the gate specs it settled.
 
 use super::GateSpec;
 use super::judge::{Outcome, Verdict};
-use super::threshold::Metric;
 use super::trap::Trap;
+use crate::parse::iperf3::IperfReport;
+use crate::parse::nccl_tests::NcclReport;
+use crate::parse::perftest::{BwReport, LatReport};
+use crate::parse::{ErrorKind, ToolError};
+
+/// The rate the trap signatures are written for: a GB10 half's ib_write_bw on a healthy direct
+/// cable (the field reports' 111.9 Gb/s). The signatures (single digits, 8-25 Gb/s) scale from
+/// it to a flow's own standalone rate.
+pub const REFERENCE_HALF_GBPS: f64 = 111.9;
 
 /// What the gate engine knows about a job beyond the tool's output.
 #[derive(Debug, Clone, Default)]
@@ -28,50 +35,54 @@ pub struct Context {
     pub cabled_devices: Vec<String>,
 }
 
-fn f(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(Value::as_f64)
-}
-
 /// The trap a tool error points at.
-pub fn trap_of_error(kind: &str) -> Trap {
+pub fn trap_of_error(kind: ErrorKind) -> Trap {
     match kind {
-        "no-device" => Trap::NoDevice,
-        "port-state" => Trap::PortDown,
-        "connect-failed" => Trap::ServerGoneOrFirewall,
-        "listen-failed" => Trap::ToolError,
-        "qp-rtr-failed" | "qp-rts-failed" => Trap::QpRtrFailed,
-        "gid" => Trap::NoGid,
-        "resource" => Trap::MemoryRegistration,
-        "process-entry" => Trap::Docker0Subnet,
-        "not-enough-slots" | "daemon-launch-failed" | "daemon-lost" | "exec-not-found" => {
-            Trap::MpiLaunch
-        }
-        "timeout" => Trap::Timeout,
-        "message-too-long" | "frag-needed" => Trap::MtuMismatch,
-        "unreachable" => Trap::Unreachable,
-        _ => Trap::ToolError,
+        ErrorKind::NoDevice => Trap::NoDevice,
+        ErrorKind::PortState => Trap::PortDown,
+        ErrorKind::ConnectFailed => Trap::ServerGoneOrFirewall,
+        ErrorKind::ListenFailed => Trap::ToolError,
+        ErrorKind::QpRtrFailed | ErrorKind::QpRtsFailed => Trap::QpRtrFailed,
+        ErrorKind::Gid => Trap::NoGid,
+        ErrorKind::Resource => Trap::MemoryRegistration,
+        ErrorKind::ProcessEntry => Trap::Docker0Subnet,
+        ErrorKind::NotEnoughSlots
+        | ErrorKind::DaemonLaunchFailed
+        | ErrorKind::DaemonLost
+        | ErrorKind::ExecNotFound => Trap::MpiLaunch,
+        ErrorKind::Timeout => Trap::Timeout,
+        ErrorKind::MessageTooLong | ErrorKind::FragNeeded => Trap::MtuMismatch,
+        ErrorKind::Unreachable => Trap::Unreachable,
+        ErrorKind::CompletionError
+        | ErrorKind::NonzeroExit
+        | ErrorKind::Signal
+        | ErrorKind::NcclFailure
+        | ErrorKind::CudaFailure
+        | ErrorKind::Other => Trap::ToolError,
     }
 }
 
 /// A tool's reported error as a FAIL verdict.
-pub fn error_verdict(gate: &str, parsed: &Value) -> Option<Verdict> {
-    let err = parsed.get("error").filter(|e| !e.is_null())?;
-    let kind = err.get("kind").and_then(Value::as_str).unwrap_or("other");
-    let msg = err.get("message").and_then(Value::as_str).unwrap_or("");
+pub fn error_verdict(gate: &str, error: Option<&ToolError>) -> Option<Verdict> {
+    let err = error?;
     Some(Verdict::check(
         gate,
         Outcome::Fail,
-        format!("{kind}: {}", msg.lines().next().unwrap_or("")),
-        Some(trap_of_error(kind)),
+        format!(
+            "{}: {}",
+            err.kind.as_str(),
+            err.message.lines().next().unwrap_or("")
+        ),
+        Some(trap_of_error(err.kind)),
     ))
 }
 
 /// Bandwidth per half: the gate, with the trap chosen by signature.
-pub fn bandwidth(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
-    if let Some(v) = error_verdict(&ctx.gate, parsed) {
+pub fn bandwidth(spec: &GateSpec, parsed: &BwReport, ctx: &Context) -> Vec<Verdict> {
+    if let Some(v) = error_verdict(&ctx.gate, parsed.error.as_ref()) {
         return vec![v];
     }
-    let Some(bw) = f(parsed, "bw_avg_gbps") else {
+    let Some(bw) = parsed.bw_avg_gbps else {
         return vec![Verdict::check(
             &ctx.gate,
             Outcome::Fail,
@@ -84,10 +95,7 @@ pub fn bandwidth(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict>
         let seq = ctx.seq_err_delta.unwrap_or(0);
         // the signatures are GB10 figures (single digits; 8-25 Gb/s of ~111.9 expected): scale
         // them to the flow's own standalone rate, so a 25G site or a lab is read the same way
-        let scale = ctx
-            .standalone_gbps
-            .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS)
-            / crate::capacity::DEFAULT_HALF_GBPS;
+        let scale = ctx.standalone_gbps.unwrap_or(REFERENCE_HALF_GBPS) / REFERENCE_HALF_GBPS;
         let single_digits = bw < 10.0 * scale;
         let throttle_band = (8.0 * scale..=25.0 * scale).contains(&bw);
         let trap = if single_digits && ctx.crosses_isl {
@@ -121,11 +129,11 @@ pub fn bandwidth(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict>
 }
 
 /// Latency: t_typical against its gate.
-pub fn latency(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
-    if let Some(v) = error_verdict(&ctx.gate, parsed) {
+pub fn latency(spec: &GateSpec, parsed: &LatReport, ctx: &Context) -> Vec<Verdict> {
+    if let Some(v) = error_verdict(&ctx.gate, parsed.error.as_ref()) {
         return vec![v];
     }
-    match f(parsed, "t_typical_us").or_else(|| f(parsed, "t_avg_us")) {
+    match parsed.t_typical_us.or(parsed.t_avg_us) {
         Some(t) => vec![spec.judge(&ctx.gate, &[t], None)],
         None => vec![Verdict::check(
             &ctx.gate,
@@ -137,11 +145,11 @@ pub fn latency(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
 }
 
 /// iperf3: informational unless the plan gates it.
-pub fn iperf(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
-    if let Some(v) = error_verdict(&ctx.gate, parsed) {
+pub fn iperf(spec: &GateSpec, parsed: &IperfReport, ctx: &Context) -> Vec<Verdict> {
+    if let Some(v) = error_verdict(&ctx.gate, parsed.error.as_ref()) {
         return vec![v];
     }
-    match f(parsed, "gbps") {
+    match parsed.gbps {
         Some(g) => {
             let mut v = spec.judge(&ctx.gate, &[g], None);
             if spec.pass.is_none() {
@@ -159,22 +167,22 @@ pub fn iperf(spec: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
 }
 
 /// NCCL: transport, correctness, the 16 KiB time, bus bandwidth, the fabric counters, GDR.
-pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -> Vec<Verdict> {
+pub fn nccl(
+    small: &GateSpec,
+    busbw: &GateSpec,
+    parsed: &NcclReport,
+    ctx: &Context,
+) -> Vec<Verdict> {
     let g = |what: &str| format!("{} {what}", ctx.gate);
     let mut out = Vec::new();
-    if let Some(mut v) = error_verdict(&g("run"), parsed) {
+    if let Some(mut v) = error_verdict(&g("run"), parsed.error.as_ref()) {
         if v.trap == Some(Trap::ToolError) {
             v = v.with_trap(Trap::MpiLaunch);
         }
         out.push(v);
     }
-    let rows = parsed
-        .get("rows")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let transport = parsed.get("transport").and_then(Value::as_str);
-    match transport {
+    let rows = &parsed.rows;
+    match parsed.transport.as_deref() {
         Some("NET/IB") => out.push(Verdict::check(
             g("transport"),
             Outcome::Ok,
@@ -206,15 +214,9 @@ pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -
         }
         return out;
     }
-    let wrong = parsed
-        .get("wrong_total")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
-    let oob = parsed
-        .get("out_of_bounds")
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0);
-    if wrong > 0.0 || oob > 0.0 {
+    let wrong = parsed.wrong_total.unwrap_or(0);
+    let oob = parsed.out_of_bounds.unwrap_or(0);
+    if wrong > 0 || oob > 0 {
         out.push(Verdict::check(
             g("correctness"),
             Outcome::Fail,
@@ -230,17 +232,12 @@ pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -
         ));
     }
     // 16 KiB in-place time, when the sweep covers it
-    if let Some(row) = rows
-        .iter()
-        .find(|r| r.get("size_bytes").and_then(Value::as_u64) == Some(16384))
-        && let Some(t) = row
-            .get("in_place")
-            .and_then(|h| h.get("time_us"))
-            .and_then(Value::as_f64)
+    if let Some(row) = rows.iter().find(|r| r.size_bytes == 16384)
+        && let Some(t) = row.in_place.as_ref().map(|h| h.time_us)
     {
         out.push(small.judge(g("16 KiB time"), &[t], None));
     }
-    if let Some(b) = f(parsed, "avg_busbw_gbs") {
+    if let Some(b) = parsed.avg_busbw_gbs {
         let mut v = busbw.judge(g("avg busbw"), &[b], None);
         if busbw.pass.is_none() {
             v.detail = "reported; set [gates.nccl-busbw] to gate it".into();
@@ -294,7 +291,7 @@ pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -
             ));
         }
     }
-    if parsed.get("gdr").and_then(Value::as_bool) == Some(false) {
+    if parsed.gdr == Some(false) {
         out.push(Verdict::check(
             g("GPUDirect RDMA"),
             Outcome::Ok,
@@ -305,18 +302,14 @@ pub fn nccl(small: &GateSpec, busbw: &GateSpec, parsed: &Value, ctx: &Context) -
     out
 }
 
-/// The metric-level spec lookup helper.
-pub fn spec(plan: &crate::plan::Plan, m: Metric) -> GateSpec {
-    plan.gates
-        .get(&m)
-        .cloned()
-        .unwrap_or_else(|| GateSpec::default_for(m))
-}
-
 #[cfg(test)]
 mod tests {
+    //! Every classification here reads what the real parsers make of real-format captures: a
+    //! renamed parser field or a new error kind breaks these tests, not a verdict.
     use super::*;
-    use serde_json::json;
+    use crate::gate::threshold::Metric;
+    use crate::parse::nccl_tests;
+    use crate::parse::perftest::{parse_bw, parse_lat};
 
     fn ctx(expected: f64) -> Context {
         Context {
@@ -326,18 +319,50 @@ mod tests {
         }
     }
 
+    /// An ib_write_bw client's result table in the current format, at `gbps`.
+    fn bw(gbps: f64) -> BwReport {
+        parse_bw(&format!(
+            "---------------------------------------------------------------------------------------\n \
+#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n \
+65536      5000             {gbps:.2}             {gbps:.2}              0.207901\n\
+---------------------------------------------------------------------------------------\n"
+        ))
+    }
+
+    fn capture(tool: &str, name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/parse/{tool}/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    fn nccl_capture(name: &str) -> NcclReport {
+        nccl_tests::parse(&capture("nccl-tests", name))
+    }
+
+    fn nccl_specs() -> (GateSpec, GateSpec) {
+        (
+            GateSpec::default_for(Metric::NcclSmallTime),
+            GateSpec::default_for(Metric::NcclBusbw),
+        )
+    }
+
+    #[test]
+    fn the_helper_reads_as_a_complete_row() {
+        let r = bw(12.74);
+        assert_eq!(r.bw_avg_gbps, Some(12.74), "{r:?}");
+        assert_eq!(r.error, None);
+    }
+
     #[test]
     fn throttle_signature() {
         let s = GateSpec::default_for(Metric::RdmaBw);
-        let v = bandwidth(
-            &s,
-            &json!({"status":"ok","error":null,"bw_avg_gbps":12.74}),
-            &ctx(111.9),
-        );
+        let v = bandwidth(&s, &bw(12.74), &ctx(111.9));
         assert_eq!(v[0].outcome, Outcome::Fail);
         assert_eq!(v[0].trap, Some(Trap::FirmwareThrottle));
         // near miss: 26 Gb/s is not the throttle band
-        let v = bandwidth(&s, &json!({"bw_avg_gbps":26.0}), &ctx(111.9));
+        let v = bandwidth(&s, &bw(26.0), &ctx(111.9));
         assert_ne!(v[0].trap, Some(Trap::FirmwareThrottle));
     }
 
@@ -348,18 +373,18 @@ mod tests {
         let mut c = ctx(24.0);
         c.standalone_gbps = Some(24.0);
         assert_eq!(
-            bandwidth(&s, &json!({"bw_avg_gbps":3.0}), &c)[0].trap,
+            bandwidth(&s, &bw(3.0), &c)[0].trap,
             Some(Trap::FirmwareThrottle)
         );
         c.crosses_isl = true;
         assert_eq!(
-            bandwidth(&s, &json!({"bw_avg_gbps":1.0}), &c)[0].trap,
+            bandwidth(&s, &bw(1.0), &c)[0].trap,
             Some(Trap::IslBlockedRstp)
         );
         // near miss: 12 Gb/s on that site is a WARN below line rate, not the throttle
         let mut c = ctx(24.0);
         c.standalone_gbps = Some(24.0);
-        let v = bandwidth(&s, &json!({"bw_avg_gbps":12.0}), &c);
+        let v = bandwidth(&s, &bw(12.0), &c);
         assert_eq!(v[0].outcome, Outcome::Warn);
         assert_eq!(v[0].trap, Some(Trap::BelowLineRate));
     }
@@ -370,17 +395,17 @@ mod tests {
         let mut c = ctx(111.1);
         c.crosses_isl = true;
         assert_eq!(
-            bandwidth(&s, &json!({"bw_avg_gbps":4.47}), &c)[0].trap,
+            bandwidth(&s, &bw(4.47), &c)[0].trap,
             Some(Trap::IslBlockedRstp)
         );
         let mut c = ctx(111.1);
         c.seq_err_delta = Some(900);
         assert_eq!(
-            bandwidth(&s, &json!({"bw_avg_gbps":4.85}), &c)[0].trap,
+            bandwidth(&s, &bw(4.85), &c)[0].trap,
             Some(Trap::SoftwareForwarding)
         );
         // near miss: same counter growth at line rate is congestion control, a WARN
-        let v = bandwidth(&s, &json!({"bw_avg_gbps":81.9}), &{
+        let v = bandwidth(&s, &bw(81.9), &{
             let mut c = ctx(82.0);
             c.seq_err_delta = Some(5500);
             c
@@ -393,20 +418,16 @@ mod tests {
     #[test]
     fn connect_failed_names_the_detached_server_trap() {
         let s = GateSpec::default_for(Metric::RdmaBw);
-        let v = bandwidth(
-            &s,
-            &json!({"error":{"kind":"connect-failed","message":"Couldn't connect to 198.51.100.1:18515"}}),
-            &ctx(111.9),
-        );
+        let r = parse_bw(&capture("ib_write_bw", "err-connect-new-two-line.txt"));
+        let v = bandwidth(&s, &r, &ctx(111.9));
         assert_eq!(v[0].trap, Some(Trap::ServerGoneOrFirewall));
         assert!(v[0].fix.as_ref().unwrap().contains("detached"));
     }
 
     #[test]
     fn nccl_socket_fallback_and_counters() {
-        let small = GateSpec::default_for(Metric::NcclSmallTime);
-        let bus = GateSpec::default_for(Metric::NcclBusbw);
-        let parsed = json!({"transport":"NET/Socket","rows":[{"size_bytes":16384,"in_place":{"time_us":29.5}}],"wrong_total":0,"out_of_bounds":0,"avg_busbw_gbs":1.2,"gdr":false});
+        let (small, bus) = nccl_specs();
+        let parsed = nccl_capture("allreduce-socket-fallback.txt");
         let mut c = Context {
             gate: "nccl".into(),
             ..Context::default()
@@ -415,115 +436,107 @@ mod tests {
         let v = nccl(&small, &bus, &parsed, &c);
         assert!(
             v.iter()
-                .any(|v| v.trap == Some(Trap::TcpFallback) && v.outcome == Outcome::Fail)
+                .any(|v| v.trap == Some(Trap::TcpFallback) && v.outcome == Outcome::Fail),
+            "{v:#?}"
         );
         assert!(v.iter().any(|v| v.trap == Some(Trap::FabricNotUsed)));
         // near miss: NET/IB with moving counters passes both
-        let parsed = json!({"transport":"NET/IB","rows":[{"size_bytes":16384,"in_place":{"time_us":29.5}}],"wrong_total":0,"out_of_bounds":0});
+        let parsed = nccl_capture("allreduce-2node-ib-2025.txt");
         c.fabric_bytes_per_rank = vec![("a".into(), Some(10)), ("b".into(), Some(12))];
         let v = nccl(&small, &bus, &parsed, &c);
-        assert!(v.iter().all(|v| v.outcome == Outcome::Ok), "{v:#?}");
+        assert!(
+            v.iter()
+                .all(|v| v.outcome == Outcome::Ok || v.trap == Some(Trap::SlowCollective)),
+            "{v:#?}"
+        );
+        assert!(
+            v.iter()
+                .any(|v| v.gate.ends_with("transport") && v.outcome == Outcome::Ok)
+        );
+        assert!(!v.iter().any(|v| v.trap == Some(Trap::FabricNotUsed)));
     }
 
     #[test]
     fn wrong_results_fail() {
-        let small = GateSpec::default_for(Metric::NcclSmallTime);
-        let bus = GateSpec::default_for(Metric::NcclBusbw);
-        let v = nccl(
-            &small,
-            &bus,
-            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":3,"out_of_bounds":1}),
-            &Context::default(),
+        let (small, bus) = nccl_specs();
+        let parsed = nccl_capture("oob-failed.txt");
+        assert!(
+            parsed.out_of_bounds.unwrap_or(0) > 0 || parsed.wrong_total.unwrap_or(0) > 0,
+            "{parsed:?}"
         );
+        let v = nccl(&small, &bus, &parsed, &Context::default());
         assert!(v.iter().any(|v| v.trap == Some(Trap::WrongResults)));
     }
 
     #[test]
     fn docker0_trap_from_mpirun_error() {
-        let small = GateSpec::default_for(Metric::NcclSmallTime);
-        let bus = GateSpec::default_for(Metric::NcclBusbw);
-        let v = nccl(
-            &small,
-            &bus,
-            &json!({"error":{"kind":"process-entry","message":"cannot find a corresponding process entry for that peer"},"rows":[]}),
-            &Context::default(),
-        );
-        assert_eq!(v[0].trap, Some(Trap::Docker0Subnet));
+        let (small, bus) = nccl_specs();
+        let parsed = nccl_capture("process-entry-docker0-in-run.txt");
+        let v = nccl(&small, &bus, &parsed, &Context::default());
+        assert_eq!(v[0].trap, Some(Trap::Docker0Subnet), "{v:#?}");
         assert!(v[0].fix.as_ref().unwrap().contains("oob_tcp_if_include"));
     }
 
     #[test]
     fn half_missing_from_hca() {
-        let small = GateSpec::default_for(Metric::NcclSmallTime);
-        let bus = GateSpec::default_for(Metric::NcclBusbw);
+        let (small, bus) = nccl_specs();
+        let parsed = nccl_capture("allreduce-2node-ib-2025.txt");
         let c = Context {
             nccl_hca: Some("rocep1s0f0".into()),
             cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()],
             ..Context::default()
         };
-        let v = nccl(
-            &small,
-            &bus,
-            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}),
-            &c,
-        );
+        let v = nccl(&small, &bus, &parsed, &c);
         assert!(v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
         let c = Context {
             nccl_hca: Some("rocep1s0f0,roceP2p1s0f0".into()),
             cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()],
             ..Context::default()
         };
-        let v = nccl(
-            &small,
-            &bus,
-            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0}),
-            &c,
-        );
+        let v = nccl(&small, &bus, &parsed, &c);
         assert!(!v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
     }
 
     #[test]
     fn tool_errors_name_their_traps() {
         let s = GateSpec::default_for(Metric::RdmaBw);
-        let err = |kind: &str| json!({"status":"error","error":{"kind":kind,"message":"x"}});
-        let trap = |kind: &str| bandwidth(&s, &err(kind), &ctx(111.9))[0].trap;
-        assert_eq!(trap("qp-rtr-failed"), Some(Trap::QpRtrFailed));
+        let trap = |name: &str| {
+            bandwidth(&s, &parse_bw(&capture("ib_write_bw", name)), &ctx(111.9))[0].trap
+        };
+        assert_eq!(trap("err-qp-rtr-failed.txt"), Some(Trap::QpRtrFailed));
         assert!(Trap::QpRtrFailed.fix().contains("GID index"));
-        assert_eq!(trap("no-device"), Some(Trap::NoDevice));
-        assert_eq!(trap("port-state"), Some(Trap::PortDown));
-        assert_eq!(trap("resource"), Some(Trap::MemoryRegistration));
-        assert_eq!(trap_of_error("message-too-long"), Trap::MtuMismatch);
-        assert_eq!(trap_of_error("frag-needed"), Trap::MtuMismatch);
+        assert_eq!(trap("err-ib-device-not-found.txt"), Some(Trap::NoDevice));
+        assert_eq!(trap("err-port-state-down.txt"), Some(Trap::PortDown));
+        assert_eq!(trap("err-resource-mr.txt"), Some(Trap::MemoryRegistration));
+        assert_eq!(trap_of_error(ErrorKind::MessageTooLong), Trap::MtuMismatch);
+        assert_eq!(trap_of_error(ErrorKind::FragNeeded), Trap::MtuMismatch);
         // near miss: a complete row without an error is judged on its value, no error trap
-        let v = bandwidth(
-            &s,
-            &json!({"status":"ok","error":null,"bw_avg_gbps":109.0}),
-            &ctx(111.9),
-        );
+        let v = bandwidth(&s, &bw(109.0), &ctx(111.9));
         assert_eq!(v[0].outcome, Outcome::Ok);
         assert_eq!(v[0].trap, None);
     }
 
     #[test]
+    fn latency_reads_t_typical() {
+        let s = GateSpec::default_for(Metric::RdmaLat);
+        let r = parse_lat(&capture("ib_write_lat", "lat-a-sweep-client.txt"));
+        let v = latency(&s, &r, &Context::default());
+        assert!(v[0].measured.is_some(), "{v:#?}");
+    }
+
+    #[test]
     fn gdr_off_is_reported_not_failed() {
-        let small = GateSpec::default_for(Metric::NcclSmallTime);
-        let bus = GateSpec::default_for(Metric::NcclBusbw);
-        let v = nccl(
-            &small,
-            &bus,
-            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0,"gdr":false}),
-            &Context::default(),
-        );
+        let (small, bus) = nccl_specs();
+        let parsed = nccl_capture("allreduce-2node-ib-2025.txt");
+        assert_eq!(parsed.gdr, Some(false), "the capture says GDR 0");
+        let v = nccl(&small, &bus, &parsed, &Context::default());
         let g = v.iter().find(|v| v.gate.contains("GPUDirect")).unwrap();
         assert_eq!(g.outcome, Outcome::Ok);
         assert!(g.detail.contains("GDR 0"));
         // GDR on: nothing to report
-        let v = nccl(
-            &small,
-            &bus,
-            &json!({"transport":"NET/IB","rows":[{"size_bytes":8}],"wrong_total":0,"gdr":true}),
-            &Context::default(),
-        );
+        let parsed = nccl_capture("allreduce-native-ib-gdr-2.17.txt");
+        assert_eq!(parsed.gdr, Some(true));
+        let v = nccl(&small, &bus, &parsed, &Context::default());
         assert!(!v.iter().any(|v| v.gate.contains("GPUDirect")));
     }
 }

@@ -417,3 +417,14 @@ impl Plan {
         self.profile_of(e.node).half(&e.port, &e.half)
     }
 }
+
+impl Plan {
+    /// The gate of `metric`: the plan's, with every default validation filled in, or the
+    /// library default for a metric the plan does not mention.
+    pub fn gate(&self, metric: Metric) -> GateSpec {
+        self.gates
+            .get(&metric)
+            .cloned()
+            .unwrap_or_else(|| GateSpec::default_for(metric))
+    }
+}

@@ -1,16 +1,18 @@
-//! A job's command lines, per host and in order: detached server, then client; or the mpirun
-//! launch for NCCL. Values known only at run time come from a [`Resolution`]; what is still
-//! unknown renders as a named placeholder, never a guess.
+//! A job's command lines, per host and in order: detached server, then client; or one launch
+//! over a set of ranks. The types every test kind renders into, and the rendering of a
+//! client/server pair that perftest- and iperf3-like kinds share. Values known only at run time
+//! come from a [`Resolution`]; what is still unknown renders as a named placeholder, never a
+//! guess.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 
-use minijinja::{Value, context};
+use minijinja::Value;
 use serde::Serialize;
 
-use super::{NamePart, Placeholder, RenderError, Renderer, name_list, wrap};
-use crate::plan::{CableKind, Endpoint, NodeId, Plan};
-use crate::schedule::{Job, TestKind};
+use super::{NamePart, Placeholder, RenderError, Renderer, wrap};
+use crate::plan::{Endpoint, NodeId, Plan};
+use crate::schedule::Job;
 
 /// What is known about one node half: from pins, from discovery, or not yet.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -53,14 +55,14 @@ impl Resolution {
     }
 
     /// The plan's address of a cabled half.
-    fn address(&self, plan: &Plan, e: &Endpoint) -> Option<Ipv4Addr> {
+    pub fn address(&self, plan: &Plan, e: &Endpoint) -> Option<Ipv4Addr> {
         match self.addresses.get(e) {
             Some(a) => Some(*a),
             None => plan.member_of(e).map(|(_, m)| m.address),
         }
     }
 
-    fn facts(&self, e: &Endpoint) -> HalfFacts {
+    pub fn facts(&self, e: &Endpoint) -> HalfFacts {
         self.halves.get(e).cloned().unwrap_or(HalfFacts {
             device: None,
             netdev: None,
@@ -124,14 +126,15 @@ pub fn remote_dir(run_id: &str) -> String {
     format!("/tmp/fabricplan/{run_id}")
 }
 
-struct Val {
-    value: Value,
-    text: String,
-    placeholder: Option<Placeholder>,
+/// A run-time fact as a template value: known, or its placeholder.
+pub struct Val {
+    pub value: Value,
+    pub text: String,
+    pub placeholder: Option<Placeholder>,
 }
 
 impl Val {
-    fn part(&self) -> NamePart {
+    pub fn part(&self) -> NamePart {
         match &self.placeholder {
             Some(p) => NamePart::Unknown(p.clone()),
             None => NamePart::Known(self.text.clone()),
@@ -139,7 +142,8 @@ impl Val {
     }
 }
 
-fn known_or(v: Option<String>, endpoint: &str, what: &str) -> Val {
+/// `v` when known, else the placeholder for `what` of `endpoint`.
+pub fn known_or(v: Option<String>, endpoint: &str, what: &str) -> Val {
     match v {
         Some(s) => Val {
             value: Value::from(s.clone()),
@@ -157,636 +161,101 @@ fn known_or(v: Option<String>, endpoint: &str, what: &str) -> Val {
     }
 }
 
-/// An environment value for the NCCL launch: data from the plan (always quoted), or names the
-/// renderer put together (discovered or still placeholders).
-#[derive(Debug, Clone, PartialEq)]
-enum EnvValue {
-    Data(String),
-    Names(Vec<NamePart>),
+/// One end of a client/server pair, as a kind's template context sees it.
+pub struct PairEnd<'a> {
+    pub role: Role,
+    pub endpoint: &'a Endpoint,
+    pub node: &'a str,
+    pub device: Val,
+    pub netdev: Val,
+    pub gid: Val,
+    pub local_ip: Ipv4Addr,
+    pub server_ip: Ipv4Addr,
+    pub port: u16,
 }
 
-impl EnvValue {
-    fn text(&self) -> String {
-        match self {
-            EnvValue::Data(s) => s.clone(),
-            EnvValue::Names(parts) => parts
-                .iter()
-                .map(NamePart::text)
-                .collect::<Vec<_>>()
-                .join(","),
-        }
-    }
-
-    fn value(&self) -> Result<Value, RenderError> {
-        match self {
-            EnvValue::Data(s) => Ok(Value::from(s.clone())),
-            EnvValue::Names(parts) => name_list(parts, ","),
-        }
-    }
+/// How a kind renders its client/server pair.
+pub struct PairTemplates<'a> {
+    pub server: &'a str,
+    pub client: &'a str,
+    pub timeout_s: u32,
+    /// The facts each end must have resolved before it can run (device, GID for RDMA tools).
+    pub needs_device: bool,
 }
 
-fn tool_for(kind: TestKind) -> &'static str {
-    match kind {
-        TestKind::RdmaLat => "ib_write_lat",
-        _ => "ib_write_bw",
-    }
-}
-
-/// Render the commands of `job`.
-pub fn job_commands(
+/// Render a pair job: the server detached, then the client in the foreground, each with the
+/// context `context` builds for its end.
+pub fn pair_commands(
     plan: &Plan,
     renderer: &Renderer,
     res: &Resolution,
     job: &Job,
     run_id: &str,
+    t: &PairTemplates<'_>,
+    context: impl Fn(&PairEnd<'_>) -> Value,
 ) -> Result<JobCommands, RenderError> {
+    let Some(pair) = &job.pair else {
+        return Err(RenderError {
+            name: job.id.clone(),
+            message: "not a client/server job".into(),
+        });
+    };
     let dir = remote_dir(run_id);
     let mut unresolved = Vec::new();
     let mut steps = Vec::new();
-    if let Some(pair) = &job.pair {
-        let server_ip = res
-            .address(plan, &pair.server)
-            .unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let client_ip = res
-            .address(plan, &pair.client)
-            .unwrap_or(Ipv4Addr::UNSPECIFIED);
-        let (server_t, client_t, timeout) = match job.kind {
-            TestKind::RdmaBw | TestKind::RdmaBwBoth => {
-                let t = plan
-                    .tests
-                    .rdma_bw
-                    .as_ref()
-                    .filter(|_| job.kind == TestKind::RdmaBw)
-                    .or(plan.tests.rdma_bw_both.as_ref())
-                    .or(plan.tests.rdma_bw.as_ref());
-                let timeout = t.map(|t| t.timeout_s).unwrap_or(36);
-                ("rdma-bw-server", "rdma-bw-client", timeout)
-            }
-            TestKind::RdmaLat => (
-                "rdma-lat-server",
-                "rdma-lat-client",
-                plan.tests
-                    .rdma_lat
-                    .as_ref()
-                    .map(|t| t.timeout_s)
-                    .unwrap_or(30),
-            ),
-            TestKind::Iperf3 => (
-                "iperf3-server",
-                "iperf3-client",
-                plan.tests
-                    .iperf3
-                    .as_ref()
-                    .map(|t| t.timeout_s)
-                    .unwrap_or(22),
-            ),
-            TestKind::Nccl => unreachable!("NCCL jobs have no pair"),
+    let server_ip = res
+        .address(plan, &pair.server)
+        .unwrap_or(Ipv4Addr::UNSPECIFIED);
+    let client_ip = res
+        .address(plan, &pair.client)
+        .unwrap_or(Ipv4Addr::UNSPECIFIED);
+    for (role, endpoint, local_ip, tmpl) in [
+        (Role::Server, &pair.server, server_ip, t.server),
+        (Role::Client, &pair.client, client_ip, t.client),
+    ] {
+        let name = plan.endpoint_name(endpoint);
+        let f = res.facts(endpoint);
+        let end = PairEnd {
+            role,
+            endpoint,
+            node: &plan.node(endpoint.node).name,
+            device: known_or(f.device, &name, "device"),
+            netdev: known_or(f.netdev, &name, "netdev"),
+            gid: known_or(f.gid_index.map(|g| g.to_string()), &name, "gid"),
+            local_ip,
+            server_ip,
+            port: job.port,
         };
-        for (role, endpoint, local_ip, tmpl) in [
-            (Role::Server, &pair.server, server_ip, server_t),
-            (Role::Client, &pair.client, client_ip, client_t),
-        ] {
-            let name = plan.endpoint_name(endpoint);
-            let f = res.facts(endpoint);
-            let device = known_or(f.device, &name, "device");
-            let netdev = known_or(f.netdev, &name, "netdev");
-            let gid = known_or(f.gid_index.map(|g| g.to_string()), &name, "gid");
-            let ctx = match job.kind {
-                TestKind::RdmaBw | TestKind::RdmaBwBoth => {
-                    let t = if job.kind == TestKind::RdmaBw {
-                        plan.tests.rdma_bw.as_ref()
-                    } else {
-                        plan.tests.rdma_bw_both.as_ref()
-                    };
-                    let (d, s, q) = t
-                        .map(|t| (t.duration_s, t.size_bytes, t.qps))
-                        .unwrap_or((6, 65536, 1));
-                    for v in [&device, &gid] {
-                        if let Some(p) = &v.placeholder {
-                            unresolved.push(p.to_string());
-                        }
-                    }
-                    context! {
-                        tool => tool_for(job.kind), device => device.value.clone(), gid_index => gid.value.clone(),
-                        port => job.port, duration_s => d, size_bytes => s, qps => q, netdev => netdev.value.clone(),
-                        local_ip => local_ip.to_string(), server_ip => server_ip.to_string(),
-                        node => plan.node(endpoint.node).name.clone(),
-                    }
-                }
-                TestKind::RdmaLat => {
-                    let t = plan.tests.rdma_lat.as_ref();
-                    for v in [&device, &gid] {
-                        if let Some(p) = &v.placeholder {
-                            unresolved.push(p.to_string());
-                        }
-                    }
-                    context! {
-                        tool => tool_for(job.kind), device => device.value.clone(), gid_index => gid.value.clone(),
-                        port => job.port, size_bytes => t.map(|t| t.size_bytes).unwrap_or(2),
-                        iterations => t.map(|t| t.iterations).unwrap_or(1000), netdev => netdev.value.clone(),
-                        local_ip => local_ip.to_string(), server_ip => server_ip.to_string(),
-                        node => plan.node(endpoint.node).name.clone(),
-                    }
-                }
-                _ => {
-                    let t = plan.tests.iperf3.as_ref();
-                    context! {
-                        port => job.port, local_ip => local_ip.to_string(), server_ip => server_ip.to_string(),
-                        duration_s => t.map(|t| t.duration_s).unwrap_or(2), streams => t.map(|t| t.streams).unwrap_or(1),
-                        node => plan.node(endpoint.node).name.clone(),
-                    }
-                }
-            };
-            let _ = &netdev.text;
-            let command = renderer.render(tmpl, ctx)?;
-            let env = &plan.node(endpoint.node).env;
-            let script = match role {
-                Role::Server => wrap::detached(&dir, &job.id, timeout, env, &command),
-                _ => wrap::foreground(&dir, timeout, env, &command),
-            };
-            steps.push(Step {
-                node: endpoint.node,
-                host: plan.node(endpoint.node).name.clone(),
-                role,
-                command,
-                script,
-                timeout_s: timeout,
-            });
-        }
-        unresolved.sort();
-        unresolved.dedup();
-        return Ok(JobCommands {
-            job: job.id.clone(),
-            steps,
-            unresolved,
-            ranks: Vec::new(),
-            nccl_env: BTreeMap::new(),
-            notes: Vec::new(),
-        });
-    }
-    let Some(ti) = job.nccl else {
-        return Err(RenderError {
-            name: job.id.clone(),
-            message: "job has neither a pair nor an NCCL test".into(),
-        });
-    };
-    nccl_commands(plan, renderer, res, job, ti, &dir)
-}
-
-/// Which nodes are ranks of `t`: a lookup table (ranks may be thousands).
-fn rank_table(plan: &Plan, t: &crate::plan::NcclTest) -> impl Fn(NodeId) -> bool {
-    let mut is_rank = vec![false; plan.nodes.len()];
-    for n in &t.nodes {
-        if let Some(x) = is_rank.get_mut(n.0) {
-            *x = true;
-        }
-    }
-    move |n: NodeId| is_rank.get(n.0).copied().unwrap_or(false)
-}
-
-/// The segments an NCCL test may use: those joining two of its ranks, on the chosen halves.
-fn nccl_segments<'p>(plan: &'p Plan, t: &crate::plan::NcclTest) -> Vec<&'p crate::plan::Segment> {
-    let ranked = rank_table(plan, t);
-    plan.segments
-        .iter()
-        .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
-        .filter(|s| s.members.iter().filter(|m| ranked(m.endpoint.node)).count() >= 2)
-        .collect()
-}
-
-/// The address mpirun reaches a rank on: one on a segment the launcher shares, so the launcher
-/// can route to it (in a switchless ring a node's other links are not reachable from every
-/// node); the rank's first fabric address otherwise.
-fn rank_address(
-    segs: &[&crate::plan::Segment],
-    node: NodeId,
-    launcher: NodeId,
-) -> Option<Ipv4Addr> {
-    let shared = segs.iter().find(|s| {
-        s.members.iter().any(|m| m.endpoint.node == launcher)
-            && s.members.iter().any(|m| m.endpoint.node == node)
-    });
-    shared
-        .into_iter()
-        .chain(segs.iter())
-        .flat_map(|s| s.members.iter())
-        .find(|m| m.endpoint.node == node)
-        .map(|m| m.address)
-}
-
-/// The preflight launch check of NCCL test `ti`: mpirun on the first rank's host starts
-/// `hostname` on every rank over the fabric subnets. Returns the step and the rank count.
-pub fn mpi_hostname(
-    plan: &Plan,
-    renderer: &Renderer,
-    ti: usize,
-    run_id: &str,
-) -> Result<(Step, usize), RenderError> {
-    let t = &plan.tests.nccl[ti];
-    let segs = nccl_segments(plan, t);
-    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
-    let hosts: Vec<String> = t
-        .nodes
-        .iter()
-        .filter_map(|n| rank_address(&segs, *n, launcher))
-        .map(|a| a.to_string())
-        .collect();
-    let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
-    subnets.dedup();
-    let command = renderer.render(
-        "mpi-hostname",
-        context! { hosts => hosts.clone(), subnets => subnets },
-    )?;
-    let script = wrap::foreground(&remote_dir(run_id), 60, &plan.node(launcher).env, &command);
-    Ok((
-        Step {
-            node: launcher,
-            host: plan.node(launcher).name.clone(),
-            role: Role::Launcher,
-            command,
-            script,
-            timeout_s: 60,
-        },
-        hosts.len(),
-    ))
-}
-
-fn nccl_commands(
-    plan: &Plan,
-    renderer: &Renderer,
-    res: &Resolution,
-    job: &Job,
-    ti: usize,
-    dir: &str,
-) -> Result<JobCommands, RenderError> {
-    let t = &plan.tests.nccl[ti];
-    let mut unresolved = Vec::new();
-    let segs = nccl_segments(plan, t);
-    let ranked = rank_table(plan, t);
-    // each rank's members of those segments, in segment then member order
-    let mut members_of: HashMap<NodeId, Vec<&crate::plan::Member>> = HashMap::new();
-    for s in &segs {
-        for m in s.members.iter().filter(|m| ranked(m.endpoint.node)) {
-            members_of.entry(m.endpoint.node).or_default().push(m);
-        }
-    }
-    let ring = segs
-        .iter()
-        .any(|s| plan.cables[s.cable].kind == CableKind::Ring);
-    let mut ranks = Vec::new();
-    let mut gids: Vec<Option<Val>> = Vec::new();
-    let mut rank_names: Vec<(Vec<NamePart>, Vec<NamePart>)> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
-    for n in &t.nodes {
-        let mut endpoints: Vec<Endpoint> = Vec::new();
-        let address = rank_address(&segs, *n, launcher);
-        for m in members_of.get(n).into_iter().flatten() {
-            if !endpoints.contains(&m.endpoint) {
-                endpoints.push(m.endpoint.clone());
-            }
-        }
-        let mut devices = Vec::new();
-        let mut netdevs = Vec::new();
-        let mut rank_gids: Vec<Val> = Vec::new();
-        for e in &endpoints {
-            let name = plan.endpoint_name(e);
-            let f = res.facts(e);
-            let d = known_or(f.device, &name, "device");
-            let nd = known_or(f.netdev, &name, "netdev");
-            let g = known_or(f.gid_index.map(|g| g.to_string()), &name, "gid");
-            for v in [&d, &nd, &g] {
+        if t.needs_device {
+            for v in [&end.device, &end.gid] {
                 if let Some(p) = &v.placeholder {
                     unresolved.push(p.to_string());
                 }
             }
-            rank_gids.push(g);
-            devices.push(d.part());
-            netdevs.push(nd.part());
         }
-        // one NCCL_IB_GID_INDEX per process: when this rank's halves map their addresses at
-        // different indices no single value is right for both, so NCCL chooses per device
-        let same = rank_gids.iter().any(|g| g.placeholder.is_some())
-            || rank_gids.windows(2).all(|w| w[0].text == w[1].text);
-        let gid = if same {
-            rank_gids.into_iter().next()
-        } else {
-            notes.push(format!(
-                "{}: its halves use GID indices {}; NCCL_IB_GID_INDEX is left to NCCL for this rank",
-                plan.node(*n).name,
-                rank_gids.iter().map(|g| g.text.as_str()).collect::<Vec<_>>().join(" and ")
-            ));
-            None
+        let command = renderer.render(tmpl, context(&end))?;
+        let env = &plan.node(endpoint.node).env;
+        let script = match role {
+            Role::Server => wrap::detached(&dir, &job.id, t.timeout_s, env, &command),
+            _ => wrap::foreground(&dir, t.timeout_s, env, &command),
         };
-        gids.push(gid);
-        rank_names.push((devices.clone(), netdevs.clone()));
-        ranks.push(Rank {
-            node: *n,
-            address: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
-            endpoints,
-            devices: devices.iter().map(|p| p.text().to_string()).collect(),
-            netdevs: netdevs.iter().map(|p| p.text().to_string()).collect(),
+        steps.push(Step {
+            node: endpoint.node,
+            host: plan.node(endpoint.node).name.clone(),
+            role,
+            command,
+            script,
+            timeout_s: t.timeout_s,
         });
     }
-    // every rank's own names, in rank order: each rank matches whichever one is its own (the
-    // f0/f1 naming asymmetry between boxes)
-    let mut hca: Vec<NamePart> = Vec::new();
-    let mut ifs: Vec<NamePart> = Vec::new();
-    for (devices, netdevs) in &rank_names {
-        for d in devices {
-            if !hca.contains(d) {
-                hca.push(d.clone());
-            }
-        }
-        for d in netdevs {
-            if !ifs.contains(d) {
-                ifs.push(d.clone());
-            }
-        }
-    }
-    let data = |s: &str| EnvValue::Data(s.to_string());
-    let mut env: BTreeMap<String, EnvValue> = BTreeMap::new();
-    env.insert("NCCL_NET_PLUGIN".into(), data("none"));
-    env.insert("NCCL_DEBUG".into(), data("INFO"));
-    env.insert("NCCL_IB_HCA".into(), EnvValue::Names(hca));
-    env.insert("NCCL_SOCKET_IFNAME".into(), EnvValue::Names(ifs));
-    if ring {
-        // NVIDIA's ring playbook: without these a switchless ring fails with ibv_modify_qp 110
-        env.insert("NCCL_IB_SUBNET_AWARE_ROUTING".into(), data("1"));
-        env.insert("NCCL_IB_MERGE_NICS".into(), data("0"));
-    } else {
-        env.insert("NCCL_IB_MERGE_NICS".into(), data("1"));
-    }
-    let gid_texts: Vec<Option<&str>> = gids
-        .iter()
-        .map(|g| g.as_ref().map(|g| g.text.as_str()))
-        .collect();
-    let uniform_gid = gid_texts.windows(2).all(|w| w[0] == w[1])
-        && gids.iter().flatten().all(|g| g.placeholder.is_none());
-    if uniform_gid && let Some(Some(g)) = gids.first() {
-        env.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
-    }
-    // the plan's own values are data: quoted, whatever they look like
-    for (k, v) in &t.env {
-        env.insert(k.clone(), data(v));
-    }
-    let binary_of = |n: NodeId| match &plan.node(n).nccl_tests_dir {
-        Some(d) => format!("{}/{}", d.trim_end_matches('/'), t.collective.binary()),
-        None => t.collective.binary().to_string(),
-    };
-    let env_value = |env: &BTreeMap<String, EnvValue>| -> Result<Value, RenderError> {
-        let mut map: BTreeMap<String, Value> = BTreeMap::new();
-        for (k, v) in env {
-            map.insert(k.clone(), v.value()?);
-        }
-        Ok(Value::from(map))
-    };
-    // each rank's node environment (PATH, LD_LIBRARY_PATH, ...) travels with -x: mpirun starts
-    // remote ranks with sshd's environment, not the launcher's
-    let node_env = |n: NodeId| -> BTreeMap<String, EnvValue> {
-        plan.node(n)
-            .env
-            .iter()
-            .filter(|(k, _)| !env.contains_key(*k))
-            .map(|(k, v)| (k.clone(), data(v)))
-            .collect()
-    };
-    let per_rank = !uniform_gid
-        || ranks.iter().any(|r| {
-            binary_of(r.node) != binary_of(ranks[0].node)
-                || node_env(r.node) != node_env(ranks[0].node)
-        });
-    let apps: Vec<Value> = if per_rank {
-        let mut apps = Vec::new();
-        for (r, g) in ranks.iter().zip(&gids) {
-            let mut e = env.clone();
-            e.extend(node_env(r.node));
-            if let Some(g) = g
-                && !t.env.contains_key("NCCL_IB_GID_INDEX")
-            {
-                e.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
-            }
-            apps.push(context! { np => 1, hosts => vec![r.address.to_string()], env => env_value(&e)?, binary => binary_of(r.node) });
-        }
-        apps
-    } else {
-        let mut e = env.clone();
-        if let Some(r) = ranks.first() {
-            e.extend(node_env(r.node));
-        }
-        vec![context! {
-            np => ranks.len(),
-            hosts => ranks.iter().map(|r| r.address.to_string()).collect::<Vec<_>>(),
-            env => env_value(&e)?,
-            binary => binary_of(ranks[0].node),
-        }]
-    };
-    let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
-    subnets.dedup();
-    let ctx = context! {
-        apps => apps,
-        subnets => subnets,
-        binary => binary_of(ranks.first().map(|r| r.node).unwrap_or(NodeId(0))),
-        min_bytes => t.min_bytes.clone(), max_bytes => t.max_bytes.clone(),
-        step_factor => t.step_factor, warmup => t.warmup, iterations => t.iterations,
-        collective => t.collective.name(),
-        hosts => ranks.iter().map(|r| r.address.to_string()).collect::<Vec<_>>(),
-        env => env_value(&env)?,
-    };
-    let command = renderer.render("nccl", ctx)?;
-    let launcher = ranks.first().map(|r| r.node).unwrap_or(NodeId(0));
-    let script = wrap::foreground(dir, t.timeout_s, &plan.node(launcher).env, &command);
     unresolved.sort();
     unresolved.dedup();
     Ok(JobCommands {
         job: job.id.clone(),
-        steps: vec![Step {
-            node: launcher,
-            host: plan.node(launcher).name.clone(),
-            role: Role::Launcher,
-            command,
-            script,
-            timeout_s: t.timeout_s,
-        }],
+        steps,
         unresolved,
-        ranks,
-        nccl_env: env.iter().map(|(k, v)| (k.clone(), v.text())).collect(),
-        notes,
+        ranks: Vec::new(),
+        nccl_env: BTreeMap::new(),
+        notes: Vec::new(),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::schedule::Schedule;
-    use crate::topology::Fabric;
-    use std::path::Path;
-
-    const PAIR: &str = r#"
-format-version = 1
-name = "pair"
-[[node]]
-name = "spark-a"
-env = { LD_LIBRARY_PATH = "/opt/nccl/lib" }
-[[node]]
-name = "spark-b"
-env = { LD_LIBRARY_PATH = "/opt/nccl/lib" }
-[[cable]]
-kind = "direct"
-ends = ["spark-a.f0", "spark-b.f0"]
-subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
-[[tests.nccl]]
-collective = "all_reduce"
-"#;
-
-    fn nccl_cmd(gids: [(u32, u32); 2]) -> JobCommands {
-        let plan = crate::plan::load_str(Path::new("p.toml"), PAIR, Path::new("."))
-            .unwrap()
-            .plan;
-        let fabric = Fabric::build(&plan);
-        let s = Schedule::expand(&plan);
-        let round = s.round(&plan, &fabric, 0).unwrap();
-        let mut res = Resolution::from_plan(&plan);
-        for (e, f) in res.halves.iter_mut() {
-            let (ga, gb) = gids[e.node.0];
-            f.device = Some(format!("dev{}{}", e.node.0, e.half));
-            f.netdev = Some(format!("net{}{}", e.node.0, e.half));
-            f.gid_index = Some(if e.half == "a" { ga } else { gb });
-        }
-        job_commands(
-            &plan,
-            &Renderer::new(&BTreeMap::new()),
-            &res,
-            &round.jobs[0],
-            "r",
-        )
-        .unwrap()
-    }
-
-    #[test]
-    fn uniform_gid_is_one_app_with_node_env() {
-        let c = nccl_cmd([(3, 3), (3, 3)]);
-        let cmd = &c.steps[0].command;
-        assert!(cmd.contains("-np 2 -H 198.51.100.1,198.51.100.2"), "{cmd}");
-        assert!(cmd.contains("-x NCCL_IB_GID_INDEX=3"), "{cmd}");
-        assert!(cmd.contains("-x LD_LIBRARY_PATH=/opt/nccl/lib"), "{cmd}");
-        assert!(
-            cmd.contains("-x NCCL_IB_HCA=dev0a,dev0b,dev1a,dev1b"),
-            "{cmd}"
-        );
-        assert!(c.notes.is_empty());
-    }
-
-    #[test]
-    fn gid_differing_between_ranks_goes_per_rank() {
-        let c = nccl_cmd([(3, 3), (5, 5)]);
-        let cmd = &c.steps[0].command;
-        assert!(
-            cmd.contains("-np 1 -H 198.51.100.1") && cmd.contains(" : -np 1 -H 198.51.100.2"),
-            "{cmd}"
-        );
-        assert!(
-            cmd.contains("NCCL_IB_GID_INDEX=3") && cmd.contains("NCCL_IB_GID_INDEX=5"),
-            "{cmd}"
-        );
-    }
-
-    #[test]
-    fn gid_differing_within_a_rank_is_left_to_nccl_with_a_note() {
-        let c = nccl_cmd([(3, 5), (3, 3)]);
-        let cmd = &c.steps[0].command;
-        assert_eq!(cmd.matches("NCCL_IB_GID_INDEX=").count(), 1, "{cmd}");
-        assert!(c.notes[0].contains("spark-a"), "{:?}", c.notes);
-    }
-}
-
-#[cfg(test)]
-mod injection {
-    use super::*;
-    use crate::schedule::Schedule;
-    use crate::topology::Fabric;
-    use std::path::Path;
-
-    /// Regression: a plan `env` value shaped like a discovery placeholder (`<a:b>`) was taken for
-    /// one and rendered unquoted, so `$(...)` in it ran on the launching host.
-    #[test]
-    fn placeholder_shaped_plan_values_are_quoted() {
-        let text = r#"
-format-version = 1
-name = "pair"
-[[node]]
-name = "spark-a"
-env = { NODEV = "<y:$(touch /tmp/fabricplan-node-pwned)>" }
-[[node]]
-name = "spark-b"
-[[cable]]
-kind = "direct"
-ends = ["spark-a.f0", "spark-b.f0"]
-subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
-[[tests.nccl]]
-collective = "all_reduce"
-env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c:d>" }
-"#;
-        let plan = crate::plan::load_str(Path::new("p.toml"), text, Path::new("."))
-            .unwrap()
-            .plan;
-        let fabric = Fabric::build(&plan);
-        let s = Schedule::expand(&plan);
-        let round = s.round(&plan, &fabric, 0).unwrap();
-        // nothing discovered: device names are real placeholders beside the plan's look-alikes
-        let res = Resolution::from_plan(&plan);
-        let c = job_commands(
-            &plan,
-            &Renderer::new(&BTreeMap::new()),
-            &res,
-            &round.jobs[0],
-            "r",
-        )
-        .unwrap();
-        let cmd = &c.steps[0].command;
-        assert!(
-            cmd.contains("-x FOO='<x:$(touch /tmp/fabricplan-pwned)>'"),
-            "{cmd}"
-        );
-        assert!(cmd.contains("-x BAR='<a:b>;touch /tmp/p;<c:d>'"), "{cmd}");
-        assert!(
-            cmd.contains("-x NODEV='<y:$(touch /tmp/fabricplan-node-pwned)>'"),
-            "{cmd}"
-        );
-        // the renderer's own placeholders stay visible as they are
-        assert!(cmd.contains("NCCL_IB_HCA=<spark-a.f0.a:device>,"), "{cmd}");
-        // and the plan values reach the tool as data under a real shell
-        let words = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(format!(
-                "printf '%s\\n' -x FOO={} -x BAR={}",
-                crate::render::quote("<x:$(touch /tmp/fabricplan-pwned)>").unwrap(),
-                crate::render::quote("<a:b>;touch /tmp/p;<c:d>").unwrap()
-            ))
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&words.stdout);
-        assert!(
-            out.contains("FOO=<x:$(touch /tmp/fabricplan-pwned)>"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn discovered_names_in_a_list_are_quoted_each() {
-        use crate::render::{NamePart, Placeholder, name_list};
-        let v = name_list(
-            &[
-                NamePart::Known("rocep1s0f0".into()),
-                NamePart::Known("a b".into()),
-                NamePart::Unknown(Placeholder::new("x.f0.a", "device")),
-            ],
-            ",",
-        )
-        .unwrap();
-        assert_eq!(v.to_string(), "rocep1s0f0,'a b',<x.f0.a:device>");
-        // all known: an ordinary value, left to the formatter's quoting
-        let v = name_list(&[NamePart::Known("$(id)".into())], ",").unwrap();
-        assert!(!v.is_safe());
-    }
 }

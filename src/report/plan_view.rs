@@ -5,10 +5,10 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::capacity;
+use crate::kinds;
 use crate::plan::Plan;
 use crate::render::Renderer;
-use crate::render::job::{JobCommands, Resolution, job_commands};
+use crate::render::job::{JobCommands, Resolution};
 use crate::schedule::{Job, Round, Schedule, isl_load};
 use crate::topology::Fabric;
 
@@ -37,7 +37,7 @@ fn job_view<'a>(
     expected: Option<f64>,
     run_id: &str,
 ) -> JobView<'a> {
-    let (commands, error) = match job_commands(plan, renderer, res, job, run_id) {
+    let (commands, error) = match kinds::commands(plan, renderer, res, job, run_id) {
         Ok(c) => (Some(c), None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -180,7 +180,7 @@ fn write_round_text(
             plan.switches[from.0].name, plan.switches[to.0].name, n, i.capacity_gbps
         )?;
     }
-    let expected = capacity::expected(plan, round);
+    let expected = kinds::expected(plan, round);
     let views: Vec<JobView> = round
         .jobs
         .iter()
@@ -273,7 +273,7 @@ pub fn write_json(
         if i > 0 {
             buf.write_all(b",")?;
         }
-        let expected = capacity::expected(plan, &round);
+        let expected = kinds::expected(plan, &round);
         let jobs: Vec<JobView> = round
             .jobs
             .iter()

@@ -4,39 +4,39 @@
 //! another. Every job knows its kind, its ends, a TCP port unique in its round and the resources
 //! it occupies. Expansion is lazy per round: an all-pairs plan of 4096 nodes has 4095 rounds of
 //! 2048 jobs, and only the round being looked at is built.
+//!
+//! This module knows no test kind: each kind (in `crate::kinds`) says which [`Stage`]s its plan
+//! sections expand to, with the builders in [`stages`]; a [`Schedule`] is their concatenation.
 
 mod roundrobin;
+pub mod stages;
 
 use serde::Serialize;
 
-use crate::plan::{Endpoint, NodeId, Plan, ScheduleKind, SegmentId};
+use crate::plan::{Endpoint, NodeId, Plan, SegmentId};
 use crate::topology::{Fabric, Hop, Path};
 
 pub use roundrobin::{round_count, round_pairs};
+pub use stages::{PairSpec, Stage};
 
 /// The first TCP port given to a round's jobs (perftest's default).
 pub const BASE_PORT: u16 = 18515;
 
-/// What a job measures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum TestKind {
-    RdmaBw,
-    RdmaBwBoth,
-    RdmaLat,
-    Iperf3,
-    Nccl,
+/// Which test kind a job belongs to: the kind's name (`rdma-bw`), as the registry in
+/// `crate::kinds` knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct KindId(pub &'static str);
+
+impl KindId {
+    pub fn name(self) -> &'static str {
+        self.0
+    }
 }
 
-impl TestKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TestKind::RdmaBw => "rdma-bw",
-            TestKind::RdmaBwBoth => "rdma-bw-both",
-            TestKind::RdmaLat => "rdma-lat",
-            TestKind::Iperf3 => "iperf3",
-            TestKind::Nccl => "nccl",
-        }
+impl std::fmt::Display for KindId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
     }
 }
 
@@ -49,18 +49,28 @@ pub struct Pair {
     pub path: Path,
 }
 
+/// A job over a set of nodes launched together (an NCCL test): which test of its kind, its
+/// name, its label and its nodes in rank order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ranks {
+    /// Index of the test among its kind's sections.
+    pub test: usize,
+    pub name: String,
+    pub label: String,
+    pub nodes: Vec<NodeId>,
+}
+
 /// One measurement.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Job {
     /// Unique in the run, safe as a file name: `rdma-bw-r003-j01`.
     pub id: String,
-    pub kind: TestKind,
+    pub kind: KindId,
     pub round: usize,
     /// TCP port, unique within the round.
     pub port: u16,
     pub pair: Option<Pair>,
-    /// Index into `plan.tests.nccl`.
-    pub nccl: Option<usize>,
+    pub ranks: Option<Ranks>,
     /// Node halves this job occupies (exclusive within a round).
     pub resources: Vec<Endpoint>,
     /// Jobs with the same group are judged together (both halves of one cable).
@@ -68,7 +78,7 @@ pub struct Job {
 }
 
 impl Job {
-    /// `gb10-02.f0.a -> gb10-01.f0.a` or the NCCL test name.
+    /// `gb10-02.f0.a -> gb10-01.f0.a` or the NCCL test's label.
     pub fn label(&self, plan: &Plan) -> String {
         if let Some(p) = &self.pair {
             format!(
@@ -76,37 +86,31 @@ impl Job {
                 plan.endpoint_name(&p.client),
                 plan.endpoint_name(&p.server)
             )
-        } else if let Some(i) = self.nccl {
-            let t = &plan.tests.nccl[i];
-            format!(
-                "{} ({}, {} ranks)",
-                t.name,
-                t.collective.binary(),
-                t.nodes.len()
-            )
+        } else if let Some(r) = &self.ranks {
+            r.label.clone()
         } else {
             self.id.clone()
         }
     }
 
     /// The nodes the job runs on.
-    pub fn nodes(&self, plan: &Plan) -> Vec<NodeId> {
+    pub fn nodes(&self) -> Vec<NodeId> {
         if let Some(p) = &self.pair {
             vec![p.server.node, p.client.node]
-        } else if let Some(i) = self.nccl {
-            plan.tests.nccl[i].nodes.clone()
+        } else if let Some(r) = &self.ranks {
+            r.nodes.clone()
         } else {
             Vec::new()
         }
     }
 
-    /// Does `--only`/`--skip` selector `sel` name this job (test kind, node, link, round or
-    /// NCCL test name)?
+    /// Does `--only`/`--skip` selector `sel` name this job (test kind, node, link, cable, round
+    /// or NCCL test name)?
     pub fn matches(&self, plan: &Plan, round_name: &str, sel: &str) -> bool {
         if sel == self.kind.name() || sel == round_name || sel == self.id {
             return true;
         }
-        if self.nodes(plan).iter().any(|n| plan.node(*n).name == sel) {
+        if self.nodes().iter().any(|n| plan.node(*n).name == sel) {
             return true;
         }
         if let Some(p) = &self.pair {
@@ -115,8 +119,8 @@ impl Job {
                 return true;
             }
         }
-        if let Some(i) = self.nccl {
-            return plan.tests.nccl[i].name == sel;
+        if let Some(r) = &self.ranks {
+            return r.name == sel;
         }
         false
     }
@@ -127,34 +131,8 @@ impl Job {
 pub struct Round {
     pub index: usize,
     pub name: String,
-    pub kind: TestKind,
+    pub kind: KindId,
     pub jobs: Vec<Job>,
-}
-
-/// One stage of the schedule: a list of rounds, materialised or generated on demand.
-#[derive(Debug)]
-enum Stage {
-    /// Rounds given as (name, pairs): small, materialised.
-    Pairs {
-        kind: TestKind,
-        rounds: Vec<(String, Vec<PairSpec>)>,
-    },
-    /// All pairs of each segment's members, round robin, generated per round.
-    AllPairs {
-        kind: TestKind,
-        segments: Vec<SegmentId>,
-        rounds: usize,
-    },
-    /// One NCCL test.
-    Nccl { test: usize },
-}
-
-#[derive(Debug, Clone)]
-struct PairSpec {
-    client: Endpoint,
-    server: Endpoint,
-    segment: SegmentId,
-    group: Option<String>,
 }
 
 /// The expanded schedule of a plan.
@@ -167,78 +145,13 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Expand a plan's tests into rounds. Order: bandwidth per half (always first: a throttled
-    /// link makes every later number meaningless), both halves, latency, iperf3, NCCL.
-    pub fn expand(plan: &Plan) -> Schedule {
-        let mut stages = Vec::new();
-        if let Some(t) = &plan.tests.rdma_bw {
-            let segs = selected_segments(plan, &t.halves);
-            match t.schedule {
-                ScheduleKind::PerLink => stages.push(per_link(plan, TestKind::RdmaBw, &segs)),
-                ScheduleKind::Rounds => stages.push(Stage::Pairs {
-                    kind: TestKind::RdmaBw,
-                    rounds: t
-                        .rounds
-                        .iter()
-                        .map(|r| {
-                            (
-                                r.name.clone(),
-                                r.flows
-                                    .iter()
-                                    .map(|f| PairSpec {
-                                        client: f.client.clone(),
-                                        server: f.server.clone(),
-                                        segment: f.segment,
-                                        group: None,
-                                    })
-                                    .collect(),
-                            )
-                        })
-                        .collect(),
-                }),
-                ScheduleKind::AllPairs => {
-                    let rounds = segs
-                        .iter()
-                        .map(|s| round_count(plan.segment(*s).members.len()))
-                        .max()
-                        .unwrap_or(0);
-                    stages.push(Stage::AllPairs {
-                        kind: TestKind::RdmaBw,
-                        segments: segs,
-                        rounds,
-                    });
-                }
-            }
-        }
-        if let Some(t) = &plan.tests.rdma_bw_both {
-            stages.push(both_halves(plan, &t.halves));
-        }
-        if let Some(t) = &plan.tests.rdma_lat {
-            stages.push(per_link(
-                plan,
-                TestKind::RdmaLat,
-                &selected_segments(plan, &t.halves),
-            ));
-        }
-        if let Some(t) = &plan.tests.iperf3 {
-            stages.push(per_link(
-                plan,
-                TestKind::Iperf3,
-                &selected_segments(plan, &t.halves),
-            ));
-        }
-        for i in 0..plan.tests.nccl.len() {
-            stages.push(Stage::Nccl { test: i });
-        }
-        let mut offsets = Vec::new();
+    /// The schedule made of `stages`, in order.
+    pub fn new(stages: Vec<Stage>) -> Schedule {
+        let mut offsets = Vec::with_capacity(stages.len());
         let mut total = 0;
         for s in &stages {
             offsets.push(total);
-            total += match s {
-                Stage::Pairs { rounds, .. } => rounds.len(),
-                Stage::AllPairs { rounds, .. } => *rounds,
-                Stage::Nccl { .. } => 1,
-            };
+            total += s.rounds();
         }
         Schedule {
             stages,
@@ -262,100 +175,7 @@ impl Schedule {
             return None;
         }
         let si = self.offsets.partition_point(|o| *o <= index) - 1;
-        let local = index - self.offsets[si];
-        let (name, kind, specs, nccl) = match &self.stages[si] {
-            Stage::Pairs { kind, rounds } => {
-                let (name, specs) = &rounds[local];
-                (name.clone(), *kind, specs.clone(), None)
-            }
-            Stage::AllPairs {
-                kind,
-                segments,
-                rounds,
-            } => {
-                let mut specs = Vec::new();
-                for seg in segments {
-                    let members = &plan.segment(*seg).members;
-                    for (c, s) in round_pairs(members.len(), local) {
-                        specs.push(PairSpec {
-                            client: members[c].endpoint.clone(),
-                            server: members[s].endpoint.clone(),
-                            segment: *seg,
-                            group: None,
-                        });
-                    }
-                }
-                (
-                    format!("{} all-pairs {}/{}", kind.name(), local + 1, rounds),
-                    *kind,
-                    specs,
-                    None,
-                )
-            }
-            Stage::Nccl { test } => (
-                format!("nccl {}", plan.tests.nccl[*test].name),
-                TestKind::Nccl,
-                Vec::new(),
-                Some(*test),
-            ),
-        };
-        let mut jobs = Vec::new();
-        for (j, spec) in specs.into_iter().enumerate() {
-            let path = fabric
-                .path(plan, &spec.client, &spec.server)
-                .unwrap_or(Path {
-                    hops: Vec::new(),
-                    switches: Vec::new(),
-                });
-            jobs.push(Job {
-                id: format!("{}-r{:03}-j{:02}", kind.name(), index + 1, j + 1),
-                kind,
-                round: index,
-                port: BASE_PORT + j as u16,
-                resources: vec![spec.client.clone(), spec.server.clone()],
-                pair: Some(Pair {
-                    client: spec.client,
-                    server: spec.server,
-                    segment: spec.segment,
-                    path,
-                }),
-                nccl: None,
-                group: spec.group,
-            });
-        }
-        if let Some(test) = nccl {
-            let t = &plan.tests.nccl[test];
-            let mut is_rank = vec![false; plan.nodes.len()];
-            for n in &t.nodes {
-                if let Some(x) = is_rank.get_mut(n.0) {
-                    *x = true;
-                }
-            }
-            let resources = plan
-                .segments
-                .iter()
-                .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
-                .flat_map(|s| s.members.iter())
-                .filter(|m| is_rank.get(m.endpoint.node.0).copied().unwrap_or(false))
-                .map(|m| m.endpoint.clone())
-                .collect();
-            jobs.push(Job {
-                id: format!("nccl-r{:03}-{}", index + 1, t.name),
-                kind: TestKind::Nccl,
-                round: index,
-                port: BASE_PORT,
-                pair: None,
-                nccl: Some(test),
-                resources,
-                group: None,
-            });
-        }
-        Some(Round {
-            index,
-            name,
-            kind,
-            jobs,
-        })
+        self.stages[si].round(plan, fabric, index, index - self.offsets[si])
     }
 
     /// Every round in order (built one at a time).
@@ -365,102 +185,6 @@ impl Schedule {
         fabric: &'a Fabric,
     ) -> impl Iterator<Item = Round> + 'a {
         (0..self.total).filter_map(move |i| self.round(plan, fabric, i))
-    }
-}
-
-fn selected_segments(plan: &Plan, halves: &[String]) -> Vec<SegmentId> {
-    plan.segments
-        .iter()
-        .filter(|s| halves.is_empty() || halves.contains(&s.half))
-        .map(|s| s.id)
-        .collect()
-}
-
-/// One job per link alone. A switched segment's "links" are its member pairs, one at a time.
-fn per_link(plan: &Plan, kind: TestKind, segs: &[SegmentId]) -> Stage {
-    let mut rounds = Vec::new();
-    for s in segs {
-        let seg = plan.segment(*s);
-        let m = &seg.members;
-        for i in 0..m.len() {
-            for j in (i + 1)..m.len() {
-                // the second end is the client: on a direct or ring link, node[i+1] sends to node[i]
-                let name = if m.len() == 2 {
-                    format!("{} {}", kind.name(), seg.name)
-                } else {
-                    format!(
-                        "{} {} {}-{}",
-                        kind.name(),
-                        seg.name,
-                        plan.node(m[j].endpoint.node).name,
-                        plan.node(m[i].endpoint.node).name
-                    )
-                };
-                rounds.push((
-                    name,
-                    vec![PairSpec {
-                        client: m[j].endpoint.clone(),
-                        server: m[i].endpoint.clone(),
-                        segment: *s,
-                        group: None,
-                    }],
-                ));
-            }
-        }
-    }
-    Stage::Pairs { kind, rounds }
-}
-
-/// Both halves of each cable at once: one round per node pair, one job per half.
-fn both_halves(plan: &Plan, halves: &[String]) -> Stage {
-    // group 2-member segments by their (node, port) ends; switched segments pair members
-    // (0,1), (2,3), ...
-    let mut groups: Vec<(String, Vec<PairSpec>)> = Vec::new();
-    let mut add = |key: String, name: String, spec: PairSpec| {
-        if let Some((_, v)) = groups.iter_mut().find(|(k, _)| *k == key) {
-            v.push(spec);
-        } else {
-            let _ = name;
-            groups.push((key, vec![spec]));
-        }
-    };
-    for seg in plan
-        .segments
-        .iter()
-        .filter(|s| halves.is_empty() || halves.contains(&s.half))
-    {
-        let m = &seg.members;
-        let pairs: Vec<(usize, usize)> = if m.len() == 2 {
-            vec![(1, 0)]
-        } else {
-            (0..m.len() / 2).map(|k| (2 * k + 1, 2 * k)).collect()
-        };
-        for (c, s) in pairs {
-            let key = format!(
-                "{}.{} -> {}.{}",
-                plan.node(m[c].endpoint.node).name,
-                m[c].endpoint.port,
-                plan.node(m[s].endpoint.node).name,
-                m[s].endpoint.port
-            );
-            add(
-                key.clone(),
-                key.clone(),
-                PairSpec {
-                    client: m[c].endpoint.clone(),
-                    server: m[s].endpoint.clone(),
-                    segment: seg.id,
-                    group: Some(key),
-                },
-            );
-        }
-    }
-    Stage::Pairs {
-        kind: TestKind::RdmaBwBoth,
-        rounds: groups
-            .into_iter()
-            .map(|(k, v)| (format!("rdma-bw-both {k}"), v))
-            .collect(),
     }
 }
 

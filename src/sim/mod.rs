@@ -119,7 +119,7 @@ impl SimTransport {
             ..State::default()
         };
         Ok(SimTransport {
-            schedule: Schedule::expand(plan),
+            schedule: crate::kinds::schedule(plan),
             world,
             state: Mutex::new(state),
         })

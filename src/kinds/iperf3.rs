@@ -1,0 +1,76 @@
+//! `iperf3`: TCP sanity per link. Informational unless the plan gates it: one TCP stream on GB10
+//! ARM cores sits near 12 Gb/s whatever the link.
+
+use minijinja::context;
+
+use super::{TestKind, mismatch};
+use crate::gate::classify::{self, Context};
+use crate::gate::judge::Verdict;
+use crate::gate::threshold::Metric;
+use crate::parse::{Parsed, Tool};
+use crate::plan::Plan;
+use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
+use crate::render::{RenderError, Renderer};
+use crate::schedule::stages::{per_link, selected_segments};
+use crate::schedule::{Job, KindId, Round, Stage};
+
+pub const ID: KindId = KindId("iperf3");
+
+pub struct Iperf3;
+
+impl TestKind for Iperf3 {
+    fn id(&self) -> KindId {
+        ID
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::Iperf3
+    }
+
+    fn stages(&self, plan: &Plan) -> Vec<Stage> {
+        match &plan.tests.iperf3 {
+            Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],
+            None => Vec::new(),
+        }
+    }
+
+    fn commands(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        res: &Resolution,
+        job: &Job,
+        run_id: &str,
+    ) -> Result<JobCommands, RenderError> {
+        let Some(s) = &plan.tests.iperf3 else {
+            return Err(RenderError {
+                name: job.id.clone(),
+                message: "the plan has no [tests.iperf3]".into(),
+            });
+        };
+        let t = PairTemplates {
+            server: "iperf3-server",
+            client: "iperf3-client",
+            timeout_s: s.timeout_s,
+            needs_device: false,
+        };
+        pair_commands(plan, renderer, res, job, run_id, &t, |end| {
+            context! {
+                port => end.port, local_ip => end.local_ip.to_string(),
+                server_ip => end.server_ip.to_string(), duration_s => s.duration_s,
+                streams => s.streams, node => end.node,
+            }
+        })
+    }
+
+    fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+        crate::capacity::expected(plan, round)
+    }
+
+    fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
+        match parsed {
+            Parsed::Iperf3(r) => classify::iperf(&plan.gate(Metric::Iperf3), r, ctx),
+            other => mismatch(ctx, other),
+        }
+    }
+}

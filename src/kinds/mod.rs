@@ -1,0 +1,122 @@
+//! Test kinds: each kind of measurement in one file, owning what makes it that kind — the plan
+//! section it reads, how it expands into rounds, the templates and tool it runs, the parser
+//! bound to that tool, the metrics and gates it judges with and its classifier, and (through its
+//! tool and expected value) how the simulated fabric answers it. [`ALL`] is the one list they
+//! are registered in; nothing else in fabricplan matches over kinds.
+//!
+//! Kinds are pure and synchronous: they produce commands and judge what came back. The runner
+//! drives them.
+
+mod iperf3;
+mod nccl;
+mod rdma_bw;
+mod rdma_bw_both;
+mod rdma_lat;
+
+use crate::gate::classify::Context;
+use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::trap::Trap;
+use crate::parse::{Parsed, Tool};
+use crate::plan::Plan;
+use crate::render::job::{JobCommands, Resolution};
+use crate::render::{RenderError, Renderer};
+use crate::results::JobResult;
+use crate::schedule::{Job, KindId, Round, Schedule, Stage};
+
+pub use nccl::{LaunchCheck, launch_check};
+
+/// What a test kind is to the rest of fabricplan.
+pub trait TestKind: Sync {
+    /// Its name: the plan's `[tests.<name>]` key, `--only` selector and job id prefix.
+    fn id(&self) -> KindId;
+
+    /// The tool it runs; its output goes through that tool's parser.
+    fn tool(&self) -> Tool;
+
+    /// The rounds the plan's sections of this kind expand to, in order.
+    fn stages(&self, plan: &Plan) -> Vec<Stage>;
+
+    /// The commands of one of its jobs.
+    fn commands(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        res: &Resolution,
+        job: &Job,
+        run_id: &str,
+    ) -> Result<JobCommands, RenderError>;
+
+    /// Each job's expected value in its round (the capacity model), where the kind has one.
+    fn expected(&self, _plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+        vec![None; round.jobs.len()]
+    }
+
+    /// The verdicts of one job from what its tool printed.
+    fn judge(&self, plan: &Plan, job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict>;
+
+    /// Verdicts on a round's jobs taken together (both halves summed), added to its results.
+    fn judge_round(&self, _plan: &Plan, _round: &Round, _jobs: &mut [JobResult]) {}
+
+    /// Whether the output holds a reading even when no verdict carries a measured value.
+    fn measured(&self, _parsed: &Parsed) -> bool {
+        false
+    }
+}
+
+/// Every test kind, in the order their rounds run: bandwidth per half first (a throttled link
+/// makes every later number meaningless), both halves, latency, iperf3, NCCL.
+pub static ALL: &[&dyn TestKind] = &[
+    &rdma_bw::RdmaBw,
+    &rdma_bw_both::RdmaBwBoth,
+    &rdma_lat::RdmaLat,
+    &iperf3::Iperf3,
+    &nccl::Nccl,
+];
+
+/// The kind named `id`.
+pub fn get(id: KindId) -> Option<&'static dyn TestKind> {
+    ALL.iter().copied().find(|k| k.id() == id)
+}
+
+/// The plan's schedule: every kind's stages, in registry order.
+pub fn schedule(plan: &Plan) -> Schedule {
+    Schedule::new(ALL.iter().flat_map(|k| k.stages(plan)).collect())
+}
+
+/// The commands of `job`, by its kind.
+pub fn commands(
+    plan: &Plan,
+    renderer: &Renderer,
+    res: &Resolution,
+    job: &Job,
+    run_id: &str,
+) -> Result<JobCommands, RenderError> {
+    match get(job.kind) {
+        Some(k) => k.commands(plan, renderer, res, job, run_id),
+        None => Err(RenderError {
+            name: job.id.clone(),
+            message: format!("no test kind `{}`", job.kind),
+        }),
+    }
+}
+
+/// The expected values of a round's jobs, by its kind.
+pub fn expected(plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+    match get(round.kind) {
+        Some(k) => k.expected(plan, round),
+        None => vec![None; round.jobs.len()],
+    }
+}
+
+/// A parser answered with another tool's report: a bug, said as one.
+fn mismatch(ctx: &Context, parsed: &Parsed) -> Vec<Verdict> {
+    vec![Verdict::check(
+        &ctx.gate,
+        Outcome::Fail,
+        format!(
+            "internal: the output was read as {:?}, not this kind's tool",
+            parsed.status()
+        ),
+        Some(Trap::Unparseable),
+    )]
+}

@@ -1,0 +1,133 @@
+//! `nccl`: an nccl-tests binary over its ranks with mpirun, NCCL pinned to the native path
+//! (every rank's own device names, the discovered GID index); judged on the transport NCCL
+//! reports (NET/IB, never the silent NET/Socket fallback), correctness at every size, the
+//! small-message time, bus bandwidth, whether the fabric's counters moved, and GDR. Its launch
+//! check (mpirun starting `hostname` on every rank) runs in preflight.
+
+mod render;
+
+use super::{TestKind, mismatch};
+use crate::gate::classify::{self, Context};
+use crate::gate::judge::Verdict;
+use crate::gate::threshold::Metric;
+use crate::parse::{Parsed, Tool};
+use crate::plan::{NodeId, Plan};
+use crate::render::job::{JobCommands, Resolution, Step, remote_dir};
+use crate::render::{RenderError, Renderer};
+use crate::schedule::{Job, KindId, Ranks, Stage};
+
+pub const ID: KindId = KindId("nccl");
+
+pub struct Nccl;
+
+/// The launch check of one NCCL test: mpirun on the launching host starts `hostname` on every
+/// rank over the fabric subnets.
+#[derive(Debug, Clone)]
+pub struct LaunchCheck {
+    /// Index of the test in `plan.tests.nccl`.
+    pub test: usize,
+    pub step: Step,
+    /// Ranks expected to answer.
+    pub ranks: usize,
+}
+
+/// The launch check of NCCL test `test`.
+pub fn launch_check(
+    plan: &Plan,
+    renderer: &Renderer,
+    test: usize,
+    run_id: &str,
+) -> Result<LaunchCheck, RenderError> {
+    let (step, ranks) = render::mpi_hostname(plan, renderer, test, run_id)?;
+    Ok(LaunchCheck { test, step, ranks })
+}
+
+impl TestKind for Nccl {
+    fn id(&self) -> KindId {
+        ID
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::NcclTests
+    }
+
+    fn stages(&self, plan: &Plan) -> Vec<Stage> {
+        plan.tests
+            .nccl
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut is_rank = vec![false; plan.nodes.len()];
+                for n in &t.nodes {
+                    if let Some(x) = is_rank.get_mut(n.0) {
+                        *x = true;
+                    }
+                }
+                let ranked = |n: NodeId| is_rank.get(n.0).copied().unwrap_or(false);
+                let resources = plan
+                    .segments
+                    .iter()
+                    .filter(|s| t.halves.is_empty() || t.halves.contains(&s.half))
+                    .flat_map(|s| s.members.iter())
+                    .filter(|m| ranked(m.endpoint.node))
+                    .map(|m| m.endpoint.clone())
+                    .collect();
+                Stage::Ranks {
+                    kind: ID,
+                    round_name: format!("nccl {}", t.name),
+                    job: Ranks {
+                        test: i,
+                        name: t.name.clone(),
+                        label: format!(
+                            "{} ({}, {} ranks)",
+                            t.name,
+                            t.collective.binary(),
+                            t.nodes.len()
+                        ),
+                        nodes: t.nodes.clone(),
+                    },
+                    resources,
+                }
+            })
+            .collect()
+    }
+
+    fn commands(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        res: &Resolution,
+        job: &Job,
+        run_id: &str,
+    ) -> Result<JobCommands, RenderError> {
+        let Some(test) = job.ranks.as_ref().map(|r| r.test) else {
+            return Err(RenderError {
+                name: job.id.clone(),
+                message: "an NCCL job without ranks".into(),
+            });
+        };
+        if test >= plan.tests.nccl.len() {
+            return Err(RenderError {
+                name: job.id.clone(),
+                message: format!("no NCCL test {test} in the plan"),
+            });
+        }
+        render::nccl_commands(plan, renderer, res, job, test, &remote_dir(run_id))
+    }
+
+    fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
+        match parsed {
+            Parsed::NcclTests(r) => classify::nccl(
+                &plan.gate(Metric::NcclSmallTime),
+                &plan.gate(Metric::NcclBusbw),
+                r,
+                ctx,
+            ),
+            other => mismatch(ctx, other),
+        }
+    }
+
+    fn measured(&self, parsed: &Parsed) -> bool {
+        matches!(parsed, Parsed::NcclTests(r) if !r.rows.is_empty())
+    }
+}

@@ -1,0 +1,97 @@
+//! `rdma-bw`: ib_write_bw per half, one link at a time, in declared rounds or all pairs; judged
+//! against the capacity model's expected value with the throttle, RSTP and software-forwarding
+//! signatures.
+
+use minijinja::context;
+
+use super::{TestKind, mismatch};
+use crate::gate::classify::{self, Context};
+use crate::gate::judge::Verdict;
+use crate::gate::threshold::Metric;
+use crate::parse::{Parsed, Tool};
+use crate::plan::{BwTest, Plan, ScheduleKind};
+use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
+use crate::render::{RenderError, Renderer};
+use crate::schedule::stages::{all_pairs, declared, per_link, selected_segments};
+use crate::schedule::{Job, KindId, Round, Stage};
+
+pub const ID: KindId = KindId("rdma-bw");
+
+pub struct RdmaBw;
+
+/// A perftest bandwidth pair of `section`, running `tool`: shared by the bandwidth kinds.
+pub(super) fn perftest_bw_commands(
+    plan: &Plan,
+    renderer: &Renderer,
+    res: &Resolution,
+    job: &Job,
+    run_id: &str,
+    section: &BwTest,
+    tool: &str,
+) -> Result<JobCommands, RenderError> {
+    let t = PairTemplates {
+        server: "rdma-bw-server",
+        client: "rdma-bw-client",
+        timeout_s: section.timeout_s,
+        needs_device: true,
+    };
+    pair_commands(plan, renderer, res, job, run_id, &t, |end| {
+        context! {
+            tool => tool, device => end.device.value.clone(), gid_index => end.gid.value.clone(),
+            port => end.port, duration_s => section.duration_s, size_bytes => section.size_bytes,
+            qps => section.qps, netdev => end.netdev.value.clone(),
+            local_ip => end.local_ip.to_string(), server_ip => end.server_ip.to_string(),
+            node => end.node,
+        }
+    })
+}
+
+impl TestKind for RdmaBw {
+    fn id(&self) -> KindId {
+        ID
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::IbWriteBw
+    }
+
+    fn stages(&self, plan: &Plan) -> Vec<Stage> {
+        let Some(t) = &plan.tests.rdma_bw else {
+            return Vec::new();
+        };
+        let segs = selected_segments(plan, &t.halves);
+        vec![match t.schedule {
+            ScheduleKind::PerLink => per_link(plan, ID, &segs),
+            ScheduleKind::Rounds => declared(ID, &t.rounds),
+            ScheduleKind::AllPairs => all_pairs(plan, ID, segs),
+        }]
+    }
+
+    fn commands(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        res: &Resolution,
+        job: &Job,
+        run_id: &str,
+    ) -> Result<JobCommands, RenderError> {
+        let Some(t) = &plan.tests.rdma_bw else {
+            return Err(RenderError {
+                name: job.id.clone(),
+                message: "the plan has no [tests.rdma-bw]".into(),
+            });
+        };
+        perftest_bw_commands(plan, renderer, res, job, run_id, t, "ib_write_bw")
+    }
+
+    fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+        crate::capacity::expected(plan, round)
+    }
+
+    fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
+        match parsed {
+            Parsed::PerftestBw(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            other => mismatch(ctx, other),
+        }
+    }
+}

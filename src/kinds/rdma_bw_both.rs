@@ -1,0 +1,109 @@
+//! `rdma-bw-both`: both halves of each cable at once, one ib_write_bw per half, each half judged
+//! like `rdma-bw` and their sum per node pair against the port's expected rate (one half dead or
+//! throttled shows here).
+
+use std::collections::BTreeMap;
+
+use super::{TestKind, mismatch};
+use crate::gate::classify::{self, Context};
+use crate::gate::judge::Verdict;
+use crate::gate::threshold::Metric;
+use crate::parse::{Parsed, Tool};
+use crate::plan::Plan;
+use crate::render::job::{JobCommands, Resolution};
+use crate::render::{RenderError, Renderer};
+use crate::results::JobResult;
+use crate::schedule::stages::both_halves;
+use crate::schedule::{Job, KindId, Round, Stage};
+
+pub const ID: KindId = KindId("rdma-bw-both");
+
+pub struct RdmaBwBoth;
+
+impl TestKind for RdmaBwBoth {
+    fn id(&self) -> KindId {
+        ID
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::IbWriteBw
+    }
+
+    fn stages(&self, plan: &Plan) -> Vec<Stage> {
+        match &plan.tests.rdma_bw_both {
+            Some(t) => vec![both_halves(plan, ID, &t.halves)],
+            None => Vec::new(),
+        }
+    }
+
+    fn commands(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        res: &Resolution,
+        job: &Job,
+        run_id: &str,
+    ) -> Result<JobCommands, RenderError> {
+        let Some(t) = &plan.tests.rdma_bw_both else {
+            return Err(RenderError {
+                name: job.id.clone(),
+                message: "the plan has no [tests.rdma-bw-both]".into(),
+            });
+        };
+        super::rdma_bw::perftest_bw_commands(plan, renderer, res, job, run_id, t, "ib_write_bw")
+    }
+
+    fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+        crate::capacity::expected(plan, round)
+    }
+
+    fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
+        match parsed {
+            Parsed::PerftestBw(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            other => mismatch(ctx, other),
+        }
+    }
+
+    /// Both halves of one cable, summed per node pair, on the last job of each group. A group is
+    /// judged only when every half measured: a skipped or failed half already has its own
+    /// verdict, and a partial sum would name the wrong trap.
+    fn judge_round(&self, plan: &Plan, round: &Round, jobs: &mut [JobResult]) {
+        let mut groups: BTreeMap<String, Vec<Option<f64>>> = BTreeMap::new();
+        for j in &round.jobs {
+            if let Some(g) = &j.group {
+                let value = jobs
+                    .iter()
+                    .find(|r| r.job == j.id)
+                    .and_then(JobResult::main_value);
+                groups.entry(g.clone()).or_default().push(value);
+            }
+        }
+        let spec = plan.gate(Metric::RdmaBwBoth);
+        let expected = self.expected(plan, round);
+        for (g, vals) in groups {
+            let Some(vals) = vals.into_iter().collect::<Option<Vec<f64>>>() else {
+                continue;
+            };
+            let sum: f64 = vals.iter().sum();
+            let group_expected: Vec<f64> = round
+                .jobs
+                .iter()
+                .zip(&expected)
+                .filter(|(j, _)| j.group.as_deref() == Some(g.as_str()))
+                .filter_map(|(_, e)| *e)
+                .collect();
+            let exp = (!group_expected.is_empty()).then(|| group_expected.iter().sum());
+            let v = spec.judge(format!("{} {g}", ID.name()), &[sum], exp);
+            // on the group's last job
+            let last = round
+                .jobs
+                .iter()
+                .rev()
+                .find(|j| j.group.as_deref() == Some(g.as_str()))
+                .map(|j| j.id.clone());
+            if let Some(r) = jobs.iter_mut().find(|r| Some(&r.job) == last.as_ref()) {
+                r.verdicts.push(v);
+            }
+        }
+    }
+}

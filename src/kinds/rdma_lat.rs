@@ -1,0 +1,73 @@
+//! `rdma-lat`: ib_write_lat per link, 2-byte writes; t_typical against the hardware floor (a
+//! wrong device or a software path shows as microseconds too many).
+
+use minijinja::context;
+
+use super::{TestKind, mismatch};
+use crate::gate::classify::{self, Context};
+use crate::gate::judge::Verdict;
+use crate::gate::threshold::Metric;
+use crate::parse::{Parsed, Tool};
+use crate::plan::Plan;
+use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
+use crate::render::{RenderError, Renderer};
+use crate::schedule::stages::{per_link, selected_segments};
+use crate::schedule::{Job, KindId, Stage};
+
+pub const ID: KindId = KindId("rdma-lat");
+
+pub struct RdmaLat;
+
+impl TestKind for RdmaLat {
+    fn id(&self) -> KindId {
+        ID
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::IbWriteLat
+    }
+
+    fn stages(&self, plan: &Plan) -> Vec<Stage> {
+        match &plan.tests.rdma_lat {
+            Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],
+            None => Vec::new(),
+        }
+    }
+
+    fn commands(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        res: &Resolution,
+        job: &Job,
+        run_id: &str,
+    ) -> Result<JobCommands, RenderError> {
+        let Some(s) = &plan.tests.rdma_lat else {
+            return Err(RenderError {
+                name: job.id.clone(),
+                message: "the plan has no [tests.rdma-lat]".into(),
+            });
+        };
+        let t = PairTemplates {
+            server: "rdma-lat-server",
+            client: "rdma-lat-client",
+            timeout_s: s.timeout_s,
+            needs_device: true,
+        };
+        pair_commands(plan, renderer, res, job, run_id, &t, |end| {
+            context! {
+                tool => "ib_write_lat", device => end.device.value.clone(), gid_index => end.gid.value.clone(),
+                port => end.port, size_bytes => s.size_bytes, iterations => s.iterations,
+                netdev => end.netdev.value.clone(), local_ip => end.local_ip.to_string(),
+                server_ip => end.server_ip.to_string(), node => end.node,
+            }
+        })
+    }
+
+    fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
+        match parsed {
+            Parsed::PerftestLat(r) => classify::latency(&plan.gate(Metric::RdmaLat), r, ctx),
+            other => mismatch(ctx, other),
+        }
+    }
+}
