@@ -120,7 +120,17 @@ fn render_one_round(b: Bencher, n: usize) {
         round
             .jobs
             .iter()
-            .map(|j| fabricplan::kinds::commands(&plan, &renderer, &res, j, "<run-id>").is_ok())
+            .map(|j| {
+                fabricplan::kinds::commands(
+                    &plan,
+                    &renderer,
+                    &fabricplan::exec::launch::SshStyle,
+                    &res,
+                    j,
+                    "<run-id>",
+                )
+                .is_ok()
+            })
             .filter(|ok| *ok)
             .count()
     });
@@ -133,8 +143,15 @@ fn plan_json(b: Bencher, n: usize) {
     let fabric = Fabric::build(&plan);
     let schedule = fabricplan::kinds::schedule(&plan);
     b.bench(|| {
-        plan_view::write_json(&mut std::io::sink(), &plan, &fabric, &schedule, "<run-id>")
-            .expect("sink")
+        plan_view::write_json(
+            &mut std::io::sink(),
+            &plan,
+            &fabric,
+            &schedule,
+            &fabricplan::exec::launch::SshStyle,
+            "<run-id>",
+        )
+        .expect("sink")
     });
 }
 

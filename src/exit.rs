@@ -8,5 +8,8 @@ pub const FAIL: i32 = 1;
 pub const INVALID_PLAN: i32 = 2;
 /// Bad command-line usage (clap uses 2 as well).
 pub const USAGE: i32 = 2;
+/// The run directory could not be written completely (a disk full, a permission): the
+/// verdict was printed, but its evidence is not all there.
+pub const EVIDENCE: i32 = 3;
 /// Interrupted (Ctrl-C, SIGTERM): partial results were written.
 pub const INTERRUPTED: i32 = 130;

@@ -277,8 +277,8 @@ fn parse_unknown_tool_exits_2() {
     let o = fabricplan(&["parse", "ib_write_bandwidth", "/dev/null"]);
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("unknown tool `ib_write_bandwidth`"), "{err}");
-    assert!(err.contains("ib_write_bw"), "{err}");
+    assert!(err.contains("invalid value 'ib_write_bandwidth'"), "{err}");
+    assert!(err.contains("a similar value exists: 'ib_write_bw'"), "{err}");
 }
 
 #[test]

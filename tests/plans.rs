@@ -57,8 +57,15 @@ fn render_all(plan: &Plan) -> Vec<(Round, Vec<JobCommands>)> {
             .jobs
             .iter()
             .map(|j| {
-                fabricplan::kinds::commands(plan, &renderer, &res, j, "test-run")
-                    .unwrap_or_else(|e| panic!("{}: job {}: {e}", plan.name, j.id))
+                fabricplan::kinds::commands(
+                    plan,
+                    &renderer,
+                    &fabricplan::exec::launch::SshStyle,
+                    &res,
+                    j,
+                    "test-run",
+                )
+                .unwrap_or_else(|e| panic!("{}: job {}: {e}", plan.name, j.id))
             })
             .collect();
         out.push((round, cmds));
@@ -381,7 +388,15 @@ fn hostile_values_render_inert() {
     let mut checked = 0;
     for round in schedule.rounds(&plan, &fabric) {
         for job in &round.jobs {
-            let cmds = fabricplan::kinds::commands(&plan, &renderer, &res, job, &run_id).unwrap();
+            let cmds = fabricplan::kinds::commands(
+                &plan,
+                &renderer,
+                &fabricplan::exec::launch::SshStyle,
+                &res,
+                job,
+                &run_id,
+            )
+            .unwrap();
             assert!(
                 cmds.unresolved.is_empty(),
                 "pinned plan: {:?}",

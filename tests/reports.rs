@@ -108,9 +108,9 @@ async fn results() -> fabricplan::results::RunResults {
         &plan,
         &fabric,
         &schedule,
-        Arc::new(t),
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(Arc::new(t))),
         &opts,
-        &mut Evidence::none(),
+        &Evidence::none(),
         tx,
         cancel,
     )

@@ -112,9 +112,9 @@ async fn run_with_parallel(
         &plan,
         &fabric,
         &schedule,
-        t.clone(),
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
         &opts,
-        &mut Evidence::none(),
+        &Evidence::none(),
         tx,
         cancel,
     )
@@ -280,9 +280,9 @@ async fn interrupt_before_a_round_skips_it_and_exits_130() {
         &plan,
         &fabric,
         &schedule,
-        t.clone(),
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
         &opts,
-        &mut Evidence::none(),
+        &Evidence::none(),
         tx,
         cancel,
     )

@@ -47,9 +47,9 @@ async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
         plan,
         &fabric,
         &schedule,
-        t,
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
         &opts,
-        &mut Evidence::none(),
+        &Evidence::none(),
         tx,
         cancel,
     )

@@ -1,69 +1,94 @@
-//! The run directory: a copy of the plan, `results.jsonl` appended and flushed as each job
-//! finishes, and per job its commands, outputs and exit statuses. Nothing measured is lost.
+//! The run directory's raw evidence: a copy of the plan and, per job, every command's stdout and
+//! stderr and the servers' logs, so a person can check the tool's reading. A directory holds one
+//! run: creating evidence where another run left its own is refused. Write failures are kept
+//! and reported at the end of the run, never dropped.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use crate::results::JobResult;
+/// Why a run directory cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum EvidenceError {
+    #[error("`{}` already holds a run ({}): a run never writes into another run's evidence; choose another --out", .dir.display(), .found)]
+    Taken { dir: PathBuf, found: String },
+    #[error("cannot create the run directory `{}`: {source}", .dir.display())]
+    Io {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
 
 #[derive(Debug)]
 pub struct Evidence {
     pub dir: PathBuf,
-    jsonl: Option<File>,
+    enabled: bool,
+    errors: Mutex<Vec<String>>,
 }
 
+/// Files that mark a directory as a run's.
+const RUN_FILES: [&str; 4] = ["plan.toml", "results.jsonl", "results.json", "jobs"];
+
 impl Evidence {
-    /// Create the run directory and copy the plan into it.
-    pub fn create(dir: &Path, plan_text: &str) -> std::io::Result<Evidence> {
-        fs::create_dir_all(dir.join("jobs"))?;
-        fs::write(dir.join("plan.toml"), plan_text)?;
-        let jsonl = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("results.jsonl"))?;
+    /// Create the run directory (new, or existing and empty) and copy the plan into it.
+    pub fn create(dir: &Path, plan_text: &str) -> Result<Evidence, EvidenceError> {
+        let io = |source| EvidenceError::Io {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        if let Some(found) = RUN_FILES.iter().find(|f| dir.join(f).exists()) {
+            return Err(EvidenceError::Taken {
+                dir: dir.to_path_buf(),
+                found: (*found).to_string(),
+            });
+        }
+        fs::create_dir_all(dir.join("jobs")).map_err(io)?;
+        fs::write(dir.join("plan.toml"), plan_text).map_err(io)?;
         Ok(Evidence {
             dir: dir.to_path_buf(),
-            jsonl: Some(jsonl),
+            enabled: true,
+            errors: Mutex::new(Vec::new()),
         })
     }
 
-    /// A sink that writes nothing (tests, `--dry-run`).
+    /// Evidence that writes nothing (tests, `--dry-run`).
     pub fn none() -> Evidence {
         Evidence {
             dir: PathBuf::new(),
-            jsonl: None,
+            enabled: false,
+            errors: Mutex::new(Vec::new()),
         }
     }
 
-    /// Save one output of a job; returns the file name relative to the run directory.
+    /// Save one output of a job; returns the file name relative to the run directory. A failure
+    /// is kept for [`Evidence::errors`].
     pub fn save(&self, job: &str, name: &str, content: &str) -> Option<String> {
-        self.jsonl.as_ref()?;
+        if !self.enabled {
+            return None;
+        }
         let rel = format!("jobs/{job}/{name}");
         let path = self.dir.join(&rel);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).ok()?;
+        let written = path
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|()| fs::write(&path, content));
+        match written {
+            Ok(()) => Some(rel),
+            Err(e) => {
+                self.errors
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(format!("{}: {e}", path.display()));
+                None
+            }
         }
-        fs::write(&path, content).ok()?;
-        Some(rel)
     }
 
-    /// Append a finished job to results.jsonl and flush it to disk.
-    pub fn append(&mut self, job: &JobResult) {
-        if let Some(f) = self.jsonl.as_mut()
-            && let Ok(line) = serde_json::to_string(job)
-        {
-            let _ = writeln!(f, "{line}");
-            let _ = f.sync_data();
-        }
-    }
-
-    pub fn write(&self, name: &str, content: &[u8]) -> std::io::Result<()> {
-        if self.jsonl.is_none() {
-            return Ok(());
-        }
-        let tmp = self.dir.join(format!(".{name}.tmp"));
-        fs::write(&tmp, content)?;
-        fs::rename(tmp, self.dir.join(name))
+    /// What could not be written, in order.
+    pub fn errors(&self) -> Vec<String> {
+        self.errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }

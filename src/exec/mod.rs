@@ -4,8 +4,8 @@
 
 pub mod evidence;
 pub mod fake;
+pub mod launch;
 pub mod local;
-pub mod preflight;
 pub mod runner;
 pub mod setup;
 pub mod ssh;

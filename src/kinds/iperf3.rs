@@ -10,6 +10,7 @@ use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Plan;
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
+use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer};
 use crate::schedule::stages::{per_link, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
@@ -38,6 +39,7 @@ impl TestKind for Iperf3 {
         &self,
         plan: &Plan,
         renderer: &Renderer,
+        style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
         run_id: &str,
@@ -54,7 +56,7 @@ impl TestKind for Iperf3 {
             timeout_s: s.timeout_s,
             needs_device: false,
         };
-        pair_commands(plan, renderer, res, job, run_id, &t, |end| {
+        pair_commands(plan, renderer, style, res, job, run_id, &t, |end| {
             context! {
                 port => end.port, local_ip => end.local_ip.to_string(),
                 server_ip => end.server_ip.to_string(), duration_s => s.duration_s,

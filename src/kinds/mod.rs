@@ -19,6 +19,7 @@ use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Plan;
 use crate::render::job::{JobCommands, Resolution};
+use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer};
 use crate::results::JobResult;
 use crate::schedule::{Job, KindId, Round, Schedule, Stage};
@@ -37,10 +38,12 @@ pub trait TestKind: Sync {
     fn stages(&self, plan: &Plan) -> Vec<Stage>;
 
     /// The commands of one of its jobs.
+    #[allow(clippy::too_many_arguments)]
     fn commands(
         &self,
         plan: &Plan,
         renderer: &Renderer,
+        style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
         run_id: &str,
@@ -87,12 +90,13 @@ pub fn schedule(plan: &Plan) -> Schedule {
 pub fn commands(
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     res: &Resolution,
     job: &Job,
     run_id: &str,
 ) -> Result<JobCommands, RenderError> {
     match get(job.kind) {
-        Some(k) => k.commands(plan, renderer, res, job, run_id),
+        Some(k) => k.commands(plan, renderer, style, res, job, run_id),
         None => Err(RenderError {
             name: job.id.clone(),
             message: format!("no test kind `{}`", job.kind),

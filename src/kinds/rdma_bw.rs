@@ -11,6 +11,7 @@ use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
 use crate::plan::{BwTest, Plan, ScheduleKind};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
+use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer};
 use crate::schedule::stages::{all_pairs, declared, per_link, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
@@ -20,9 +21,11 @@ pub const ID: KindId = KindId("rdma-bw");
 pub struct RdmaBw;
 
 /// A perftest bandwidth pair of `section`, running `tool`: shared by the bandwidth kinds.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn perftest_bw_commands(
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     res: &Resolution,
     job: &Job,
     run_id: &str,
@@ -35,7 +38,7 @@ pub(super) fn perftest_bw_commands(
         timeout_s: section.timeout_s,
         needs_device: true,
     };
-    pair_commands(plan, renderer, res, job, run_id, &t, |end| {
+    pair_commands(plan, renderer, style, res, job, run_id, &t, |end| {
         context! {
             tool => tool, device => end.device.value.clone(), gid_index => end.gid.value.clone(),
             port => end.port, duration_s => section.duration_s, size_bytes => section.size_bytes,
@@ -71,6 +74,7 @@ impl TestKind for RdmaBw {
         &self,
         plan: &Plan,
         renderer: &Renderer,
+        style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
         run_id: &str,
@@ -81,7 +85,7 @@ impl TestKind for RdmaBw {
                 message: "the plan has no [tests.rdma-bw]".into(),
             });
         };
-        perftest_bw_commands(plan, renderer, res, job, run_id, t, "ib_write_bw")
+        perftest_bw_commands(plan, renderer, style, res, job, run_id, t, "ib_write_bw")
     }
 
     fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {

@@ -11,6 +11,7 @@ use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Plan;
 use crate::render::job::{JobCommands, Resolution};
+use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer};
 use crate::results::JobResult;
 use crate::schedule::stages::both_halves;
@@ -40,6 +41,7 @@ impl TestKind for RdmaBwBoth {
         &self,
         plan: &Plan,
         renderer: &Renderer,
+        style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
         run_id: &str,
@@ -50,7 +52,16 @@ impl TestKind for RdmaBwBoth {
                 message: "the plan has no [tests.rdma-bw-both]".into(),
             });
         };
-        super::rdma_bw::perftest_bw_commands(plan, renderer, res, job, run_id, t, "ib_write_bw")
+        super::rdma_bw::perftest_bw_commands(
+            plan,
+            renderer,
+            style,
+            res,
+            job,
+            run_id,
+            t,
+            "ib_write_bw",
+        )
     }
 
     fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {

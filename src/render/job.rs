@@ -10,7 +10,8 @@ use std::net::Ipv4Addr;
 use minijinja::Value;
 use serde::Serialize;
 
-use super::{NamePart, Placeholder, RenderError, Renderer, wrap};
+use super::launch::LaunchStyle;
+use super::{NamePart, Placeholder, RenderError, Renderer};
 use crate::plan::{Endpoint, NodeId, Plan};
 use crate::schedule::Job;
 
@@ -185,9 +186,11 @@ pub struct PairTemplates<'a> {
 
 /// Render a pair job: the server detached, then the client in the foreground, each with the
 /// context `context` builds for its end.
+#[allow(clippy::too_many_arguments)]
 pub fn pair_commands(
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     res: &Resolution,
     job: &Job,
     run_id: &str,
@@ -200,7 +203,6 @@ pub fn pair_commands(
             message: "not a client/server job".into(),
         });
     };
-    let dir = remote_dir(run_id);
     let mut unresolved = Vec::new();
     let mut steps = Vec::new();
     let server_ip = res
@@ -234,10 +236,11 @@ pub fn pair_commands(
             }
         }
         let command = renderer.render(tmpl, context(&end))?;
-        let env = &plan.node(endpoint.node).env;
         let script = match role {
-            Role::Server => wrap::detached(&dir, &job.id, t.timeout_s, env, &command),
-            _ => wrap::foreground(&dir, t.timeout_s, env, &command),
+            Role::Server => {
+                style.server(plan, endpoint.node, &job.id, run_id, t.timeout_s, &command)
+            }
+            _ => style.foreground(plan, endpoint.node, run_id, t.timeout_s, &command),
         };
         steps.push(Step {
             node: endpoint.node,

@@ -8,6 +8,7 @@
 //! variables their job provides.
 
 pub mod job;
+pub mod launch;
 mod quote;
 
 use std::collections::BTreeMap;

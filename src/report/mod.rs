@@ -1,8 +1,9 @@
-//! Reports: consumers of plans and results that produce text or bytes. Only the terminal
-//! reporter prints; the others return what the caller writes.
+//! Reports: consumers of plans and results that produce text or bytes. The run's sinks (the
+//! run directory's files) consume its events; only the terminal reporter prints.
 
 pub mod detect;
-pub mod junit;
-pub mod markdown;
 pub mod plan_view;
+pub mod sink;
 pub mod terminal;
+
+pub use sink::{junit, summary as markdown};

@@ -9,6 +9,7 @@ use crate::kinds;
 use crate::plan::Plan;
 use crate::render::Renderer;
 use crate::render::job::{JobCommands, Resolution};
+use crate::render::launch::LaunchStyle;
 use crate::schedule::{Job, Round, Schedule, isl_load};
 use crate::topology::Fabric;
 
@@ -32,12 +33,13 @@ pub struct JobView<'a> {
 fn job_view<'a>(
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     res: &Resolution,
     job: &'a Job,
     expected: Option<f64>,
     run_id: &str,
 ) -> JobView<'a> {
-    let (commands, error) = match kinds::commands(plan, renderer, res, job, run_id) {
+    let (commands, error) = match kinds::commands(plan, renderer, style, res, job, run_id) {
         Ok(c) => (Some(c), None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -81,6 +83,7 @@ pub fn write_text(
     plan: &Plan,
     fabric: &Fabric,
     schedule: &Schedule,
+    style: &dyn LaunchStyle,
     run_id: &str,
 ) -> io::Result<()> {
     let renderer = Renderer::new(&plan.templates);
@@ -142,7 +145,16 @@ pub fn write_text(
         }
     }
     for round in schedule.rounds(plan, fabric) {
-        write_round_text(w, plan, &renderer, &res, &round, schedule.len(), run_id)?;
+        write_round_text(
+            w,
+            plan,
+            &renderer,
+            style,
+            &res,
+            &round,
+            schedule.len(),
+            run_id,
+        )?;
     }
     Ok(())
 }
@@ -152,6 +164,7 @@ fn write_round_text(
     w: &mut dyn Write,
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     res: &Resolution,
     round: &Round,
     total: usize,
@@ -185,7 +198,7 @@ fn write_round_text(
         .jobs
         .iter()
         .zip(&expected)
-        .map(|(j, e)| job_view(plan, renderer, res, j, *e, run_id))
+        .map(|(j, e)| job_view(plan, renderer, style, res, j, *e, run_id))
         .collect();
     for v in &views {
         let exp = v
@@ -256,6 +269,7 @@ pub fn write_json(
     plan: &Plan,
     fabric: &Fabric,
     schedule: &Schedule,
+    style: &dyn LaunchStyle,
     run_id: &str,
 ) -> io::Result<()> {
     let renderer = Renderer::new(&plan.templates);
@@ -278,7 +292,7 @@ pub fn write_json(
             .jobs
             .iter()
             .zip(&expected)
-            .map(|(j, e)| job_view(plan, &renderer, &res, j, *e, run_id))
+            .map(|(j, e)| job_view(plan, &renderer, style, &res, j, *e, run_id))
             .collect();
         #[derive(Serialize)]
         struct RoundView<'a> {

@@ -1,11 +1,13 @@
-//! The terminal reporter: progress while a run goes (indicatif, hidden off a tty and under CI),
-//! then the verdict table and one summary line. With the CLI, the only code that prints.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+//! The terminal reporter: a sink of the run's events. Progress while a run goes (indicatif on
+//! stderr, hidden off a tty and under CI), then the verdict table and one summary line on its
+//! output. With the CLI, the only code that prints.
+#![allow(clippy::print_stderr)]
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::sink::Sink;
 use crate::exec::runner::Event;
 use crate::gate::judge::Outcome;
 use crate::results::RunResults;
@@ -14,10 +16,20 @@ use crate::text::inert;
 pub struct Terminal {
     bar: ProgressBar,
     color: bool,
+    out: Box<dyn Write + Send>,
+    run_dir: String,
+    width: usize,
 }
 
 impl Terminal {
-    pub fn new(simulated: bool) -> Terminal {
+    /// The reporter of a run whose evidence goes to `run_dir`, writing its table to `out`, lines
+    /// wrapped to `width`.
+    pub fn new(
+        simulated: bool,
+        out: Box<dyn Write + Send>,
+        run_dir: String,
+        width: usize,
+    ) -> Terminal {
         let tty = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
         let bar = ProgressBar::new(0);
         bar.set_draw_target(if tty {
@@ -38,10 +50,13 @@ impl Terminal {
         Terminal {
             bar,
             color: std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+            out,
+            run_dir,
+            width,
         }
     }
 
-    pub fn event(&self, e: &Event) {
+    fn progress(&self, e: &Event) {
         match e {
             Event::Discovered { node, ok, detail } => {
                 let line = format!(
@@ -83,6 +98,7 @@ impl Terminal {
                     .println(format!("  {worst:<4} {}{val}", inert(&j.label)));
             }
             Event::RoundDone(r) => self.bar.set_position(r.index as u64 + 1),
+            Event::Finished(_) => self.bar.finish_and_clear(),
         }
     }
 
@@ -99,8 +115,9 @@ impl Terminal {
         format!("\x1b[{code}m{s}\x1b[0m")
     }
 
-    pub fn finish(&self, r: &RunResults, run_dir: &str) {
-        self.bar.finish_and_clear();
+    fn finish(&mut self, r: &RunResults) -> io::Result<()> {
+        let run_dir = self.run_dir.clone();
+        let _ = self.width;
         let w = r
             .verdicts()
             .map(|v| v.gate.chars().count())
@@ -114,20 +131,22 @@ impl Terminal {
             .max()
             .unwrap_or(9)
             .max(9);
-        println!();
+        writeln!(self.out)?;
         if r.simulated {
-            println!(
+            writeln!(
+                self.out,
                 "SIMULATED FABRIC (--sim): a model of the plan, not a measurement of hardware"
-            );
+            )?;
         }
-        println!(
+        writeln!(
+            self.out,
             "{:<w$} {:<5} {:>14}  {:<tw$} trap and fix",
             "gate",
             "",
             "measured",
             "threshold",
             w = w
-        );
+        )?;
         for v in r.verdicts() {
             let measured = v
                 .measured
@@ -137,7 +156,8 @@ impl Terminal {
                 (Some(t), Some(f)) => format!("{t}: {f}"),
                 _ => v.detail.clone(),
             };
-            println!(
+            writeln!(
+                self.out,
                 "{:<w$} {:<5} {:>14}  {:<tw$} {}",
                 inert(&v.gate),
                 self.paint(v.outcome),
@@ -145,19 +165,20 @@ impl Terminal {
                 inert(&v.threshold),
                 inert(&trap),
                 w = w
-            );
+            )?;
         }
         for j in r.jobs.iter().filter(|j| j.verdicts.is_empty()) {
-            println!(
+            writeln!(
+                self.out,
                 "{:<w$} SKIP  {}",
                 inert(&format!("{} {}", j.kind, j.label)),
                 inert(j.reason.as_deref().unwrap_or_default()),
                 w = w
-            );
+            )?;
         }
-        println!();
+        writeln!(self.out)?;
         if !run_dir.is_empty() {
-            println!("evidence: {run_dir}");
+            writeln!(self.out, "evidence: {run_dir}")?;
         }
         let line = if r.interrupted {
             format!("INTERRUPTED: {}", r.summary.verdict)
@@ -177,9 +198,53 @@ impl Terminal {
             } else {
                 32
             };
-            println!("\x1b[1;{code}m{line}\x1b[0m");
+            writeln!(self.out, "\x1b[1;{code}m{line}\x1b[0m")?;
         } else {
-            println!("{line}");
+            writeln!(self.out, "{line}")?;
         }
+        Ok(())
+    }
+}
+
+impl Sink for Terminal {
+    fn name(&self) -> String {
+        "the terminal".into()
+    }
+
+    fn event(&mut self, e: &Event) -> io::Result<()> {
+        self.progress(e);
+        match e {
+            Event::Finished(r) => {
+                self.finish(r)?;
+                self.out.flush()
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `--format json`: the run's results on stdout when it ends.
+pub struct JsonStdout {
+    out: Box<dyn Write + Send>,
+}
+
+impl JsonStdout {
+    pub fn new(out: Box<dyn Write + Send>) -> JsonStdout {
+        JsonStdout { out }
+    }
+}
+
+impl Sink for JsonStdout {
+    fn name(&self) -> String {
+        "stdout".into()
+    }
+
+    fn event(&mut self, e: &Event) -> io::Result<()> {
+        let Event::Finished(r) = e else {
+            return Ok(());
+        };
+        serde_json::to_writer_pretty(&mut self.out, r.as_ref()).map_err(io::Error::other)?;
+        writeln!(self.out)?;
+        self.out.flush()
     }
 }

@@ -12,7 +12,8 @@ use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
 use crate::plan::{NodeId, Plan};
-use crate::render::job::{JobCommands, Resolution, Step, remote_dir};
+use crate::render::job::{JobCommands, Resolution, Step};
+use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer};
 use crate::schedule::{Job, KindId, Ranks, Stage};
 
@@ -35,10 +36,11 @@ pub struct LaunchCheck {
 pub fn launch_check(
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     test: usize,
     run_id: &str,
 ) -> Result<LaunchCheck, RenderError> {
-    let (step, ranks) = render::mpi_hostname(plan, renderer, test, run_id)?;
+    let (step, ranks) = render::mpi_hostname(plan, renderer, style, test, run_id)?;
     Ok(LaunchCheck { test, step, ranks })
 }
 
@@ -96,6 +98,7 @@ impl TestKind for Nccl {
         &self,
         plan: &Plan,
         renderer: &Renderer,
+        style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
         run_id: &str,
@@ -112,7 +115,7 @@ impl TestKind for Nccl {
                 message: format!("no NCCL test {test} in the plan"),
             });
         }
-        render::nccl_commands(plan, renderer, res, job, test, &remote_dir(run_id))
+        render::nccl_commands(plan, renderer, style, res, job, test, run_id)
     }
 
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {

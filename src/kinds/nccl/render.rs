@@ -8,8 +8,9 @@ use std::net::Ipv4Addr;
 use minijinja::{Value, context};
 
 use crate::plan::{CableKind, Endpoint, NodeId, Plan};
-use crate::render::job::{JobCommands, Rank, Resolution, Role, Step, Val, known_or, remote_dir};
-use crate::render::{NamePart, RenderError, Renderer, name_list, wrap};
+use crate::render::job::{JobCommands, Rank, Resolution, Role, Step, Val, known_or};
+use crate::render::launch::{LaunchStyle, MpiApp, MpiLaunch};
+use crate::render::{NamePart, RenderError, Renderer, name_list};
 use crate::schedule::Job;
 
 /// An environment value for the NCCL launch: data from the plan (always quoted), or names the
@@ -81,51 +82,67 @@ fn rank_address(
         .map(|m| m.address)
 }
 
-/// The preflight launch check of NCCL test `ti`: mpirun on the first rank's host starts
-/// `hostname` on every rank over the fabric subnets. Returns the step and the rank count.
+/// The preflight launch check of NCCL test `ti`: the launcher starts `hostname` on every rank
+/// over the fabric subnets. Returns the step and the rank count.
 pub fn mpi_hostname(
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     ti: usize,
     run_id: &str,
 ) -> Result<(Step, usize), RenderError> {
     let t = &plan.tests.nccl[ti];
     let segs = nccl_segments(plan, t);
-    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
-    let hosts: Vec<String> = t
+    let first = t.nodes.first().copied().unwrap_or(NodeId(0));
+    let ranks: Vec<(NodeId, Ipv4Addr)> = t
         .nodes
         .iter()
-        .filter_map(|n| rank_address(&segs, *n, launcher))
-        .map(|a| a.to_string())
+        .filter_map(|n| rank_address(&segs, *n, first).map(|a| (*n, a)))
         .collect();
     let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
     subnets.dedup();
-    let command = renderer.render(
-        "mpi-hostname",
-        context! { hosts => hosts.clone(), subnets => subnets },
-    )?;
-    let script = wrap::foreground(&remote_dir(run_id), 60, &plan.node(launcher).env, &command);
+    let hosts: Vec<String> = ranks.iter().map(|(_, a)| a.to_string()).collect();
+    let launch = MpiLaunch {
+        first,
+        apps: vec![MpiApp {
+            nodes: ranks.iter().map(|(n, _)| *n).collect(),
+            hosts: ranks.iter().map(|(_, a)| *a).collect(),
+            env: Value::from(BTreeMap::<String, Value>::new()),
+            binary: "hostname".into(),
+        }],
+        subnets: subnets.clone(),
+        args: Vec::new(),
+        template: "mpi-hostname",
+        vars: context! { hosts => hosts, subnets => subnets },
+        timeout_s: LAUNCH_CHECK_TIMEOUT_S,
+    };
+    let w = style.mpi(plan, renderer, &launch, run_id)?;
     Ok((
         Step {
-            node: launcher,
-            host: plan.node(launcher).name.clone(),
+            node: w.node,
+            host: plan.node(w.node).name.clone(),
             role: Role::Launcher,
-            command,
-            script,
-            timeout_s: 60,
+            command: w.command,
+            script: w.script,
+            timeout_s: LAUNCH_CHECK_TIMEOUT_S,
         },
-        hosts.len(),
+        ranks.len(),
     ))
 }
 
-/// The mpirun launch of NCCL test `ti` as `job`.
+/// How long the launch check may take on the launching node.
+pub const LAUNCH_CHECK_TIMEOUT_S: u32 = 60;
+
+/// The MPI launch of NCCL test `ti` as `job`.
+#[allow(clippy::too_many_arguments)]
 pub fn nccl_commands(
     plan: &Plan,
     renderer: &Renderer,
+    style: &dyn LaunchStyle,
     res: &Resolution,
     job: &Job,
     ti: usize,
-    dir: &str,
+    run_id: &str,
 ) -> Result<JobCommands, RenderError> {
     let t = &plan.tests.nccl[ti];
     let mut unresolved = Vec::new();
@@ -264,7 +281,7 @@ pub fn nccl_commands(
             binary_of(r.node) != binary_of(ranks[0].node)
                 || node_env(r.node) != node_env(ranks[0].node)
         });
-    let apps: Vec<Value> = if per_rank {
+    let apps: Vec<MpiApp> = if per_rank {
         let mut apps = Vec::new();
         for (r, g) in ranks.iter().zip(&gids) {
             let mut e = env.clone();
@@ -274,7 +291,12 @@ pub fn nccl_commands(
             {
                 e.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
             }
-            apps.push(context! { np => 1, hosts => vec![r.address.to_string()], env => env_value(&e)?, binary => binary_of(r.node) });
+            apps.push(MpiApp {
+                nodes: vec![r.node],
+                hosts: vec![r.address],
+                env: env_value(&e)?,
+                binary: binary_of(r.node),
+            });
         }
         apps
     } else {
@@ -282,18 +304,27 @@ pub fn nccl_commands(
         if let Some(r) = ranks.first() {
             e.extend(node_env(r.node));
         }
-        vec![context! {
-            np => ranks.len(),
-            hosts => ranks.iter().map(|r| r.address.to_string()).collect::<Vec<_>>(),
-            env => env_value(&e)?,
-            binary => binary_of(ranks[0].node),
+        vec![MpiApp {
+            nodes: ranks.iter().map(|r| r.node).collect(),
+            hosts: ranks.iter().map(|r| r.address).collect(),
+            env: env_value(&e)?,
+            binary: binary_of(ranks[0].node),
         }]
     };
     let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
     subnets.dedup();
-    let ctx = context! {
-        apps => apps,
-        subnets => subnets,
+    let args: Vec<String> = [
+        ("-b", t.min_bytes.clone()),
+        ("-e", t.max_bytes.clone()),
+        ("-f", t.step_factor.to_string()),
+        ("-g", "1".to_string()),
+        ("-w", t.warmup.to_string()),
+        ("-n", t.iterations.to_string()),
+    ]
+    .into_iter()
+    .flat_map(|(f, v)| [f.to_string(), v])
+    .collect();
+    let vars = context! {
         binary => binary_of(ranks.first().map(|r| r.node).unwrap_or(NodeId(0))),
         min_bytes => t.min_bytes.clone(), max_bytes => t.max_bytes.clone(),
         step_factor => t.step_factor, warmup => t.warmup, iterations => t.iterations,
@@ -301,9 +332,17 @@ pub fn nccl_commands(
         hosts => ranks.iter().map(|r| r.address.to_string()).collect::<Vec<_>>(),
         env => env_value(&env)?,
     };
-    let command = renderer.render("nccl", ctx)?;
-    let launcher = ranks.first().map(|r| r.node).unwrap_or(NodeId(0));
-    let script = wrap::foreground(dir, t.timeout_s, &plan.node(launcher).env, &command);
+    let launch = MpiLaunch {
+        first: ranks.first().map(|r| r.node).unwrap_or(NodeId(0)),
+        apps,
+        subnets,
+        args,
+        template: "nccl",
+        vars,
+        timeout_s: t.timeout_s,
+    };
+    let w = style.mpi(plan, renderer, &launch, run_id)?;
+    let (launcher, command, script) = (w.node, w.command, w.script);
     unresolved.sort();
     unresolved.dedup();
     Ok(JobCommands {
@@ -364,10 +403,11 @@ collective = "all_reduce"
         nccl_commands(
             &plan,
             &Renderer::new(&BTreeMap::new()),
+            &crate::exec::launch::SshStyle,
             &res,
             &round.jobs[0],
             0,
-            &remote_dir("r"),
+            "r",
         )
         .unwrap()
     }
@@ -447,10 +487,11 @@ env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c
         let c = nccl_commands(
             &plan,
             &Renderer::new(&BTreeMap::new()),
+            &crate::exec::launch::SshStyle,
             &res,
             &round.jobs[0],
             0,
-            &remote_dir("r"),
+            "r",
         )
         .unwrap();
         let cmd = &c.steps[0].command;

@@ -2,6 +2,11 @@
 
 use std::collections::BTreeSet;
 
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{Sink, write_atomic};
+use crate::exec::runner::Event;
 use crate::results::RunResults;
 use crate::text::inert;
 
@@ -87,6 +92,32 @@ pub fn render(r: &RunResults) -> String {
         ));
     }
     s
+}
+
+/// `summary.md` in the run directory.
+pub struct SummarySink {
+    dir: PathBuf,
+}
+
+impl SummarySink {
+    pub fn new(dir: &Path) -> SummarySink {
+        SummarySink {
+            dir: dir.to_path_buf(),
+        }
+    }
+}
+
+impl Sink for SummarySink {
+    fn name(&self) -> String {
+        self.dir.join("summary.md").display().to_string()
+    }
+
+    fn event(&mut self, e: &Event) -> io::Result<()> {
+        let Event::Finished(r) = e else {
+            return Ok(());
+        };
+        write_atomic(&self.dir, "summary.md", render(r).as_bytes()).map(|_| ())
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures::future::join_all;
 
-use super::runner::{Ctx, Event, SHORT};
+use super::ctx::{Ctx, Event, SHORT};
 use crate::discover::checks;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
@@ -27,7 +27,14 @@ pub(crate) fn launch_checks(ctx: &Ctx<'_>, needed: &[NodeId]) -> Vec<LaunchCheck
                 .all(|n| needed.contains(n))
         })
         .filter_map(|i| {
-            crate::kinds::launch_check(ctx.plan, &ctx.renderer, i, &ctx.opts.run_id).ok()
+            crate::kinds::launch_check(
+                ctx.plan,
+                &ctx.renderer,
+                ctx.launcher.style(),
+                i,
+                &ctx.opts.run_id,
+            )
+            .ok()
         })
         .collect()
 }
@@ -39,11 +46,8 @@ pub(crate) type LaunchAnswers =
 /// Start the launch checks, all at once, on their own task: they run while the hosts are probed
 /// and then pinged (an mpirun start takes longer than both), and [`preflight`] collects them.
 /// A handful of commands, one per NCCL test: outside the run's command cap.
-pub(crate) fn start_launch_checks(
-    ctx: &Ctx<'_>,
-    transport: std::sync::Arc<dyn crate::exec::Transport>,
-    checks: &[LaunchCheck],
-) -> LaunchAnswers {
+pub(crate) fn start_launch_checks(ctx: &Ctx<'_>, checks: &[LaunchCheck]) -> LaunchAnswers {
+    let launcher = ctx.launcher.clone();
     let work: Vec<(crate::plan::Node, String, std::time::Duration)> = checks
         .iter()
         .map(|c| {
@@ -57,7 +61,7 @@ pub(crate) fn start_launch_checks(
     tokio::spawn(async move {
         join_all(
             work.iter()
-                .map(|(node, script, timeout)| transport.exec(node, script, *timeout)),
+                .map(|(node, script, timeout)| launcher.exec(node, script, *timeout)),
         )
         .await
     })

@@ -3,6 +3,11 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{Sink, write_atomic};
+use crate::exec::runner::Event;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::results::RunResults;
 
@@ -85,4 +90,30 @@ pub fn render(r: &RunResults) -> String {
         report.add_test_suite(s);
     }
     report.to_string().unwrap_or_default()
+}
+
+/// `junit.xml` in the run directory.
+pub struct JunitSink {
+    dir: PathBuf,
+}
+
+impl JunitSink {
+    pub fn new(dir: &Path) -> JunitSink {
+        JunitSink {
+            dir: dir.to_path_buf(),
+        }
+    }
+}
+
+impl Sink for JunitSink {
+    fn name(&self) -> String {
+        self.dir.join("junit.xml").display().to_string()
+    }
+
+    fn event(&mut self, e: &Event) -> io::Result<()> {
+        let Event::Finished(r) = e else {
+            return Ok(());
+        };
+        write_atomic(&self.dir, "junit.xml", render(r).as_bytes()).map(|_| ())
+    }
 }

@@ -1,0 +1,110 @@
+//! `fabricplan detect [PLAN] [--host H]...`: discovery alone, read-only, with the same probe
+//! and resolution a run uses.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::hosts::HostArgs;
+use super::{Format, Stdout, load_or_report, runtime};
+use crate::exec::launch::{Launcher, SshLauncher};
+use crate::exec::runner::discovery;
+use crate::exit;
+use crate::plan::{Node, NodeId};
+use crate::report::detect::NodeReport;
+
+#[derive(Debug, Clone, Args)]
+pub struct DetectArgs {
+    /// A plan (its nodes and planned halves); or use --host.
+    pub plan: Option<PathBuf>,
+    /// A host to probe without a plan (ssh_config alias or address; repeatable).
+    #[arg(long)]
+    pub host: Vec<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Probes in flight at once.
+    #[arg(long, default_value_t = 32)]
+    pub max_parallel: usize,
+    #[command(flatten)]
+    pub hosts: HostArgs,
+}
+
+pub fn run(args: DetectArgs) -> i32 {
+    let loaded = match &args.plan {
+        Some(p) => match load_or_report(p) {
+            Some(l) => Some(l),
+            None => return exit::INVALID_PLAN,
+        },
+        None => None,
+    };
+    let plan = loaded.as_ref().map(|l| &l.plan);
+    let nodes: Vec<Node> = match plan {
+        Some(p) => p.nodes.clone(),
+        None if args.host.is_empty() => {
+            eprintln!("error: give a plan or at least one --host");
+            return exit::USAGE;
+        }
+        None => args
+            .host
+            .iter()
+            .enumerate()
+            .map(|(i, h)| Node::alias(NodeId(i), h))
+            .collect(),
+    };
+    let transport = match args.hosts.transport(plan) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let launcher: Arc<dyn Launcher> = Arc::new(SshLauncher::new(transport));
+    let Some(rt) = runtime() else {
+        return exit::FAIL;
+    };
+    let found = rt.block_on(async {
+        let refs: Vec<&Node> = nodes.iter().collect();
+        let r = discovery::probe(launcher.as_ref(), &refs, args.max_parallel).await;
+        launcher.close().await;
+        r
+    });
+    let reports: Vec<NodeReport> = nodes
+        .iter()
+        .zip(found)
+        .map(|(n, out)| match out {
+            Ok(probe) => NodeReport {
+                node: n.name.clone(),
+                reachable: true,
+                error: None,
+                halves: plan
+                    .map(|p| crate::discover::resolve_node(p, n.id, &probe))
+                    .unwrap_or_default(),
+                probe: Some(probe),
+            },
+            Err(e) => NodeReport {
+                node: n.name.clone(),
+                reachable: false,
+                error: Some(e.to_string()),
+                probe: None,
+                halves: Vec::new(),
+            },
+        })
+        .collect();
+    let mut out = Stdout::new();
+    if args.hosts.sim && args.format == Format::Text {
+        out.write("SIMULATED FABRIC (--sim): a model of the plan, not a reading of hardware\n\n");
+    }
+    match args.format {
+        Format::Text => out.write(&crate::report::detect::render(&reports)),
+        Format::Json => out.write(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&reports).unwrap_or_default()
+        )),
+    }
+    if reports.iter().all(|r| r.reachable) {
+        exit::OK
+    } else {
+        exit::FAIL
+    }
+}

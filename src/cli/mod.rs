@@ -1,0 +1,226 @@
+//! The command line: one file per command, each parsing nothing (clap did) and returning its
+//! exit code. With the terminal reporter, the only code that prints; stdout going away (a closed
+//! pipe) ends the printing quietly and the command still exits with its own code.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod detect;
+mod graph;
+mod hosts;
+mod parse;
+mod plan;
+mod run;
+mod schema;
+mod validate;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::plan::{self as plan_mod, LoadError};
+
+pub use run::{RunArgs, execute};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "fabricplan",
+    version,
+    about = "Prove a RoCE/RDMA GPU fabric is healthy before trusting it with a workload"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum GraphFormat {
+    Dot,
+    Mermaid,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check plans: TOML syntax and every semantic problem, with diagnostics. Exit 2 on error.
+    Validate {
+        #[arg(required = true)]
+        plans: Vec<PathBuf>,
+    },
+    /// Print the plan's JSON Schema (draft-07).
+    Schema,
+    /// Dry run: the rounds, jobs and exact command lines each host would run. Runs nothing.
+    Plan {
+        plan: PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Print the fabric graph.
+    Graph {
+        plan: PathBuf,
+        #[arg(long, value_enum, default_value = "dot")]
+        format: GraphFormat,
+    },
+    /// Run the plan: discovery, preflight, every round, verdict. Exit 0 green or warnings, 1 any
+    /// FAIL or a job that could not measure, 2 invalid plan or usage, 3 the run directory could
+    /// not be written completely, 130 interrupted.
+    Run(RunArgs),
+    /// Discover each node's RDMA devices (read-only): state, netdev, IPv4, MTU, GID index; and
+    /// the exact `ip addr add` to run where a planned half has no address. Runs nothing else.
+    Detect(detect::DetectArgs),
+    /// Read a saved tool output (FILE or stdin) and print what fabricplan reads in it. Exit 0
+    /// when the output was read (even an error the tool reported), 1 when nothing in it is
+    /// recognisable or it is empty, 2 when it cannot be read.
+    Parse {
+        tool: crate::parse::Tool,
+        file: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
+
+/// Run the CLI; returns the process exit code.
+pub fn run(cli: Cli) -> i32 {
+    match cli.command {
+        Command::Validate { plans } => validate::run(&plans),
+        Command::Schema => schema::run(),
+        Command::Plan { plan, format } => plan::run(&plan, format),
+        Command::Graph { plan, format } => graph::run(&plan, format),
+        Command::Run(args) => run::run(args),
+        Command::Detect(args) => detect::run(args),
+        Command::Parse { tool, file, format } => parse::run(tool, file.as_deref(), format),
+    }
+}
+
+/// Colour on stderr (diagnostics), unless NO_COLOR or not a terminal.
+fn color() -> bool {
+    std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+}
+
+/// The terminal's width, measured (stdout, else stderr); 100 when neither is a terminal.
+pub fn width() -> usize {
+    terminal_size::terminal_size_of(std::io::stdout())
+        .or_else(|| terminal_size::terminal_size_of(std::io::stderr()))
+        .map(|(w, _)| usize::from(w.0))
+        .filter(|w| *w >= 40)
+        .unwrap_or(100)
+}
+
+/// Load a plan, printing diagnostics; `None` means exit 2.
+pub fn load_or_report(path: &Path) -> Option<plan_mod::Loaded> {
+    match plan_mod::load(path) {
+        Ok(l) => {
+            if !l.warnings.problems.is_empty() {
+                eprint!("{}", l.warnings.render(color(), width()));
+            }
+            Some(l)
+        }
+        Err(LoadError::Io { path, source }) => {
+            eprintln!("error: cannot read plan `{}`: {source}", path.display());
+            None
+        }
+        Err(LoadError::Invalid(d)) => {
+            eprint!("{}", d.render(color(), width()));
+            eprintln!(
+                "error: plan `{}` is invalid: {} error(s), {} warning(s)",
+                d.path,
+                d.errors(),
+                d.warnings()
+            );
+            None
+        }
+    }
+}
+
+/// Stdout for a command's output: a closed pipe (`| head -1`) ends the writing, quietly; any
+/// other error is said once on stderr.
+pub struct Stdout {
+    out: std::io::BufWriter<std::io::Stdout>,
+    closed: bool,
+}
+
+impl Default for Stdout {
+    fn default() -> Self {
+        Stdout::new()
+    }
+}
+
+impl Stdout {
+    pub fn new() -> Stdout {
+        Stdout {
+            out: std::io::BufWriter::new(std::io::stdout()),
+            closed: false,
+        }
+    }
+
+    /// Write `text` (nothing once the reader is gone).
+    pub fn write(&mut self, text: &str) {
+        if self.closed {
+            return;
+        }
+        if let Err(e) = self.out.write_all(text.as_bytes()) {
+            self.fail(e);
+        }
+    }
+
+    /// Flush what is buffered.
+    pub fn flush(&mut self) {
+        if self.closed {
+            return;
+        }
+        if let Err(e) = self.out.flush() {
+            self.fail(e);
+        }
+    }
+
+    fn fail(&mut self, e: std::io::Error) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: cannot write to stdout: {e}");
+        }
+        self.closed = true;
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        match self.out.write_all(buf) {
+            Ok(()) => Ok(buf.len()),
+            Err(e) => {
+                self.fail(e);
+                Ok(buf.len())
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Stdout::flush(self);
+        Ok(())
+    }
+}
+
+impl Drop for Stdout {
+    fn drop(&mut self) {
+        Stdout::flush(self);
+    }
+}
+
+/// The runtime for the commands that reach hosts; `None` (said on stderr) when it cannot start.
+fn runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            None
+        }
+    }
+}

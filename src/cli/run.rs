@@ -1,0 +1,205 @@
+//! `fabricplan run PLAN`: discovery, preflight, every round, the verdict; the run directory's
+//! sinks and the terminal fed by the runner's events.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::hosts::HostArgs;
+use super::{Format, Stdout, load_or_report, runtime};
+use crate::exec::Transport;
+use crate::exec::evidence::Evidence;
+use crate::exec::launch::{Launcher, SshLauncher};
+use crate::exec::runner::{self, Event, RunOptions};
+use crate::exit;
+use crate::plan::Plan;
+use crate::report::sink::{self, Sink, Sinks};
+use crate::report::terminal::{JsonStdout, Terminal};
+use crate::topology::Fabric;
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    pub plan: PathBuf,
+    /// Only jobs matching: a test kind, node, link, cable, round or NCCL test name (repeatable).
+    #[arg(long)]
+    pub only: Vec<String>,
+    /// Skip jobs matching (repeatable).
+    #[arg(long)]
+    pub skip: Vec<String>,
+    /// Print what would run and stop (same as `fabricplan plan`).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run directory (default runs/<plan>/<UTC timestamp>/); it must not hold another run.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Run the plan's setup stage first (installs packages: not read-only).
+    #[arg(long)]
+    pub setup: bool,
+    /// Commands in flight at once.
+    #[arg(long, default_value_t = 32)]
+    pub max_parallel: usize,
+    #[command(flatten)]
+    pub hosts: HostArgs,
+}
+
+pub fn run(args: RunArgs) -> i32 {
+    let Some(l) = load_or_report(&args.plan) else {
+        return exit::INVALID_PLAN;
+    };
+    if args.dry_run {
+        return super::plan::run(&args.plan, args.format);
+    }
+    if args.setup && l.plan.setup.is_none() {
+        eprintln!("error: --setup given but the plan declares no [setup] stage");
+        return exit::USAGE;
+    }
+    let transport = match args.hosts.transport(Some(&l.plan)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    execute(&l.plan, transport, &args)
+}
+
+/// `runs/<plan>/<stamp>`, or `<stamp>-2`, `-3`... when a run of the same second is there.
+fn default_dir(plan: &str, stamp: &str) -> PathBuf {
+    let base = PathBuf::from("runs").join(plan);
+    let mut dir = base.join(stamp);
+    let mut n = 2;
+    while dir.exists() {
+        dir = base.join(format!("{stamp}-{n}"));
+        n += 1;
+    }
+    dir
+}
+
+fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = secs / 86400;
+    let (h, m, s) = ((secs % 86400) / 3600, (secs % 3600) / 60, secs % 60);
+    // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)
+    let z = days as i64 + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{y:04}{mo:02}{d:02}T{h:02}{m:02}{s:02}Z")
+}
+
+/// Ctrl-C or SIGTERM: stop launching, clean up what started, write partial results.
+fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let terminated = async {
+            match term.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminated => {}
+        }
+        let _ = cancel.send(true);
+    });
+}
+
+/// Run a plan with a transport; prints progress and the verdict; returns the exit code.
+pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i32 {
+    let stamp = utc_stamp();
+    let run_id = format!("{}-{stamp}", plan.name);
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&plan.name, &stamp));
+    let evidence = match Evidence::create(&dir, &plan.text) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let fabric = Fabric::build(plan);
+    let schedule = crate::kinds::schedule(plan);
+    let opts = RunOptions {
+        run_id,
+        only: args.only.clone(),
+        skip: args.skip.clone(),
+        max_parallel: args.max_parallel,
+    };
+    let Some(rt) = runtime() else {
+        return exit::FAIL;
+    };
+    let mut sinks = Sinks::new(sink::run_directory(&dir));
+    let front: Box<dyn Sink> = match args.format {
+        Format::Text => Box::new(Terminal::new(
+            transport.simulated(),
+            Box::new(Stdout::new()),
+            dir.display().to_string(),
+            super::width(),
+        )),
+        Format::Json => Box::new(JsonStdout::new(Box::new(Stdout::new()))),
+    };
+    sinks.push(front);
+    let launcher: Arc<dyn Launcher> = Arc::new(SshLauncher::new(transport.clone()));
+    let results = rt.block_on(async {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        on_interrupt(cancel_tx);
+        let printer = async {
+            while let Some(e) = rx.recv().await {
+                sinks.event(&e);
+            }
+        };
+        let work = async {
+            // the setup stage changes hosts: only with --setup, before anything is measured
+            let setup_verdicts = if args.setup {
+                crate::exec::setup::run(plan, transport.as_ref()).await
+            } else {
+                Vec::new()
+            };
+            let mut r = runner::run(
+                plan, &fabric, &schedule, launcher, &opts, &evidence, tx, cancel_rx,
+            )
+            .await;
+            if !setup_verdicts.is_empty() {
+                r.preflight.splice(0..0, setup_verdicts);
+                r.summarize();
+            }
+            r
+        };
+        let (r, ()) = tokio::join!(work, printer);
+        r
+    });
+    sinks.event(&Event::Finished(Box::new(results.clone())));
+    let mut lost: Vec<String> = evidence.errors();
+    lost.extend(sinks.errors().iter().map(|e| e.to_string()));
+    if !lost.is_empty() {
+        for l in &lost {
+            eprintln!("error: evidence not written: {l}");
+        }
+        eprintln!(
+            "error: the run directory `{}` is incomplete ({} write error(s)); exit {}",
+            dir.display(),
+            lost.len(),
+            exit::EVIDENCE
+        );
+        return exit::EVIDENCE;
+    }
+    results.summary.exit_code
+}

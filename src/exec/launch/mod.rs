@@ -1,0 +1,111 @@
+//! Launchers: how a job's processes are started on nodes, made ready, released together,
+//! stopped and collected. The runner speaks only to [`Launcher`]; a launcher writes commands
+//! through its [`LaunchStyle`] and carries them with a transport (SSH, local, the simulated
+//! fabric, a test fake). Adding a launcher is one file here implementing both traits, plus one
+//! line where the CLI picks it.
+
+pub mod ssh;
+
+use std::time::Duration;
+
+use tokio::sync::{oneshot, watch};
+
+use super::transport::{BoxFuture, Output, TransportError};
+use crate::plan::Node;
+use crate::render::launch::LaunchStyle;
+
+pub use ssh::{SshLauncher, SshStyle};
+
+/// What identifies a started server, so exactly it can be stopped (never a name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerHandle {
+    /// A process group on the node (SSH: `setsid`, its id written by the server's shell).
+    ProcessGroup(u32),
+    /// A job step (`JOB.STEP`) cancelled with `scancel`.
+    Step(String),
+}
+
+/// Whether a started server listens.
+#[derive(Debug, Clone)]
+pub enum Readiness {
+    /// It listens on its port.
+    Ready(ServerHandle),
+    /// It is not ready: why, its log so far, and its handle when it still has one to stop.
+    NotReady {
+        why: String,
+        log: String,
+        handle: Option<ServerHandle>,
+    },
+}
+
+/// What stopping a server found.
+#[derive(Debug, Clone, Default)]
+pub struct Stopped {
+    /// Its output.
+    pub log: Option<String>,
+    /// It was still there after the hardest stop.
+    pub survived: bool,
+    /// The stop could not be carried out.
+    pub error: Option<TransportError>,
+}
+
+/// Starts, readies, releases, stops and collects a job's processes.
+pub trait Launcher: Send + Sync {
+    /// How this launcher writes commands.
+    fn style(&self) -> &dyn LaunchStyle;
+
+    /// `ssh`, `local`, `sim`, `fake`: what carries the commands, for reports.
+    fn transport_name(&self) -> &'static str;
+
+    /// True when the commands are answered by a model rather than real hosts.
+    fn simulated(&self) -> bool;
+
+    /// Run a one-shot script on a node (probes, counter snapshots, pings).
+    fn exec<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Output, TransportError>>;
+
+    /// Run `script` once `go` turns true, staged beforehand where the carrier can (see
+    /// [`crate::exec::Transport::exec_released`]).
+    fn exec_released<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+        armed: oneshot::Sender<()>,
+        go: watch::Receiver<bool>,
+    ) -> BoxFuture<'a, Result<Output, TransportError>>;
+
+    /// Start a server written by [`LaunchStyle::server`]; answers once it is started.
+    fn start<'a>(
+        &'a self,
+        node: &'a Node,
+        script: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<Output, TransportError>>;
+
+    /// Wait until the server of `job` listens on `port`, or say why it does not.
+    fn ready<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a str,
+        port: u16,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Readiness>;
+
+    /// Stop exactly the server `handle` names and collect its output (unless `have_log`).
+    fn stop<'a>(
+        &'a self,
+        node: &'a Node,
+        handle: &'a ServerHandle,
+        job: &'a str,
+        run_id: &'a str,
+        have_log: bool,
+    ) -> BoxFuture<'a, Stopped>;
+
+    /// Close connections, release what the launcher holds (best effort).
+    fn close(&self) -> BoxFuture<'_, ()>;
+}

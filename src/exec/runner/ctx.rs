@@ -1,0 +1,169 @@
+//! What a run carries through its phases: the plan, the launcher under the run's command cap,
+//! the renderer and what discovery resolved, what is blocked and why, and the event channel the
+//! reporters listen on.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+
+use crate::discover::{HalfResolution, Probe};
+use crate::exec::launch::{Launcher, Readiness, ServerHandle, Stopped};
+use crate::exec::transport::{Output, TransportError, released};
+use crate::gate::judge::Verdict;
+use crate::plan::{Endpoint, NodeId, Plan};
+use crate::render::Renderer;
+use crate::render::job::Resolution;
+use crate::results::{JobResult, RoundRecord, RunResults};
+
+/// How a run is carried out.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub run_id: String,
+    /// Only jobs matching one of these selectors (empty: all).
+    pub only: Vec<String>,
+    /// Skip jobs matching any of these.
+    pub skip: Vec<String>,
+    /// At most this many commands in flight at once.
+    pub max_parallel: usize,
+}
+
+/// What a run reports as it goes, in order: for the terminal and the report sinks.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Discovered {
+        node: String,
+        ok: bool,
+        detail: String,
+    },
+    Preflight(Verdict),
+    RoundStart {
+        index: usize,
+        total: usize,
+        name: String,
+        jobs: usize,
+    },
+    JobDone(Box<JobResult>),
+    RoundDone(RoundRecord),
+    /// The run is over: its results, summarized.
+    Finished(Box<RunResults>),
+}
+
+/// One-shot helpers (snapshots, logs) get this long.
+pub(crate) const SHORT: Duration = Duration::from_secs(20);
+
+pub(crate) struct Ctx<'a> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) launcher: Arc<dyn Launcher>,
+    pub(crate) renderer: Renderer,
+    pub(crate) res: Resolution,
+    pub(crate) opts: &'a RunOptions,
+    pub(crate) sem: Semaphore,
+    pub(crate) events: mpsc::UnboundedSender<Event>,
+    pub(crate) cancel: watch::Receiver<bool>,
+    pub(crate) unreachable: HashMap<NodeId, String>,
+    /// endpoint -> why its measurements are skipped
+    pub(crate) blocked: HashMap<Endpoint, String>,
+    /// NCCL test name -> why it is skipped (its launch check failed)
+    pub(crate) blocked_tests: HashMap<String, String>,
+    pub(crate) probes: HashMap<NodeId, Probe>,
+    pub(crate) resolutions: HashMap<NodeId, Vec<HalfResolution>>,
+}
+
+impl Ctx<'_> {
+    /// A one-shot script on a node, under the run's command cap.
+    pub(crate) async fn exec(
+        &self,
+        node: NodeId,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<Output, TransportError> {
+        let _permit = self.sem.acquire().await;
+        self.launcher
+            .exec(self.plan.node(node), script, timeout)
+            .await
+    }
+
+    /// Start a server, under the cap.
+    pub(crate) async fn start(
+        &self,
+        node: NodeId,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<Output, TransportError> {
+        let _permit = self.sem.acquire().await;
+        self.launcher
+            .start(self.plan.node(node), script, timeout)
+            .await
+    }
+
+    /// Wait for a server to listen, under the cap.
+    pub(crate) async fn ready(&self, node: NodeId, job: &str, port: u16) -> Readiness {
+        let _permit = self.sem.acquire().await;
+        self.launcher
+            .ready(self.plan.node(node), job, port, &self.opts.run_id)
+            .await
+    }
+
+    /// Stop a server and collect its output, under the cap.
+    pub(crate) async fn stop(
+        &self,
+        node: NodeId,
+        handle: &ServerHandle,
+        job: &str,
+        have_log: bool,
+    ) -> Stopped {
+        let _permit = self.sem.acquire().await;
+        self.launcher
+            .stop(
+                self.plan.node(node),
+                handle,
+                job,
+                &self.opts.run_id,
+                have_log,
+            )
+            .await
+    }
+
+    /// [`Launcher::exec_released`] under the same limit as [`Ctx::exec`]. A staged command
+    /// holds its slot while it waits, and the round's setup (snapshots, server starts, readiness)
+    /// runs meanwhile and needs slots too: so a command is staged only while a slot stays free
+    /// for the setup. Otherwise it is armed at once and takes a slot only once released: staging
+    /// never waits on itself nor starves the setup it waits for.
+    pub(crate) async fn exec_released(
+        &self,
+        node: NodeId,
+        script: &str,
+        timeout: Duration,
+        armed: oneshot::Sender<()>,
+        go: watch::Receiver<bool>,
+    ) -> Result<Output, TransportError> {
+        let node = self.plan.node(node);
+        if let Ok(permit) = self.sem.try_acquire()
+            && self.sem.available_permits() > 0
+        {
+            let _permit = permit;
+            return self
+                .launcher
+                .exec_released(node, script, timeout, armed, go)
+                .await;
+        }
+        let _ = armed.send(());
+        if !released(go).await {
+            return Err(TransportError::Withdrawn {
+                host: node.name.clone(),
+            });
+        }
+        let _permit = self.sem.acquire().await;
+        self.launcher.exec(node, script, timeout).await
+    }
+
+    pub(crate) fn cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
+    pub(crate) fn emit(&self, e: Event) {
+        let _ = self.events.send(e);
+    }
+}

@@ -1,0 +1,98 @@
+//! Discovery: the read-only probe on every node at once, and what it resolves for each planned
+//! half (device, netdev, GID index). `fabricplan detect` and `fabricplan run` share it.
+
+use futures::future::join_all;
+use tokio::sync::Semaphore;
+
+use super::ctx::{Ctx, Event};
+use crate::discover::{self, Probe};
+use crate::exec::launch::Launcher;
+use crate::exec::transport::TransportError;
+use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::trap::Trap;
+use crate::plan::{Node, NodeId};
+use crate::results::{NodeDiscovery, RunResults};
+
+/// The discovery probe on each of `nodes`, all at once (at most `max_parallel` in flight).
+pub async fn probe(
+    launcher: &dyn Launcher,
+    nodes: &[&Node],
+    max_parallel: usize,
+) -> Vec<Result<Probe, TransportError>> {
+    let sem = Semaphore::new(max_parallel.max(1));
+    join_all(nodes.iter().map(|n| {
+        let sem = &sem;
+        async move {
+            let _permit = sem.acquire().await;
+            launcher
+                .exec(n, discover::PROBE_SCRIPT, discover::PROBE_TIMEOUT)
+                .await
+                .map(|o| discover::probe::parse(&o.stdout))
+        }
+    }))
+    .await
+}
+
+/// Probe the needed nodes and record what was found: each planned half's device, netdev and
+/// GID, or the node unreachable (one FAIL, `reach NODE`).
+pub(crate) async fn discover_needed(
+    ctx: &mut Ctx<'_>,
+    needed: &[NodeId],
+    results: &mut RunResults,
+) {
+    let nodes: Vec<&Node> = needed.iter().map(|n| ctx.plan.node(*n)).collect();
+    let found = probe(ctx.launcher.as_ref(), &nodes, ctx.opts.max_parallel).await;
+    for (n, out) in needed.iter().copied().zip(found) {
+        let name = ctx.plan.node(n).name.clone();
+        match out {
+            Ok(probe) => {
+                let halves = discover::resolve_node(ctx.plan, n, &probe);
+                for h in &halves {
+                    if let Some(f) = ctx.res.halves.get_mut(&h.endpoint) {
+                        let facts = h.facts();
+                        f.device = f.device.clone().or(facts.device);
+                        f.netdev = f.netdev.clone().or(facts.netdev);
+                        f.gid_index = f.gid_index.or(facts.gid_index);
+                    }
+                }
+                ctx.emit(Event::Discovered {
+                    node: name.clone(),
+                    ok: true,
+                    detail: format!("{} RDMA device(s)", probe.devices.len()),
+                });
+                results.discovery.push(NodeDiscovery {
+                    node: name,
+                    reachable: true,
+                    error: None,
+                    hostname: Some(probe.hostname.clone()),
+                    halves: halves.clone(),
+                });
+                ctx.resolutions.insert(n, halves);
+                ctx.probes.insert(n, probe);
+            }
+            Err(e) => {
+                ctx.emit(Event::Discovered {
+                    node: name.clone(),
+                    ok: false,
+                    detail: e.to_string(),
+                });
+                let v = Verdict::check(
+                    format!("reach {name}"),
+                    Outcome::Fail,
+                    e.to_string(),
+                    Some(Trap::Unreachable),
+                );
+                ctx.emit(Event::Preflight(v.clone()));
+                results.preflight.push(v);
+                results.discovery.push(NodeDiscovery {
+                    node: name,
+                    reachable: false,
+                    error: Some(e.to_string()),
+                    hostname: None,
+                    halves: Vec::new(),
+                });
+                ctx.unreachable.insert(n, e.to_string());
+            }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! The runner: discovery, preflight, then each round (see [`round`]); results stream to disk as
+//! each job finishes and every step is reported as an [`Event`]. The only async part of
+//! fabricplan besides the launchers and transports it drives: it decides nothing a pure stage
+//! can (commands come from the test kinds, verdicts from [`judge`]).
+
+mod ctx;
+pub mod discovery;
+pub mod judge;
+mod preflight;
+mod round;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{Semaphore, mpsc, watch};
+
+use super::evidence::Evidence;
+use super::launch::Launcher;
+use crate::plan::{NodeId, Plan};
+use crate::render::Renderer;
+use crate::render::job::Resolution;
+use crate::results::{RESULTS_FORMAT_VERSION, RunResults, Summary, now_ms};
+use crate::schedule::{Job, Round, Schedule};
+use crate::topology::Fabric;
+
+pub use ctx::{Event, RunOptions};
+
+fn selected_job(plan: &Plan, round: &Round, job: &Job, opts: &RunOptions) -> bool {
+    (opts.only.is_empty() || opts.only.iter().any(|s| job.matches(plan, &round.name, s)))
+        && !opts.skip.iter().any(|s| job.matches(plan, &round.name, s))
+}
+
+/// The rounds with a selected job, and the nodes those jobs need.
+fn selection(
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    opts: &RunOptions,
+) -> (Vec<usize>, Vec<NodeId>) {
+    let mut needed: Vec<NodeId> = Vec::new();
+    let mut selected = Vec::new();
+    for i in 0..schedule.len() {
+        let Some(r) = schedule.round(plan, fabric, i) else {
+            continue;
+        };
+        let mut any = false;
+        for j in r.jobs.iter().filter(|j| selected_job(plan, &r, j, opts)) {
+            any = true;
+            needed.extend(j.nodes());
+        }
+        if any {
+            selected.push(i);
+        }
+    }
+    needed.sort();
+    needed.dedup();
+    (selected, needed)
+}
+
+/// Run a plan to its results.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    launcher: Arc<dyn Launcher>,
+    opts: &RunOptions,
+    evidence: &Evidence,
+    events: mpsc::UnboundedSender<Event>,
+    cancel: watch::Receiver<bool>,
+) -> RunResults {
+    let started = now_ms();
+    let mut ctx = ctx::Ctx {
+        plan,
+        launcher: launcher.clone(),
+        renderer: Renderer::new(&plan.templates),
+        res: Resolution::from_plan(plan),
+        opts,
+        sem: Semaphore::new(opts.max_parallel.max(1)),
+        events,
+        cancel,
+        unreachable: HashMap::new(),
+        blocked: HashMap::new(),
+        blocked_tests: HashMap::new(),
+        probes: HashMap::new(),
+        resolutions: HashMap::new(),
+    };
+    let mut results = RunResults {
+        format_version: RESULTS_FORMAT_VERSION,
+        plan: plan.name.clone(),
+        run_id: opts.run_id.clone(),
+        transport: launcher.transport_name().to_string(),
+        simulated: launcher.simulated(),
+        started_unix_ms: started,
+        finished_unix_ms: started,
+        interrupted: false,
+        discovery: Vec::new(),
+        preflight: Vec::new(),
+        jobs: Vec::new(),
+        rounds: Vec::new(),
+        summary: Summary::default(),
+    };
+    let (selected, needed) = selection(plan, fabric, schedule, opts);
+
+    // the launch checks depend on the plan alone: they start with the discovery probes
+    let launches = plan.tests.preflight.then(|| {
+        let checks = preflight::launch_checks(&ctx, &needed);
+        let answers = preflight::start_launch_checks(&ctx, &checks);
+        (checks, answers)
+    });
+    discovery::discover_needed(&mut ctx, &needed, &mut results).await;
+    if let Some((checks, answers)) = launches {
+        preflight::preflight(&mut ctx, &needed, &mut results, checks, answers).await;
+    }
+
+    for i in selected {
+        let Some(round) = schedule.round(plan, fabric, i) else {
+            continue;
+        };
+        let pick = |j: &Job| selected_job(plan, &round, j, opts);
+        if ctx.cancelled() {
+            results.interrupted = true;
+            for j in round.jobs.iter().filter(|j| pick(j)) {
+                results.jobs.push(judge::skipped(
+                    plan,
+                    &round,
+                    j,
+                    "interrupted before this round started".into(),
+                ));
+            }
+            continue;
+        }
+        let (jobs, record) = round::run_round(&ctx, &round, schedule.len(), evidence, pick).await;
+        results.rounds.push(record.clone());
+        ctx.emit(Event::RoundDone(record));
+        results.jobs.extend(jobs);
+    }
+    if ctx.cancelled() {
+        results.interrupted = true;
+    }
+    launcher.close().await;
+    results.finished_unix_ms = now_ms();
+    results.summarize();
+    results
+}

@@ -1,0 +1,569 @@
+//! One round, the way a careful engineer runs it by hand: snapshot the counters; start every
+//! server detached; wait until each listens (polling, never a fixed sleep); release every client
+//! together; collect; stop exactly the servers that were started; snapshot the counters again;
+//! judge. One job failing never stops its round; a lost host fails its own jobs.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use tokio::sync::{oneshot, watch};
+
+use super::ctx::{Ctx, Event, SHORT};
+use super::judge::{Collected, Counters, failed, gate_name, job_devices, judge, skipped};
+use crate::discover;
+use crate::exec::evidence::Evidence;
+use crate::exec::launch::{Readiness, ServerHandle};
+use crate::exec::transport::{Output, TransportError};
+use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::trap::Trap;
+use crate::kinds;
+use crate::plan::NodeId;
+use crate::render::job::{Role, Step};
+use crate::render::wrap;
+use crate::results::{JobResult, RoundRecord, StepRecord, now_ms};
+use crate::schedule::{Job, Round};
+
+/// A job of the round while it runs.
+struct Running<'j> {
+    c: Collected<'j>,
+    /// The server's node and what stops it.
+    server: Option<(NodeId, ServerHandle)>,
+}
+
+/// A server's start: where, what, when it was sent and answered, and the answer.
+struct ServerStart {
+    step: Step,
+    sent_ms: u64,
+    answered_ms: u64,
+    answer: Result<Output, TransportError>,
+}
+
+/// A client's (or MPI launcher's) run.
+struct Launched {
+    step: Step,
+    /// When it was sent (released), unix ms.
+    sent_ms: u64,
+    took: Duration,
+    out: Result<Output, TransportError>,
+}
+
+/// What a round's setup found, per job in `running` order.
+struct RoundSetup {
+    /// The counters before any byte of the round moved.
+    before: Counters,
+    starts: Vec<Vec<ServerStart>>,
+    /// For a job whose server started: its node and whether it listens.
+    ready: Vec<Option<(NodeId, Readiness)>>,
+}
+
+impl RoundSetup {
+    /// Job `i` may run its clients: it has no server, or its server started and listens.
+    fn up(&self, i: usize, r: &Running) -> bool {
+        !r.c.cmds.steps.iter().any(|s| s.role == Role::Server)
+            || (self.starts[i].iter().all(|s| s.answer.is_ok())
+                && matches!(&self.ready[i], Some((_, Readiness::Ready(_)))))
+    }
+}
+
+fn servers<'a>(r: &'a Running) -> impl Iterator<Item = &'a Step> {
+    r.c.cmds.steps.iter().filter(|s| s.role == Role::Server)
+}
+
+/// Render each selected job's commands; a job that cannot run (its host unreachable, a
+/// preflight check failed, a value not discovered) is decided here.
+fn prepare<'r>(
+    ctx: &Ctx<'_>,
+    round: &'r Round,
+    selected: impl Fn(&Job) -> bool,
+) -> (Vec<JobResult>, Vec<Running<'r>>) {
+    let plan = ctx.plan;
+    let expected = kinds::expected(plan, round);
+    let mut done = Vec::new();
+    let mut running = Vec::new();
+    for (i, job) in round.jobs.iter().enumerate().filter(|(_, j)| selected(j)) {
+        let gate = gate_name(plan, round, job);
+        if let Some(n) = job.nodes().iter().find(|n| ctx.unreachable.contains_key(n)) {
+            let name = &plan.node(*n).name;
+            done.push(failed(
+                plan,
+                round,
+                job,
+                format!("{name} unreachable: {}", ctx.unreachable[n]),
+                Verdict::check(
+                    gate,
+                    Outcome::Fail,
+                    format!("{name} is unreachable"),
+                    Some(Trap::Unreachable),
+                ),
+            ));
+            continue;
+        }
+        let test_block = job
+            .ranks
+            .as_ref()
+            .and_then(|r| ctx.blocked_tests.get(&r.name));
+        if let Some(reason) = job
+            .resources
+            .iter()
+            .find_map(|e| ctx.blocked.get(e))
+            .or(test_block)
+        {
+            done.push(skipped(plan, round, job, reason.clone()));
+            continue;
+        }
+        let style = ctx.launcher.style();
+        match kinds::commands(plan, &ctx.renderer, style, &ctx.res, job, &ctx.opts.run_id) {
+            Ok(cmds) if cmds.unresolved.is_empty() => running.push(Running {
+                c: Collected {
+                    job,
+                    cmds,
+                    expected: expected.get(i).copied().flatten(),
+                    steps: Vec::new(),
+                    failure: None,
+                    client_out: None,
+                    server_log: None,
+                    tool_seconds: None,
+                },
+                server: None,
+            }),
+            Ok(cmds) => done.push(failed(
+                plan,
+                round,
+                job,
+                format!("not discovered: {}", cmds.unresolved.join(" ")),
+                Verdict::check(
+                    gate,
+                    Outcome::Fail,
+                    format!(
+                        "values discovery could not find: {}",
+                        cmds.unresolved.join(" ")
+                    ),
+                    Some(Trap::NoDevice),
+                ),
+            )),
+            Err(e) => done.push(failed(
+                plan,
+                round,
+                job,
+                e.to_string(),
+                Verdict::check(gate, Outcome::Fail, e.to_string(), Some(Trap::ToolError)),
+            )),
+        }
+    }
+    (done, running)
+}
+
+/// Read the counters of `devices`, one script per host, all hosts at once.
+async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> Counters {
+    let mut by_host: BTreeMap<NodeId, Vec<String>> = BTreeMap::new();
+    for (n, d) in devices {
+        if crate::plan::validate::is_safe_ifname(d) {
+            by_host.entry(*n).or_default().push(d.clone());
+        }
+    }
+    let outs = join_all(by_host.iter().map(|(n, devs)| async move {
+        (
+            *n,
+            ctx.exec(*n, &discover::counters_script(devs), SHORT).await,
+        )
+    }))
+    .await;
+    let mut out = Counters::new();
+    for (n, o) in outs {
+        if let Ok(o) = o {
+            for d in discover::probe::parse(&o.stdout).devices {
+                out.insert((n, d.name.clone()), d.counters);
+            }
+        }
+    }
+    out
+}
+
+/// The round's setup: the counters before, read while the servers start detached (a server only
+/// listens until its client connects, so no byte of the round moves before every snapshot is
+/// in), then each started server's readiness (it listens on its port, or it died).
+async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, String)]) -> RoundSetup {
+    let (before, starts) = tokio::join!(
+        snapshot(ctx, devices),
+        join_all(running.iter().map(|r| async move {
+            let mut recs = Vec::new();
+            for s in servers(r) {
+                let sent_ms = now_ms();
+                let answer = ctx.start(s.node, &s.script, SHORT).await;
+                recs.push(ServerStart {
+                    step: s.clone(),
+                    sent_ms,
+                    answered_ms: now_ms(),
+                    answer,
+                });
+            }
+            recs
+        }))
+    );
+    let ready = join_all(running.iter().zip(&starts).map(|(r, recs)| async move {
+        let server = servers(r).next()?;
+        if recs.iter().any(|s| s.answer.is_err()) {
+            return None;
+        }
+        Some((
+            server.node,
+            ctx.ready(server.node, &r.c.job.id, r.c.job.port).await,
+        ))
+    }))
+    .await;
+    RoundSetup {
+        before,
+        starts,
+        ready,
+    }
+}
+
+/// Two things run side by side until the release: the setup ([`setup`]) and the staging (each
+/// job's first client, or MPI launcher, has its command started and waiting). When both are
+/// done, every client whose server is up is released at once; a client whose server did not come
+/// up is withdrawn unrun.
+async fn start_and_release(
+    ctx: &Ctx<'_>,
+    running: &[Running<'_>],
+    devices: &[(NodeId, String)],
+) -> (RoundSetup, Vec<Vec<Launched>>) {
+    let mut go_txs = Vec::new();
+    let mut go_rxs = Vec::new();
+    let mut arms = Vec::new();
+    let mut armers = Vec::new();
+    for _ in running {
+        let (tx, rx) = watch::channel(false);
+        go_txs.push(tx);
+        go_rxs.push(rx);
+        let (tx, rx) = oneshot::channel::<()>();
+        armers.push(tx);
+        arms.push(rx);
+    }
+    let release_at: OnceLock<(Instant, u64)> = OnceLock::new();
+    let release = async {
+        let set = setup(ctx, running, devices).await;
+        // a dropped armer (the command failed before it was staged) counts as armed
+        let _ = join_all(arms).await;
+        let _ = release_at.set((Instant::now(), now_ms()));
+        for (i, (r, go)) in running.iter().zip(go_txs).enumerate() {
+            if set.up(i, r) {
+                let _ = go.send(true);
+            }
+            // else dropped unsent: withdrawn
+        }
+        set
+    };
+    let launches = join_all(
+        running
+            .iter()
+            .zip(armers)
+            .zip(go_rxs)
+            .map(|((r, armer), go)| {
+                let release_at = &release_at;
+                async move {
+                    let mut recs = Vec::new();
+                    let mut armer = Some(armer);
+                    for s in r.c.cmds.steps.iter().filter(|s| s.role != Role::Server) {
+                        let timeout = Duration::from_secs(u64::from(s.timeout_s) + 15);
+                        let (sent, sent_ms, out) = match armer.take() {
+                            Some(a) => {
+                                let out = ctx
+                                    .exec_released(s.node, &s.script, timeout, a, go.clone())
+                                    .await;
+                                if matches!(out, Err(TransportError::Withdrawn { .. })) {
+                                    // its server is not up: nothing of this job runs
+                                    return recs;
+                                }
+                                // sent when released (a command that failed before could not be)
+                                let (t, ms) = release_at
+                                    .get()
+                                    .copied()
+                                    .unwrap_or_else(|| (Instant::now(), now_ms()));
+                                (t, ms, out)
+                            }
+                            None => {
+                                let (t, ms) = (Instant::now(), now_ms());
+                                (t, ms, ctx.exec(s.node, &s.script, timeout).await)
+                            }
+                        };
+                        recs.push(Launched {
+                            step: s.clone(),
+                            sent_ms,
+                            took: sent.elapsed(),
+                            out,
+                        });
+                    }
+                    recs
+                }
+            }),
+    );
+    let (launches, set) = tokio::join!(launches, release);
+    (set, launches)
+}
+
+/// The record of one step, its outputs saved beside it.
+fn step_record(
+    ctx: &Ctx,
+    evidence: &Evidence,
+    job: &str,
+    step: &Step,
+    started: u64,
+    out: &Result<Output, TransportError>,
+) -> StepRecord {
+    let host = ctx.plan.node(step.node).name.clone();
+    let tag = match step.role {
+        Role::Server => "server",
+        Role::Client => "client",
+        Role::Launcher => "mpirun",
+    };
+    let (status, error, so, se) = match out {
+        Ok(o) => (
+            Some(o.status),
+            None,
+            evidence.save(job, &format!("{host}.{tag}.stdout"), &o.stdout),
+            evidence.save(job, &format!("{host}.{tag}.stderr"), &o.stderr),
+        ),
+        Err(e) => (None, Some(e.to_string()), None, None),
+    };
+    StepRecord {
+        host,
+        role: step.role,
+        command: step.command.clone(),
+        script: step.script.clone(),
+        exit_status: status,
+        error,
+        started_unix_ms: started,
+        finished_unix_ms: now_ms(),
+        remote_started_unix_ms: None,
+        stdout_file: so,
+        stderr_file: se,
+    }
+}
+
+/// What the server starts and readiness polls said, into each job.
+fn record_setup(
+    ctx: &Ctx<'_>,
+    round: &Round,
+    evidence: &Evidence,
+    running: &mut [Running<'_>],
+    starts: Vec<Vec<ServerStart>>,
+    ready: Vec<Option<(NodeId, Readiness)>>,
+) {
+    for (r, recs) in running.iter_mut().zip(starts) {
+        for s in recs {
+            if let Err(e) = &s.answer {
+                r.c.failure = Some(Verdict::check(
+                    gate_name(ctx.plan, round, r.c.job),
+                    Outcome::Fail,
+                    format!("could not start the server: {e}"),
+                    Some(Trap::Unreachable),
+                ));
+            }
+            let mut rec = step_record(ctx, evidence, &r.c.job.id, &s.step, s.sent_ms, &s.answer);
+            // recorded after the round: when the start itself answered
+            rec.finished_unix_ms = s.answered_ms;
+            r.c.steps.push(rec);
+        }
+    }
+    for (r, rd) in running.iter_mut().zip(ready) {
+        match rd {
+            Some((node, Readiness::Ready(handle))) => r.server = Some((node, handle)),
+            Some((node, Readiness::NotReady { why, log, handle })) => {
+                r.server = handle.map(|h| (node, h));
+                r.c.server_log = Some(log);
+                r.c.failure = Some(Verdict::check(
+                    gate_name(ctx.plan, round, r.c.job),
+                    Outcome::Fail,
+                    why,
+                    Some(Trap::ServerGoneOrFirewall),
+                ));
+            }
+            None => {}
+        }
+    }
+}
+
+/// What the clients said, into each job; the launch times for the round's skew.
+fn record_launches(
+    ctx: &Ctx<'_>,
+    round: &Round,
+    evidence: &Evidence,
+    running: &mut [Running<'_>],
+    launches: Vec<Vec<Launched>>,
+) -> (Vec<u64>, Vec<Option<f64>>) {
+    let mut sent_ms = Vec::new();
+    let mut remote_ms = Vec::new();
+    for (r, recs) in running.iter_mut().zip(launches) {
+        for mut l in recs {
+            sent_ms.push(l.sent_ms);
+            let mut remote = None;
+            if let Ok(o) = l.out.as_mut() {
+                let (start, rest) = wrap::take_start_mark(&o.stderr);
+                remote = start;
+                o.stderr = rest;
+            }
+            remote_ms.push(remote);
+            r.c.tool_seconds = Some(l.took.as_secs_f64());
+            let mut rec = step_record(ctx, evidence, &r.c.job.id, &l.step, l.sent_ms, &l.out);
+            rec.remote_started_unix_ms = remote;
+            r.c.steps.push(rec);
+            let gate = gate_name(ctx.plan, round, r.c.job);
+            match l.out {
+                Ok(o) => {
+                    if o.status == 124 || o.status == 137 {
+                        r.c.failure.get_or_insert(Verdict::check(
+                            gate,
+                            Outcome::Fail,
+                            format!(
+                                "no result within {} s: killed by the remote timeout",
+                                r.c.cmds
+                                    .steps
+                                    .iter()
+                                    .map(|s| s.timeout_s)
+                                    .max()
+                                    .unwrap_or(0)
+                            ),
+                            Some(Trap::Timeout),
+                        ));
+                    }
+                    r.c.client_out = Some(o);
+                }
+                Err(e) => {
+                    let trap = match e {
+                        TransportError::Timeout { .. } => Trap::Timeout,
+                        _ => Trap::Unreachable,
+                    };
+                    r.c.failure.get_or_insert(Verdict::check(
+                        gate,
+                        Outcome::Fail,
+                        e.to_string(),
+                        Some(trap),
+                    ));
+                }
+            }
+        }
+    }
+    (sent_ms, remote_ms)
+}
+
+/// Stop every server that was started (exactly it) and collect its output, while the counters
+/// after are read (every client has exited: nothing moves any more).
+async fn teardown(
+    ctx: &Ctx<'_>,
+    round: &Round,
+    evidence: &Evidence,
+    running: &mut [Running<'_>],
+    devices: &[(NodeId, String)],
+) -> Counters {
+    let (stops, after) = tokio::join!(
+        join_all(running.iter().map(|r| async move {
+            match &r.server {
+                Some((node, h)) => Some(
+                    ctx.stop(*node, h, &r.c.job.id, r.c.server_log.is_some())
+                        .await,
+                ),
+                None => None,
+            }
+        })),
+        snapshot(ctx, devices)
+    );
+    for (r, stopped) in running.iter_mut().zip(stops) {
+        let Some(stopped) = stopped else { continue };
+        if stopped.log.is_some() {
+            r.c.server_log = stopped.log;
+        }
+        if let (Some(log), Some(server)) = (&r.c.server_log, servers(r).next()) {
+            evidence.save(
+                &r.c.job.id,
+                &format!("{}.server.log", ctx.plan.node(server.node).name),
+                log,
+            );
+        }
+        if stopped.survived {
+            r.c.failure.get_or_insert(Verdict::check(
+                format!("{} cleanup", gate_name(ctx.plan, round, r.c.job)),
+                Outcome::Warn,
+                "the server's process group survived SIGKILL",
+                Some(Trap::ToolError),
+            ));
+        }
+    }
+    after
+}
+
+/// The spread of the clients' start times, ms: from the hosts' own clocks when every client
+/// reported its start, else from when the commands were sent.
+fn launch_skew(sent_ms: &[u64], remote_ms: Vec<Option<f64>>) -> (Option<f64>, Option<String>) {
+    let remote: Option<Vec<f64>> = remote_ms.into_iter().collect();
+    match remote {
+        Some(v) if v.len() > 1 => {
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+            (
+                Some(((hi - lo) * 1000.0).round() / 1000.0),
+                Some("remote".to_string()),
+            )
+        }
+        _ => match (sent_ms.iter().min(), sent_ms.iter().max()) {
+            (Some(a), Some(b)) if sent_ms.len() > 1 => {
+                (Some(b.saturating_sub(*a) as f64), Some("sent".to_string()))
+            }
+            _ => (None, None),
+        },
+    }
+}
+
+/// Run one round to its jobs' results and its record.
+pub(crate) async fn run_round(
+    ctx: &Ctx<'_>,
+    round: &Round,
+    total: usize,
+    evidence: &Evidence,
+    selected: impl Fn(&Job) -> bool,
+) -> (Vec<JobResult>, RoundRecord) {
+    let plan = ctx.plan;
+    let started = now_ms();
+    let (mut done, mut running) = prepare(ctx, round, &selected);
+    ctx.emit(Event::RoundStart {
+        index: round.index,
+        total,
+        name: round.name.clone(),
+        jobs: round.jobs.iter().filter(|j| selected(j)).count(),
+    });
+    let devices: Vec<(NodeId, String)> = running
+        .iter()
+        .flat_map(|r| job_devices(&ctx.res, r.c.job, &r.c.cmds))
+        .collect();
+    let (set, launches) = start_and_release(ctx, &running, &devices).await;
+    record_setup(ctx, round, evidence, &mut running, set.starts, set.ready);
+    let (sent_ms, remote_ms) = record_launches(ctx, round, evidence, &mut running, launches);
+    let after = teardown(ctx, round, evidence, &mut running, &devices).await;
+    for r in running {
+        done.push(judge(plan, &ctx.res, round, r.c, &set.before, &after));
+    }
+    done.sort_by(|a, b| a.job.cmp(&b.job));
+    if let Some(kind) = kinds::get(round.kind) {
+        kind.judge_round(plan, round, &mut done);
+    }
+    for d in &done {
+        ctx.emit(Event::JobDone(Box::new(d.clone())));
+    }
+    let (skew, source) = launch_skew(&sent_ms, remote_ms);
+    let record = RoundRecord {
+        index: round.index,
+        name: round.name.clone(),
+        jobs: done.iter().map(|d| d.job.clone()).collect(),
+        started_unix_ms: started,
+        finished_unix_ms: now_ms(),
+        launch_skew_ms: skew,
+        launch_skew_source: source,
+        longest_tool_s: done
+            .iter()
+            .filter_map(|d| d.tool_seconds)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+    };
+    (done, record)
+}

@@ -1,0 +1,90 @@
+//! How a launcher writes commands: the seam between what a test kind runs and how it gets
+//! started where it runs. A kind renders its tool's command line; the launcher's
+//! [`LaunchStyle`] wraps it (SSH: a detached server under `setsid` with its process group
+//! recorded, a foreground client under a remote timeout, `mpirun` over the fabric subnets) or
+//! writes it another way (Slurm: job steps). Pure: the executing half of a launcher lives in
+//! `crate::exec::launch`.
+
+use std::net::Ipv4Addr;
+
+use minijinja::Value;
+use serde::Serialize;
+
+use super::{RenderError, Renderer};
+use crate::plan::{NodeId, Plan};
+
+/// One application context of an MPI launch: ranks sharing a binary and an environment.
+#[derive(Debug, Clone)]
+pub struct MpiApp {
+    pub nodes: Vec<NodeId>,
+    /// The address each rank is reached on, in rank order.
+    pub hosts: Vec<Ipv4Addr>,
+    /// The environment, as a template value (a map; names with placeholders marked safe).
+    pub env: Value,
+    pub binary: String,
+}
+
+/// An MPI launch over ranks, before a launcher writes it.
+#[derive(Debug, Clone)]
+pub struct MpiLaunch {
+    /// The first rank: where `mpirun` runs over SSH.
+    pub first: NodeId,
+    pub apps: Vec<MpiApp>,
+    /// The fabric subnets the launch's out-of-band traffic is pinned to.
+    pub subnets: Vec<String>,
+    /// The program's arguments after the binary.
+    pub args: Vec<String>,
+    /// The template that writes it over SSH (`nccl`, `mpi-hostname`), and its variables beyond
+    /// `apps` and `subnets`.
+    pub template: &'static str,
+    pub vars: Value,
+    pub timeout_s: u32,
+}
+
+/// Where a command runs and how it is written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Written {
+    /// The node it runs on (for the SSH launcher, where mpirun runs).
+    pub node: NodeId,
+    /// The tool's or launcher's own command line.
+    pub command: String,
+    /// The full script that runs it.
+    pub script: String,
+}
+
+/// How one launcher writes commands.
+pub trait LaunchStyle: Send + Sync {
+    /// The launcher's name (`ssh`, `slurm`).
+    fn name(&self) -> &'static str;
+
+    /// A server: started detached so it outlives the command that starts it, its processes
+    /// recorded so exactly they can be stopped.
+    fn server(
+        &self,
+        plan: &Plan,
+        node: NodeId,
+        job: &str,
+        run_id: &str,
+        timeout_s: u32,
+        command: &str,
+    ) -> String;
+
+    /// A command in the foreground (a client), under a timeout on the node.
+    fn foreground(
+        &self,
+        plan: &Plan,
+        node: NodeId,
+        run_id: &str,
+        timeout_s: u32,
+        command: &str,
+    ) -> String;
+
+    /// An MPI launch over ranks.
+    fn mpi(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        launch: &MpiLaunch,
+        run_id: &str,
+    ) -> Result<Written, RenderError>;
+}
