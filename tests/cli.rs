@@ -278,7 +278,10 @@ fn parse_unknown_tool_exits_2() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(err.contains("invalid value 'ib_write_bandwidth'"), "{err}");
-    assert!(err.contains("a similar value exists: 'ib_write_bw'"), "{err}");
+    assert!(
+        err.contains("a similar value exists: 'ib_write_bw'"),
+        "{err}"
+    );
 }
 
 #[test]

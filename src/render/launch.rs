@@ -7,10 +7,11 @@
 
 use std::net::Ipv4Addr;
 
-use minijinja::Value;
+use minijinja::{Value, context};
 use serde::Serialize;
 
-use super::{RenderError, Renderer};
+use super::job::remote_dir;
+use super::{RenderError, Renderer, wrap};
 use crate::plan::{NodeId, Plan};
 
 /// One application context of an MPI launch: ranks sharing a binary and an environment.
@@ -87,4 +88,79 @@ pub trait LaunchStyle: Send + Sync {
         launch: &MpiLaunch,
         run_id: &str,
     ) -> Result<Written, RenderError>;
+}
+
+/// How the SSH launcher writes commands: `setsid` servers, `timeout` clients, `mpirun`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SshStyle;
+
+impl LaunchStyle for SshStyle {
+    fn name(&self) -> &'static str {
+        "ssh"
+    }
+
+    fn server(
+        &self,
+        plan: &Plan,
+        node: NodeId,
+        job: &str,
+        run_id: &str,
+        timeout_s: u32,
+        command: &str,
+    ) -> String {
+        wrap::detached(
+            &remote_dir(run_id),
+            job,
+            timeout_s,
+            &plan.node(node).env,
+            command,
+        )
+    }
+
+    fn foreground(
+        &self,
+        plan: &Plan,
+        node: NodeId,
+        run_id: &str,
+        timeout_s: u32,
+        command: &str,
+    ) -> String {
+        wrap::foreground(
+            &remote_dir(run_id),
+            timeout_s,
+            &plan.node(node).env,
+            command,
+        )
+    }
+
+    /// `mpirun` on the first rank, from the plan's `nccl` / `mpi-hostname` template.
+    fn mpi(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        launch: &MpiLaunch,
+        run_id: &str,
+    ) -> Result<Written, RenderError> {
+        let apps: Vec<Value> = launch
+            .apps
+            .iter()
+            .map(|a| {
+                context! {
+                    np => a.hosts.len(),
+                    hosts => a.hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+                    env => a.env.clone(),
+                    binary => a.binary.clone(),
+                }
+            })
+            .collect();
+        let ctx =
+            context! { apps => apps, subnets => launch.subnets.clone(), ..launch.vars.clone() };
+        let command = renderer.render(launch.template, ctx)?;
+        let script = self.foreground(plan, launch.first, run_id, launch.timeout_s, &command);
+        Ok(Written {
+            node: launch.first,
+            command,
+            script,
+        })
+    }
 }

@@ -14,7 +14,8 @@ use super::transport::{BoxFuture, Output, TransportError};
 use crate::plan::Node;
 use crate::render::launch::LaunchStyle;
 
-pub use ssh::{SshLauncher, SshStyle};
+pub use crate::render::launch::SshStyle;
+pub use ssh::SshLauncher;
 
 /// What identifies a started server, so exactly it can be stopped (never a name).
 #[derive(Debug, Clone, PartialEq, Eq)]

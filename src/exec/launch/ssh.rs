@@ -7,95 +7,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use minijinja::{Value, context};
 use tokio::sync::{oneshot, watch};
 
 use super::{Launcher, Readiness, ServerHandle, Stopped};
 use crate::exec::transport::{BoxFuture, Output, Transport, TransportError};
-use crate::plan::{Node, NodeId, Plan};
+use crate::plan::Node;
 use crate::render::job::remote_dir;
-use crate::render::launch::{LaunchStyle, MpiLaunch, Written};
-use crate::render::{RenderError, Renderer, wrap};
+use crate::render::launch::{LaunchStyle, SshStyle};
+use crate::render::wrap;
 
 /// How long a server has to listen on its port.
 pub const READY_LIMIT_S: u32 = 15;
 /// One-shot helpers (reading a log, a kill) get this long.
 const SHORT: Duration = Duration::from_secs(20);
-
-/// How the SSH launcher writes commands: `setsid` servers, `timeout` clients, `mpirun`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SshStyle;
-
-impl LaunchStyle for SshStyle {
-    fn name(&self) -> &'static str {
-        "ssh"
-    }
-
-    fn server(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        job: &str,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        wrap::detached(
-            &remote_dir(run_id),
-            job,
-            timeout_s,
-            &plan.node(node).env,
-            command,
-        )
-    }
-
-    fn foreground(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        wrap::foreground(
-            &remote_dir(run_id),
-            timeout_s,
-            &plan.node(node).env,
-            command,
-        )
-    }
-
-    /// `mpirun` on the first rank, from the plan's `nccl` / `mpi-hostname` template.
-    fn mpi(
-        &self,
-        plan: &Plan,
-        renderer: &Renderer,
-        launch: &MpiLaunch,
-        run_id: &str,
-    ) -> Result<Written, RenderError> {
-        let apps: Vec<Value> = launch
-            .apps
-            .iter()
-            .map(|a| {
-                context! {
-                    np => a.hosts.len(),
-                    hosts => a.hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
-                    env => a.env.clone(),
-                    binary => a.binary.clone(),
-                }
-            })
-            .collect();
-        let ctx =
-            context! { apps => apps, subnets => launch.subnets.clone(), ..launch.vars.clone() };
-        let command = renderer.render(launch.template, ctx)?;
-        let script = self.foreground(plan, launch.first, run_id, launch.timeout_s, &command);
-        Ok(Written {
-            node: launch.first,
-            command,
-            script,
-        })
-    }
-}
 
 /// The SSH launcher over a transport.
 pub struct SshLauncher {

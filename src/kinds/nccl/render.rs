@@ -403,7 +403,7 @@ collective = "all_reduce"
         nccl_commands(
             &plan,
             &Renderer::new(&BTreeMap::new()),
-            &crate::exec::launch::SshStyle,
+            &crate::render::launch::SshStyle,
             &res,
             &round.jobs[0],
             0,
@@ -487,7 +487,7 @@ env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c
         let c = nccl_commands(
             &plan,
             &Renderer::new(&BTreeMap::new()),
-            &crate::exec::launch::SshStyle,
+            &crate::render::launch::SshStyle,
             &res,
             &round.jobs[0],
             0,
