@@ -126,13 +126,22 @@ pub struct NodeDiscovery {
 pub struct Summary {
     pub ok: usize,
     pub warn: usize,
+    /// Failures counted once per root cause: a FAIL that follows from another is not counted.
     pub fail: usize,
+    /// FAIL verdicts that follow from one counted in `fail`.
+    pub fail_following: usize,
     pub jobs: usize,
+    /// Jobs that ran (all of them, unless the run was interrupted).
+    pub jobs_run: usize,
     pub jobs_not_measured: usize,
-    /// `ALL GREEN`, `PASS with N warning(s)` or `N FAIL`.
+    /// `ALL GREEN`, `PASS with N warning(s)`, `N FAIL`, `NOTHING MEASURED`, or for an interrupted
+    /// run `INTERRUPTED after R of N jobs: F FAIL so far` (never green).
     pub verdict: String,
     pub exit_code: i32,
 }
+
+/// The reason a job not run because of an interrupt carries.
+pub const INTERRUPTED_REASON: &str = "interrupted before this round started";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunResults {
@@ -166,10 +175,18 @@ impl RunResults {
             match v.outcome {
                 Outcome::Ok => s.ok += 1,
                 Outcome::Warn => s.warn += 1,
+                Outcome::Fail if v.follows.is_some() => s.fail_following += 1,
                 Outcome::Fail => s.fail += 1,
             }
         }
         s.jobs = self.jobs.len();
+        s.jobs_run = self
+            .jobs
+            .iter()
+            .filter(|j| {
+                !(j.status == JobStatus::Skipped && j.reason.as_deref() == Some(INTERRUPTED_REASON))
+            })
+            .count();
         s.jobs_not_measured = self
             .jobs
             .iter()
@@ -177,7 +194,16 @@ impl RunResults {
             .count();
         // green only on evidence: a run that measured nothing is not green
         let nothing = s.ok + s.warn + s.fail == 0;
-        s.verdict = if s.fail > 0 {
+        s.verdict = if self.interrupted {
+            let warn = match s.warn {
+                0 => String::new(),
+                n => format!(", {n} warning(s)"),
+            };
+            format!(
+                "INTERRUPTED after {} of {} jobs: {} FAIL so far{warn}",
+                s.jobs_run, s.jobs, s.fail
+            )
+        } else if s.fail > 0 {
             format!("{} FAIL", s.fail)
         } else if nothing {
             "NOTHING MEASURED".to_string()

@@ -193,7 +193,7 @@ async fn throttled_half_fails_with_the_firmware_trap() {
 }
 
 #[tokio::test]
-async fn unreachable_host_fails_its_jobs_and_the_run_goes_on() {
+async fn unreachable_host_is_one_fail_and_its_jobs_are_skipped() {
     let t = FakeTransport::new()
         .on(
             "spark-b",
@@ -216,8 +216,21 @@ async fn unreachable_host_fails_its_jobs_and_the_run_goes_on() {
             .iter()
             .any(|v| v.trap == Some(Trap::Unreachable))
     );
-    assert_eq!(r.jobs[0].status, JobStatus::Failed);
-    assert_eq!(r.jobs[0].verdicts[0].trap, Some(Trap::Unreachable));
+    // one root cause, one FAIL: `reach spark-b`; its jobs are skipped naming it
+    assert_eq!(r.summary.fail, 1, "{:#?}", r.summary);
+    assert!(!r.jobs.is_empty());
+    for j in &r.jobs {
+        assert_eq!(j.status, JobStatus::Skipped, "{j:#?}");
+        assert!(j.verdicts.is_empty());
+        assert!(
+            j.reason
+                .as_deref()
+                .unwrap_or("")
+                .contains("`reach spark-b` failed"),
+            "{:?}",
+            j.reason
+        );
+    }
 }
 
 #[tokio::test]

@@ -47,6 +47,10 @@ pub struct Verdict {
     /// Every attempt's value, when the gate repeats.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<f64>,
+    /// The earlier gate this one's failure follows from (one root cause, one FAIL: a verdict
+    /// that follows from another is shown, but not counted again).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follows: Option<String>,
 }
 
 impl Verdict {
@@ -78,7 +82,14 @@ impl Verdict {
             },
             detail: detail.into(),
             attempts: Vec::new(),
+            follows: None,
         }
+    }
+
+    /// Mark this verdict as following from the failure of `gate`.
+    pub fn following(mut self, gate: impl Into<String>) -> Verdict {
+        self.follows = Some(gate.into());
+        self
     }
 
     /// Replace the trap (a more specific signature was recognised).
@@ -195,6 +206,7 @@ impl GateSpec {
                 fix: Some(Trap::Unparseable.fix().into()),
                 detail: "no measurement".into(),
                 attempts: Vec::new(),
+                follows: None,
             };
         }
         let outcomes: Vec<Outcome> = values.iter().map(|v| self.outcome(*v, expected)).collect();
@@ -241,6 +253,7 @@ impl GateSpec {
             } else {
                 Vec::new()
             },
+            follows: None,
         }
     }
 }

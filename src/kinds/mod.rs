@@ -9,6 +9,7 @@
 
 mod iperf3;
 mod nccl;
+pub mod preflight;
 mod rdma_bw;
 mod rdma_bw_both;
 mod rdma_lat;
@@ -24,7 +25,7 @@ use crate::render::{RenderError, Renderer};
 use crate::results::JobResult;
 use crate::schedule::{Job, KindId, Round, Schedule, Stage};
 
-pub use nccl::{LaunchCheck, launch_check};
+pub use nccl::{Answer, LaunchCheck, judge_launch, launch_check};
 
 /// What a test kind is to the rest of fabricplan.
 pub trait TestKind: Sync {

@@ -180,11 +180,7 @@ impl Terminal {
         if !run_dir.is_empty() {
             writeln!(self.out, "evidence: {run_dir}")?;
         }
-        let line = if r.interrupted {
-            format!("INTERRUPTED: {}", r.summary.verdict)
-        } else {
-            r.summary.verdict.clone()
-        };
+        let line = r.summary.verdict.clone();
         let line = if r.simulated {
             format!("{line} (simulated)")
         } else {

@@ -12,10 +12,11 @@ use crate::discover::{HalfResolution, Probe};
 use crate::exec::launch::{Launcher, Readiness, ServerHandle, Stopped};
 use crate::exec::transport::{Output, TransportError, released};
 use crate::gate::judge::Verdict;
-use crate::plan::{Endpoint, NodeId, Plan};
+use crate::plan::{Endpoint, IslId, NodeId, Plan};
 use crate::render::Renderer;
 use crate::render::job::Resolution;
 use crate::results::{JobResult, RoundRecord, RunResults};
+use crate::topology::Fabric;
 
 /// How a run is carried out.
 #[derive(Debug, Clone)]
@@ -55,6 +56,7 @@ pub(crate) const SHORT: Duration = Duration::from_secs(20);
 
 pub(crate) struct Ctx<'a> {
     pub(crate) plan: &'a Plan,
+    pub(crate) fabric: &'a Fabric,
     pub(crate) launcher: Arc<dyn Launcher>,
     pub(crate) renderer: Renderer,
     pub(crate) res: Resolution,
@@ -65,6 +67,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) unreachable: HashMap<NodeId, String>,
     /// endpoint -> why its measurements are skipped
     pub(crate) blocked: HashMap<Endpoint, String>,
+    /// ISL -> why measurements crossing it are skipped
+    pub(crate) blocked_isls: HashMap<IslId, String>,
     /// NCCL test name -> why it is skipped (its launch check failed)
     pub(crate) blocked_tests: HashMap<String, String>,
     pub(crate) probes: HashMap<NodeId, Probe>,
@@ -157,6 +161,31 @@ impl Ctx<'_> {
         }
         let _permit = self.sem.acquire().await;
         self.launcher.exec(node, script, timeout).await
+    }
+
+    /// Do the fabric paths between `nodes` cross `isl`? (Any two of them on the two sides.)
+    pub(crate) fn ranks_cross(&self, nodes: &[NodeId], isl: IslId) -> bool {
+        let mut per_switch: Vec<(crate::plan::SwitchId, &Endpoint)> = Vec::new();
+        for seg in &self.plan.segments {
+            for m in seg
+                .members
+                .iter()
+                .filter(|m| nodes.contains(&m.endpoint.node))
+            {
+                if let Some(s) = m.switch
+                    && !per_switch.iter().any(|(x, _)| *x == s)
+                {
+                    per_switch.push((s, &m.endpoint));
+                }
+            }
+        }
+        per_switch.iter().enumerate().any(|(i, (_, a))| {
+            per_switch.iter().skip(i + 1).any(|(_, b)| {
+                self.fabric
+                    .path(self.plan, a, b)
+                    .is_some_and(|p| p.isl_hops().any(|(x, _)| x == isl))
+            })
+        })
     }
 
     pub(crate) fn cancelled(&self) -> bool {

@@ -30,14 +30,17 @@ fn selected_job(plan: &Plan, round: &Round, job: &Job, opts: &RunOptions) -> boo
         && !opts.skip.iter().any(|s| job.matches(plan, &round.name, s))
 }
 
-/// The rounds with a selected job, and the nodes those jobs need.
-fn selection(
-    plan: &Plan,
-    fabric: &Fabric,
-    schedule: &Schedule,
-    opts: &RunOptions,
-) -> (Vec<usize>, Vec<NodeId>) {
+/// What a run's selection covers: its rounds, the nodes their jobs need, the NCCL tests.
+struct Selection {
+    rounds: Vec<usize>,
+    needed: Vec<NodeId>,
+    nccl_tests: Vec<usize>,
+}
+
+/// The rounds with a selected job, and the nodes and NCCL tests those jobs need.
+fn selection(plan: &Plan, fabric: &Fabric, schedule: &Schedule, opts: &RunOptions) -> Selection {
     let mut needed: Vec<NodeId> = Vec::new();
+    let mut nccl_tests = Vec::new();
     let mut selected = Vec::new();
     for i in 0..schedule.len() {
         let Some(r) = schedule.round(plan, fabric, i) else {
@@ -47,6 +50,11 @@ fn selection(
         for j in r.jobs.iter().filter(|j| selected_job(plan, &r, j, opts)) {
             any = true;
             needed.extend(j.nodes());
+            if let Some(r) = &j.ranks
+                && !nccl_tests.contains(&r.test)
+            {
+                nccl_tests.push(r.test);
+            }
         }
         if any {
             selected.push(i);
@@ -54,7 +62,11 @@ fn selection(
     }
     needed.sort();
     needed.dedup();
-    (selected, needed)
+    Selection {
+        rounds: selected,
+        needed,
+        nccl_tests,
+    }
 }
 
 /// Run a plan to its results.
@@ -72,6 +84,7 @@ pub async fn run(
     let started = now_ms();
     let mut ctx = ctx::Ctx {
         plan,
+        fabric,
         launcher: launcher.clone(),
         renderer: Renderer::new(&plan.templates),
         res: Resolution::from_plan(plan),
@@ -81,6 +94,7 @@ pub async fn run(
         cancel,
         unreachable: HashMap::new(),
         blocked: HashMap::new(),
+        blocked_isls: HashMap::new(),
         blocked_tests: HashMap::new(),
         probes: HashMap::new(),
         resolutions: HashMap::new(),
@@ -100,20 +114,21 @@ pub async fn run(
         rounds: Vec::new(),
         summary: Summary::default(),
     };
-    let (selected, needed) = selection(plan, fabric, schedule, opts);
+    let sel = selection(plan, fabric, schedule, opts);
+    let needed = &sel.needed;
 
     // the launch checks depend on the plan alone: they start with the discovery probes
     let launches = plan.tests.preflight.then(|| {
-        let checks = preflight::launch_checks(&ctx, &needed);
+        let checks = preflight::launch_checks(&ctx, &sel.nccl_tests);
         let answers = preflight::start_launch_checks(&ctx, &checks);
         (checks, answers)
     });
-    discovery::discover_needed(&mut ctx, &needed, &mut results).await;
-    if let Some((checks, answers)) = launches {
-        preflight::preflight(&mut ctx, &needed, &mut results, checks, answers).await;
+    discovery::discover_needed(&mut ctx, needed, &mut results).await;
+    if plan.tests.preflight {
+        preflight::preflight(&mut ctx, needed, &mut results, launches).await;
     }
 
-    for i in selected {
+    for i in sel.rounds {
         let Some(round) = schedule.round(plan, fabric, i) else {
             continue;
         };
@@ -125,7 +140,7 @@ pub async fn run(
                     plan,
                     &round,
                     j,
-                    "interrupted before this round started".into(),
+                    crate::results::INTERRUPTED_REASON.into(),
                 ));
             }
             continue;

@@ -84,19 +84,14 @@ fn prepare<'r>(
     let mut running = Vec::new();
     for (i, job) in round.jobs.iter().enumerate().filter(|(_, j)| selected(j)) {
         let gate = gate_name(plan, round, job);
+        // one root cause, one FAIL: `reach NODE` failed already; this job is skipped for it
         if let Some(n) = job.nodes().iter().find(|n| ctx.unreachable.contains_key(n)) {
             let name = &plan.node(*n).name;
-            done.push(failed(
+            done.push(skipped(
                 plan,
                 round,
                 job,
-                format!("{name} unreachable: {}", ctx.unreachable[n]),
-                Verdict::check(
-                    gate,
-                    Outcome::Fail,
-                    format!("{name} is unreachable"),
-                    Some(Trap::Unreachable),
-                ),
+                format!("{name} is unreachable (`reach {name}` failed)"),
             ));
             continue;
         }
@@ -104,11 +99,22 @@ fn prepare<'r>(
             .ranks
             .as_ref()
             .and_then(|r| ctx.blocked_tests.get(&r.name));
+        let isl_block = || {
+            ctx.blocked_isls.iter().find_map(|(isl, why)| {
+                let crosses = match (&job.pair, &job.ranks) {
+                    (Some(p), _) => p.path.isl_hops().any(|(x, _)| x == *isl),
+                    (None, Some(r)) => ctx.ranks_cross(&r.nodes, *isl),
+                    (None, None) => false,
+                };
+                crosses.then_some(why)
+            })
+        };
         if let Some(reason) = job
             .resources
             .iter()
             .find_map(|e| ctx.blocked.get(e))
             .or(test_block)
+            .or_else(isl_block)
         {
             done.push(skipped(plan, round, job, reason.clone()));
             continue;

@@ -8,8 +8,9 @@ mod render;
 
 use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
-use crate::gate::judge::Verdict;
+use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
+use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
 use crate::plan::{NodeId, Plan};
 use crate::render::job::{JobCommands, Resolution, Step};
@@ -42,6 +43,99 @@ pub fn launch_check(
 ) -> Result<LaunchCheck, RenderError> {
     let (step, ranks) = render::mpi_hostname(plan, renderer, style, test, run_id)?;
     Ok(LaunchCheck { test, step, ranks })
+}
+
+/// What the launch check's command answered.
+#[derive(Debug, Clone, Copy)]
+pub struct Answer<'a> {
+    pub status: i32,
+    pub stdout: &'a str,
+    pub stderr: &'a str,
+}
+
+/// The launch check's verdict. `earlier` is a preflight failure on the check's path (a port or
+/// an ISL between its ranks): a launch that fails after it follows from it and says so, with its
+/// trap (mpirun's TCP traffic over an MTU 1500 hop hangs, it is not an SSH problem).
+pub fn judge_launch(
+    plan: &Plan,
+    check: &LaunchCheck,
+    answer: Result<Answer<'_>, String>,
+    earlier: Option<&Verdict>,
+) -> Verdict {
+    let t = &plan.tests.nccl[check.test];
+    let gate = format!("mpirun launch {}", t.name);
+    let n = check.ranks;
+    let v = match answer {
+        Err(e) => Verdict::check(&gate, Outcome::Fail, e, Some(Trap::MpiLaunch)),
+        Ok(a) => {
+            let text = format!("{}{}", a.stdout, a.stderr);
+            let lines = a.stdout.lines().filter(|l| !l.trim().is_empty()).count();
+            match crate::parse::parse(Tool::Mpirun, &text).error() {
+                Some(e) => {
+                    let trap = match classify::trap_of_error(e.kind) {
+                        Trap::ToolError => Trap::MpiLaunch,
+                        t => t,
+                    };
+                    let words: Vec<&str> = e
+                        .message
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '-'))
+                        .take(4)
+                        .collect();
+                    Verdict::check(
+                        &gate,
+                        Outcome::Fail,
+                        format!("{}: {}", e.kind.as_str(), words.join(" ")),
+                        Some(trap),
+                    )
+                }
+                None if a.status == 0 && lines >= n => Verdict::check(
+                    &gate,
+                    Outcome::Ok,
+                    format!(
+                        "{} started `hostname` on {n} rank(s): {}",
+                        check.step.host,
+                        a.stdout.split_whitespace().collect::<Vec<_>>().join(", ")
+                    ),
+                    None,
+                ),
+                None if a.status == 124 || a.status == 137 => Verdict::check(
+                    &gate,
+                    Outcome::Fail,
+                    format!(
+                        "no answer within {} s: killed by the timeout on {}",
+                        check.step.timeout_s, check.step.host
+                    ),
+                    Some(Trap::MpiLaunch),
+                ),
+                None => Verdict::check(
+                    &gate,
+                    Outcome::Fail,
+                    format!(
+                        "mpirun exit {}, {lines} of {n} ranks answered: {}",
+                        a.status,
+                        text.lines().last().unwrap_or("").trim()
+                    ),
+                    Some(Trap::MpiLaunch),
+                ),
+            }
+        }
+    };
+    match earlier {
+        Some(e) if v.outcome == Outcome::Fail => {
+            let mut f = Verdict::check(
+                &gate,
+                Outcome::Fail,
+                format!("follows from `{}` failing: {}", e.gate, v.detail),
+                e.trap,
+            );
+            f.trap_name = e.trap_name.clone();
+            f.fix = e.fix.clone();
+            f.following(e.gate.clone())
+        }
+        _ => v,
+    }
 }
 
 impl TestKind for Nccl {

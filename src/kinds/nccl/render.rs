@@ -130,8 +130,10 @@ pub fn mpi_hostname(
     ))
 }
 
-/// How long the launch check may take on the launching node.
-pub const LAUNCH_CHECK_TIMEOUT_S: u32 = 60;
+/// How long the launch check may take on the launching node: `hostname` over mpirun starts in
+/// about a second; a launch that hangs (mpirun's TCP over an MTU 1500 hop) gives up long before
+/// an NCCL job's own timeout would.
+pub const LAUNCH_CHECK_TIMEOUT_S: u32 = 20;
 
 /// The MPI launch of NCCL test `ti` as `job`.
 #[allow(clippy::too_many_arguments)]

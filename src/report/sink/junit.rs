@@ -13,6 +13,16 @@ use crate::results::RunResults;
 
 fn case(v: &Verdict, classname: &str) -> TestCase {
     let status = match v.outcome {
+        // counted once, at its root cause; shown here as what it is
+        Outcome::Fail if v.follows.is_some() => {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!(
+                "follows from `{}`: {}",
+                v.follows.clone().unwrap_or_default(),
+                v.detail
+            ));
+            s
+        }
         Outcome::Fail => {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
             let msg = format!(
@@ -61,6 +71,15 @@ pub fn render(r: &RunResults) -> String {
     let mut pre = TestSuite::new(format!("{}{label} preflight", r.plan));
     for v in &r.preflight {
         pre.add_test_case(case(v, &format!("{}.preflight", r.plan)));
+    }
+    if r.interrupted {
+        // never green: the run itself is a failed case, and every job it did not run is skipped
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(r.summary.verdict.clone());
+        s.set_type("interrupted");
+        let mut c = TestCase::new(format!("fabricplan run {}", r.plan), s);
+        c.set_classname(format!("{}.run", r.plan));
+        pre.add_test_case(c);
     }
     report.add_test_suite(pre);
     let mut suites: Vec<(String, TestSuite)> = Vec::new();
