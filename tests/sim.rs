@@ -377,7 +377,7 @@ async fn crossed_cable_fails_the_cabling_check() {
 }
 
 #[tokio::test]
-async fn dead_host_is_unreachable_and_the_run_goes_on() {
+async fn dead_host_is_one_fail_and_the_run_goes_on() {
     let plan = load("two-spark");
     let r = run_plan(&plan, &["dead-host:spark-b"]).await;
     assert_eq!(r.summary.exit_code, 1);
@@ -386,10 +386,20 @@ async fn dead_host_is_unreachable_and_the_run_goes_on() {
             .iter()
             .any(|v| v.gate == "reach spark-b" && v.trap == Some(Trap::Unreachable))
     );
+    // one root cause, one FAIL: its jobs are skipped naming it, and no ping into the dead host
+    // is read as a cabling fault
+    assert_eq!(r.summary.fail, 1, "{:#?}", r.summary);
     assert!(
         r.jobs
             .iter()
-            .all(|j| j.verdicts[0].trap == Some(Trap::Unreachable))
+            .all(|j| j.status == JobStatus::Skipped && j.verdicts.is_empty()),
+        "{:#?}",
+        r.jobs
+    );
+    assert!(
+        !r.preflight
+            .iter()
+            .any(|v| v.trap == Some(Trap::CrossedCable))
     );
     let t = SimTransport::new(&plan, &["dead-host:spark-b".to_string()]).unwrap();
     let b = plan.node_by_name("spark-b").unwrap();

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::probe::Probe;
-use super::resolve::HalfResolution;
+use super::resolve::{HalfIssue, HalfResolution};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
 use crate::plan::{Endpoint, NodeId, Plan};
@@ -21,17 +21,18 @@ pub fn half_checks(plan: &Plan, node: NodeId, halves: &[HalfResolution]) -> Vec<
         if let Some(fix) = &h.fix_command {
             problems.push(format!("run on {}: {fix}", plan.node(node).name));
         }
-        let trap = if problems.iter().any(|p| p.contains("names differ per box")) {
+        // named for what was seen, the first problem being the cause of the others
+        let trap = match h.issue {
             // a pin that assumes one box's device name on another: the f0/f1 asymmetry
-            Trap::NoDevice
-        } else if !h.address_found {
-            Trap::NoGid
-        } else if h.device.is_none() || !h.active {
-            Trap::PortDown
-        } else if h.gid_index.is_none() {
-            Trap::NoGid
-        } else {
-            Trap::NoDevice
+            Some(HalfIssue::PinnedDeviceNotLive | HalfIssue::PinnedNetdevElsewhere) => {
+                Trap::PinnedNameWrong
+            }
+            Some(HalfIssue::DeviceMissing) => Trap::NoDevice,
+            Some(HalfIssue::DeviceDown) => Trap::PortDown,
+            Some(HalfIssue::AddressMissing) => Trap::AddressMissing,
+            Some(HalfIssue::GidPinWrong | HalfIssue::NoGid) => Trap::NoGid,
+            None if h.device.is_none() => Trap::NoDevice,
+            None => Trap::PortDown,
         };
         let detail = if problems.is_empty() {
             format!(
@@ -140,6 +141,26 @@ pub fn cabling_checks(
         .collect();
     let mut out = Vec::new();
     for h in halves {
+        if let Some(port) = &h.landed_on {
+            // measured where it really lands, and right: but the plan is the site's record of
+            // its cabling, and it is wrong
+            out.push((
+                Verdict::check(
+                    format!("cabling {}", h.name),
+                    Outcome::Warn,
+                    format!(
+                        "{name}: this cable lands on {port}, the plan says {} ({} is live on {}, where {} is configured)",
+                        h.endpoint.port,
+                        h.device.clone().unwrap_or_default(),
+                        h.netdev.clone().unwrap_or_default(),
+                        h.address
+                    ),
+                    Some(Trap::CrossedCable),
+                ),
+                Vec::new(),
+            ));
+            continue;
+        }
         let carrier = h
             .netdev
             .as_deref()
@@ -454,5 +475,66 @@ subnets = { a = "198.51.100.0/30" }
             c[0].0.detail
         );
         assert!(!c[0].0.detail.contains("GID_INDEX"), "GID 3 agrees");
+    }
+
+    /// Regression: a cable in f1 with its address on f1's netdev, the plan saying f0, was
+    /// resolved to the f1 device and went green without a word.
+    #[test]
+    fn a_cable_on_the_other_port_is_a_warning() {
+        let text = PLAN.replace(
+            "env = { NCCL_IB_GID_INDEX = \"3\", NCCL_IB_HCA = \"rocep1s0f1\" }\n",
+            "",
+        );
+        let plan = crate::plan::load_str(Path::new("p.toml"), &text, Path::new("."))
+            .unwrap()
+            .plan;
+        let dump = "@host spark-a
+@dev rocep1s0f0
+@state 1: DOWN
+@netdev enp1s0f0np0
+@dev rocep1s0f1
+@state 4: ACTIVE
+@netdev enp1s0f1np1
+@gid /x/gids/3:0000:0000:0000:0000:0000:ffff:c633:6401
+@gidtype /x/types/3:RoCE v2
+@ip
+3: enp1s0f1np1    inet 198.51.100.1/30 scope global enp1s0f1np1
+@link
+2: enp1s0f0np0: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 9000 state DOWN
+3: enp1s0f1np1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 state UP
+@route
+198.51.100.0/30 dev enp1s0f1np1 proto kernel scope link src 198.51.100.1
+@end
+";
+        let probe = parse(dump);
+        let halves = resolve_node(&plan, NodeId(0), &probe);
+        assert_eq!(halves[0].device.as_deref(), Some("rocep1s0f1"));
+        assert_eq!(halves[0].landed_on.as_deref(), Some("f1"));
+        let c = cabling_checks(&plan, NodeId(0), &probe, &halves);
+        assert_eq!(c.len(), 1, "{c:#?}");
+        assert_eq!(c[0].0.outcome, Outcome::Warn);
+        assert!(
+            c[0].0
+                .detail
+                .starts_with("spark-a: this cable lands on f1, the plan says f0 (rocep1s0f1 is live on enp1s0f1np1"),
+            "{}",
+            c[0].0.detail
+        );
+        // the half's own checks pass: it measures where it lands
+        assert!(
+            half_checks(&plan, NodeId(0), &halves)
+                .iter()
+                .all(|(v, _)| v.outcome == Outcome::Ok)
+        );
+        // near miss: a pinned half is where the plan says it is
+        let pinned = text.replace(
+            "name = \"spark-a\"\n",
+            "name = \"spark-a\"\npin.\"f0.a\" = { netdev = \"enp1s0f1np1\", device = \"rocep1s0f1\" }\n",
+        );
+        let plan = crate::plan::load_str(Path::new("p.toml"), &pinned, Path::new("."))
+            .unwrap()
+            .plan;
+        let halves = resolve_node(&plan, NodeId(0), &probe);
+        assert!(cabling_checks(&plan, NodeId(0), &probe, &halves).is_empty());
     }
 }

@@ -28,8 +28,34 @@ pub struct HalfResolution {
     pub address_found: bool,
     /// Problems, in words.
     pub problems: Vec<String>,
+    /// The first problem, as a kind: what the preflight check names.
+    pub issue: Option<HalfIssue>,
+    /// The port the planned address really sits on, when the profile puts its netdev on another
+    /// port than the plan says (the cable lands there); `None` when it is where planned, or the
+    /// half is pinned.
+    pub landed_on: Option<String>,
     /// The exact command to run on this box when the address is missing (fabricplan runs nothing).
     pub fix_command: Option<String>,
+}
+
+/// What is wrong with a planned half, as discovery sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HalfIssue {
+    /// The pinned netdev is not where the address lives.
+    PinnedNetdevElsewhere,
+    /// The pinned device is not the live one behind the address's netdev.
+    PinnedDeviceNotLive,
+    /// The device does not exist on the box.
+    DeviceMissing,
+    /// The device exists, its port is not ACTIVE.
+    DeviceDown,
+    /// The planned address is not configured on the box.
+    AddressMissing,
+    /// The pinned GID index is not the RoCE v2 entry of the address.
+    GidPinWrong,
+    /// No RoCE v2 GID maps the address.
+    NoGid,
 }
 
 impl HalfResolution {
@@ -70,6 +96,7 @@ fn resolve_half(
     let pin = plan.pinned(e);
     let default = plan.profile_half(e).cloned();
     let mut problems = Vec::new();
+    let mut issues: Vec<HalfIssue> = Vec::new();
     let mut fix_command = None;
     let iface = probe.interface_with(address);
     let address_found = iface.is_some();
@@ -85,6 +112,7 @@ fn resolve_half(
             "{name}: the plan pins netdev `{p}` but {address} is on `{}`",
             i.name
         ));
+        issues.push(HalfIssue::PinnedNetdevElsewhere);
     }
     let dev_from_netdev = netdev.as_deref().and_then(|n| probe.device_of_netdev(n));
     let device = match (&pin.device, dev_from_netdev) {
@@ -94,6 +122,7 @@ fn resolve_half(
                 netdev.clone().unwrap_or_default(),
                 d.name
             ));
+            issues.push(HalfIssue::PinnedDeviceNotLive);
             Some(p.clone())
         }
         (Some(p), _) => Some(p.clone()),
@@ -110,6 +139,7 @@ fn resolve_half(
             device.clone().unwrap_or_default(),
             probe.hostname
         ));
+        issues.push(HalfIssue::DeviceMissing);
     }
     let active = dev.is_some_and(|d| d.active());
     if let Some(d) = dev
@@ -124,6 +154,7 @@ fn resolve_half(
                 &d.state
             }
         ));
+        issues.push(HalfIssue::DeviceDown);
     }
     if !address_found {
         // shown to an operator to paste: every value quoted (a netdev comes from the box)
@@ -142,6 +173,7 @@ fn resolve_half(
         fix_command = Some(format!(
             "sudo ip addr add {address}/{prefix} dev {nd} && sudo ip link set {nd} up mtu 9000"
         ));
+        issues.push(HalfIssue::AddressMissing);
     }
     let gid_index = pin
         .gid_index
@@ -151,13 +183,21 @@ fn resolve_half(
         && found != p
     {
         problems.push(format!("{name}: the plan pins GID index {p} but the RoCE v2 entry for {address} on `{}` is {found}", d.name));
+        issues.push(HalfIssue::GidPinWrong);
     }
     if gid_index.is_none() && address_found {
         problems.push(format!(
             "{name}: no RoCE v2 GID maps {address} on `{}`",
             device.clone().unwrap_or_default()
         ));
+        issues.push(HalfIssue::NoGid);
     }
+    // where the cable really lands: the profile's port of the netdev holding the address
+    let pinned = pin.device.is_some() || pin.netdev.is_some();
+    let landed_on = iface
+        .filter(|_| !pinned)
+        .and_then(|i| port_of_netdev(plan, e.node, &i.name))
+        .filter(|p| *p != e.port);
     let mtu = netdev
         .as_deref()
         .and_then(|n| probe.interface(n))
@@ -176,6 +216,17 @@ fn resolve_half(
         link_downed: dev.and_then(|d| d.counters.get("link_downed").copied()),
         address_found,
         problems,
+        issue: issues.first().copied(),
+        landed_on,
         fix_command,
     }
+}
+
+/// The profile port whose half uses `netdev` on `node`.
+fn port_of_netdev(plan: &Plan, node: NodeId, netdev: &str) -> Option<String> {
+    plan.profile_of(node)
+        .ports
+        .iter()
+        .find(|p| p.halves.iter().any(|h| h.netdev == netdev))
+        .map(|p| p.name.clone())
 }

@@ -45,6 +45,10 @@ pub enum Trap {
     NoDevice,
     /// The port is down.
     PortDown,
+    /// A pinned device or netdev name is not the live one on that box.
+    PinnedNameWrong,
+    /// The planned address is not configured on the box.
+    AddressMissing,
     /// No RoCE v2 GID maps the half's address.
     NoGid,
     /// The cable lands on another port than the plan says.
@@ -91,6 +95,8 @@ impl Trap {
             Trap::SlowCollective => "slow small-message collective",
             Trap::NoDevice => "RDMA device not found",
             Trap::PortDown => "port down",
+            Trap::PinnedNameWrong => "pinned name is not the live device",
+            Trap::AddressMissing => "planned address not configured",
             Trap::NoGid => "no RoCE v2 GID for the address",
             Trap::CrossedCable => "crossed cable",
             Trap::Unreachable => "host unreachable",
@@ -162,6 +168,12 @@ impl Trap {
                 "check the device name on that box (fabricplan detect): names differ per box; pin or let discovery choose"
             }
             Trap::PortDown => "seat the cable, check the peer port, `ip link set DEV up`",
+            Trap::PinnedNameWrong => {
+                "names differ per box (f0 on one, f1 on the other): pin each box's own name, or remove the pin and let discovery choose"
+            }
+            Trap::AddressMissing => {
+                "configure the half's planned address on its netdev (the `ip addr add` above), MTU 9000, and persist it"
+            }
             Trap::NoGid => {
                 "assign the half's IPv4 to its netdev (ip addr add ...) so a RoCE v2 GID maps it"
             }
