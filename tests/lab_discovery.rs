@@ -169,11 +169,31 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
         "{table}"
     );
 
-    // the run resolves each box's own names: green, NCCL on NET/IB
+    // the run resolves each box's own names and measures, NCCL on NET/IB; but host-b's cable
+    // lands on f1 where the plan says f0: the plan, the site's record of its cabling, is wrong,
+    // and the run says so (a WARN per half, not a silent green)
     let (code, r, text) = run(&lab, &plan, &dir.path().join("run1"));
 
     assert_eq!(code, 0, "{text}\n{:#?}", failed_traps(&r));
-    assert_eq!(r["summary"]["verdict"], "ALL GREEN", "{text}");
+    assert_eq!(r["summary"]["verdict"], "PASS with 2 warning(s)", "{text}");
+    for half in ["a", "b"] {
+        let w = verdicts(&r)
+            .into_iter()
+            .find(|v| v["gate"] == format!("cabling host-b.f0.{half}"))
+            .unwrap_or_else(|| panic!("no cabling verdict for host-b.f0.{half}: {text}"));
+        assert_eq!(w["outcome"], "WARN");
+        assert!(
+            w["detail"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("host-b: this cable lands on f1, the plan says f0"),
+            "{w}"
+        );
+    }
+    assert!(
+        text.contains("host-b: this cable lands on f1, the plan says f0"),
+        "the cause on screen: {text}"
+    );
     let nccl = r["jobs"]
         .as_array()
         .unwrap()

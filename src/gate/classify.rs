@@ -98,17 +98,41 @@ pub fn bandwidth(spec: &GateSpec, parsed: &BwReport, ctx: &Context) -> Vec<Verdi
         let scale = ctx.standalone_gbps.unwrap_or(REFERENCE_HALF_GBPS) / REFERENCE_HALF_GBPS;
         let single_digits = bw < 10.0 * scale;
         let throttle_band = (8.0 * scale..=25.0 * scale).contains(&bw);
-        let trap = if single_digits && ctx.crosses_isl {
+        let of = match ctx.expected_gbps {
+            Some(e) if e > 0.0 => format!(
+                "{bw:.2} Gb/s is {:.0}% of the {e:.1} Gb/s expected here",
+                100.0 * bw / e
+            ),
+            _ => format!("{bw:.2} Gb/s"),
+        };
+        let standalone = ctx.standalone_gbps.unwrap_or(REFERENCE_HALF_GBPS);
+        let (trap, why) = if single_digits && ctx.crosses_isl {
             // single digits across the ISL: check its RSTP role before anything else
-            Trap::IslBlockedRstp
+            (
+                Trap::IslBlockedRstp,
+                format!("{of}: single digits across the ISL, which forwards almost nothing"),
+            )
         } else if single_digits && seq > 0 {
-            Trap::SoftwareForwarding
+            (
+                Trap::SoftwareForwarding,
+                format!(
+                    "{of}, and packet_seq_err grew by {seq}: frames reordered by a software path"
+                ),
+            )
         } else if throttle_band {
-            Trap::FirmwareThrottle
+            (
+                Trap::FirmwareThrottle,
+                format!(
+                    "{of}: inside the firmware-throttle band ({:.0}-{:.0} Gb/s for a {standalone:.1} Gb/s half)",
+                    8.0 * scale,
+                    25.0 * scale
+                ),
+            )
         } else {
-            Trap::BelowLineRate
+            (Trap::BelowLineRate, of)
         };
         v = v.with_trap(trap);
+        v.detail = why;
     }
     let mut out = vec![v];
     if let Some(seq) = ctx.seq_err_delta

@@ -104,7 +104,18 @@ impl TestKind for RdmaBwBoth {
                 .filter_map(|(_, e)| *e)
                 .collect();
             let exp = (!group_expected.is_empty()).then(|| group_expected.iter().sum());
-            let v = spec.judge(format!("{} {g}", ID.name()), &[sum], exp);
+            let mut v = spec.judge(format!("{} {g}", ID.name()), &[sum], exp);
+            if v.outcome != crate::gate::judge::Outcome::Ok {
+                v.detail = format!(
+                    "the halves sum to {sum:.2} Gb/s ({}){}",
+                    vals.iter()
+                        .map(|x| format!("{x:.2}"))
+                        .collect::<Vec<_>>()
+                        .join(" + "),
+                    exp.map(|e| format!(" of {e:.1} expected"))
+                        .unwrap_or_default()
+                );
+            }
             // on the group's last job
             let last = round
                 .jobs

@@ -9,9 +9,37 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::sink::Sink;
 use crate::exec::runner::Event;
-use crate::gate::judge::Outcome;
+use crate::gate::judge::{Outcome, Verdict};
 use crate::results::RunResults;
 use crate::text::inert;
+
+/// The verdict column, and the measured value's.
+const VERDICT_W: usize = 8;
+const MEASURED_W: usize = 14;
+
+/// The widths of the table's wrapped columns.
+struct Columns {
+    gate: usize,
+    rest: usize,
+}
+
+impl Columns {
+    /// The gate column as wide as the widest gate, up to two fifths of the width; the threshold
+    /// or evidence gets the rest (at least 24).
+    fn fit(r: &RunResults, width: usize) -> Columns {
+        let widest = r
+            .verdicts()
+            .map(|v| v.gate.chars().count())
+            .chain(r.jobs.iter().map(|j| j.kind.len() + j.label.len() + 1))
+            .max()
+            .unwrap_or(4);
+        let gate = widest.min((width * 2 / 5).max(24));
+        let rest = width
+            .saturating_sub(VERDICT_W + gate + 2 + MEASURED_W + 2)
+            .max(24);
+        Columns { gate, rest }
+    }
+}
 
 pub struct Terminal {
     bar: ProgressBar,
@@ -102,35 +130,182 @@ impl Terminal {
         }
     }
 
-    fn paint(&self, o: Outcome) -> String {
-        let s = o.as_str();
-        if !self.color {
-            return s.to_string();
-        }
+    fn paint(&self, word: &str, o: Option<Outcome>) -> String {
         let code = match o {
-            Outcome::Ok => 32,
-            Outcome::Warn => 33,
-            Outcome::Fail => 31,
+            _ if !self.color => return word.to_string(),
+            Some(Outcome::Ok) => 32,
+            Some(Outcome::Warn) => 33,
+            Some(Outcome::Fail) => 31,
+            None => 36,
         };
-        format!("\x1b[{code}m{s}\x1b[0m")
+        format!("\x1b[{code}m{word}\x1b[0m")
+    }
+
+    /// `text` wrapped to `width` columns (at least one line).
+    fn cell(text: &str, width: usize) -> Vec<String> {
+        let opts = textwrap::Options::new(width.max(8))
+            .word_splitter(textwrap::WordSplitter::NoHyphenation);
+        let mut v: Vec<String> = textwrap::wrap(text, opts)
+            .into_iter()
+            .map(|l| l.into_owned())
+            .collect();
+        if v.is_empty() {
+            v.push(String::new());
+        }
+        v
+    }
+
+    /// Text from column `start` to the width, each line but the first indented to `start`.
+    fn write_wrapped(&mut self, lead: &str, text: &str, start: usize) -> io::Result<()> {
+        let lines = Self::cell(text, self.width.saturating_sub(start).max(20));
+        let pad = " ".repeat(start);
+        for (i, l) in lines.iter().enumerate() {
+            if i == 0 {
+                writeln!(self.out, "{lead}{l}")?;
+            } else {
+                writeln!(self.out, "{pad}{l}")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One row of the table: the verdict word (painted), then the gate, the measured value and
+    /// the threshold or evidence, each wrapped within its column.
+    fn row(
+        &mut self,
+        word: &str,
+        outcome: Option<Outcome>,
+        cols: &Columns,
+        gate: &str,
+        measured: &str,
+        rest: &str,
+    ) -> io::Result<()> {
+        let g = Self::cell(gate, cols.gate);
+        let r = Self::cell(rest, cols.rest);
+        for i in 0..g.len().max(r.len()) {
+            let lead = if i == 0 {
+                format!(
+                    "{}{}",
+                    self.paint(word, outcome),
+                    " ".repeat(VERDICT_W.saturating_sub(word.len()))
+                )
+            } else {
+                " ".repeat(VERDICT_W)
+            };
+            let line = format!(
+                "{lead}{:<gw$}  {:>mw$}  {}",
+                g.get(i).map(String::as_str).unwrap_or(""),
+                if i == 0 { measured } else { "" },
+                r.get(i).map(String::as_str).unwrap_or(""),
+                gw = cols.gate,
+                mw = MEASURED_W
+            );
+            writeln!(self.out, "{}", line.trim_end())?;
+        }
+        Ok(())
+    }
+
+    /// One verdict: its row, then for a WARN or FAIL what was seen and the fix.
+    fn verdict(&mut self, v: &Verdict, cols: &Columns) -> io::Result<()> {
+        let measured = v
+            .measured
+            .map(|m| format!("{m:.2} {}", v.unit))
+            .unwrap_or_default();
+        let word = match (&v.follows, v.outcome) {
+            (Some(_), Outcome::Fail) => "(FAIL)",
+            _ => v.outcome.as_str(),
+        };
+        // the threshold for a measured value; the evidence of an OK check
+        let rest = if v.measured.is_some() {
+            v.threshold.clone()
+        } else if v.outcome == Outcome::Ok {
+            v.detail.clone()
+        } else {
+            String::new()
+        };
+        self.row(
+            word,
+            Some(v.outcome),
+            cols,
+            &inert(&v.gate),
+            &measured,
+            &inert(&rest),
+        )?;
+        if v.outcome == Outcome::Ok {
+            return Ok(());
+        }
+        let mut notes: Vec<String> = Vec::new();
+        match (&v.trap_name, v.detail.is_empty()) {
+            (Some(t), false) => notes.push(format!("{t}: {}", v.detail)),
+            (Some(t), true) => notes.push(t.clone()),
+            (None, false) => notes.push(v.detail.clone()),
+            (None, true) => {}
+        }
+        if let Some(g) = &v.follows {
+            notes.push(format!("follows from `{g}`: counted there, not again"));
+        } else if let Some(f) = &v.fix {
+            notes.push(format!("fix: {f}"));
+        }
+        for n in notes {
+            self.write_wrapped(&" ".repeat(VERDICT_W + 2), &inert(&n), VERDICT_W + 2)?;
+        }
+        Ok(())
+    }
+
+    /// The causes to fix, grouped by trap, failures first, the most widespread first.
+    fn what_to_fix(&mut self, r: &RunResults) -> io::Result<()> {
+        let mut groups: Vec<(Outcome, String, Vec<&Verdict>)> = Vec::new();
+        for v in r.verdicts() {
+            if v.outcome == Outcome::Ok || v.follows.is_some() {
+                continue;
+            }
+            let trap = v.trap_name.clone().unwrap_or_else(|| "problem".into());
+            match groups
+                .iter_mut()
+                .find(|(o, t, _)| *o == v.outcome && *t == trap)
+            {
+                Some((_, _, vs)) => vs.push(v),
+                None => groups.push((v.outcome, trap, vec![v])),
+            }
+        }
+        if groups.is_empty() {
+            return Ok(());
+        }
+        groups.sort_by(|a, b| b.0.cmp(&a.0).then(b.2.len().cmp(&a.2.len())));
+        writeln!(self.out)?;
+        writeln!(self.out, "what to fix, worst first:")?;
+        for (i, (o, trap, vs)) in groups.iter().enumerate() {
+            let head = format!(
+                "{}. {} {} ({} gate{})",
+                i + 1,
+                o.as_str(),
+                inert(trap),
+                vs.len(),
+                if vs.len() == 1 { "" } else { "s" }
+            );
+            writeln!(self.out, "  {}", self.paint(&head, Some(*o)))?;
+            let mut gates: Vec<String> = vs
+                .iter()
+                .take(3)
+                .map(|v| inert(&v.gate).into_owned())
+                .collect();
+            if vs.len() > 3 {
+                gates.push(format!("and {} more", vs.len() - 3));
+            }
+            self.write_wrapped("     ", &format!("where: {}", gates.join("; ")), 5)?;
+            let first_detail = vs.iter().map(|v| v.detail.as_str()).find(|d| !d.is_empty());
+            if let Some(d) = first_detail {
+                self.write_wrapped("     ", &format!("seen: {}", inert(d)), 5)?;
+            }
+            if let Some(f) = vs.iter().find_map(|v| v.fix.as_deref()) {
+                self.write_wrapped("     ", &format!("fix: {}", inert(f)), 5)?;
+            }
+        }
+        Ok(())
     }
 
     fn finish(&mut self, r: &RunResults) -> io::Result<()> {
-        let run_dir = self.run_dir.clone();
-        let _ = self.width;
-        let w = r
-            .verdicts()
-            .map(|v| v.gate.chars().count())
-            .chain(r.jobs.iter().map(|j| j.kind.len() + j.label.len() + 1))
-            .max()
-            .unwrap_or(4)
-            .clamp(4, 90);
-        let tw = r
-            .verdicts()
-            .map(|v| v.threshold.chars().count())
-            .max()
-            .unwrap_or(9)
-            .max(9);
+        let cols = Columns::fit(r, self.width);
         writeln!(self.out)?;
         if r.simulated {
             writeln!(
@@ -140,51 +315,31 @@ impl Terminal {
         }
         writeln!(
             self.out,
-            "{:<w$} {:<5} {:>14}  {:<tw$} trap and fix",
+            "{:<vw$}{:<gw$}  {:>mw$}  threshold or evidence",
+            "verdict",
             "gate",
-            "",
             "measured",
-            "threshold",
-            w = w
+            vw = VERDICT_W,
+            gw = cols.gate,
+            mw = MEASURED_W
         )?;
         for v in r.verdicts() {
-            let measured = v
-                .measured
-                .map(|m| format!("{m:.2} {}", v.unit))
-                .unwrap_or_default();
-            let trap = match (&v.trap_name, &v.fix) {
-                (Some(t), Some(f)) => format!("{t}: {f}"),
-                _ => v.detail.clone(),
-            };
-            writeln!(
-                self.out,
-                "{:<w$} {:<5} {:>14}  {:<tw$} {}",
-                inert(&v.gate),
-                self.paint(v.outcome),
-                measured,
-                inert(&v.threshold),
-                inert(&trap),
-                w = w
-            )?;
+            self.verdict(v, &cols)?;
         }
         for j in r.jobs.iter().filter(|j| j.verdicts.is_empty()) {
-            writeln!(
-                self.out,
-                "{:<w$} SKIP  {}",
-                inert(&format!("{} {}", j.kind, j.label)),
-                inert(j.reason.as_deref().unwrap_or_default()),
-                w = w
-            )?;
+            let gate = inert(&format!("{} {}", j.kind, j.label)).into_owned();
+            let reason = inert(j.reason.as_deref().unwrap_or_default()).into_owned();
+            self.row("SKIP", None, &cols, &gate, "", &reason)?;
         }
+        self.what_to_fix(r)?;
         writeln!(self.out)?;
-        if !run_dir.is_empty() {
-            writeln!(self.out, "evidence: {run_dir}")?;
+        if !self.run_dir.is_empty() {
+            writeln!(self.out, "evidence: {}", self.run_dir)?;
         }
-        let line = r.summary.verdict.clone();
         let line = if r.simulated {
-            format!("{line} (simulated)")
+            format!("{} (simulated)", r.summary.verdict)
         } else {
-            line
+            r.summary.verdict.clone()
         };
         if self.color {
             let code = if r.summary.fail > 0 || r.summary.exit_code != 0 {

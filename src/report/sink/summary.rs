@@ -1,18 +1,126 @@
-//! `summary.md`: the verdict table and a node x node bandwidth matrix.
+//! `summary.md`: failures and warnings first, then discovery and preflight, then each round's
+//! verdicts, and the node x node bandwidth matrix with its legend and failing cells marked.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
 use crate::exec::runner::Event;
+use crate::gate::judge::{Outcome, Verdict};
 use crate::results::RunResults;
 use crate::text::inert;
 
 /// A table cell: inert, and no `|` to split it.
 fn cell(s: &str) -> String {
     inert(s).replace('|', "/")
+}
+
+/// One row of a verdict table.
+fn verdict_row(s: &mut String, v: &Verdict) {
+    let measured = v
+        .measured
+        .map(|m| format!("{m:.2} {}", v.unit))
+        .unwrap_or_default();
+    let verdict = match (&v.follows, v.outcome) {
+        (Some(g), Outcome::Fail) => format!("FAIL (follows from `{}`)", cell(g)),
+        _ => v.outcome.as_str().to_string(),
+    };
+    let seen = match (&v.trap_name, v.outcome) {
+        (_, Outcome::Ok) => v.detail.clone(),
+        (Some(t), _) if v.detail.is_empty() => t.clone(),
+        (Some(t), _) => format!("{t}: {}", v.detail),
+        (None, _) => v.detail.clone(),
+    };
+    let fix = if v.outcome == Outcome::Ok {
+        String::new()
+    } else {
+        v.fix.clone().unwrap_or_default()
+    };
+    s.push_str(&format!(
+        "| {} | {verdict} | {} | {} | {} | {} |\n",
+        cell(&v.gate),
+        measured,
+        cell(&v.threshold),
+        cell(&seen),
+        cell(&fix)
+    ));
+}
+
+const VERDICT_HEAD: &str =
+    "| gate | verdict | measured | threshold | seen | fix |\n|---|---|---|---|---|---|\n";
+
+/// The node x node matrix: every measured flow of the pair, labelled by half and test, failing
+/// and warning values marked.
+fn matrix(s: &mut String, r: &RunResults) {
+    let mut cells: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for j in r
+        .jobs
+        .iter()
+        .filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
+    {
+        let [server, client] = j.hosts.as_slice() else {
+            continue;
+        };
+        let Some(v) = j
+            .verdicts
+            .iter()
+            .find(|v| v.metric.is_some() && v.measured.is_some())
+        else {
+            continue;
+        };
+        // the client's half: the label ends `... -> NODE.PORT.HALF`
+        let half = j
+            .label
+            .split(" -> ")
+            .next()
+            .and_then(|c| c.rsplit('.').next())
+            .unwrap_or("?");
+        let tag = if j.kind == "rdma-bw-both" {
+            format!("{half}+")
+        } else {
+            half.to_string()
+        };
+        let value = format!("{tag} {:.1}", v.measured.unwrap_or_default());
+        let value = match v.outcome {
+            Outcome::Fail => format!("**{value} ✗**"),
+            Outcome::Warn => format!("_{value} !_"),
+            Outcome::Ok => value,
+        };
+        cells
+            .entry((client.clone(), server.clone()))
+            .or_default()
+            .push(value);
+    }
+    if cells.is_empty() {
+        return;
+    }
+    let names: BTreeSet<&String> = cells.keys().flat_map(|(a, b)| [a, b]).collect();
+    s.push_str("\n## Bandwidth matrix, Gb/s (row: client, column: server)\n\n");
+    s.push_str(
+        "Each cell lists the pair's flows in job order: `a`, `b` one half measured alone \
+         (rdma-bw); `a+`, `b+` that half while both halves of the cable ran at once \
+         (rdma-bw-both). **Bold ✗** failed its gate, _italic !_ warned.\n\n| |",
+    );
+    for n in &names {
+        s.push_str(&format!(" {} |", cell(n)));
+    }
+    s.push_str("\n|---|");
+    for _ in &names {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for a in &names {
+        s.push_str(&format!("| {} |", cell(a)));
+        for b in &names {
+            match cells.get(&((*a).clone(), (*b).clone())) {
+                Some(v) => s.push_str(&format!(" {} |", v.join(" / "))),
+                None => s.push_str(" |"),
+            }
+        }
+        s.push('\n');
+    }
 }
 
 pub fn render(r: &RunResults) -> String {
@@ -23,74 +131,67 @@ pub fn render(r: &RunResults) -> String {
         ""
     };
     s.push_str(&format!(
-        "# fabricplan: {}{sim}\n\nRun `{}` over {}: **{}**\n\n",
+        "# fabricplan: {}{sim}\n\nRun `{}` over {}: **{}**\n",
         inert(&r.plan),
         inert(&r.run_id),
         r.transport,
         r.summary.verdict
     ));
-    s.push_str("| gate | verdict | measured | threshold | trap and fix |\n|---|---|---|---|---|\n");
-    for v in r.verdicts() {
-        let measured = v
-            .measured
-            .map(|m| format!("{m:.2} {}", v.unit))
-            .unwrap_or_else(|| cell(&v.detail));
-        let trap = match (&v.trap_name, &v.fix) {
-            (Some(t), Some(f)) => format!("{t}: {f}"),
-            _ => String::new(),
-        };
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            cell(&v.gate),
-            v.outcome.as_str(),
-            measured,
-            cell(&v.threshold),
-            cell(&trap)
-        ));
+    // failures first: what a reader opens the file for
+    let bad: Vec<&Verdict> = r.verdicts().filter(|v| v.outcome != Outcome::Ok).collect();
+    if !bad.is_empty() {
+        s.push_str("\n## Failures and warnings\n\n");
+        s.push_str(VERDICT_HEAD);
+        for v in bad.iter().filter(|v| v.outcome == Outcome::Fail) {
+            verdict_row(&mut s, v);
+        }
+        for v in bad.iter().filter(|v| v.outcome == Outcome::Warn) {
+            verdict_row(&mut s, v);
+        }
     }
-    let m = r.bandwidth_matrix();
-    if !m.is_empty() {
-        let names: BTreeSet<&String> = m.keys().flat_map(|(a, b)| [a, b]).collect();
-        s.push_str("\n## Bandwidth matrix, Gb/s (row: client, column: server)\n\n| |");
-        for n in &names {
-            s.push_str(&format!(" {} |", cell(n)));
+    if !r.preflight.is_empty() {
+        s.push_str("\n## Discovery and preflight\n\n");
+        s.push_str(VERDICT_HEAD);
+        for v in &r.preflight {
+            verdict_row(&mut s, v);
         }
-        s.push_str("\n|---|");
-        for _ in &names {
-            s.push_str("---|");
+    }
+    // per round, in run order
+    let mut rounds: Vec<(usize, &str)> = Vec::new();
+    for j in &r.jobs {
+        if !rounds.iter().any(|(i, _)| *i == j.round) {
+            rounds.push((j.round, &j.round_name));
         }
-        s.push('\n');
-        for a in &names {
-            s.push_str(&format!("| {} |", cell(a)));
-            for b in &names {
-                match m.get(&((*a).clone(), (*b).clone())) {
-                    Some(v) => s.push_str(&format!(
-                        " {} |",
-                        v.iter()
-                            .map(|x| format!("{x:.1}"))
-                            .collect::<Vec<_>>()
-                            .join(" / ")
-                    )),
-                    None => s.push_str(" |"),
-                }
+    }
+    for (index, name) in rounds {
+        let skew = r
+            .rounds
+            .iter()
+            .find(|x| x.index == index)
+            .and_then(|x| x.launch_skew_ms)
+            .map(|k| format!(" (clients released within {k:.1} ms)"))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "\n## Round {}: {}{skew}\n\n",
+            index + 1,
+            cell(name)
+        ));
+        s.push_str(VERDICT_HEAD);
+        for j in r.jobs.iter().filter(|j| j.round == index) {
+            if j.verdicts.is_empty() {
+                s.push_str(&format!(
+                    "| {} {} | SKIP | | | {} | |\n",
+                    cell(&j.kind),
+                    cell(&j.label),
+                    cell(j.reason.as_deref().unwrap_or_default())
+                ));
             }
-            s.push('\n');
+            for v in &j.verdicts {
+                verdict_row(&mut s, v);
+            }
         }
     }
-    let skews: Vec<String> = r
-        .rounds
-        .iter()
-        .filter_map(|x| {
-            x.launch_skew_ms
-                .map(|k| format!("{} {k:.1} ms", cell(&x.name)))
-        })
-        .collect();
-    if !skews.is_empty() {
-        s.push_str(&format!(
-            "\nClient launch skew per concurrent round: {}\n",
-            skews.join(", ")
-        ));
-    }
+    matrix(&mut s, r);
     s
 }
 
