@@ -35,6 +35,8 @@ pub enum JobStatus {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepRecord {
+    /// Which attempt of the job it belongs to (1 unless the gate repeats).
+    pub attempt: u32,
     pub host: String,
     pub role: Role,
     pub command: String,
@@ -54,6 +56,8 @@ pub struct StepRecord {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterDelta {
+    /// Which attempt of the job it was read around.
+    pub attempt: u32,
     pub host: String,
     pub device: String,
     pub counter: String,
@@ -80,6 +84,21 @@ pub struct JobResult {
     pub verdicts: Vec<Verdict>,
     /// Wall time of the measurement itself (client or mpirun), seconds.
     pub tool_seconds: Option<f64>,
+    /// Every attempt of a job whose gate repeats (`attempts = N`), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<Attempt>,
+}
+
+/// One attempt of a job whose gate repeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Attempt {
+    /// 1, 2, ...
+    pub attempt: u32,
+    /// The main metric's value, when it measured.
+    pub measured: Option<f64>,
+    pub outcome: Outcome,
+    /// What it saw (the tool's error, a timeout), when it did not pass.
+    pub detail: String,
 }
 
 impl JobResult {

@@ -188,10 +188,24 @@ impl GateSpec {
         s
     }
 
-    /// Judge one or more attempts of a measurement: pass when `pass_if` attempts pass.
+    /// Judge one measurement.
     pub fn judge(&self, gate: impl Into<String>, values: &[f64], expected: Option<f64>) -> Verdict {
+        let attempts: Vec<Option<f64>> = values.iter().copied().map(Some).collect();
+        self.judge_attempts(gate, &attempts, expected)
+    }
+
+    /// Judge the attempts of a measurement (`None`: an attempt that measured nothing): OK when
+    /// `pass_if` of them pass, WARN when that many at least warn, FAIL otherwise. The value
+    /// reported is the best one, the one the verdict rests on.
+    pub fn judge_attempts(
+        &self,
+        gate: impl Into<String>,
+        attempts: &[Option<f64>],
+        expected: Option<f64>,
+    ) -> Verdict {
         let unit = self.metric.unit().symbol().to_string();
         let gate = gate.into();
+        let values: Vec<f64> = attempts.iter().flatten().copied().collect();
         if values.is_empty() {
             return Verdict {
                 gate,
@@ -209,10 +223,15 @@ impl GateSpec {
                 follows: None,
             };
         }
-        let outcomes: Vec<Outcome> = values.iter().map(|v| self.outcome(*v, expected)).collect();
-        let oks = outcomes.iter().filter(|o| **o == Outcome::Ok).count() as u32;
-        let not_fail = outcomes.iter().filter(|o| **o != Outcome::Fail).count() as u32;
-        let need = self.pass_if.min(values.len() as u32).max(1);
+        let outcomes: Vec<Outcome> = attempts
+            .iter()
+            .map(|v| v.map_or(Outcome::Fail, |v| self.outcome(v, expected)))
+            .collect();
+        let oks = outcomes.iter().filter(|o| **o == Outcome::Ok).count();
+        let not_fail = outcomes.iter().filter(|o| **o != Outcome::Fail).count();
+        let need = usize::try_from(self.pass_if)
+            .unwrap_or(usize::MAX)
+            .clamp(1, attempts.len().max(1));
         let outcome = if oks >= need {
             Outcome::Ok
         } else if not_fail >= need {
@@ -220,19 +239,40 @@ impl GateSpec {
         } else {
             Outcome::Fail
         };
-        // report the best value when several attempts ran (the one the verdict rests on)
         let measured = if self.metric.higher_is_better() {
-            values.iter().cloned().fold(f64::NEG_INFINITY, f64::max)
+            values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         } else {
-            values.iter().cloned().fold(f64::INFINITY, f64::min)
+            values.iter().copied().fold(f64::INFINITY, f64::min)
         };
         let (trap, trap_name, fix) = if outcome == Outcome::Ok {
             (None, None, None)
         } else {
             (Some(self.trap), Some(self.trap_name()), Some(self.fix()))
         };
-        let detail = if values.len() > 1 {
-            format!("{oks} of {} attempts passed, {need} needed", values.len())
+        let detail = if attempts.len() > 1 {
+            let bound = self
+                .bound(self.pass, expected)
+                .map(|b| {
+                    format!(
+                        " {} {} {unit}",
+                        if self.metric.higher_is_better() {
+                            ">="
+                        } else {
+                            "<="
+                        },
+                        fmt_val(b)
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "{oks}/{} attempts{bound}, {need} needed: {}",
+                attempts.len(),
+                attempts
+                    .iter()
+                    .map(|v| v.map_or("no result".to_string(), fmt_val))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         } else {
             String::new()
         };
@@ -248,8 +288,8 @@ impl GateSpec {
             trap_name,
             fix,
             detail,
-            attempts: if values.len() > 1 {
-                values.to_vec()
+            attempts: if attempts.len() > 1 {
+                values
             } else {
                 Vec::new()
             },

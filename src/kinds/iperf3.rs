@@ -28,6 +28,10 @@ impl TestKind for Iperf3 {
         Tool::Iperf3
     }
 
+    fn metric(&self) -> Metric {
+        Metric::Iperf3
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         match &plan.tests.iperf3 {
             Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],

@@ -16,6 +16,7 @@ mod rdma_lat;
 
 use crate::gate::classify::Context;
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::threshold::Metric;
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Plan;
@@ -34,6 +35,9 @@ pub trait TestKind: Sync {
 
     /// The tool it runs; its output goes through that tool's parser.
     fn tool(&self) -> Tool;
+
+    /// The metric of its main gate: the one whose `attempts` repeat the job.
+    fn metric(&self) -> Metric;
 
     /// The rounds the plan's sections of this kind expand to, in order.
     fn stages(&self, plan: &Plan) -> Vec<Stage>;
@@ -76,6 +80,11 @@ pub static ALL: &[&dyn TestKind] = &[
     &iperf3::Iperf3,
     &nccl::Nccl,
 ];
+
+/// How many times the jobs of kind `id` run (their main gate's `attempts`).
+pub fn attempts(plan: &Plan, id: KindId) -> u32 {
+    get(id).map_or(1, |k| plan.gate(k.metric()).attempts.max(1))
+}
 
 /// The kind named `id`.
 pub fn get(id: KindId) -> Option<&'static dyn TestKind> {

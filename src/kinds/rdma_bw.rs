@@ -58,6 +58,10 @@ impl TestKind for RdmaBw {
         Tool::IbWriteBw
     }
 
+    fn metric(&self) -> Metric {
+        Metric::RdmaBw
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         let Some(t) = &plan.tests.rdma_bw else {
             return Vec::new();

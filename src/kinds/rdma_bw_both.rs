@@ -30,6 +30,10 @@ impl TestKind for RdmaBwBoth {
         Tool::IbWriteBw
     }
 
+    fn metric(&self) -> Metric {
+        Metric::RdmaBw
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         match &plan.tests.rdma_bw_both {
             Some(t) => vec![both_halves(plan, ID, &t.halves)],

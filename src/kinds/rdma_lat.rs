@@ -28,6 +28,10 @@ impl TestKind for RdmaLat {
         Tool::IbWriteLat
     }
 
+    fn metric(&self) -> Metric {
+        Metric::RdmaLat
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         match &plan.tests.rdma_lat {
             Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],

@@ -7,22 +7,27 @@ use std::collections::{BTreeMap, HashMap};
 use crate::capacity;
 use crate::exec::transport::Output;
 use crate::gate::classify::{self, Context};
+use crate::gate::judge::Outcome;
 use crate::gate::judge::Verdict;
 use crate::gate::trap::Trap;
-use crate::kinds;
-use crate::parse::{self, Status};
+use crate::kinds::{self, TestKind};
+use crate::parse::{self, Parsed, Status};
 use crate::plan::{Endpoint, NodeId, Plan};
 use crate::render::job::{JobCommands, Resolution};
-use crate::results::{CounterDelta, JobResult, JobStatus, RESULTS_FORMAT_VERSION, StepRecord};
+use crate::results::{
+    Attempt, CounterDelta, JobResult, JobStatus, RESULTS_FORMAT_VERSION, StepRecord,
+};
 use crate::schedule::{Job, Round};
 
 /// Counters per (node, device), as a snapshot read them.
 pub type Counters = HashMap<(NodeId, String), BTreeMap<String, u64>>;
 
-/// Everything a job left behind once its round is over.
+/// Everything one attempt of a job left behind.
 #[derive(Debug)]
 pub struct Collected<'j> {
     pub job: &'j Job,
+    /// 1, 2, ... (the job runs again while its gate's `attempts` last).
+    pub attempt: u32,
     pub cmds: JobCommands,
     /// The capacity model's expected value in its round.
     pub expected: Option<f64>,
@@ -33,6 +38,8 @@ pub struct Collected<'j> {
     pub server_log: Option<String>,
     /// Wall time of the measurement itself, seconds.
     pub tool_seconds: Option<f64>,
+    /// The counters that moved on its devices during the attempt.
+    pub counters: Vec<CounterDelta>,
 }
 
 /// The name a job's verdicts carry: kind, the declared round when there is one (the same flow
@@ -67,6 +74,7 @@ pub fn skipped(plan: &Plan, round: &Round, job: &Job, reason: String) -> JobResu
         counters: Vec::new(),
         verdicts: Vec::new(),
         tool_seconds: None,
+        attempts: Vec::new(),
     }
 }
 
@@ -104,8 +112,9 @@ pub fn job_devices(res: &Resolution, job: &Job, cmds: &JobCommands) -> Vec<(Node
 
 /// The counters that moved on `devices` between the snapshots (and the data and sequence-error
 /// counters always, moved or not: "did not move" is evidence too).
-fn counter_deltas(
+pub fn counter_deltas(
     plan: &Plan,
+    attempt: u32,
     devices: &[(NodeId, String)],
     before: &Counters,
     after: &Counters,
@@ -125,6 +134,7 @@ fn counter_deltas(
                     ))
             {
                 counters.push(CounterDelta {
+                    attempt,
                     host: plan.node(*node).name.clone(),
                     device: dev.clone(),
                     counter: k.clone(),
@@ -140,27 +150,26 @@ fn counter_deltas(
     counters
 }
 
-/// The job's result: its counters, its output read by its kind's parser, its verdicts.
-pub fn judge(
-    plan: &Plan,
-    res: &Resolution,
-    round: &Round,
-    c: Collected<'_>,
-    before: &Counters,
-    after: &Counters,
-) -> JobResult {
+/// One attempt read and judged.
+struct Judged {
+    parsed: Parsed,
+    verdicts: Vec<Verdict>,
+    /// It could not measure (its verdict is the failure).
+    failed: bool,
+}
+
+/// One attempt: its output read by its kind's parser (the server's log when the client says
+/// nothing), then its verdicts, or the failure that kept it from measuring.
+fn judge_attempt(plan: &Plan, round: &Round, kind: &dyn TestKind, c: &Collected<'_>) -> Judged {
     let job = c.job;
     let gate = gate_name(plan, round, job);
-    let Some(kind) = kinds::get(job.kind) else {
-        return skipped(plan, round, job, format!("no test kind `{}`", job.kind));
-    };
-    let counters = counter_deltas(plan, &job_devices(res, job, &c.cmds), before, after);
-    let seq: i64 = counters
+    let seq: i64 = c
+        .counters
         .iter()
         .filter(|c| c.counter == "packet_seq_err")
         .map(|c| c.delta)
         .sum();
-    let seq_known = counters.iter().any(|c| c.counter == "packet_seq_err");
+    let seq_known = c.counters.iter().any(|c| c.counter == "packet_seq_err");
     let client_text = c
         .client_out
         .as_ref()
@@ -168,7 +177,6 @@ pub fn judge(
         .unwrap_or_default();
     let tool = kind.tool();
     let mut parsed = parse::parse(tool, &client_text);
-    // a client that never got a result may still say why on the server side
     if parsed.error().is_none()
         && parsed.status() != Status::Ok
         && let Some(log) = &c.server_log
@@ -193,7 +201,8 @@ pub fn judge(
             .iter()
             .map(|k| {
                 let host = &plan.node(k.node).name;
-                let moved: Vec<i64> = counters
+                let moved: Vec<i64> = c
+                    .counters
                     .iter()
                     .filter(|d| {
                         &d.host == host
@@ -215,21 +224,120 @@ pub fn judge(
             .flat_map(|k| k.devices.clone())
             .collect(),
     };
-    let mut verdicts = Vec::new();
-    match &c.failure {
-        Some(f) => match classify::error_verdict(&gate, parsed.error()) {
+    let verdicts = match &c.failure {
+        Some(f) => vec![match classify::error_verdict(&gate, parsed.error()) {
             // the tool's own error is more specific than "server did not listen"
             Some(mut v) => {
                 if f.trap == Some(Trap::ServerGoneOrFirewall) && v.trap == Some(Trap::ToolError) {
                     v = v.with_trap(Trap::ServerGoneOrFirewall);
                 }
-                verdicts.push(v);
+                v
             }
-            None => verdicts.push(f.clone()),
-        },
-        None => verdicts.extend(kind.judge(plan, job, &parsed, &cctx)),
+            None => f.clone(),
+        }],
+        None => kind.judge(plan, job, &parsed, &cctx),
+    };
+    Judged {
+        parsed,
+        verdicts,
+        failed: c.failure.is_some(),
     }
-    let measured = verdicts.iter().any(|v| v.measured.is_some()) || kind.measured(&parsed);
+}
+
+/// The attempts of a repeated job as one verdict set: the main gate judged over every
+/// attempt's value (OK when `pass-if` of them pass), its trap and what was seen taken from the
+/// first attempt that did not pass; the other verdicts from the last attempt.
+fn merge_attempts(
+    plan: &Plan,
+    kind: &dyn TestKind,
+    gate: &str,
+    expected: Option<f64>,
+    judged: &[Judged],
+) -> (Vec<Verdict>, Vec<Attempt>) {
+    let metric = kind.metric();
+    let main = |j: &Judged| {
+        j.verdicts
+            .iter()
+            .find(|v| v.metric == Some(metric))
+            .cloned()
+    };
+    let attempts: Vec<Attempt> = judged
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let m = main(j);
+            let worst = j
+                .verdicts
+                .iter()
+                .map(|v| v.outcome)
+                .max()
+                .unwrap_or(Outcome::Fail);
+            Attempt {
+                attempt: u32::try_from(i + 1).unwrap_or(u32::MAX),
+                measured: m.as_ref().and_then(|v| v.measured),
+                outcome: m.as_ref().map_or(worst, |v| v.outcome),
+                detail: j
+                    .verdicts
+                    .iter()
+                    .find(|v| v.outcome != Outcome::Ok)
+                    .map(|v| v.detail.clone())
+                    .unwrap_or_default(),
+            }
+        })
+        .collect();
+    let values: Vec<Option<f64>> = attempts.iter().map(|a| a.measured).collect();
+    let mut merged = plan.gate(metric).judge_attempts(gate, &values, expected);
+    if merged.outcome != Outcome::Ok
+        && let Some(bad) = judged.iter().flat_map(|j| j.verdicts.iter()).find(|v| {
+            v.outcome != Outcome::Ok && (v.metric == Some(metric) || v.measured.is_none())
+        })
+    {
+        merged.trap = bad.trap;
+        merged.trap_name = bad.trap_name.clone();
+        merged.fix = bad.fix.clone();
+        if !bad.detail.is_empty() {
+            merged.detail = format!("{}; {}", merged.detail, bad.detail);
+        }
+    }
+    let mut verdicts = vec![merged];
+    // the other gates (transport, counters, congestion) from the last attempt that measured
+    if let Some(last) = judged.iter().rev().find(|j| !j.failed) {
+        verdicts.extend(
+            last.verdicts
+                .iter()
+                .filter(|v| v.metric != Some(metric))
+                .cloned(),
+        );
+    }
+    (verdicts, attempts)
+}
+
+/// The job's result from its attempts (one unless its gate repeats): counters, outputs read by
+/// its kind's parser, verdicts.
+pub fn judge(plan: &Plan, round: &Round, job: &Job, attempts: Vec<Collected<'_>>) -> JobResult {
+    let Some(kind) = kinds::get(job.kind) else {
+        return skipped(plan, round, job, format!("no test kind `{}`", job.kind));
+    };
+    let gate = gate_name(plan, round, job);
+    let expected = attempts.first().and_then(|c| c.expected);
+    let judged: Vec<Judged> = attempts
+        .iter()
+        .map(|c| judge_attempt(plan, round, kind, c))
+        .collect();
+    let (verdicts, attempt_list) = if judged.len() > 1 {
+        merge_attempts(plan, kind, &gate, expected, &judged)
+    } else {
+        (
+            judged
+                .first()
+                .map(|j| j.verdicts.clone())
+                .unwrap_or_default(),
+            Vec::new(),
+        )
+    };
+    let measured = verdicts.iter().any(|v| v.measured.is_some())
+        || judged.iter().any(|j| kind.measured(&j.parsed));
+    let last = attempts.last();
     JobResult {
         format_version: RESULTS_FORMAT_VERSION,
         job: job.id.clone(),
@@ -242,17 +350,23 @@ pub fn judge(
             .iter()
             .map(|n| plan.node(*n).name.clone())
             .collect(),
-        expected_gbps: c.expected,
+        expected_gbps: expected,
         status: if measured {
             JobStatus::Measured
         } else {
             JobStatus::Failed
         },
-        reason: c.failure.as_ref().map(|f| f.detail.clone()),
-        steps: c.steps,
-        parsed: Some(parsed.to_json(tool)),
-        counters,
+        reason: last
+            .and_then(|c| c.failure.as_ref())
+            .map(|f| f.detail.clone()),
+        parsed: judged.last().map(|j| j.parsed.to_json(kind.tool())),
+        tool_seconds: attempts
+            .iter()
+            .filter_map(|c| c.tool_seconds)
+            .reduce(f64::max),
+        counters: attempts.iter().flat_map(|c| c.counters.clone()).collect(),
+        steps: attempts.into_iter().flat_map(|c| c.steps).collect(),
         verdicts,
-        tool_seconds: c.tool_seconds,
+        attempts: attempt_list,
     }
 }

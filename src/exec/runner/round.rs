@@ -11,7 +11,9 @@ use futures::future::join_all;
 use tokio::sync::{oneshot, watch};
 
 use super::ctx::{Ctx, Event, SHORT};
-use super::judge::{Collected, Counters, failed, gate_name, job_devices, judge, skipped};
+use super::judge::{
+    Collected, Counters, counter_deltas, failed, gate_name, job_devices, judge, skipped,
+};
 use crate::discover;
 use crate::exec::evidence::Evidence;
 use crate::exec::launch::{Readiness, ServerHandle};
@@ -124,6 +126,7 @@ fn prepare<'r>(
             Ok(cmds) if cmds.unresolved.is_empty() => running.push(Running {
                 c: Collected {
                     job,
+                    attempt: 1,
                     cmds,
                     expected: expected.get(i).copied().flatten(),
                     steps: Vec::new(),
@@ -131,6 +134,7 @@ fn prepare<'r>(
                     client_out: None,
                     server_log: None,
                     tool_seconds: None,
+                    counters: Vec::new(),
                 },
                 server: None,
             }),
@@ -309,20 +313,27 @@ async fn start_and_release(
     (set, launches)
 }
 
-/// The record of one step, its outputs saved beside it.
+/// The record of one step of an attempt, its outputs saved beside it.
 fn step_record(
     ctx: &Ctx,
     evidence: &Evidence,
-    job: &str,
+    c: &Collected<'_>,
     step: &Step,
     started: u64,
     out: &Result<Output, TransportError>,
 ) -> StepRecord {
+    let job = c.job.id.as_str();
     let host = ctx.plan.node(step.node).name.clone();
-    let tag = match step.role {
+    let role = match step.role {
         Role::Server => "server",
         Role::Client => "client",
         Role::Launcher => "mpirun",
+    };
+    // a repeated job keeps every attempt's outputs
+    let tag = if c.attempt > 1 {
+        format!("{role}.{}", c.attempt)
+    } else {
+        role.to_string()
     };
     let (status, error, so, se) = match out {
         Ok(o) => (
@@ -334,6 +345,7 @@ fn step_record(
         Err(e) => (None, Some(e.to_string()), None, None),
     };
     StepRecord {
+        attempt: c.attempt,
         host,
         role: step.role,
         command: step.command.clone(),
@@ -367,7 +379,7 @@ fn record_setup(
                     Some(Trap::Unreachable),
                 ));
             }
-            let mut rec = step_record(ctx, evidence, &r.c.job.id, &s.step, s.sent_ms, &s.answer);
+            let mut rec = step_record(ctx, evidence, &r.c, &s.step, s.sent_ms, &s.answer);
             // recorded after the round: when the start itself answered
             rec.finished_unix_ms = s.answered_ms;
             r.c.steps.push(rec);
@@ -412,7 +424,7 @@ fn record_launches(
             }
             remote_ms.push(remote);
             r.c.tool_seconds = Some(l.took.as_secs_f64());
-            let mut rec = step_record(ctx, evidence, &r.c.job.id, &l.step, l.sent_ms, &l.out);
+            let mut rec = step_record(ctx, evidence, &r.c, &l.step, l.sent_ms, &l.out);
             rec.remote_started_unix_ms = remote;
             r.c.steps.push(rec);
             let gate = gate_name(ctx.plan, round, r.c.job);
@@ -481,9 +493,14 @@ async fn teardown(
             r.c.server_log = stopped.log;
         }
         if let (Some(log), Some(server)) = (&r.c.server_log, servers(r).next()) {
+            let attempt = if r.c.attempt > 1 {
+                format!(".{}", r.c.attempt)
+            } else {
+                String::new()
+            };
             evidence.save(
                 &r.c.job.id,
-                &format!("{}.server.log", ctx.plan.node(server.node).name),
+                &format!("{}.server{attempt}.log", ctx.plan.node(server.node).name),
                 log,
             );
         }
@@ -522,7 +539,32 @@ fn launch_skew(sent_ms: &[u64], remote_ms: Vec<Option<f64>>) -> (Option<f64>, Op
     }
 }
 
-/// Run one round to its jobs' results and its record.
+/// One attempt of the round's jobs (all of them the first time; then those whose gate repeats):
+/// servers, release, teardown, the counters that moved. Returns the launch times for the skew.
+async fn attempt(
+    ctx: &Ctx<'_>,
+    round: &Round,
+    evidence: &Evidence,
+    running: &mut [Running<'_>],
+) -> (Vec<u64>, Vec<Option<f64>>) {
+    let devices: Vec<(NodeId, String)> = running
+        .iter()
+        .flat_map(|r| job_devices(&ctx.res, r.c.job, &r.c.cmds))
+        .collect();
+    let (set, launches) = start_and_release(ctx, running, &devices).await;
+    record_setup(ctx, round, evidence, running, set.starts, set.ready);
+    let skew = record_launches(ctx, round, evidence, running, launches);
+    let after = teardown(ctx, round, evidence, running, &devices).await;
+    for r in running.iter_mut() {
+        let devs = job_devices(&ctx.res, r.c.job, &r.c.cmds);
+        r.c.counters = counter_deltas(ctx.plan, r.c.attempt, &devs, &set.before, &after);
+    }
+    skew
+}
+
+/// Run one round to its jobs' results and its record. A job whose main gate has `attempts = N`
+/// runs N times in its round, a fresh server each time, with the others of the round that
+/// repeat too.
 pub(crate) async fn run_round(
     ctx: &Ctx<'_>,
     round: &Round,
@@ -532,23 +574,50 @@ pub(crate) async fn run_round(
 ) -> (Vec<JobResult>, RoundRecord) {
     let plan = ctx.plan;
     let started = now_ms();
-    let (mut done, mut running) = prepare(ctx, round, &selected);
+    let (mut done, running) = prepare(ctx, round, &selected);
     ctx.emit(Event::RoundStart {
         index: round.index,
         total,
         name: round.name.clone(),
         jobs: round.jobs.iter().filter(|j| selected(j)).count(),
     });
-    let devices: Vec<(NodeId, String)> = running
+    let wanted: Vec<u32> = running
         .iter()
-        .flat_map(|r| job_devices(&ctx.res, r.c.job, &r.c.cmds))
+        .map(|r| kinds::attempts(plan, r.c.job.kind))
         .collect();
-    let (set, launches) = start_and_release(ctx, &running, &devices).await;
-    record_setup(ctx, round, evidence, &mut running, set.starts, set.ready);
-    let (sent_ms, remote_ms) = record_launches(ctx, round, evidence, &mut running, launches);
-    let after = teardown(ctx, round, evidence, &mut running, &devices).await;
-    for r in running {
-        done.push(judge(plan, &ctx.res, round, r.c, &set.before, &after));
+    let most = wanted.iter().copied().max().unwrap_or(1);
+    let mut finished: Vec<Vec<Collected>> = running.iter().map(|_| Vec::new()).collect();
+    let mut jobs: Vec<Option<Running>> = running.into_iter().map(Some).collect();
+    let (mut sent_ms, mut remote_ms) = (Vec::new(), Vec::new());
+    for n in 1..=most {
+        let idx: Vec<usize> = (0..jobs.len()).filter(|i| wanted[*i] >= n).collect();
+        let mut now: Vec<Running> = idx.iter().filter_map(|i| jobs[*i].take()).collect();
+        let (sent, remote) = attempt(ctx, round, evidence, &mut now).await;
+        if n == 1 {
+            (sent_ms, remote_ms) = (sent, remote);
+        }
+        for (i, mut r) in idx.into_iter().zip(now) {
+            let next = Collected {
+                job: r.c.job,
+                attempt: n + 1,
+                cmds: r.c.cmds.clone(),
+                expected: r.c.expected,
+                steps: Vec::new(),
+                failure: None,
+                client_out: None,
+                server_log: None,
+                tool_seconds: None,
+                counters: Vec::new(),
+            };
+            finished[i].push(std::mem::replace(&mut r.c, next));
+            r.server = None;
+            jobs[i] = Some(r);
+        }
+    }
+    for (attempts, job) in finished.into_iter().zip(jobs) {
+        if let Some(job) = job {
+            done.push(judge(plan, round, job.c.job, attempts));
+        }
     }
     done.sort_by(|a, b| a.job.cmp(&b.job));
     if let Some(kind) = kinds::get(round.kind) {

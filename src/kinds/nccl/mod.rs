@@ -147,6 +147,10 @@ impl TestKind for Nccl {
         Tool::NcclTests
     }
 
+    fn metric(&self) -> Metric {
+        Metric::NcclSmallTime
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         plan.tests
             .nccl
