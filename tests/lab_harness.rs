@@ -1,11 +1,16 @@
-//! Tests of the lab harness itself: hosts, sshd, sysfs, links, stand-ins, mpirun, switches.
+//! Tests of the lab harness itself: hosts, sshd, sysfs, links, stand-ins, mpirun, switches,
+//! and living beside things it did not create (foreign namespaces, addresses, crashed labs).
 //!
 //! They need root (namespaces, sshd). Without root they fail with a clear message, unless
-//! `FABRICPLAN_SKIP_LAB=1` is set, in which case they are skipped with a note.
+//! `FABRICPLAN_SKIP_LAB=1` is set, in which case they are skipped with a note. The address
+//! arithmetic tests at the end need nothing.
 
 mod lab;
 
+use lab::owner::{self, Created};
+use lab::space::{self, Addressing, Inventory, Net};
 use lab::{Fault, Lab, LabSpec, lab_enabled};
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -129,8 +134,9 @@ fn two_host_lab_end_to_end() {
             "198.19.1.6/30",
         );
     let lab = Lab::build(&spec).expect("lab builds");
-    let lab_dir = lab.dir().to_path_buf();
+    let footprint = lab.footprint();
     let namespaces = lab.namespaces();
+    let root_links = lab.root_links().to_vec();
     eprintln!("build: {:?}", t0.elapsed());
 
     // Hostnames, over the system ssh client and the lab ssh_config.
@@ -455,17 +461,12 @@ fn two_host_lab_end_to_end() {
     for ns in &namespaces {
         assert!(!netns.contains(ns.as_str()), "namespace {ns} left: {netns}");
     }
-    let links = stdout(&lab::run(&["ip", "-o", "link", "show"]));
-    assert!(!links.contains("fplt2"), "links left: {links}");
-    assert!(!lab_dir.exists(), "lab dir left");
-    let dir = lab_dir.to_string_lossy().into_owned();
-    let leftovers: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .map(lab::cmdline)
-        .filter(|c| c.contains(&dir))
-        .collect();
-    assert!(leftovers.is_empty(), "processes left: {leftovers:?}");
+    let links = space::root_links();
+    for l in &root_links {
+        assert!(!links.contains(l), "link {l} left");
+    }
+    let left = footprint.remaining();
+    assert!(left.is_empty(), "left after drop: {left:#?}");
     eprintln!("total: {:?}", t0.elapsed());
 }
 
@@ -669,4 +670,322 @@ fn two_flows_share_a_shaped_isl() {
     for f in &flows {
         assert!((0.25..0.75).contains(&(f / sum)), "unfair split {flows:?}");
     }
+}
+
+/// Marks what a test creates outside any lab (an interface alias), so that a crashed run's
+/// objects are recognised and removed by the next run, and nothing else ever is.
+const FOREIGN_ALIAS: &str = "fabricplan-lab-harness-foreign";
+
+/// Removes the foreign namespace / root link of an earlier run of this test, if it carries
+/// [`FOREIGN_ALIAS`].
+fn remove_foreign(ns: &str, root_link: &str) {
+    let marked = |out: Output| stdout(&out).contains(FOREIGN_ALIAS);
+    if marked(lab::run(&[
+        "ip", "-n", ns, "-d", "link", "show", "dev", "d0",
+    ])) {
+        lab::run(&["ip", "netns", "del", ns]);
+    }
+    if marked(lab::run(&["ip", "-d", "link", "show", "dev", root_link])) {
+        lab::run(&["ip", "link", "del", root_link]);
+    }
+}
+
+fn run_ok(argv: &[&str]) {
+    let out = lab::run(argv);
+    assert!(out.status.success(), "{argv:?}: {}", text(&out));
+}
+
+fn twin_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/lab/plans")
+        .join(format!("{name}.toml"))
+}
+
+#[test]
+fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
+    if !lab_enabled() {
+        return;
+    }
+    // The two-spark twin's lab, tag "co": it would take `fplco-spark-a`, `fplcobr`,
+    // 198.18.0.0/24 and the twin's 198.19.1.0/30 + 198.19.1.4/30.
+    let twin = twin_path("two-spark");
+    let plan = fabricplan::plan::load(&twin).expect("twin loads").plan;
+    let spec = lab::twin::lab_spec("co", &plan);
+    let first = spec.hosts[0].name.clone();
+    let spec_ip = spec.links[0].a.cidr.clone();
+    // Someone else (not a lab) holds exactly those: a namespace with the lab's first name,
+    // the management /24 and a fabric address in it, and a root link with the lab's second
+    // choice of bridge name.
+    let foreign = format!("fplco-{first}");
+    let foreign_link = "fplco_1br";
+    remove_foreign(&foreign, foreign_link);
+    run_ok(&["ip", "netns", "add", &foreign]);
+    run_ok(&["ip", "-n", &foreign, "link", "add", "d0", "type", "bridge"]);
+    run_ok(&[
+        "ip",
+        "-n",
+        &foreign,
+        "link",
+        "set",
+        "d0",
+        "alias",
+        FOREIGN_ALIAS,
+    ]);
+    run_ok(&[
+        "ip",
+        "-n",
+        &foreign,
+        "addr",
+        "add",
+        "198.18.0.1/24",
+        "dev",
+        "d0",
+    ]);
+    run_ok(&["ip", "-n", &foreign, "addr", "add", &spec_ip, "dev", "d0"]);
+    run_ok(&["ip", "-n", &foreign, "link", "set", "d0", "up"]);
+    run_ok(&["ip", "link", "add", foreign_link, "type", "bridge"]);
+    run_ok(&["ip", "link", "set", foreign_link, "alias", FOREIGN_ALIAS]);
+    let foreign_before = stdout(&lab::run(&["ip", "-n", &foreign, "-4", "-o", "addr", "show"]));
+
+    let lab = Lab::build(&spec).expect("lab builds beside the foreign namespace");
+    let footprint = lab.footprint();
+    eprintln!(
+        "prefix {}, management {}, fabric shift {}",
+        lab.prefix,
+        lab.mgmt_subnet(),
+        lab.fabric_shift()
+    );
+    assert!(
+        lab.prefix != "fplco" && lab.prefix != "fplco_1",
+        "{}",
+        lab.prefix
+    );
+    assert_ne!(lab.mgmt_subnet(), "198.18.0.0/24");
+    assert!(lab.fabric_shift() > 0);
+    let a = lab.host(&first);
+    assert_ne!(a.ns, foreign);
+    let spec_addr = spec_ip.split('/').next().unwrap();
+    let moved = lab.addr(spec_addr);
+    assert_ne!(moved, spec_addr);
+    assert_eq!(a.fabric_ip("enp1s0f0np0").unwrap().to_string(), moved);
+    // The lab works: ssh by alias, the management address, the fabric with its moved
+    // addresses (known_hosts lists them: the host key check passes), the sysfs GIDs follow.
+    let second = spec.hosts[1].name.clone();
+    assert_eq!(ssh_ok(&lab, &first, "hostname").trim(), first);
+    let b_ip = lab.host(&second).fabric_ip("enp1s0f0np0").unwrap();
+    ssh_ok(&lab, &first, &format!("ping -c 1 -W 2 {b_ip}"));
+    assert_eq!(
+        ssh_ok(&lab, &first, &format!("ssh {b_ip} hostname")).trim(),
+        second
+    );
+    let o = b_ip.octets();
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            &second,
+            "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/3"
+        )
+        .trim(),
+        format!(
+            "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
+            o[0], o[1], o[2], o[3]
+        )
+    );
+    // The plan fabricplan gets for this lab has the lab's addresses: the lab it describes is
+    // this one.
+    let plan_file = lab::twin::plan_file(&lab, &twin).unwrap();
+    let moved_plan = fabricplan::plan::load(&plan_file)
+        .expect("translated twin loads")
+        .plan;
+    let moved_spec = lab::twin::lab_spec("co", &moved_plan);
+    for end in moved_spec.links.iter().flat_map(|l| [&l.a, &l.b]) {
+        let host = lab.host(&end.host);
+        assert!(
+            host.fabric
+                .iter()
+                .any(|(n, c)| n == &end.netdev && c == &end.cidr),
+            "plan says {} {} {}, lab has {:?}",
+            end.host,
+            end.netdev,
+            end.cidr,
+            host.fabric
+        );
+    }
+    drop(lab);
+    assert!(
+        footprint.remaining().is_empty(),
+        "{:?}",
+        footprint.remaining()
+    );
+    // The foreign namespace and link are untouched.
+    assert_eq!(
+        stdout(&lab::run(&["ip", "-n", &foreign, "-4", "-o", "addr", "show"])),
+        foreign_before
+    );
+    assert!(space::root_links().contains(foreign_link));
+    remove_foreign(&foreign, foreign_link);
+}
+
+#[test]
+fn only_a_dead_labs_recorded_leftovers_are_removed() {
+    if !lab_enabled() {
+        return;
+    }
+    // A private base directory, so real labs are not involved.
+    let base = PathBuf::from(format!(
+        "/var/tmp/fabricplan-lab-owner-test-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&base);
+    let make = |name: &str| {
+        let d = base.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let ns_ino = |ns: &str| space::ns_inode(&Path::new("/run/netns").join(ns)).unwrap();
+    // Namespaces and a link, marked as this test's.
+    let names = ["fplzz-live", "fplzz-dead", "fplzz-other"];
+    for ns in names {
+        remove_foreign(ns, "fplzzbr");
+        run_ok(&["ip", "netns", "add", ns]);
+        run_ok(&["ip", "-n", ns, "link", "add", "d0", "type", "bridge"]);
+        run_ok(&["ip", "-n", ns, "link", "set", "d0", "alias", FOREIGN_ALIAS]);
+    }
+    run_ok(&["ip", "link", "add", "fplzzbr", "type", "bridge"]);
+    run_ok(&["ip", "link", "set", "fplzzbr", "alias", FOREIGN_ALIAS]);
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let sleeper_start = owner::start_time(sleeper.id()).unwrap();
+    let write = |dir: &Path, owner_line: String, created: &[Created]| {
+        std::fs::write(dir.join("owner"), owner_line).unwrap();
+        for c in created {
+            owner::record(dir, c);
+        }
+    };
+    // A live lab (its owner runs): nothing of it is touched.
+    let live = make("fplzz");
+    write(
+        &live,
+        format!("{} {sleeper_start}\n", sleeper.id()),
+        &[Created::Netns("fplzz-live".into(), ns_ino("fplzz-live"))],
+    );
+    // A dead lab (same pid, another start time: the pid was reused): its namespace and link
+    // go, but not a namespace that now has its recorded name and another inode, nor a process
+    // with its recorded pid and another start time.
+    let dead = make("fplzz_1");
+    write(
+        &dead,
+        format!("{} {}\n", sleeper.id(), sleeper_start + 1),
+        &[
+            Created::Netns("fplzz-dead".into(), ns_ino("fplzz-dead")),
+            Created::Netns("fplzz-other".into(), ns_ino("fplzz-other") + 1),
+            Created::Link("fplzzbr".into(), owner::link_index("fplzzbr").unwrap()),
+            Created::Pid(sleeper.id(), sleeper_start + 1),
+        ],
+    );
+    // A directory without a marker: not provably a lab's.
+    let unmarked = make("fplzz_2");
+
+    let removed = owner::clear_stale(&base);
+    eprintln!("removed: {removed:?}");
+    let netns = stdout(&lab::run(&["ip", "netns", "list"]));
+    assert!(netns.contains("fplzz-live"), "{netns}");
+    assert!(!netns.contains("fplzz-dead"), "{netns}");
+    assert!(netns.contains("fplzz-other"), "{netns}");
+    assert!(!space::root_links().contains("fplzzbr"));
+    assert!(
+        matches!(sleeper.try_wait(), Ok(None)),
+        "the sleeper was killed"
+    );
+    assert!(live.exists() && unmarked.exists() && !dead.exists());
+
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    // Its owner gone, the live lab's leftovers go too.
+    owner::clear_stale(&base);
+    assert!(!stdout(&lab::run(&["ip", "netns", "list"])).contains("fplzz-live"));
+    assert!(!live.exists());
+    remove_foreign("fplzz-other", "fplzzbr");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+// ---------------------------------------------------------------------- address arithmetic
+
+fn inventory(nets: &[&str]) -> Inventory {
+    Inventory {
+        nets: nets
+            .iter()
+            .map(|n| (Net::parse(n).unwrap(), "test".to_string()))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn fabric_networks_move_by_whole_subnets_onto_free_space() {
+    let spec = [
+        Net::parse("198.19.1.0/30").unwrap(),
+        Net::parse("198.19.1.4/30").unwrap(),
+    ];
+    assert_eq!(
+        space::choose_fabric_shift(&spec, &inventory(&[])).unwrap(),
+        0
+    );
+    // Another namespace's route or address in the way: the next /24 up.
+    let k = space::choose_fabric_shift(&spec, &inventory(&["198.19.1.1/30"])).unwrap();
+    assert_eq!(k, 1);
+    let k = space::choose_fabric_shift(&spec, &inventory(&["198.19.0.0/23"])).unwrap();
+    assert_eq!(k, 1);
+    // A /22 moves by 4, a /16 cannot move.
+    let wide = [Net::parse("198.19.0.0/22").unwrap()];
+    assert_eq!(
+        space::choose_fabric_shift(&wide, &inventory(&["198.19.2.1/24"])).unwrap(),
+        4
+    );
+    let whole = [Net::parse("198.19.0.0/16").unwrap()];
+    assert!(space::choose_fabric_shift(&whole, &inventory(&["198.19.9.1/24"])).is_err());
+    // Nothing may leave 198.19.0.0/16.
+    let top = [Net::parse("198.19.255.0/24").unwrap()];
+    assert!(space::choose_fabric_shift(&top, &inventory(&["198.19.255.9/32"])).is_err());
+    assert!(
+        space::choose_fabric_shift(&[Net::parse("10.0.0.0/24").unwrap()], &inventory(&[])).is_err()
+    );
+}
+
+#[test]
+fn management_takes_the_first_free_slash_24() {
+    assert_eq!(space::choose_mgmt(&inventory(&[])).unwrap(), 0);
+    assert_eq!(
+        space::choose_mgmt(&inventory(&["198.18.0.0/24", "198.18.1.7/32"])).unwrap(),
+        2
+    );
+    // An address on a network wider than the /24s covers every candidate.
+    assert_eq!(
+        space::choose_mgmt(&inventory(&["198.18.0.0/15"])).ok(),
+        None
+    );
+}
+
+#[test]
+fn spec_addresses_translate_everywhere_they_appear() {
+    let a = Addressing {
+        mgmt: 3,
+        fabric_shift: 2,
+    };
+    assert_eq!(a.mgmt_ip(7).to_string(), "198.18.3.7");
+    assert_eq!(
+        a.translate(
+            "ping 198.19.1.2; subnets = { a = \"198.19.1.0/30\" } 10.198.19.1.2 198.19.254.1 \
+             198.19.1.2:18515 198.18.0.1"
+        ),
+        "ping 198.19.3.2; subnets = { a = \"198.19.3.0/30\" } 10.198.19.1.2 198.19.254.1 \
+         198.19.3.2:18515 198.18.0.1"
+    );
+    let same = Addressing {
+        mgmt: 0,
+        fabric_shift: 0,
+    };
+    assert_eq!(same.translate("198.19.1.2"), "198.19.1.2");
 }
