@@ -710,7 +710,7 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
     // 198.18.0.0/24 and the twin's 198.19.1.0/30 + 198.19.1.4/30.
     let twin = twin_path("two-spark");
     let plan = fabricplan::plan::load(&twin).expect("twin loads").plan;
-    let spec = lab::twin::lab_spec("co", &plan);
+    let spec = lab::twin::lab_spec("co", &plan).slurm();
     let first = spec.hosts[0].name.clone();
     let spec_ip = spec.links[0].a.cidr.clone();
     // Someone else (not a lab) holds exactly those: a namespace with the lab's first name,
@@ -745,9 +745,14 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
     run_ok(&["ip", "-n", &foreign, "link", "set", "d0", "up"]);
     run_ok(&["ip", "link", "add", foreign_link, "type", "bridge"]);
     run_ok(&["ip", "link", "set", foreign_link, "alias", FOREIGN_ALIAS]);
-    let foreign_before = stdout(&lab::run(&["ip", "-n", &foreign, "-4", "-o", "addr", "show"]));
+    let foreign_before = stdout(&lab::run(&[
+        "ip", "-n", &foreign, "-4", "-o", "addr", "show",
+    ]));
 
+    // And a listener on Slurm's default controller port.
+    let listener = std::net::TcpListener::bind("0.0.0.0:6817").ok();
     let lab = Lab::build(&spec).expect("lab builds beside the foreign namespace");
+    drop(listener);
     let footprint = lab.footprint();
     eprintln!(
         "prefix {}, management {}, fabric shift {}",
@@ -791,6 +796,27 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
             o[0], o[1], o[2], o[3]
         )
     );
+    // Its Slurm cluster runs on the moved management network and another port.
+    let conf = std::fs::read_to_string(lab.slurm_conf()).unwrap();
+    assert!(!conf.contains("SlurmctldPort=6817\n"), "{conf}");
+    assert!(
+        conf.contains(&format!("NodeAddr={} ", lab.host(&first).mgmt_ip)),
+        "{conf}"
+    );
+    let out = lab.slurm(&format!(
+        "srun -w {first} sh -c 'hostname; ip -4 -o addr show dev enp1s0f0np0'"
+    ));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).starts_with(&format!("{first}\n")),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stdout(&out).contains(&format!("inet {moved}/")),
+        "{}",
+        text(&out)
+    );
     // The plan fabricplan gets for this lab has the lab's addresses: the lab it describes is
     // this one.
     let plan_file = lab::twin::plan_file(&lab, &twin).unwrap();
@@ -819,7 +845,9 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
     );
     // The foreign namespace and link are untouched.
     assert_eq!(
-        stdout(&lab::run(&["ip", "-n", &foreign, "-4", "-o", "addr", "show"])),
+        stdout(&lab::run(&[
+            "ip", "-n", &foreign, "-4", "-o", "addr", "show"
+        ])),
         foreign_before
     );
     assert!(space::root_links().contains(foreign_link));

@@ -565,8 +565,14 @@ impl Lab {
             t.elapsed()
         ));
         let dir = PathBuf::from(LAB_BASE).join(&prefix);
-        fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        owner::claim(&dir)?;
+        // create_dir, not create_dir_all: a directory that appeared since the scan is not ours.
+        fs::create_dir_all(LAB_BASE)
+            .and_then(|_| fs::create_dir(&dir))
+            .map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        if let Err(e) = owner::claim(&dir) {
+            let _ = fs::remove_dir_all(&dir);
+            return Err(e);
+        }
         let mut lab = Lab {
             prefix: prefix.clone(),
             port_rate: spec.port_rate.clone(),
