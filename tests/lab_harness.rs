@@ -679,7 +679,11 @@ const FOREIGN_ALIAS: &str = "fabricplan-lab-harness-foreign";
 /// Removes the foreign namespace / root link of an earlier run of this test, if it carries
 /// [`FOREIGN_ALIAS`].
 fn remove_foreign(ns: &str, root_link: &str) {
-    let marked = |out: Output| stdout(&out).contains(FOREIGN_ALIAS);
+    // This test file's marker, or the token of a fake lab of only_a_dead_labs_...
+    let marked = |out: Output| {
+        let t = stdout(&out);
+        t.contains(FOREIGN_ALIAS) || t.contains("alias fabricplan-lab:fplzz")
+    };
     if marked(lab::run(&[
         "ip", "-n", ns, "-d", "link", "show", "dev", "d0",
     ])) {
@@ -865,64 +869,73 @@ fn only_a_dead_labs_recorded_leftovers_are_removed() {
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&base);
-    let make = |name: &str| {
-        let d = base.join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    };
     let ns_ino = |ns: &str| space::ns_inode(&Path::new("/run/netns").join(ns)).unwrap();
-    // Namespaces and a link, marked as this test's.
-    let names = ["fplzz-live", "fplzz-dead", "fplzz-other"];
-    for ns in names {
-        remove_foreign(ns, "fplzzbr");
-        run_ok(&["ip", "netns", "add", ns]);
-        run_ok(&["ip", "-n", ns, "link", "add", "d0", "type", "bridge"]);
-        run_ok(&["ip", "-n", ns, "link", "set", "d0", "alias", FOREIGN_ALIAS]);
-    }
-    run_ok(&["ip", "link", "add", "fplzzbr", "type", "bridge"]);
-    run_ok(&["ip", "link", "set", "fplzzbr", "alias", FOREIGN_ALIAS]);
     let mut sleeper = std::process::Command::new("sleep")
         .arg("300")
         .spawn()
         .unwrap();
     let sleeper_start = owner::start_time(sleeper.id()).unwrap();
-    let write = |dir: &Path, owner_line: String, created: &[Created]| {
-        std::fs::write(dir.join("owner"), owner_line).unwrap();
-        for c in created {
-            owner::record(dir, c);
-        }
+    // A lab directory with its owner marker; returns the lab's token.
+    let lab_dir = |name: &str, pid: u32, start: u64| {
+        let d = base.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("owner"), format!("{pid} {start}\n")).unwrap();
+        (d.clone(), owner::token(&d).unwrap())
     };
-    // A live lab (its owner runs): nothing of it is touched.
-    let live = make("fplzz");
-    write(
+    // A live lab (its owner runs) and a dead one (same pid, another start time: the pid was
+    // reused since).
+    let (live, live_token) = lab_dir("fplzz", sleeper.id(), sleeper_start);
+    let (dead, dead_token) = lab_dir("fplzz_1", sleeper.id(), sleeper_start + 1);
+    // Namespaces and root links, marked as this test's (d0's alias), with a lab token where a
+    // lab would have put one.
+    let namespaces = [
+        ("fplzz-live", Some(&live_token)),
+        ("fplzz-dead", Some(&dead_token)),
+        ("fplzz-reused", None), // the dead lab's name and inode, not its token
+    ];
+    let links = [("fplzzbr", Some(&dead_token)), ("fplzzb2", None)];
+    for (ns, token) in namespaces {
+        remove_foreign(ns, "-");
+        run_ok(&["ip", "netns", "add", ns]);
+        run_ok(&["ip", "-n", ns, "link", "add", "d0", "type", "bridge"]);
+        run_ok(&["ip", "-n", ns, "link", "set", "d0", "alias", FOREIGN_ALIAS]);
+        if let Some(t) = token {
+            run_ok(&["ip", "-n", ns, "link", "set", "lo", "alias", t]);
+        }
+    }
+    for (link, token) in links {
+        remove_foreign("-", link);
+        run_ok(&["ip", "link", "add", link, "type", "bridge"]);
+        let alias = token.map_or(FOREIGN_ALIAS, String::as_str);
+        run_ok(&["ip", "link", "set", link, "alias", alias]);
+    }
+    let index = |l: &str| owner::link_index(l).unwrap();
+    owner::record(
         &live,
-        format!("{} {sleeper_start}\n", sleeper.id()),
-        &[Created::Netns("fplzz-live".into(), ns_ino("fplzz-live"))],
+        &Created::Netns("fplzz-live".into(), ns_ino("fplzz-live")),
     );
-    // A dead lab (same pid, another start time: the pid was reused): its namespace and link
-    // go, but not a namespace that now has its recorded name and another inode, nor a process
-    // with its recorded pid and another start time.
-    let dead = make("fplzz_1");
-    write(
-        &dead,
-        format!("{} {}\n", sleeper.id(), sleeper_start + 1),
-        &[
-            Created::Netns("fplzz-dead".into(), ns_ino("fplzz-dead")),
-            Created::Netns("fplzz-other".into(), ns_ino("fplzz-other") + 1),
-            Created::Link("fplzzbr".into(), owner::link_index("fplzzbr").unwrap()),
-            Created::Pid(sleeper.id(), sleeper_start + 1),
-        ],
-    );
+    for c in [
+        Created::Netns("fplzz-dead".into(), ns_ino("fplzz-dead")),
+        Created::Netns("fplzz-reused".into(), ns_ino("fplzz-reused")),
+        Created::Link("fplzzbr".into(), index("fplzzbr")),
+        Created::Link("fplzzb2".into(), index("fplzzb2")),
+        // The sleeper has this pid, but started at another time: not the dead lab's daemon.
+        Created::Pid(sleeper.id(), sleeper_start + 1),
+    ] {
+        owner::record(&dead, &c);
+    }
     // A directory without a marker: not provably a lab's.
-    let unmarked = make("fplzz_2");
+    let unmarked = base.join("fplzz_2");
+    std::fs::create_dir_all(&unmarked).unwrap();
 
     let removed = owner::clear_stale(&base);
     eprintln!("removed: {removed:?}");
     let netns = stdout(&lab::run(&["ip", "netns", "list"]));
     assert!(netns.contains("fplzz-live"), "{netns}");
     assert!(!netns.contains("fplzz-dead"), "{netns}");
-    assert!(netns.contains("fplzz-other"), "{netns}");
-    assert!(!space::root_links().contains("fplzzbr"));
+    assert!(netns.contains("fplzz-reused"), "{netns}");
+    let root = space::root_links();
+    assert!(!root.contains("fplzzbr") && root.contains("fplzzb2"));
     assert!(
         matches!(sleeper.try_wait(), Ok(None)),
         "the sleeper was killed"
@@ -935,7 +948,7 @@ fn only_a_dead_labs_recorded_leftovers_are_removed() {
     owner::clear_stale(&base);
     assert!(!stdout(&lab::run(&["ip", "netns", "list"])).contains("fplzz-live"));
     assert!(!live.exists());
-    remove_foreign("fplzz-other", "fplzzbr");
+    remove_foreign("fplzz-reused", "fplzzb2");
     let _ = std::fs::remove_dir_all(&base);
 }
 

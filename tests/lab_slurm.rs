@@ -456,3 +456,86 @@ fn slurm_failures_dead_slurmd_and_time_limit() {
     eprintln!("teardown (slurm + lab): {:?}", t.elapsed());
     assert_gone(&footprint);
 }
+
+/// Set for the helper process of [`a_crashed_slurm_labs_leftovers_go_at_the_next_build`]: the
+/// file where the helper writes its lab directory once the lab runs.
+const CRASH_HELPER: &str = "FABRICPLAN_LAB_CRASH_HELPER";
+
+#[test]
+#[ignore = "helper of a_crashed_slurm_labs_leftovers_go_at_the_next_build (run in a child process)"]
+fn crash_helper_builds_a_slurm_lab_and_waits_to_be_killed() {
+    let Ok(report) = std::env::var(CRASH_HELPER) else {
+        return;
+    };
+    let lab = Lab::build(&LabSpec::new("cr").host("a").host("b").hosts_only().slurm())
+        .expect("slurm lab builds");
+    // A batch job running on b too (sbatch: no client left behind in the root namespace).
+    slurm_ok(&lab, "sbatch -w b -o /dev/null --wrap 'sleep 300'");
+    assert!(lab::wait(Duration::from_secs(10), || lab
+        .processes("b")
+        .iter()
+        .any(|p| p.contains("sleep 300"))));
+    std::fs::write(&report, lab.dir().display().to_string()).unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+#[test]
+fn a_crashed_slurm_labs_leftovers_go_at_the_next_build() {
+    if !lab_enabled() {
+        return;
+    }
+    let report = PathBuf::from(format!(
+        "/var/tmp/fabricplan-lab-crash-helper-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&report);
+    let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--ignored",
+            "--exact",
+            "crash_helper_builds_a_slurm_lab_and_waits_to_be_killed",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CRASH_HELPER, &report)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn the helper");
+    let mut dir = String::new();
+    let ready = lab::wait(Duration::from_secs(60), || {
+        dir = std::fs::read_to_string(&report).unwrap_or_default();
+        !dir.is_empty() || !matches!(helper.try_wait(), Ok(None))
+    });
+    let _ = std::fs::remove_file(&report);
+    assert!(ready && !dir.is_empty(), "the helper never built its lab");
+    let dir = PathBuf::from(dir);
+    let crashed = lab::Footprint {
+        created: lab::owner::manifest(&dir),
+        token: lab::owner::token(&dir).expect("the crashed lab's owner marker"),
+        dir,
+    };
+    // The crash: no teardown runs. Its daemons, steps and namespaces stay.
+    helper.kill().unwrap();
+    helper.wait().unwrap();
+    let daemons = crashed
+        .created
+        .iter()
+        .filter(|c| matches!(c, lab::owner::Created::Pid(..)) && c.exists(&crashed.token))
+        .count();
+    assert!(daemons >= 5, "{:?}", crashed.remaining());
+    // The next lab clears exactly that and takes the same names again.
+    let t = Instant::now();
+    let lab = Lab::build(&LabSpec::new("cr").host("a").hosts_only()).expect("next lab builds");
+    eprintln!("next build, clearing the crashed lab: {:?}", t.elapsed());
+    assert!(
+        crashed.remaining().is_empty(),
+        "left of the crashed lab: {:#?}",
+        crashed.remaining()
+    );
+    assert_eq!(lab.prefix, "fplcr");
+    let footprint = lab.footprint();
+    drop(lab);
+    assert_gone(&footprint);
+}

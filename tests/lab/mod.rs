@@ -418,6 +418,8 @@ pub struct Lab {
     /// The shaping of every cabled fabric port (see [`LabSpec::port_rate`]).
     port_rate: Option<String>,
     dir: PathBuf,
+    /// Marks every namespace (`lo` alias) and root link (alias) this lab created.
+    token: String,
     addressing: Addressing,
     hosts: Vec<Host>,
     switch_ns: BTreeMap<String, String>,
@@ -435,18 +437,20 @@ pub struct Lab {
 #[derive(Debug, Clone)]
 pub struct Footprint {
     pub dir: PathBuf,
+    /// The lab's token (see [`owner`]).
+    pub token: String,
     pub created: Vec<Created>,
 }
 
 impl Footprint {
-    /// Everything of the lab still present: its namespaces (same inode), root links (same
-    /// index), daemons (same start time), any process still inside one of its network
-    /// namespaces (even a deleted one), and its directory.
+    /// Everything of the lab still present: its namespaces (same inode and token), root links
+    /// (same index and token), daemons (same start time), any process still inside one of its
+    /// network namespaces (even a deleted one), and its directory (with its owner marker).
     pub fn remaining(&self) -> Vec<String> {
         let mut left: Vec<String> = self
             .created
             .iter()
-            .filter(|c| c.exists())
+            .filter(|c| c.exists(&self.token))
             .map(|c| format!("{c:?}"))
             .collect();
         let inodes: Vec<u64> = self
@@ -462,7 +466,10 @@ impl Footprint {
                 let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
                     continue;
                 };
-                if space::ns_inode(&e.path().join("ns/net")).is_some_and(|i| inodes.contains(&i)) {
+                // nsfs inodes are reused: the namespace must also carry the lab's token.
+                if space::ns_inode(&e.path().join("ns/net")).is_some_and(|i| inodes.contains(&i))
+                    && owner::lo_alias_of_pid(pid).as_deref() == Some(self.token.as_str())
+                {
                     left.push(format!(
                         "process {pid} in a lab namespace: {}",
                         cmdline(pid)
@@ -470,7 +477,8 @@ impl Footprint {
                 }
             }
         }
-        if self.dir.exists() {
+        // The same path may hold a newer lab's directory by now: ours only with our marker.
+        if self.dir.exists() && owner::token(&self.dir).as_deref() == Some(self.token.as_str()) {
             left.push(format!("directory {}", self.dir.display()));
         }
         left
@@ -569,14 +577,18 @@ impl Lab {
         fs::create_dir_all(LAB_BASE)
             .and_then(|_| fs::create_dir(&dir))
             .map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-        if let Err(e) = owner::claim(&dir) {
-            let _ = fs::remove_dir_all(&dir);
-            return Err(e);
-        }
+        let token = match owner::claim(&dir) {
+            Ok(token) => token,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
         let mut lab = Lab {
             prefix: prefix.clone(),
             port_rate: spec.port_rate.clone(),
             dir,
+            token,
             addressing,
             hosts: Vec::new(),
             switch_ns: BTreeMap::new(),
@@ -635,7 +647,6 @@ impl Lab {
                 .and_then(|_| fs::create_dir_all(host_dir.join("dotssh")))
                 .and_then(|_| fs::create_dir_all(self.dir.join("bin/.faults").join(&hs.name)))
                 .map_err(|e| format!("mkdir host dir: {e}"))?;
-            sh::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
             // Both halves of a box share one switch (L2) on a switched fabric, in two subnets:
             // like a correctly set-up multi-rail host, answer ARP only for an interface's own
             // address and announce from the sending interface. Without it ARP replies leave by
@@ -680,7 +691,6 @@ impl Lab {
             let ns = format!("{}-sw{k}", self.prefix);
             self.add_netns(&ns)?;
             self.switch_ns.insert(sw.clone(), ns.clone());
-            sh::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
             sh::run_ok(&["ip", "-n", &ns, "link", "add", "br0", "type", "bridge"])?;
             sh::run_ok(&["ip", "-n", &ns, "link", "set", "br0", "mtu", "9000", "up"])?;
         }
@@ -708,22 +718,36 @@ impl Lab {
         Ok(())
     }
 
-    /// Creates a named network namespace and records it as the lab's.
+    /// Creates a named network namespace (`lo` up, the lab's token as its alias) and records
+    /// it as the lab's.
     fn add_netns(&mut self, name: &str) -> Result<(), String> {
         sh::run_ok(&["ip", "netns", "add", name])?;
         self.created_ns.push(name.to_string());
         let ino = space::ns_inode(&Path::new("/run/netns").join(name))
             .ok_or_else(|| format!("netns {name} has no /run/netns file"))?;
         owner::record(&self.dir, &Created::Netns(name.to_string(), ino));
+        sh::run_ok(&[
+            "ip",
+            "-n",
+            name,
+            "link",
+            "set",
+            "lo",
+            "up",
+            "alias",
+            &self.token,
+        ])?;
         Ok(())
     }
 
-    /// Runs `argv`, which creates the root-namespace link `name`, and records it as the lab's.
+    /// Runs `argv`, which creates the root-namespace link `name`, gives it the lab's token as
+    /// its alias and records it as the lab's.
     fn add_root_link(&mut self, argv: &[&str], name: &str) -> Result<(), String> {
         sh::run_ok(argv)?;
         self.root_links.push(name.to_string());
         let index = owner::link_index(name).ok_or_else(|| format!("link {name} vanished"))?;
         owner::record(&self.dir, &Created::Link(name.to_string(), index));
+        sh::run_ok(&["ip", "link", "set", "dev", name, "alias", &self.token])?;
         Ok(())
     }
 
@@ -1229,6 +1253,7 @@ impl Lab {
     pub fn footprint(&self) -> Footprint {
         Footprint {
             dir: self.dir.clone(),
+            token: self.token.clone(),
             created: owner::manifest(&self.dir),
         }
     }
@@ -1500,19 +1525,23 @@ impl Lab {
         if let Some(mut cluster) = self.slurm.take() {
             cluster.stop();
         }
+        let t = std::time::Instant::now();
         for h in &mut self.hosts {
             if let Some(mut child) = h.keeper.take() {
                 let _ = child.kill();
                 let _ = child.wait();
             }
         }
+        trace(&format!("keepers stopped in {:?}", t.elapsed()));
         for ns in self.created_ns.drain(..).rev() {
             sh::kill_netns_processes(&ns);
             sh::run(&["ip", "netns", "del", &ns]);
         }
+        trace(&format!("namespaces deleted in {:?}", t.elapsed()));
         for link in self.root_links.drain(..).rev() {
             sh::run(&["ip", "link", "del", &link]);
         }
+        trace(&format!("root links deleted in {:?}", t.elapsed()));
         let dir = self.dir.clone();
         let mut last_err = None;
         let gone = sh::wait_for(Duration::from_secs(5), || match fs::remove_dir_all(&dir) {
@@ -1526,6 +1555,7 @@ impl Lab {
         if !gone {
             eprintln!("lab: cannot remove {}: {last_err:?}", dir.display());
         }
+        trace(&format!("directory removed in {:?}", t.elapsed()));
     }
 }
 

@@ -1,9 +1,12 @@
 //! Which lab left what: every lab directory holds an `owner` marker (the pid and start time of
 //! the process that built it) and a `created` manifest (each namespace, root link and daemon the
-//! lab created, appended as soon as it exists). A crashed lab's leftovers are removed only when
-//! its owner is provably gone, and only the things its manifest names, each checked to still be
-//! the very object created (namespace inode, link index, process start time). A directory
-//! without a marker, or whose owner still runs, is never touched: it may be another live lab.
+//! lab created, appended as soon as it exists). Each namespace and root link the lab creates
+//! also carries the lab's token (its `lo`'s / its own interface alias), because names, nsfs
+//! inodes and interface indexes are all reused by the kernel. A crashed lab's leftovers are
+//! removed only when its owner is provably gone, and only the things its manifest names, each
+//! checked to still be the very object created (namespace: same inode and token; link: same
+//! index and token; process: same start time). A directory without a marker, or whose owner
+//! still runs, is never touched: it may be another live lab.
 
 use std::fs;
 use std::io::Write;
@@ -50,7 +53,7 @@ pub enum Created {
 }
 
 impl Created {
-    fn line(&self) -> String {
+    pub fn line(&self) -> String {
         match self {
             Created::Netns(name, ino) => format!("netns {name} {ino}"),
             Created::Link(name, index) => format!("link {name} {index}"),
@@ -68,16 +71,50 @@ impl Created {
         }
     }
 
-    /// Whether this is still the very object the lab created.
-    pub fn exists(&self) -> bool {
+    /// Whether this is still the very object created by the lab whose token is `token`.
+    pub fn exists(&self, token: &str) -> bool {
         match self {
             Created::Netns(name, ino) => {
                 space::ns_inode(&Path::new("/run/netns").join(name)) == Some(*ino)
+                    && lo_alias(&["-n", name]).as_deref() == Some(token)
             }
-            Created::Link(name, index) => link_index(name) == Some(*index),
+            Created::Link(name, index) => {
+                link_index(name) == Some(*index) && link_alias(name).as_deref() == Some(token)
+            }
             Created::Pid(pid, start) => alive(*pid, *start),
         }
     }
+}
+
+/// The alias of `lo` in a namespace (`ns_args`: `["-n", NAME]`).
+pub fn lo_alias(ns_args: &[&str]) -> Option<String> {
+    let mut argv = vec!["ip"];
+    argv.extend_from_slice(ns_args);
+    argv.extend_from_slice(&["-d", "-o", "link", "show", "dev", "lo"]);
+    alias_of(&sh::run(&argv))
+}
+
+/// The alias of `lo` in the network namespace of process `pid`.
+pub fn lo_alias_of_pid(pid: u32) -> Option<String> {
+    let net = format!("--net=/proc/{pid}/ns/net");
+    alias_of(&sh::run(&[
+        "nsenter", &net, "--", "ip", "-d", "-o", "link", "show", "dev", "lo",
+    ]))
+}
+
+/// The alias of a root-namespace link.
+pub fn link_alias(name: &str) -> Option<String> {
+    alias_of(&sh::run(&["ip", "-d", "-o", "link", "show", "dev", name]))
+}
+
+fn alias_of(out: &std::process::Output) -> Option<String> {
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut words = text.split_whitespace();
+    words.find(|w| *w == "alias")?;
+    words.next().map(str::to_string)
 }
 
 /// The interface index of a root-namespace link.
@@ -95,12 +132,21 @@ pub fn link_index(name: &str) -> Option<u32> {
         })
 }
 
-/// Marks `dir` as the lab of this process.
-pub fn claim(dir: &Path) -> Result<(), String> {
+/// Marks `dir` as the lab of this process; returns the lab's token (for the aliases of the
+/// namespaces and links it creates).
+pub fn claim(dir: &Path) -> Result<String, String> {
     let pid = std::process::id();
     let start = start_time(pid).ok_or("cannot read my own start time")?;
     fs::write(dir.join(OWNER), format!("{pid} {start}\n"))
-        .map_err(|e| format!("write {}: {e}", dir.join(OWNER).display()))
+        .map_err(|e| format!("write {}: {e}", dir.join(OWNER).display()))?;
+    token(dir).ok_or_else(|| format!("cannot read {}", dir.join(OWNER).display()))
+}
+
+/// The token of the lab in `dir`, from its owner marker: `fabricplan-lab:<dir name>:<pid>:<start>`.
+pub fn token(dir: &Path) -> Option<String> {
+    let (pid, start) = owner(dir)?;
+    let name = dir.file_name()?.to_string_lossy().into_owned();
+    Some(format!("fabricplan-lab:{name}:{pid}:{start}"))
 }
 
 /// Appends one created thing to the lab's manifest.
@@ -145,7 +191,7 @@ pub fn clear_stale(base: &Path) -> Vec<String> {
     };
     for entry in entries.flatten() {
         let dir = entry.path();
-        let Some((pid, start)) = owner(&dir) else {
+        let (Some((pid, start)), Some(token)) = (owner(&dir), token(&dir)) else {
             continue; // no marker: not provably a lab of ours
         };
         if alive(pid, start) {
@@ -155,7 +201,7 @@ pub fn clear_stale(base: &Path) -> Vec<String> {
         // Daemons first (so nothing restarts or holds a namespace), then namespaces, then links.
         for c in &created {
             if let Created::Pid(p, _) = c {
-                if c.exists() {
+                if c.exists(&token) {
                     sh::run(&["kill", "-KILL", &p.to_string()]);
                     removed.push(c.line());
                 }
@@ -163,7 +209,7 @@ pub fn clear_stale(base: &Path) -> Vec<String> {
         }
         for c in &created {
             if let Created::Netns(name, _) = c {
-                if c.exists() {
+                if c.exists(&token) {
                     sh::kill_netns_processes(name);
                     sh::run(&["ip", "netns", "del", name]);
                     removed.push(c.line());
@@ -172,7 +218,7 @@ pub fn clear_stale(base: &Path) -> Vec<String> {
         }
         for c in created.iter().rev() {
             if let Created::Link(name, _) = c {
-                if c.exists() {
+                if c.exists(&token) {
                     sh::run(&["ip", "link", "del", name]);
                     removed.push(c.line());
                 }

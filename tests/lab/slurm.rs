@@ -524,16 +524,33 @@ fn signal(pid: u32, sig: i32) {
 
 /// SIGTERM to every child, SIGKILL to those still running after `grace`; all reaped.
 fn stop_all(mut children: Vec<&mut Child>, grace: Duration) {
+    let names: Vec<String> = children.iter().map(|c| sh::cmdline(c.id())).collect();
     for c in children.iter_mut() {
         if let Ok(None) = c.try_wait() {
             signal(c.id(), libc::SIGTERM);
         }
     }
+    let t = Instant::now();
+    let mut exited: Vec<Option<Duration>> = vec![None; children.len()];
     sh::wait_for(grace, || {
-        children
-            .iter_mut()
-            .all(|c| !matches!(c.try_wait(), Ok(None)))
+        for (c, when) in children.iter_mut().zip(exited.iter_mut()) {
+            if when.is_none() && !matches!(c.try_wait(), Ok(None)) {
+                *when = Some(t.elapsed());
+            }
+        }
+        exited.iter().all(Option::is_some)
     });
+    super::trace(&format!(
+        "SIGTERM: {:?}",
+        names
+            .iter()
+            .zip(&exited)
+            .map(|(name, w)| format!(
+                "{name} {}",
+                w.map_or("still running".into(), |d| format!("{d:?}"))
+            ))
+            .collect::<Vec<_>>()
+    ));
     for c in children.iter_mut() {
         if let Ok(None) = c.try_wait() {
             let _ = c.kill();
