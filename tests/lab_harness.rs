@@ -26,11 +26,31 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs over ssh and requires success.
+/// Runs over ssh and requires success. `cmd` is written with the spec's fabric addresses (the
+/// lab's, unless it had to move them: see `Lab::translate`).
 fn ssh_ok(lab: &Lab, host: &str, cmd: &str) -> String {
+    ssh_lab_ok(lab, host, &lab.translate(cmd))
+}
+
+/// Runs over ssh and requires success; `cmd` already has the lab's addresses.
+fn ssh_lab_ok(lab: &Lab, host: &str, cmd: &str) -> String {
     let out = lab.ssh(host, cmd);
     assert!(out.status.success(), "ssh {host} {cmd}: {}", text(&out));
     stdout(&out)
+}
+
+/// Runs over ssh; `cmd` is written with the spec's fabric addresses.
+fn ssh_tr(lab: &Lab, host: &str, cmd: &str) -> Output {
+    lab.ssh(host, &lab.translate(cmd))
+}
+
+/// The IPv4-mapped GID sysfs shows for `ip`.
+fn gid_of(ip: std::net::Ipv4Addr) -> String {
+    let o = ip.octets();
+    format!(
+        "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
+        o[0], o[1], o[2], o[3]
+    )
 }
 
 /// Polls a file in the host's private /tmp until it contains `needle`.
@@ -84,6 +104,7 @@ fn bw_pair(
     dev_c: &str,
     ip: &str,
 ) -> (String, String, f64) {
+    let ip = &lab.addr(ip);
     start_server(
         lab,
         server,
@@ -178,7 +199,7 @@ fn two_host_lab_end_to_end() {
             &format!("cat {ib}/rocep1s0f0/ports/1/gids/3")
         )
         .trim(),
-        "0000:0000:0000:0000:0000:ffff:c613:0101"
+        gid_of(lab.host("host-a").fabric_ip("enp1s0f0np0").unwrap())
     );
     assert_eq!(
         ssh_ok(
@@ -210,7 +231,10 @@ fn two_host_lab_end_to_end() {
     // Jumbo path check, then an MTU fault.
     ssh_ok(&lab, "host-a", "ping -c 1 -W 2 -M do -s 8972 198.19.1.2");
     lab.set_mtu("host-b", "enp1s0f1np1", 1500).unwrap();
-    let out = lab.ssh("host-a", "ping -c 1 -W 1 -M do -s 8972 198.19.1.2");
+    let out = lab.ssh(
+        "host-a",
+        &lab.translate("ping -c 1 -W 1 -M do -s 8972 198.19.1.2"),
+    );
     assert!(!out.status.success(), "jumbo ping passed at MTU 1500");
     lab.set_mtu("host-b", "enp1s0f1np1", 9000).unwrap();
 
@@ -228,7 +252,15 @@ fn two_host_lab_end_to_end() {
     eprintln!("--- client:\n{client_out}--- server:\n{server_log}");
     assert!(client_out.contains("BW average[Gb/sec]"), "{client_out}");
     assert!(client_out.contains("GID index       : 3"));
-    assert!(client_out.contains(" GID: 00:00:00:00:00:00:00:00:00:00:255:255:198:19:01:01"));
+    let a = lab
+        .host("host-a")
+        .fabric_ip("enp1s0f0np0")
+        .unwrap()
+        .octets();
+    assert!(client_out.contains(&format!(
+        " GID: 00:00:00:00:00:00:00:00:00:00:255:255:{}:{}:{:02}:{:02}",
+        a[0], a[1], a[2], a[3]
+    )));
     assert!(gbps > 1.0, "implausible veth bandwidth {gbps} Gb/s");
     let client_row = client_out
         .lines()
@@ -263,7 +295,10 @@ fn two_host_lab_end_to_end() {
         "ib_write_lat -d rocep1s0f1 -x 3 -F",
         "/tmp/lat.log",
     );
-    let out = lab.ssh("host-a", "ib_write_lat -d rocep1s0f0 -x 3 -F 198.19.1.2");
+    let out = lab.ssh(
+        "host-a",
+        &lab.translate("ib_write_lat -d rocep1s0f0 -x 3 -F 198.19.1.2"),
+    );
     let lat_out = text(&out);
     assert!(out.status.success(), "{lat_out}");
     let row = perftest_row(&lat_out, 9);
@@ -284,7 +319,7 @@ fn two_host_lab_end_to_end() {
     let before_a = lab.counter("host-a", "rocep1s0f0", "port_xmit_data");
     let before_b = lab.counter("host-b", "rocep1s0f1", "port_xmit_data");
     let t = Instant::now();
-    let out = lab.ssh("host-a", &mpirun("rocep1s0f0,rocep1s0f1"));
+    let out = lab.ssh("host-a", &lab.translate(&mpirun("rocep1s0f0,rocep1s0f1")));
     let nccl = text(&out);
     eprintln!("mpirun all_reduce (IB): {:?}\n{nccl}", t.elapsed());
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
@@ -296,15 +331,15 @@ fn two_host_lab_end_to_end() {
     assert!(nccl.contains(" on     host-b device  0"), "{nccl}");
     assert!(nccl.contains("host-a:") && nccl.contains("NCCL INFO NCCL version 2.29.7+cuda13.0"));
     assert!(
-        nccl.contains(
+        nccl.contains(&lab.translate(
             "NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:198.19.1.1<0>"
-        ),
+        )),
         "{nccl}"
     );
     assert!(
-        nccl.contains(
+        nccl.contains(&lab.translate(
             "NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB enp1s0f1np1:198.19.1.2<0>"
-        ),
+        )),
         "{nccl}"
     );
     assert!(nccl.contains("[send] via NET/IB/0"));
@@ -322,7 +357,7 @@ fn two_host_lab_end_to_end() {
     // NCCL_IB_HCA naming only host-b's device: host-a has none, the job falls back to sockets.
     let before_a = lab.counter("host-a", "rocep1s0f0", "port_xmit_data");
     let before_b = lab.counter("host-b", "rocep1s0f1", "port_xmit_data");
-    let out = lab.ssh("host-a", &mpirun("rocep1s0f1"));
+    let out = lab.ssh("host-a", &lab.translate(&mpirun("rocep1s0f1")));
     let nccl = text(&out);
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
     eprintln!("--- socket fallback:\n{nccl}");
@@ -360,10 +395,13 @@ fn two_host_lab_end_to_end() {
     assert!(lab::wait(Duration::from_secs(5), || lab
         .processes("host-b")
         .is_empty()));
-    let out = lab.ssh("host-a", "ib_write_bw -d rocep1s0f0 -x 3 -F 198.19.1.2");
+    let out = lab.ssh(
+        "host-a",
+        &lab.translate("ib_write_bw -d rocep1s0f0 -x 3 -F 198.19.1.2"),
+    );
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("Couldn't connect to 198.19.1.2:18515"),
+        text(&out).contains(&lab.translate("Couldn't connect to 198.19.1.2:18515")),
         "{}",
         text(&out)
     );
@@ -419,7 +457,7 @@ fn two_host_lab_end_to_end() {
     );
     let out = lab.ssh(
         "host-a",
-        "ib_write_bw -d rocep1s0f0 -x 5 -F -p 18600 198.19.1.2",
+        &lab.translate("ib_write_bw -d rocep1s0f0 -x 5 -F -p 18600 198.19.1.2"),
     );
     let gid_out = text(&out);
     assert!(!out.status.success());
@@ -519,7 +557,8 @@ fn ring_and_switched_labs_build_and_tear_down() {
     let before_tx = lab.counter("a", "rocep1s0f0", "port_xmit_data");
     let before_rx = lab.counter("a", "rocep1s0f1", "port_rcv_data");
     let t = Instant::now();
-    let out = lab.ssh(
+    let out = ssh_tr(
+        &lab,
         "a",
         "mpirun -np 3 -H 198.19.11.1:1,198.19.11.2:1,198.19.15.1:1 --map-by slot --bind-to none \
          --mca oob_tcp_if_include 198.19.0.0/16 --mca btl_tcp_if_include 198.19.0.0/16 \
@@ -541,7 +580,8 @@ fn ring_and_switched_labs_build_and_tear_down() {
     assert!(lab.counter("a", "rocep1s0f0", "port_xmit_data") > before_tx);
     assert!(lab.counter("a", "rocep1s0f1", "port_rcv_data") > before_rx);
     // sendrecv_perf by absolute path: one buffer to the next rank, busbw = algbw.
-    let out = lab.ssh(
+    let out = ssh_tr(
+        &lab,
         "a",
         "mpirun -np 3 -H 198.19.11.1:1,198.19.11.2:1,198.19.15.1:1 --map-by slot --bind-to none \
          --mca oob_tcp_if_include 198.19.0.0/16 --mca btl_tcp_if_include 198.19.0.0/16 \
@@ -585,10 +625,14 @@ fn ring_and_switched_labs_build_and_tear_down() {
             "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/5"
         )
         .trim(),
-        "0000:0000:0000:0000:0000:ffff:c613:1e02"
+        gid_of(lab.host("n2").fabric_ip("enp1s0f0np0").unwrap())
     );
     // n3's cable sits in f1: its planned f0 has the address but no carrier.
-    assert!(!lab.ssh("n1", "ping -c 1 -W 1 198.19.30.3").status.success());
+    assert!(
+        !lab.ssh("n1", &lab.translate("ping -c 1 -W 1 198.19.30.3"))
+            .status
+            .success()
+    );
     assert_eq!(
         ssh_ok(
             &lab,
@@ -648,9 +692,9 @@ fn two_flows_share_a_shaped_isl() {
                 s.spawn(move || {
                     let out = lab.ssh(
                         client,
-                        &format!(
+                        &lab.translate(&format!(
                             "ib_write_bw -d rocep1s0f0 -x 3 -F -D 3 --port={port} --report_gbits {ip}"
-                        ),
+                        )),
                     );
                     assert!(out.status.success(), "{}", text(&out));
                     perftest_row(&text(&out), 5)[3]
@@ -782,12 +826,11 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
     let second = spec.hosts[1].name.clone();
     assert_eq!(ssh_ok(&lab, &first, "hostname").trim(), first);
     let b_ip = lab.host(&second).fabric_ip("enp1s0f0np0").unwrap();
-    ssh_ok(&lab, &first, &format!("ping -c 1 -W 2 {b_ip}"));
+    ssh_lab_ok(&lab, &first, &format!("ping -c 1 -W 2 {b_ip}"));
     assert_eq!(
-        ssh_ok(&lab, &first, &format!("ssh {b_ip} hostname")).trim(),
+        ssh_lab_ok(&lab, &first, &format!("ssh {b_ip} hostname")).trim(),
         second
     );
-    let o = b_ip.octets();
     assert_eq!(
         ssh_ok(
             &lab,
@@ -795,10 +838,7 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
             "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/3"
         )
         .trim(),
-        format!(
-            "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
-            o[0], o[1], o[2], o[3]
-        )
+        gid_of(b_ip)
     );
     // Its Slurm cluster runs on the moved management network and another port.
     let conf = std::fs::read_to_string(lab.slurm_conf()).unwrap();
