@@ -1,11 +1,16 @@
-//! Tests of the lab harness itself: hosts, sshd, sysfs, links, stand-ins, mpirun, switches.
+//! Tests of the lab harness itself: hosts, sshd, sysfs, links, stand-ins, mpirun, switches,
+//! and living beside things it did not create (foreign namespaces, addresses, crashed labs).
 //!
 //! They need root (namespaces, sshd). Without root they fail with a clear message, unless
-//! `FABRICPLAN_SKIP_LAB=1` is set, in which case they are skipped with a note.
+//! `FABRICPLAN_SKIP_LAB=1` is set, in which case they are skipped with a note. The address
+//! arithmetic tests at the end need nothing.
 
 mod lab;
 
+use lab::owner::{self, Created};
+use lab::space::{self, Addressing, Inventory, Net};
 use lab::{Fault, Lab, LabSpec, lab_enabled};
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
@@ -21,11 +26,31 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Runs over ssh and requires success.
+/// Runs over ssh and requires success. `cmd` is written with the spec's fabric addresses (the
+/// lab's, unless it had to move them: see `Lab::translate`).
 fn ssh_ok(lab: &Lab, host: &str, cmd: &str) -> String {
+    ssh_lab_ok(lab, host, &lab.translate(cmd))
+}
+
+/// Runs over ssh and requires success; `cmd` already has the lab's addresses.
+fn ssh_lab_ok(lab: &Lab, host: &str, cmd: &str) -> String {
     let out = lab.ssh(host, cmd);
     assert!(out.status.success(), "ssh {host} {cmd}: {}", text(&out));
     stdout(&out)
+}
+
+/// Runs over ssh; `cmd` is written with the spec's fabric addresses.
+fn ssh_tr(lab: &Lab, host: &str, cmd: &str) -> Output {
+    lab.ssh(host, &lab.translate(cmd))
+}
+
+/// The IPv4-mapped GID sysfs shows for `ip`.
+fn gid_of(ip: std::net::Ipv4Addr) -> String {
+    let o = ip.octets();
+    format!(
+        "0000:0000:0000:0000:0000:ffff:{:02x}{:02x}:{:02x}{:02x}",
+        o[0], o[1], o[2], o[3]
+    )
 }
 
 /// Polls a file in the host's private /tmp until it contains `needle`.
@@ -79,6 +104,7 @@ fn bw_pair(
     dev_c: &str,
     ip: &str,
 ) -> (String, String, f64) {
+    let ip = &lab.addr(ip);
     start_server(
         lab,
         server,
@@ -129,8 +155,9 @@ fn two_host_lab_end_to_end() {
             "198.19.1.6/30",
         );
     let lab = Lab::build(&spec).expect("lab builds");
-    let lab_dir = lab.dir().to_path_buf();
+    let footprint = lab.footprint();
     let namespaces = lab.namespaces();
+    let root_links = lab.root_links().to_vec();
     eprintln!("build: {:?}", t0.elapsed());
 
     // Hostnames, over the system ssh client and the lab ssh_config.
@@ -172,7 +199,7 @@ fn two_host_lab_end_to_end() {
             &format!("cat {ib}/rocep1s0f0/ports/1/gids/3")
         )
         .trim(),
-        "0000:0000:0000:0000:0000:ffff:c613:0101"
+        gid_of(lab.host("host-a").fabric_ip("enp1s0f0np0").unwrap())
     );
     assert_eq!(
         ssh_ok(
@@ -204,7 +231,10 @@ fn two_host_lab_end_to_end() {
     // Jumbo path check, then an MTU fault.
     ssh_ok(&lab, "host-a", "ping -c 1 -W 2 -M do -s 8972 198.19.1.2");
     lab.set_mtu("host-b", "enp1s0f1np1", 1500).unwrap();
-    let out = lab.ssh("host-a", "ping -c 1 -W 1 -M do -s 8972 198.19.1.2");
+    let out = lab.ssh(
+        "host-a",
+        &lab.translate("ping -c 1 -W 1 -M do -s 8972 198.19.1.2"),
+    );
     assert!(!out.status.success(), "jumbo ping passed at MTU 1500");
     lab.set_mtu("host-b", "enp1s0f1np1", 9000).unwrap();
 
@@ -222,7 +252,15 @@ fn two_host_lab_end_to_end() {
     eprintln!("--- client:\n{client_out}--- server:\n{server_log}");
     assert!(client_out.contains("BW average[Gb/sec]"), "{client_out}");
     assert!(client_out.contains("GID index       : 3"));
-    assert!(client_out.contains(" GID: 00:00:00:00:00:00:00:00:00:00:255:255:198:19:01:01"));
+    let a = lab
+        .host("host-a")
+        .fabric_ip("enp1s0f0np0")
+        .unwrap()
+        .octets();
+    assert!(client_out.contains(&format!(
+        " GID: 00:00:00:00:00:00:00:00:00:00:255:255:{}:{}:{:02}:{:02}",
+        a[0], a[1], a[2], a[3]
+    )));
     assert!(gbps > 1.0, "implausible veth bandwidth {gbps} Gb/s");
     let client_row = client_out
         .lines()
@@ -257,7 +295,10 @@ fn two_host_lab_end_to_end() {
         "ib_write_lat -d rocep1s0f1 -x 3 -F",
         "/tmp/lat.log",
     );
-    let out = lab.ssh("host-a", "ib_write_lat -d rocep1s0f0 -x 3 -F 198.19.1.2");
+    let out = lab.ssh(
+        "host-a",
+        &lab.translate("ib_write_lat -d rocep1s0f0 -x 3 -F 198.19.1.2"),
+    );
     let lat_out = text(&out);
     assert!(out.status.success(), "{lat_out}");
     let row = perftest_row(&lat_out, 9);
@@ -278,7 +319,7 @@ fn two_host_lab_end_to_end() {
     let before_a = lab.counter("host-a", "rocep1s0f0", "port_xmit_data");
     let before_b = lab.counter("host-b", "rocep1s0f1", "port_xmit_data");
     let t = Instant::now();
-    let out = lab.ssh("host-a", &mpirun("rocep1s0f0,rocep1s0f1"));
+    let out = lab.ssh("host-a", &lab.translate(&mpirun("rocep1s0f0,rocep1s0f1")));
     let nccl = text(&out);
     eprintln!("mpirun all_reduce (IB): {:?}\n{nccl}", t.elapsed());
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
@@ -290,15 +331,15 @@ fn two_host_lab_end_to_end() {
     assert!(nccl.contains(" on     host-b device  0"), "{nccl}");
     assert!(nccl.contains("host-a:") && nccl.contains("NCCL INFO NCCL version 2.29.7+cuda13.0"));
     assert!(
-        nccl.contains(
+        nccl.contains(&lab.translate(
             "NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:198.19.1.1<0>"
-        ),
+        )),
         "{nccl}"
     );
     assert!(
-        nccl.contains(
+        nccl.contains(&lab.translate(
             "NCCL INFO NET/IB : Using [0]rocep1s0f1:1/RoCE [RO]; OOB enp1s0f1np1:198.19.1.2<0>"
-        ),
+        )),
         "{nccl}"
     );
     assert!(nccl.contains("[send] via NET/IB/0"));
@@ -316,7 +357,7 @@ fn two_host_lab_end_to_end() {
     // NCCL_IB_HCA naming only host-b's device: host-a has none, the job falls back to sockets.
     let before_a = lab.counter("host-a", "rocep1s0f0", "port_xmit_data");
     let before_b = lab.counter("host-b", "rocep1s0f1", "port_xmit_data");
-    let out = lab.ssh("host-a", &mpirun("rocep1s0f1"));
+    let out = lab.ssh("host-a", &lab.translate(&mpirun("rocep1s0f1")));
     let nccl = text(&out);
     assert!(out.status.success(), "mpirun failed:\n{nccl}");
     eprintln!("--- socket fallback:\n{nccl}");
@@ -354,10 +395,13 @@ fn two_host_lab_end_to_end() {
     assert!(lab::wait(Duration::from_secs(5), || lab
         .processes("host-b")
         .is_empty()));
-    let out = lab.ssh("host-a", "ib_write_bw -d rocep1s0f0 -x 3 -F 198.19.1.2");
+    let out = lab.ssh(
+        "host-a",
+        &lab.translate("ib_write_bw -d rocep1s0f0 -x 3 -F 198.19.1.2"),
+    );
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("Couldn't connect to 198.19.1.2:18515"),
+        text(&out).contains(&lab.translate("Couldn't connect to 198.19.1.2:18515")),
         "{}",
         text(&out)
     );
@@ -413,7 +457,7 @@ fn two_host_lab_end_to_end() {
     );
     let out = lab.ssh(
         "host-a",
-        "ib_write_bw -d rocep1s0f0 -x 5 -F -p 18600 198.19.1.2",
+        &lab.translate("ib_write_bw -d rocep1s0f0 -x 5 -F -p 18600 198.19.1.2"),
     );
     let gid_out = text(&out);
     assert!(!out.status.success());
@@ -455,17 +499,12 @@ fn two_host_lab_end_to_end() {
     for ns in &namespaces {
         assert!(!netns.contains(ns.as_str()), "namespace {ns} left: {netns}");
     }
-    let links = stdout(&lab::run(&["ip", "-o", "link", "show"]));
-    assert!(!links.contains("fplt2"), "links left: {links}");
-    assert!(!lab_dir.exists(), "lab dir left");
-    let dir = lab_dir.to_string_lossy().into_owned();
-    let leftovers: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .map(lab::cmdline)
-        .filter(|c| c.contains(&dir))
-        .collect();
-    assert!(leftovers.is_empty(), "processes left: {leftovers:?}");
+    let links = space::root_links();
+    for l in &root_links {
+        assert!(!links.contains(l), "link {l} left");
+    }
+    let left = footprint.remaining();
+    assert!(left.is_empty(), "left after drop: {left:#?}");
     eprintln!("total: {:?}", t0.elapsed());
 }
 
@@ -518,7 +557,8 @@ fn ring_and_switched_labs_build_and_tear_down() {
     let before_tx = lab.counter("a", "rocep1s0f0", "port_xmit_data");
     let before_rx = lab.counter("a", "rocep1s0f1", "port_rcv_data");
     let t = Instant::now();
-    let out = lab.ssh(
+    let out = ssh_tr(
+        &lab,
         "a",
         "mpirun -np 3 -H 198.19.11.1:1,198.19.11.2:1,198.19.15.1:1 --map-by slot --bind-to none \
          --mca oob_tcp_if_include 198.19.0.0/16 --mca btl_tcp_if_include 198.19.0.0/16 \
@@ -540,7 +580,8 @@ fn ring_and_switched_labs_build_and_tear_down() {
     assert!(lab.counter("a", "rocep1s0f0", "port_xmit_data") > before_tx);
     assert!(lab.counter("a", "rocep1s0f1", "port_rcv_data") > before_rx);
     // sendrecv_perf by absolute path: one buffer to the next rank, busbw = algbw.
-    let out = lab.ssh(
+    let out = ssh_tr(
+        &lab,
         "a",
         "mpirun -np 3 -H 198.19.11.1:1,198.19.11.2:1,198.19.15.1:1 --map-by slot --bind-to none \
          --mca oob_tcp_if_include 198.19.0.0/16 --mca btl_tcp_if_include 198.19.0.0/16 \
@@ -584,10 +625,14 @@ fn ring_and_switched_labs_build_and_tear_down() {
             "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/5"
         )
         .trim(),
-        "0000:0000:0000:0000:0000:ffff:c613:1e02"
+        gid_of(lab.host("n2").fabric_ip("enp1s0f0np0").unwrap())
     );
     // n3's cable sits in f1: its planned f0 has the address but no carrier.
-    assert!(!lab.ssh("n1", "ping -c 1 -W 1 198.19.30.3").status.success());
+    assert!(
+        !lab.ssh("n1", &lab.translate("ping -c 1 -W 1 198.19.30.3"))
+            .status
+            .success()
+    );
     assert_eq!(
         ssh_ok(
             &lab,
@@ -647,9 +692,9 @@ fn two_flows_share_a_shaped_isl() {
                 s.spawn(move || {
                     let out = lab.ssh(
                         client,
-                        &format!(
+                        &lab.translate(&format!(
                             "ib_write_bw -d rocep1s0f0 -x 3 -F -D 3 --port={port} --report_gbits {ip}"
-                        ),
+                        )),
                     );
                     assert!(out.status.success(), "{}", text(&out));
                     perftest_row(&text(&out), 5)[3]
@@ -669,4 +714,359 @@ fn two_flows_share_a_shaped_isl() {
     for f in &flows {
         assert!((0.25..0.75).contains(&(f / sum)), "unfair split {flows:?}");
     }
+}
+
+/// Marks what a test creates outside any lab (an interface alias), so that a crashed run's
+/// objects are recognised and removed by the next run, and nothing else ever is.
+const FOREIGN_ALIAS: &str = "fabricplan-lab-harness-foreign";
+
+/// Removes the foreign namespace / root link of an earlier run of this test, if it carries
+/// [`FOREIGN_ALIAS`].
+fn remove_foreign(ns: &str, root_link: &str) {
+    // This test file's marker, or the token of a fake lab of only_a_dead_labs_...
+    let marked = |out: Output| {
+        let t = stdout(&out);
+        t.contains(FOREIGN_ALIAS) || t.contains("alias fabricplan-lab:fplzz")
+    };
+    if marked(lab::run(&[
+        "ip", "-n", ns, "-d", "link", "show", "dev", "d0",
+    ])) {
+        lab::run(&["ip", "netns", "del", ns]);
+    }
+    if marked(lab::run(&["ip", "-d", "link", "show", "dev", root_link])) {
+        lab::run(&["ip", "link", "del", root_link]);
+    }
+}
+
+fn run_ok(argv: &[&str]) {
+    let out = lab::run(argv);
+    assert!(out.status.success(), "{argv:?}: {}", text(&out));
+}
+
+fn twin_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/lab/plans")
+        .join(format!("{name}.toml"))
+}
+
+#[test]
+fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
+    if !lab_enabled() {
+        return;
+    }
+    // The two-spark twin's lab, tag "co": it would take `fplco-spark-a`, `fplcobr`,
+    // 198.18.0.0/24 and the twin's 198.19.1.0/30 + 198.19.1.4/30.
+    let twin = twin_path("two-spark");
+    let plan = fabricplan::plan::load(&twin).expect("twin loads").plan;
+    let spec = lab::twin::lab_spec("co", &plan).slurm();
+    let first = spec.hosts[0].name.clone();
+    let spec_ip = spec.links[0].a.cidr.clone();
+    // Someone else (not a lab) holds exactly those: a namespace with the lab's first name,
+    // the management /24 and a fabric address in it, and a root link with the lab's second
+    // choice of bridge name.
+    let foreign = format!("fplco-{first}");
+    let foreign_link = "fplco_1br";
+    remove_foreign(&foreign, foreign_link);
+    run_ok(&["ip", "netns", "add", &foreign]);
+    run_ok(&["ip", "-n", &foreign, "link", "add", "d0", "type", "bridge"]);
+    run_ok(&[
+        "ip",
+        "-n",
+        &foreign,
+        "link",
+        "set",
+        "d0",
+        "alias",
+        FOREIGN_ALIAS,
+    ]);
+    run_ok(&[
+        "ip",
+        "-n",
+        &foreign,
+        "addr",
+        "add",
+        "198.18.0.1/24",
+        "dev",
+        "d0",
+    ]);
+    run_ok(&["ip", "-n", &foreign, "addr", "add", &spec_ip, "dev", "d0"]);
+    run_ok(&["ip", "-n", &foreign, "link", "set", "d0", "up"]);
+    run_ok(&["ip", "link", "add", foreign_link, "type", "bridge"]);
+    run_ok(&["ip", "link", "set", foreign_link, "alias", FOREIGN_ALIAS]);
+    let foreign_before = stdout(&lab::run(&[
+        "ip", "-n", &foreign, "-4", "-o", "addr", "show",
+    ]));
+
+    // And a listener on Slurm's default controller port.
+    let listener = std::net::TcpListener::bind("0.0.0.0:6817").ok();
+    let lab = Lab::build(&spec).expect("lab builds beside the foreign namespace");
+    drop(listener);
+    let footprint = lab.footprint();
+    eprintln!(
+        "prefix {}, management {}, fabric shift {}",
+        lab.prefix,
+        lab.mgmt_subnet(),
+        lab.fabric_shift()
+    );
+    assert!(
+        lab.prefix != "fplco" && lab.prefix != "fplco_1",
+        "{}",
+        lab.prefix
+    );
+    assert_ne!(lab.mgmt_subnet(), "198.18.0.0/24");
+    assert!(lab.fabric_shift() > 0);
+    let a = lab.host(&first);
+    assert_ne!(a.ns, foreign);
+    let spec_addr = spec_ip.split('/').next().unwrap();
+    let moved = lab.addr(spec_addr);
+    assert_ne!(moved, spec_addr);
+    assert_eq!(a.fabric_ip("enp1s0f0np0").unwrap().to_string(), moved);
+    // The lab works: ssh by alias, the management address, the fabric with its moved
+    // addresses (known_hosts lists them: the host key check passes), the sysfs GIDs follow.
+    let second = spec.hosts[1].name.clone();
+    assert_eq!(ssh_ok(&lab, &first, "hostname").trim(), first);
+    let b_ip = lab.host(&second).fabric_ip("enp1s0f0np0").unwrap();
+    ssh_lab_ok(&lab, &first, &format!("ping -c 1 -W 2 {b_ip}"));
+    assert_eq!(
+        ssh_lab_ok(&lab, &first, &format!("ssh {b_ip} hostname")).trim(),
+        second
+    );
+    assert_eq!(
+        ssh_ok(
+            &lab,
+            &second,
+            "cat /sys/class/infiniband/rocep1s0f0/ports/1/gids/3"
+        )
+        .trim(),
+        gid_of(b_ip)
+    );
+    // Its Slurm cluster runs on the moved management network and another port.
+    let conf = std::fs::read_to_string(lab.slurm_conf()).unwrap();
+    assert!(!conf.contains("SlurmctldPort=6817\n"), "{conf}");
+    assert!(
+        conf.contains(&format!("NodeAddr={} ", lab.host(&first).mgmt_ip)),
+        "{conf}"
+    );
+    let out = lab.slurm(&format!(
+        "srun -w {first} sh -c 'hostname; ip -4 -o addr show dev enp1s0f0np0'"
+    ));
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).starts_with(&format!("{first}\n")),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stdout(&out).contains(&format!("inet {moved}/")),
+        "{}",
+        text(&out)
+    );
+    // The plan fabricplan gets for this lab has the lab's addresses: the lab it describes is
+    // this one.
+    let plan_file = lab::twin::plan_file(&lab, &twin).unwrap();
+    let moved_plan = fabricplan::plan::load(&plan_file)
+        .expect("translated twin loads")
+        .plan;
+    let moved_spec = lab::twin::lab_spec("co", &moved_plan);
+    for end in moved_spec.links.iter().flat_map(|l| [&l.a, &l.b]) {
+        let host = lab.host(&end.host);
+        assert!(
+            host.fabric
+                .iter()
+                .any(|(n, c)| n == &end.netdev && c == &end.cidr),
+            "plan says {} {} {}, lab has {:?}",
+            end.host,
+            end.netdev,
+            end.cidr,
+            host.fabric
+        );
+    }
+    drop(lab);
+    assert!(
+        footprint.remaining().is_empty(),
+        "{:?}",
+        footprint.remaining()
+    );
+    // The foreign namespace and link are untouched.
+    assert_eq!(
+        stdout(&lab::run(&[
+            "ip", "-n", &foreign, "-4", "-o", "addr", "show"
+        ])),
+        foreign_before
+    );
+    assert!(space::root_links().contains(foreign_link));
+    remove_foreign(&foreign, foreign_link);
+}
+
+#[test]
+fn only_a_dead_labs_recorded_leftovers_are_removed() {
+    if !lab_enabled() {
+        return;
+    }
+    // A private base directory, so real labs are not involved.
+    let base = PathBuf::from(format!(
+        "/var/tmp/fabricplan-lab-owner-test-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&base);
+    let ns_ino = |ns: &str| space::ns_inode(&Path::new("/run/netns").join(ns)).unwrap();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let sleeper_start = owner::start_time(sleeper.id()).unwrap();
+    // A lab directory with its owner marker; returns the lab's token.
+    let lab_dir = |name: &str, pid: u32, start: u64| {
+        let d = base.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("owner"), format!("{pid} {start}\n")).unwrap();
+        (d.clone(), owner::token(&d).unwrap())
+    };
+    // A live lab (its owner runs) and a dead one (same pid, another start time: the pid was
+    // reused since).
+    let (live, live_token) = lab_dir("fplzz", sleeper.id(), sleeper_start);
+    let (dead, dead_token) = lab_dir("fplzz_1", sleeper.id(), sleeper_start + 1);
+    // Namespaces and root links, marked as this test's (d0's alias), with a lab token where a
+    // lab would have put one.
+    let namespaces = [
+        ("fplzz-live", Some(&live_token)),
+        ("fplzz-dead", Some(&dead_token)),
+        ("fplzz-reused", None), // the dead lab's name and inode, not its token
+    ];
+    let links = [("fplzzbr", Some(&dead_token)), ("fplzzb2", None)];
+    for (ns, token) in namespaces {
+        remove_foreign(ns, "-");
+        run_ok(&["ip", "netns", "add", ns]);
+        run_ok(&["ip", "-n", ns, "link", "add", "d0", "type", "bridge"]);
+        run_ok(&["ip", "-n", ns, "link", "set", "d0", "alias", FOREIGN_ALIAS]);
+        if let Some(t) = token {
+            run_ok(&["ip", "-n", ns, "link", "set", "lo", "alias", t]);
+        }
+    }
+    for (link, token) in links {
+        remove_foreign("-", link);
+        run_ok(&["ip", "link", "add", link, "type", "bridge"]);
+        let alias = token.map_or(FOREIGN_ALIAS, String::as_str);
+        run_ok(&["ip", "link", "set", link, "alias", alias]);
+    }
+    let index = |l: &str| owner::link_index(l).unwrap();
+    owner::record(
+        &live,
+        &Created::Netns("fplzz-live".into(), ns_ino("fplzz-live")),
+    );
+    for c in [
+        Created::Netns("fplzz-dead".into(), ns_ino("fplzz-dead")),
+        Created::Netns("fplzz-reused".into(), ns_ino("fplzz-reused")),
+        Created::Link("fplzzbr".into(), index("fplzzbr")),
+        Created::Link("fplzzb2".into(), index("fplzzb2")),
+        // The sleeper has this pid, but started at another time: not the dead lab's daemon.
+        Created::Pid(sleeper.id(), sleeper_start + 1),
+    ] {
+        owner::record(&dead, &c);
+    }
+    // A directory without a marker: not provably a lab's.
+    let unmarked = base.join("fplzz_2");
+    std::fs::create_dir_all(&unmarked).unwrap();
+
+    let removed = owner::clear_stale(&base);
+    eprintln!("removed: {removed:?}");
+    let netns = stdout(&lab::run(&["ip", "netns", "list"]));
+    assert!(netns.contains("fplzz-live"), "{netns}");
+    assert!(!netns.contains("fplzz-dead"), "{netns}");
+    assert!(netns.contains("fplzz-reused"), "{netns}");
+    let root = space::root_links();
+    assert!(!root.contains("fplzzbr") && root.contains("fplzzb2"));
+    assert!(
+        matches!(sleeper.try_wait(), Ok(None)),
+        "the sleeper was killed"
+    );
+    assert!(live.exists() && unmarked.exists() && !dead.exists());
+
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    // Its owner gone, the live lab's leftovers go too.
+    owner::clear_stale(&base);
+    assert!(!stdout(&lab::run(&["ip", "netns", "list"])).contains("fplzz-live"));
+    assert!(!live.exists());
+    remove_foreign("fplzz-reused", "fplzzb2");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+// ---------------------------------------------------------------------- address arithmetic
+
+fn inventory(nets: &[&str]) -> Inventory {
+    Inventory {
+        nets: nets
+            .iter()
+            .map(|n| (Net::parse(n).unwrap(), "test".to_string()))
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn fabric_networks_move_by_whole_subnets_onto_free_space() {
+    let spec = [
+        Net::parse("198.19.1.0/30").unwrap(),
+        Net::parse("198.19.1.4/30").unwrap(),
+    ];
+    assert_eq!(
+        space::choose_fabric_shift(&spec, &inventory(&[])).unwrap(),
+        0
+    );
+    // Another namespace's route or address in the way: the next /24 up.
+    let k = space::choose_fabric_shift(&spec, &inventory(&["198.19.1.1/30"])).unwrap();
+    assert_eq!(k, 1);
+    let k = space::choose_fabric_shift(&spec, &inventory(&["198.19.0.0/23"])).unwrap();
+    assert_eq!(k, 1);
+    // A /22 moves by 4, a /16 cannot move.
+    let wide = [Net::parse("198.19.0.0/22").unwrap()];
+    assert_eq!(
+        space::choose_fabric_shift(&wide, &inventory(&["198.19.2.1/24"])).unwrap(),
+        4
+    );
+    let whole = [Net::parse("198.19.0.0/16").unwrap()];
+    assert!(space::choose_fabric_shift(&whole, &inventory(&["198.19.9.1/24"])).is_err());
+    // Nothing may leave 198.19.0.0/16.
+    let top = [Net::parse("198.19.255.0/24").unwrap()];
+    assert!(space::choose_fabric_shift(&top, &inventory(&["198.19.255.9/32"])).is_err());
+    assert!(
+        space::choose_fabric_shift(&[Net::parse("10.0.0.0/24").unwrap()], &inventory(&[])).is_err()
+    );
+}
+
+#[test]
+fn management_takes_the_first_free_slash_24() {
+    assert_eq!(space::choose_mgmt(&inventory(&[])).unwrap(), 0);
+    assert_eq!(
+        space::choose_mgmt(&inventory(&["198.18.0.0/24", "198.18.1.7/32"])).unwrap(),
+        2
+    );
+    // An address on a network wider than the /24s covers every candidate.
+    assert_eq!(
+        space::choose_mgmt(&inventory(&["198.18.0.0/15"])).ok(),
+        None
+    );
+}
+
+#[test]
+fn spec_addresses_translate_everywhere_they_appear() {
+    let a = Addressing {
+        mgmt: 3,
+        fabric_shift: 2,
+    };
+    assert_eq!(a.mgmt_ip(7).to_string(), "198.18.3.7");
+    assert_eq!(
+        a.translate(
+            "ping 198.19.1.2; subnets = { a = \"198.19.1.0/30\" } 10.198.19.1.2 198.19.254.1 \
+             198.19.1.2:18515 198.18.0.1"
+        ),
+        "ping 198.19.3.2; subnets = { a = \"198.19.3.0/30\" } 10.198.19.1.2 198.19.254.1 \
+         198.19.3.2:18515 198.18.0.1"
+    );
+    let same = Addressing {
+        mgmt: 0,
+        fabric_shift: 0,
+    };
+    assert_eq!(same.translate("198.19.1.2"), "198.19.1.2");
 }

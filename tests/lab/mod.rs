@@ -5,10 +5,16 @@
 //! a GB10-like `/sys/class/infiniband`, the stand-in tools on `/usr/local/bin`, a private `/tmp`
 //! and `/root`), veth cables named like ConnectX-7 netdevs at MTU 9000, switch bridges and
 //! `tbf`-shaped ISLs. Dropping the [`Lab`] tears down exactly what it created, also on panic.
-//! Labs are serialised by a process-wide mutex plus `flock` on [`LOCK_PATH`].
+//! Labs are serialised by a process-wide mutex plus `flock` on [`LOCK_PATH`], and never assume
+//! they are alone: names and addresses are taken only where free ([`space`]), and only what a
+//! lab provably created is ever removed ([`owner`]). [`LabSpec::slurm`] adds a real Slurm
+//! cluster ([`slurm`]).
 #![allow(dead_code)]
 
+pub mod owner;
 mod sh;
+pub mod slurm;
+pub mod space;
 mod sysfs;
 pub mod twin;
 
@@ -20,6 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
+
+use owner::Created;
+use space::{Addressing, Inventory, Net};
 
 /// Whether lab tests run here: they need root (network namespaces, veth, sshd, mounts).
 /// Without root they fail with this explanation, unless `FABRICPLAN_SKIP_LAB=1` is set, in which
@@ -49,14 +58,16 @@ pub use sh::{cmdline, run, wait_for as wait};
 #[allow(unused_imports)]
 pub use sysfs::{GB10_DEVICES, HW_COUNTERS, PORT_COUNTERS};
 
-/// Every lab name starts with this (namespaces `fpl<tag>-...`, root links `fpl<tag>...`).
+/// Every lab name starts with this (namespaces `fpl<tag>-...`, root links `fpl<tag>...`; when
+/// those are taken, `fpl<tag>_<n>`).
 pub const FAMILY: &str = "fpl";
 /// The cross-process lock file every lab holds while it exists.
 pub const LOCK_PATH: &str = "/run/fabricplan-lab.lock";
 /// Where lab directories live (not under /tmp: hosts get a private /tmp).
 pub const LAB_BASE: &str = "/var/tmp/fabricplan-lab";
-/// Management network: the bridge in the root namespace holds `.254`, host N gets `.N`.
-pub const MGMT_BRIDGE_IP: &str = "198.18.0.254";
+/// Management network: a free /24 of 198.18.0.0/16 (198.18.0.0/24 on an idle machine); the
+/// bridge in the root namespace holds `.254`, host N gets `.N`.
+pub const MGMT_BRIDGE_HOST: u8 = 254;
 
 const STANDIN_NAMES: [&str; 5] = [
     "ib_write_bw",
@@ -154,6 +165,8 @@ pub struct LabSpec {
     /// line rate of a lab-sized profile. Unshaped, a veth runs as fast as the CPU copies, and
     /// one such flow starves the others of a round on 2 cores.
     pub port_rate: Option<String>,
+    /// A real Slurm cluster over the hosts (see [`LabSpec::slurm`]).
+    pub slurm: bool,
 }
 
 impl LabSpec {
@@ -170,6 +183,27 @@ impl LabSpec {
     pub fn hosts_only(mut self) -> Self {
         self.hosts_only = true;
         self
+    }
+
+    /// Also runs a real Slurm cluster: munged, slurmctld, one slurmd per host (node name = host
+    /// name, partition [`slurm::PARTITION`]); see [`Lab::slurm`].
+    pub fn slurm(mut self) -> Self {
+        self.slurm = true;
+        self
+    }
+
+    /// The spec's fabric networks (every configured cable or switch port address).
+    pub fn fabric_nets(&self) -> Vec<Net> {
+        let mut nets: Vec<Net> = self
+            .links
+            .iter()
+            .flat_map(|l| [&l.a, &l.b])
+            .chain(self.switch_ports.iter().map(|p| &p.end))
+            .filter_map(|e| Net::parse(&e.cidr))
+            .collect();
+        nets.sort();
+        nets.dedup();
+        nets
     }
 
     /// Adds a host (GID index 3, all devices following their netdevs).
@@ -298,10 +332,11 @@ impl LabSpec {
 /// A host of a built lab.
 pub struct Host {
     pub name: String,
-    /// The network namespace (`fpl<tag>-<name>`).
+    /// The network namespace (`<prefix>-<name>`, prefix `fpl<tag>` unless taken).
     pub ns: String,
     pub mgmt_ip: Ipv4Addr,
-    /// (netdev, cidr) the site configured on this host.
+    /// (netdev, cidr) configured on this host: the spec's, translated to the lab's fabric
+    /// addresses (see [`Lab::addr`]).
     pub fabric: Vec<(String, String)>,
     dir: PathBuf,
     /// `cat` holding the host's UTS and mount namespaces (and, through its stdin, our life).
@@ -377,38 +412,77 @@ impl Drop for LabLock {
 
 /// A built lab. Dropping it removes every namespace, link, process and file it created.
 pub struct Lab {
+    /// Every name of the lab starts with it: `fpl<tag>`, or `fpl<tag>_<n>` when those names
+    /// were taken on this machine.
     pub prefix: String,
     /// The shaping of every cabled fabric port (see [`LabSpec::port_rate`]).
     port_rate: Option<String>,
     dir: PathBuf,
+    /// Marks every namespace (`lo` alias) and root link (alias) this lab created.
+    token: String,
+    addressing: Addressing,
     hosts: Vec<Host>,
     switch_ns: BTreeMap<String, String>,
     void_ns: String,
+    /// Namespaces this lab created (only those are ever deleted).
+    created_ns: Vec<String>,
     root_links: Vec<String>,
+    slurm: Option<slurm::Cluster>,
+    /// Listening ports seen before the build (for Slurm's ports).
+    listening: std::collections::BTreeSet<u16>,
     _lock: LabLock,
 }
 
-/// Removes everything of the lab family left by a crashed run (we hold the lock, so no lab is
-/// alive): namespaces and root links named `fpl*`, and the lab directories.
-fn remove_leftovers() {
-    let list = sh::run(&["ip", "netns", "list"]);
-    for line in String::from_utf8_lossy(&list.stdout).lines() {
-        let name = line.split_whitespace().next().unwrap_or("");
-        if name.starts_with(FAMILY) {
-            sh::kill_netns_processes(name);
-            sh::run(&["ip", "netns", "del", name]);
-        }
-    }
-    let links = sh::run(&["ip", "-o", "link", "show"]);
-    for line in String::from_utf8_lossy(&links.stdout).lines() {
-        if let Some(name) = line.split(": ").nth(1) {
-            let name = name.split('@').next().unwrap_or(name);
-            if name.starts_with(FAMILY) {
-                sh::run(&["ip", "link", "del", name]);
+/// What a lab created, to check after it is dropped that none of it is left.
+#[derive(Debug, Clone)]
+pub struct Footprint {
+    pub dir: PathBuf,
+    /// The lab's token (see [`owner`]).
+    pub token: String,
+    pub created: Vec<Created>,
+}
+
+impl Footprint {
+    /// Everything of the lab still present: its namespaces (same inode and token), root links
+    /// (same index and token), daemons (same start time), any process still inside one of its
+    /// network namespaces (even a deleted one), and its directory (with its owner marker).
+    pub fn remaining(&self) -> Vec<String> {
+        let mut left: Vec<String> = self
+            .created
+            .iter()
+            .filter(|c| c.exists(&self.token))
+            .map(|c| format!("{c:?}"))
+            .collect();
+        let inodes: Vec<u64> = self
+            .created
+            .iter()
+            .filter_map(|c| match c {
+                Created::Netns(_, ino) => Some(*ino),
+                _ => None,
+            })
+            .collect();
+        if let Ok(dir) = fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+                    continue;
+                };
+                // nsfs inodes are reused: the namespace must also carry the lab's token.
+                if space::ns_inode(&e.path().join("ns/net")).is_some_and(|i| inodes.contains(&i))
+                    && owner::lo_alias_of_pid(pid).as_deref() == Some(self.token.as_str())
+                {
+                    left.push(format!(
+                        "process {pid} in a lab namespace: {}",
+                        cmdline(pid)
+                    ));
+                }
             }
         }
+        // The same path may hold a newer lab's directory by now: ours only with our marker.
+        if self.dir.exists() && owner::token(&self.dir).as_deref() == Some(self.token.as_str()) {
+            left.push(format!("directory {}", self.dir.display()));
+        }
+        left
     }
-    let _ = fs::remove_dir_all(LAB_BASE);
 }
 
 /// Step timings on stderr when `FABRICPLAN_LAB_TRACE=1`.
@@ -476,18 +550,53 @@ impl Lab {
         let t = std::time::Instant::now();
         let lock = LabLock::take()?;
         trace(&format!("lock taken after {:?}", t.elapsed()));
-        remove_leftovers();
+        for gone in owner::clear_stale(Path::new(LAB_BASE)) {
+            trace(&format!("removed a crashed lab's {gone}"));
+        }
         trace(&format!("leftovers cleared after {:?}", t.elapsed()));
-        let prefix = format!("{FAMILY}{}", spec.tag);
+        let inv = Inventory::scan();
+        let host_names: Vec<String> = spec.hosts.iter().map(|h| h.name.clone()).collect();
+        let prefix = space::choose_prefix(
+            FAMILY,
+            &spec.tag,
+            &host_names,
+            spec.switches.len(),
+            &inv,
+            Path::new(LAB_BASE),
+        )?;
+        let addressing = Addressing {
+            mgmt: space::choose_mgmt(&inv)?,
+            fabric_shift: space::choose_fabric_shift(&spec.fabric_nets(), &inv)?,
+        };
+        trace(&format!(
+            "machine scanned after {:?}: prefix {prefix}, {addressing:?}",
+            t.elapsed()
+        ));
         let dir = PathBuf::from(LAB_BASE).join(&prefix);
+        // create_dir, not create_dir_all: a directory that appeared since the scan is not ours.
+        fs::create_dir_all(LAB_BASE)
+            .and_then(|_| fs::create_dir(&dir))
+            .map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let token = match owner::claim(&dir) {
+            Ok(token) => token,
+            Err(e) => {
+                let _ = fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
         let mut lab = Lab {
             prefix: prefix.clone(),
             port_rate: spec.port_rate.clone(),
             dir,
+            token,
+            addressing,
             hosts: Vec::new(),
             switch_ns: BTreeMap::new(),
             void_ns: format!("{prefix}-void"),
+            created_ns: Vec::new(),
             root_links: Vec::new(),
+            slurm: None,
+            listening: inv.tcp_listen.clone(),
             _lock: lock,
         };
         // On error `lab` is dropped here, which tears down whatever was built.
@@ -505,28 +614,28 @@ impl Lab {
 
         // Management bridge in the root namespace.
         let br = format!("{}br", self.prefix);
-        sh::run_ok(&["ip", "link", "add", &br, "type", "bridge"])?;
-        self.root_links.push(br.clone());
+        self.add_root_link(&["ip", "link", "add", &br, "type", "bridge"], &br)?;
         sh::run_ok(&[
             "ip",
             "addr",
             "add",
-            &format!("{MGMT_BRIDGE_IP}/24"),
+            &format!("{}/24", self.mgmt_bridge_ip()),
             "dev",
             &br,
         ])?;
         sh::run_ok(&["ip", "link", "set", &br, "up"])?;
-        sh::run_ok(&["ip", "netns", "add", &self.void_ns])?;
+        let void = self.void_ns.clone();
+        self.add_netns(&void)?;
 
         for (i, hs) in spec.hosts.iter().enumerate() {
             let idx = i + 1;
             let ns = format!("{}-{}", self.prefix, hs.name);
-            sh::run_ok(&["ip", "netns", "add", &ns])?;
+            self.add_netns(&ns)?;
             let host_dir = self.dir.join("hosts").join(&hs.name);
             self.hosts.push(Host {
                 name: hs.name.clone(),
                 ns: ns.clone(),
-                mgmt_ip: Ipv4Addr::new(198, 18, 0, idx as u8),
+                mgmt_ip: self.addressing.mgmt_ip(idx as u8),
                 fabric: Vec::new(),
                 dir: host_dir.clone(),
                 keeper: None,
@@ -538,7 +647,6 @@ impl Lab {
                 .and_then(|_| fs::create_dir_all(host_dir.join("dotssh")))
                 .and_then(|_| fs::create_dir_all(self.dir.join("bin/.faults").join(&hs.name)))
                 .map_err(|e| format!("mkdir host dir: {e}"))?;
-            sh::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
             // Both halves of a box share one switch (L2) on a switched fabric, in two subnets:
             // like a correctly set-up multi-rail host, answer ARP only for an interface's own
             // address and announce from the sending interface. Without it ARP replies leave by
@@ -555,11 +663,13 @@ impl Lab {
                 ])?;
             }
             let root_end = format!("{}m{idx}", self.prefix);
-            sh::run_ok(&[
-                "ip", "link", "add", &root_end, "type", "veth", "peer", "name", "mgmt", "netns",
-                &ns,
-            ])?;
-            self.root_links.push(root_end.clone());
+            self.add_root_link(
+                &[
+                    "ip", "link", "add", &root_end, "type", "veth", "peer", "name", "mgmt",
+                    "netns", &ns,
+                ],
+                &root_end,
+            )?;
             sh::run_ok(&["ip", "link", "set", &root_end, "master", &br, "up"])?;
             sh::run_ok(&[
                 "ip",
@@ -567,7 +677,7 @@ impl Lab {
                 &ns,
                 "addr",
                 "add",
-                &format!("198.18.0.{idx}/24"),
+                &format!("{}/24", self.addressing.mgmt_ip(idx as u8)),
                 "dev",
                 "mgmt",
             ])?;
@@ -579,9 +689,8 @@ impl Lab {
         }
         for (k, sw) in spec.switches.iter().enumerate() {
             let ns = format!("{}-sw{k}", self.prefix);
-            sh::run_ok(&["ip", "netns", "add", &ns])?;
+            self.add_netns(&ns)?;
             self.switch_ns.insert(sw.clone(), ns.clone());
-            sh::run_ok(&["ip", "-n", &ns, "link", "set", "lo", "up"])?;
             sh::run_ok(&["ip", "-n", &ns, "link", "add", "br0", "type", "bridge"])?;
             sh::run_ok(&["ip", "-n", &ns, "link", "set", "br0", "mtu", "9000", "up"])?;
         }
@@ -597,12 +706,125 @@ impl Lab {
         self.write_sysfs(spec)?;
         trace("links and sysfs done");
         self.write_ssh_files()?;
+        self.write_hosts_view(spec)?;
         trace("keys and configs written");
         for i in 0..self.hosts.len() {
             self.start_sshd(i)?;
             trace(&format!("sshd of {} up", self.hosts[i].name));
         }
+        if spec.slurm {
+            self.start_slurm()?;
+        }
         Ok(())
+    }
+
+    /// Creates a named network namespace (`lo` up, the lab's token as its alias) and records
+    /// it as the lab's.
+    fn add_netns(&mut self, name: &str) -> Result<(), String> {
+        sh::run_ok(&["ip", "netns", "add", name])?;
+        self.created_ns.push(name.to_string());
+        let ino = space::ns_inode(&Path::new("/run/netns").join(name))
+            .ok_or_else(|| format!("netns {name} has no /run/netns file"))?;
+        owner::record(&self.dir, &Created::Netns(name.to_string(), ino));
+        sh::run_ok(&[
+            "ip",
+            "-n",
+            name,
+            "link",
+            "set",
+            "lo",
+            "up",
+            "alias",
+            &self.token,
+        ])?;
+        Ok(())
+    }
+
+    /// Runs `argv`, which creates the root-namespace link `name`, gives it the lab's token as
+    /// its alias and records it as the lab's.
+    fn add_root_link(&mut self, argv: &[&str], name: &str) -> Result<(), String> {
+        sh::run_ok(argv)?;
+        self.root_links.push(name.to_string());
+        let index = owner::link_index(name).ok_or_else(|| format!("link {name} vanished"))?;
+        owner::record(&self.dir, &Created::Link(name.to_string(), index));
+        sh::run_ok(&["ip", "link", "set", "dev", name, "alias", &self.token])?;
+        Ok(())
+    }
+
+    /// The lab's own `/etc/hosts` (every host by name at its management address, the Slurm
+    /// controller at the bridge) and an `nsswitch.conf` with `hosts: files`: bind-mounted in
+    /// every host's mount namespace, Slurm's daemons and clients, so that no lab name is ever
+    /// looked up in DNS.
+    fn write_hosts_view(&self, spec: &LabSpec) -> Result<(), String> {
+        let etc = self.dir.join("etc");
+        fs::create_dir_all(&etc).map_err(|e| format!("mkdir {}: {e}", etc.display()))?;
+        let mut hosts =
+            String::from("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+        if spec.slurm {
+            hosts.push_str(&format!(
+                "{}\t{}\n",
+                self.mgmt_bridge_ip(),
+                self.slurm_ctl_host()
+            ));
+        }
+        for h in &self.hosts {
+            hosts.push_str(&format!("{}\t{}\n", h.mgmt_ip, h.name));
+        }
+        let system = fs::read_to_string("/etc/nsswitch.conf").unwrap_or_default();
+        let mut nss: String = system
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("hosts:"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        nss.push_str("hosts: files\n");
+        fs::write(etc.join("hosts"), hosts)
+            .and_then(|_| fs::write(etc.join("nsswitch.conf"), nss))
+            .map_err(|e| format!("write {}: {e}", etc.display()))
+    }
+
+    fn view(&self) -> slurm::View {
+        slurm::View {
+            hosts: self.dir.join("etc/hosts"),
+            nsswitch: self.dir.join("etc/nsswitch.conf"),
+        }
+    }
+
+    /// The Slurm cluster's name: the lab prefix without `_`.
+    fn slurm_cluster_name(&self) -> String {
+        self.prefix.replace('_', "")
+    }
+
+    /// `SlurmctldHost`: the controller's hostname (in the lab's /etc/hosts, at the bridge).
+    fn slurm_ctl_host(&self) -> String {
+        format!("{}-ctl", self.slurm_cluster_name())
+    }
+
+    fn start_slurm(&mut self) -> Result<(), String> {
+        let ctl = self.slurm_ctl_host();
+        if self.hosts.iter().any(|h| h.name == ctl) {
+            return Err(format!("a lab host may not be called {ctl}"));
+        }
+        let nodes = self
+            .hosts
+            .iter()
+            .map(|h| slurm::Node {
+                name: h.name.clone(),
+                addr: h.mgmt_ip,
+                keeper_pid: h.keeper_pid,
+            })
+            .collect();
+        let cluster = slurm::Cluster::new(
+            &self.dir,
+            self.view(),
+            &self.slurm_cluster_name(),
+            &ctl,
+            self.mgmt_bridge_ip(),
+            slurm::choose_ports(&self.listening)?,
+            nodes,
+        );
+        // Kept before it starts: on error the lab's teardown stops whatever did start.
+        self.slurm = Some(cluster);
+        self.slurm.as_mut().expect("just set").start()
     }
 
     /// The stand-ins: `labtool.py` as a module, compiled once, and per tool name a three-line
@@ -630,6 +852,11 @@ impl Lab {
             fs::set_permissions(&dst, fs::Permissions::from_mode(0o755))
                 .map_err(|e| format!("chmod {}: {e}", dst.display()))?;
         }
+        // A real MPI program (libmpi through ctypes) for launcher tests.
+        let hello = bin.join("mpi_hello");
+        fs::copy(src.with_file_name("mpi_hello.py"), &hello)
+            .and_then(|_| fs::set_permissions(&hello, fs::Permissions::from_mode(0o755)))
+            .map_err(|e| format!("install {}: {e}", hello.display()))?;
         Ok(())
     }
 
@@ -645,6 +872,7 @@ impl Lab {
         let hi = self.host_index(&end.host)?;
         let ns = self.hosts[hi].ns.clone();
         let wired = end.wired_netdev().to_string();
+        let cidr = self.addressing.translate(&end.cidr);
         sh::run_ok(&["ip", "-n", &ns, "link", "set", &wired, "mtu", "9000", "up"])?;
         if let Some(rate) = self.port_rate.clone() {
             self.shape(&ns, &wired, &rate)?;
@@ -653,19 +881,8 @@ impl Lab {
             // The planned netdev exists with its address but no cable (its peer sits in the void).
             self.add_dangling(&ns, &end.netdev, true)?;
         }
-        sh::run_ok(&[
-            "ip",
-            "-n",
-            &ns,
-            "addr",
-            "add",
-            &end.cidr,
-            "dev",
-            &end.netdev,
-        ])?;
-        self.hosts[hi]
-            .fabric
-            .push((end.netdev.clone(), end.cidr.clone()));
+        sh::run_ok(&["ip", "-n", &ns, "addr", "add", &cidr, "dev", &end.netdev])?;
+        self.hosts[hi].fabric.push((end.netdev.clone(), cidr));
         Ok(())
     }
 
@@ -930,6 +1147,8 @@ impl Lab {
              mount --bind {hd}/realclass/net /sys/class/net\n\
              mount --bind {hd}/ib /sys/class/infiniband\n\
              mount --bind {bin} /usr/local/bin\n\
+             mount --bind {etc}/hosts /etc/hosts\n\
+             mount --bind {etc}/nsswitch.conf /etc/nsswitch.conf\n\
              mount -t tmpfs -o mode=1777 fpltmp /tmp\n\
              mount -t tmpfs -o mode=700 fplroot /root\n\
              mkdir -m 700 /root/.ssh\n\
@@ -940,6 +1159,7 @@ impl Lab {
              exec cat >/dev/null\n",
             name = h.name,
             bin = self.dir.join("bin").display(),
+            etc = self.dir.join("etc").display(),
         );
         let child = Command::new("ip")
             .args([
@@ -972,6 +1192,11 @@ impl Lab {
             .ok()
             .and_then(|t| t.trim().parse().ok())
             .unwrap_or(0);
+        for pid in [h.keeper_pid, h.sshd_pid] {
+            if let Some(start) = owner::start_time(pid).filter(|_| pid != 0) {
+                owner::record(&self.dir, &Created::Pid(pid, start));
+            }
+        }
         if !up {
             let log = fs::read_to_string(h.dir.join("start.log")).unwrap_or_default();
             let slog = fs::read_to_string(h.dir.join("sshd.log")).unwrap_or_default();
@@ -1019,6 +1244,106 @@ impl Lab {
         &self.switch_ns[name]
     }
 
+    /// Links this lab created in the root namespace (the management bridge and host ends).
+    pub fn root_links(&self) -> &[String] {
+        &self.root_links
+    }
+
+    /// What this lab created (from its manifest), to check after drop that nothing is left.
+    pub fn footprint(&self) -> Footprint {
+        Footprint {
+            dir: self.dir.clone(),
+            token: self.token.clone(),
+            created: owner::manifest(&self.dir),
+        }
+    }
+
+    // ------------------------------------------------------------------ addresses
+
+    /// The management bridge's address (`198.18.N.254`).
+    pub fn mgmt_bridge_ip(&self) -> Ipv4Addr {
+        self.addressing.mgmt_ip(MGMT_BRIDGE_HOST)
+    }
+
+    /// The management subnet the lab took (`198.18.N.0/24`).
+    pub fn mgmt_subnet(&self) -> String {
+        space::mgmt_net(self.addressing.mgmt).to_string()
+    }
+
+    /// How far the spec's fabric addresses moved (in /24 steps; 0 on an idle machine).
+    pub fn fabric_shift(&self) -> u8 {
+        self.addressing.fabric_shift
+    }
+
+    /// A spec fabric address or CIDR (`198.19.1.2`, `198.19.1.0/30`) as it is in this lab.
+    pub fn addr(&self, spec: &str) -> String {
+        self.addressing.translate(spec)
+    }
+
+    /// `text` (a command, a plan) with every spec fabric address `198.19.x.y` translated.
+    pub fn translate(&self, text: &str) -> String {
+        self.addressing.translate(text)
+    }
+
+    // ------------------------------------------------------------------ Slurm
+
+    fn cluster(&self) -> &slurm::Cluster {
+        self.slurm
+            .as_ref()
+            .expect("this lab runs no Slurm cluster: build it with LabSpec::slurm()")
+    }
+
+    /// What a Slurm client needs in its environment (`SLURM_CONF`). Panics without Slurm.
+    pub fn slurm_env(&self) -> Vec<(String, String)> {
+        self.cluster().env()
+    }
+
+    /// The lab's slurm.conf.
+    pub fn slurm_conf(&self) -> PathBuf {
+        self.cluster().conf_path()
+    }
+
+    /// The partition holding every host.
+    pub fn partition(&self) -> &'static str {
+        slurm::PARTITION
+    }
+
+    /// Runs `sh -c cmd` as a Slurm client would run: root network namespace, [`Lab::slurm_env`],
+    /// and a private mount namespace with the lab's /etc/hosts and `hosts: files`.
+    pub fn slurm(&self, cmd: &str) -> Output {
+        self.cluster().run(&["sh", "-c", cmd])
+    }
+
+    /// `argv` set up like [`Lab::slurm`], to spawn (a background `srun`, `salloc`, or a program
+    /// that runs them, e.g. fabricplan with a Slurm launcher). Its pid is the program's own.
+    pub fn slurm_command(&self, argv: &[&str]) -> Command {
+        self.cluster().client(argv)
+    }
+
+    /// SIGKILLs the host's slurmd (like a crash: the controller is not told) and reaps it.
+    pub fn stop_slurmd(&self, host: &str) -> Result<(), String> {
+        self.cluster().stop_slurmd(host)
+    }
+
+    /// Starts the host's slurmd again (in the host's namespaces) and waits until the
+    /// controller hears from it.
+    pub fn start_slurmd(&self, host: &str) -> Result<(), String> {
+        self.cluster().start_slurmd(host)
+    }
+
+    /// `sinfo`'s state of the host's node (`idle`, `mixed`, `idle*`, `down*`, `drained`, ...).
+    pub fn slurm_state(&self, host: &str) -> String {
+        self.cluster().sinfo_state(host)
+    }
+
+    /// Pids of the Slurm daemons running now (munged, slurmctld and its helper, slurmd's).
+    pub fn slurm_daemons(&self) -> Vec<u32> {
+        self.slurm
+            .as_ref()
+            .map(slurm::Cluster::daemon_pids)
+            .unwrap_or_default()
+    }
+
     // ------------------------------------------------------------------ running things
 
     /// Runs `cmd` with `ssh -F <lab ssh_config> <host>` (the system client, like a user would).
@@ -1051,12 +1376,13 @@ impl Lab {
     }
 
     /// Command lines of the processes running in the host's namespace, except its sshd
-    /// listener and session processes.
+    /// listener and session processes and its slurmd (Slurm steps are listed).
     pub fn processes(&self, host: &str) -> Vec<String> {
         let h = self.host(host);
+        let slurmd = self.slurm.as_ref().and_then(|c| c.slurmd_pid(host));
         sh::netns_pids(&h.ns)
             .into_iter()
-            .filter(|pid| *pid != h.sshd_pid && *pid != h.keeper_pid)
+            .filter(|pid| *pid != h.sshd_pid && *pid != h.keeper_pid && Some(*pid) != slurmd)
             .map(sh::cmdline)
             .filter(|c| {
                 !c.is_empty() && !c.starts_with("sshd:") && !c.starts_with("/usr/sbin/sshd")
@@ -1196,19 +1522,26 @@ impl Lab {
     }
 
     fn teardown(&mut self) {
+        if let Some(mut cluster) = self.slurm.take() {
+            cluster.stop();
+        }
+        let t = std::time::Instant::now();
         for h in &mut self.hosts {
             if let Some(mut child) = h.keeper.take() {
                 let _ = child.kill();
                 let _ = child.wait();
             }
         }
-        for ns in self.namespaces() {
+        trace(&format!("keepers stopped in {:?}", t.elapsed()));
+        for ns in self.created_ns.drain(..).rev() {
             sh::kill_netns_processes(&ns);
             sh::run(&["ip", "netns", "del", &ns]);
         }
+        trace(&format!("namespaces deleted in {:?}", t.elapsed()));
         for link in self.root_links.drain(..).rev() {
             sh::run(&["ip", "link", "del", &link]);
         }
+        trace(&format!("root links deleted in {:?}", t.elapsed()));
         let dir = self.dir.clone();
         let mut last_err = None;
         let gone = sh::wait_for(Duration::from_secs(5), || match fs::remove_dir_all(&dir) {
@@ -1222,6 +1555,7 @@ impl Lab {
         if !gone {
             eprintln!("lab: cannot remove {}: {last_err:?}", dir.display());
         }
+        trace(&format!("directory removed in {:?}", t.elapsed()));
     }
 }
 

@@ -12,11 +12,16 @@ pub fn run(argv: &[&str]) -> Output {
         .output()
     {
         Ok(out) => out,
-        Err(e) => Output {
-            status: exit_status(127),
-            stdout: Vec::new(),
-            stderr: format!("cannot run {}: {e}", argv[0]).into_bytes(),
-        },
+        Err(e) => failed(&format!("cannot run {}: {e}", argv[0])),
+    }
+}
+
+/// An output with exit code 127 and `msg` on stderr (a command that could not be run).
+pub fn failed(msg: &str) -> Output {
+    Output {
+        status: exit_status(127),
+        stdout: Vec::new(),
+        stderr: msg.as_bytes().to_vec(),
     }
 }
 

@@ -1,8 +1,27 @@
 //! The lab a plan describes (shared by the suites that run lab twins through the real binary).
 
+use std::path::{Path, PathBuf};
+
 use fabricplan::plan::{Endpoint, Member, Plan};
 
-use super::LabSpec;
+use super::{Lab, LabSpec};
+
+/// The plan file to give fabricplan for a lab built from `plan`'s [`lab_spec`]: a copy of the
+/// twin in the lab directory with every fabric address translated to the lab's (identical to
+/// the twin unless the lab had to move its fabric subnets off addresses in use on this machine;
+/// see [`Lab::addr`]). Relative paths in the plan still resolve: the copy keeps the file name
+/// and nothing in a twin refers to files beside it.
+pub fn plan_file(lab: &Lab, plan: &Path) -> Result<PathBuf, String> {
+    let text =
+        std::fs::read_to_string(plan).map_err(|e| format!("read {}: {e}", plan.display()))?;
+    let dir = lab.dir().join("plans");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+    let name = plan.file_name().ok_or("plan path has no file name")?;
+    let out = dir.join(name);
+    std::fs::write(&out, lab.translate(&text))
+        .map_err(|e| format!("write {}: {e}", out.display()))?;
+    Ok(out)
+}
 
 /// One host per node (named like the node: the plan's ssh_config aliases are the lab's), one
 /// veth cable per direct/ring segment, one switch port per member of a switched segment, every

@@ -892,20 +892,7 @@ class Ring:
         self.to_next = self.from_prev = None
         if size == 1:
             return
-        hnp = os.environ.get("OMPI_MCA_orte_hnp_uri", "")
-        jobid = os.environ.get("OMPI_MCA_ess_base_jobid", "1")
-        ips, port = [], None
-        for part in hnp.split(";"):
-            if part.startswith("tcp://"):
-                addr = part[len("tcp://"):]
-                host_part, _, port_part = addr.rpartition(":")
-                ips = [x for x in host_part.split(",") if x]
-                port = int(port_part)
-                break
-        if not ips or port is None:
-            err("%s: Test NCCL failure common.cu:0 'unhandled system error (run with NCCL_DEBUG=INFO for details) / no launcher address (OMPI_MCA_orte_hnp_uri)'" % HOST)
-            sys.exit(3)
-        rport = 10000 + (int("".join(c for c in jobid if c.isdigit()) or "1") % 20000)
+        ips, rport = rendezvous()
         # The lowest-starting rank on the launcher's host serves the rendezvous on every address.
         if any(is_local_ip(ip) for ip in ips):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -1021,13 +1008,99 @@ def float_str(value, width):
     return "%*.0e" % (width, value)
 
 
+def world():
+    """(rank, size) as MPI_Init would see them: mpirun's environment (OMPI_COMM_WORLD_*), or
+    under `srun --mpi=pmix` Slurm's PMIx server (which sets PMIX_RANK and SLURM_* but no
+    OMPI_COMM_WORLD_*); otherwise a singleton, like an MPI program started without a launcher
+    or with `srun --mpi=none`."""
+    env = os.environ
+    if "OMPI_COMM_WORLD_SIZE" in env:
+        return int(env.get("OMPI_COMM_WORLD_RANK", "0")), int(env["OMPI_COMM_WORLD_SIZE"])
+    if "PMIX_RANK" in env and "SLURM_JOB_ID" in env:
+        size = env.get("SLURM_STEP_NUM_TASKS") or env.get("SLURM_NTASKS") or "1"
+        return int(env["PMIX_RANK"]), int(size)
+    if "SLURM_STEP_ID" in env and "SLURM_JOB_ID" in env:
+        # Direct-launched by srun without PMIx (--mpi=none, or pmi2): Debian's Open MPI 4.1.4
+        # refuses to run as a singleton there, with exactly this text, and exits 1.
+        err("[%s:%d] OPAL ERROR: Unreachable in file ext3x_client.c at line 112" % (HOST, os.getpid()))
+        err(OMPI_NO_PMI)
+        err("[%s:%d] Local abort before MPI_INIT completed completed successfully, but am not able "
+            "to aggregate error messages, and not able to guarantee that all other processes were "
+            "killed!" % (HOST, os.getpid()))
+        sys.exit(1)
+    return 0, 1
+
+
+OMPI_NO_PMI = """--------------------------------------------------------------------------
+The application appears to have been direct launched using "srun",
+but OMPI was not built with SLURM's PMI support and therefore cannot
+execute. There are several options for building PMI support under
+SLURM, depending upon the SLURM version you are using:
+
+  version 16.05 or later: you can use SLURM's PMIx support. This
+  requires that you configure and build SLURM --with-pmix.
+
+  Versions earlier than 16.05: you must use either SLURM's PMI-1 or
+  PMI-2 support. SLURM builds PMI-1 by default, or you can manually
+  install PMI-2. You must then build Open MPI using --with-pmi pointing
+  to the SLURM PMI library location.
+
+Please configure as appropriate and try again.
+--------------------------------------------------------------------------
+*** An error occurred in MPI_Init
+*** on a NULL communicator
+*** MPI_ERRORS_ARE_FATAL (processes in this communicator will now abort,
+***    and potentially your MPI job)"""
+
+
+def first_node(nodelist):
+    """The first host of a Slurm host list ("a,b", "spark-[1-3,5]", "n[01-02]x,m")."""
+    depth, item = 0, ""
+    for c in nodelist:
+        if c == "," and depth == 0:
+            break
+        depth += {"[": 1, "]": -1}.get(c, 0)
+        item += c
+    if "[" not in item:
+        return item
+    prefix, _, rest = item.partition("[")
+    ranges, _, suffix = rest.partition("]")
+    return prefix + ranges.split(",")[0].split("-")[0] + suffix
+
+
+def rendezvous():
+    """The bootstrap address(es) and port every rank meets at: mpirun's (the addresses in
+    OMPI_MCA_orte_hnp_uri, port from the job id) or, under srun, the first node of the step
+    (rank 0 runs there), resolved through the host's /etc/hosts."""
+    env = os.environ
+    if "OMPI_MCA_orte_hnp_uri" not in env and "SLURM_JOB_ID" in env:
+        first = first_node(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST", ""))
+        try:
+            ips = [socket.gethostbyname(first)]
+        except OSError:
+            err("%s: Test NCCL failure common.cu:0 'unhandled system error (run with NCCL_DEBUG=INFO for details) / cannot resolve first node %r'" % (HOST, first))
+            sys.exit(3)
+        step = int(env.get("SLURM_STEP_ID", "0") or "0")
+        return ips, 10000 + (int(env["SLURM_JOB_ID"]) * 7 + step) % 20000
+    hnp = env.get("OMPI_MCA_orte_hnp_uri", "")
+    jobid = env.get("OMPI_MCA_ess_base_jobid", "1")
+    for part in hnp.split(";"):
+        if part.startswith("tcp://"):
+            addr = part[len("tcp://"):]
+            host_part, _, port_part = addr.rpartition(":")
+            ips = [x for x in host_part.split(",") if x]
+            if ips:
+                return ips, 10000 + (int("".join(c for c in jobid if c.isdigit()) or "1") % 20000)
+    err("%s: Test NCCL failure common.cu:0 'unhandled system error (run with NCCL_DEBUG=INFO for details) / no launcher address (OMPI_MCA_orte_hnp_uri)'" % HOST)
+    sys.exit(3)
+
+
 def nccl_main(prog):
     import json
     import random
     import threading
     a = nccl_parse(prog, sys.argv[1:])
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    size = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    rank, size = world()
     pid = os.getpid()
     tid = threading.get_native_id()
     pre = "%s:%d:%d [0] NCCL INFO " % (HOST, pid, tid)
