@@ -188,8 +188,14 @@ async fn summary_markdown_has_the_verdict_table_and_matrix() {
     let r = results().await;
     let md = fabricplan::report::markdown::render(&r);
     assert!(
-        md.contains("| spark-b | 109.0 / 12.7 | |"),
-        "both halves shown: {md}"
+        md.contains("| spark-b | a 109.0 / **b 12.7 ✗** | |"),
+        "both halves shown, the failing one marked: {md}"
+    );
+    // failures first
+    let fails = md.find("## Failures and warnings").unwrap();
+    assert!(
+        fails < md.find("## Discovery and preflight").unwrap(),
+        "{md}"
     );
     insta::assert_snapshot!(md.replace("pair-test", "RUN"));
 }

@@ -90,9 +90,17 @@ async fn run_with_parallel(
     t: FakeTransport,
     max_parallel: usize,
 ) -> (fabricplan::results::RunResults, Arc<FakeTransport>) {
+    run_plan(PLAN, t, max_parallel).await
+}
+
+async fn run_plan(
+    text: &str,
+    t: FakeTransport,
+    max_parallel: usize,
+) -> (fabricplan::results::RunResults, Arc<FakeTransport>) {
     let loaded = fabricplan::plan::load_str(
         std::path::Path::new("pair.toml"),
-        PLAN,
+        text,
         std::path::Path::new("."),
     )
     .expect("valid plan");
@@ -314,4 +322,75 @@ async fn interrupt_before_a_round_skips_it_and_exits_130() {
         !t.calls().iter().any(|c| c.script.contains("ib_write_bw")),
         "no tool started after the interrupt"
     );
+}
+
+/// A healthy pair whose client prints `values` in turn.
+fn cycling(values: [f64; 3]) -> FakeTransport {
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    FakeTransport::new()
+        .rule(move |host, script| {
+            (host == "spark-b" && script.contains("ib_write_bw")).then(|| {
+                let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(Output::ok(bw_output(values[i % values.len()])))
+            })
+        })
+        .on(
+            "spark-a",
+            "@host",
+            Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))),
+        )
+        .on(
+            "spark-b",
+            "@host",
+            Ok(Output::ok(probe("spark-b", "198.51.100.2", "c633:6402"))),
+        )
+        .on("*", "/proc/net/tcp", Ok(Output::ok("4242\n")))
+        .on(
+            "*",
+            "ping -c",
+            Ok(Output::ok(
+                "3 packets transmitted, 3 received, 0% packet loss, time 2002ms\n",
+            )),
+        )
+}
+
+/// Regression: `attempts = 3, pass-if = 2` was accepted and every job ran once.
+#[tokio::test]
+async fn attempts_run_again_with_a_fresh_server_and_pass_if_decides() {
+    let text = format!("{PLAN}[gates.rdma-bw]\nattempts = 3\npass-if = 2\n");
+    // one noisy attempt among three
+    let (r, t) = run_plan(&text, cycling([109.0, 12.7, 108.5]), 8).await;
+    let clients = t
+        .calls()
+        .iter()
+        .filter(|c| c.host == "spark-b" && c.script.contains("ib_write_bw"))
+        .count();
+    assert_eq!(clients, 3);
+    let j = &r.jobs[0];
+    assert_eq!(j.attempts.len(), 3, "{j:#?}");
+    let outcomes: Vec<Outcome> = j.attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [Outcome::Ok, Outcome::Fail, Outcome::Ok]);
+    assert_eq!(j.attempts[1].measured, Some(12.7));
+    let v = &j.verdicts[0];
+    assert_eq!(v.outcome, Outcome::Ok, "{v:#?}");
+    assert!(
+        v.detail.starts_with("2/3 attempts >= 89.52 Gb/s"),
+        "{}",
+        v.detail
+    );
+    assert_eq!(r.summary.verdict, "ALL GREEN");
+    // a fresh server for each attempt, each started before its client
+    let calls = t.calls();
+    let starts = calls.iter().filter(|c| c.script.contains("setsid")).count();
+    assert_eq!(starts, 3);
+    assert_eq!(
+        j.steps.iter().map(|s| s.attempt).collect::<Vec<_>>(),
+        [1, 1, 2, 2, 3, 3]
+    );
+    // near miss: two noisy attempts of three fail the gate
+    let (r, _) = run_plan(&text, cycling([109.0, 12.7, 12.6]), 8).await;
+    let v = &r.jobs[0].verdicts[0];
+    assert_eq!(v.outcome, Outcome::Fail, "{v:#?}");
+    assert!(v.detail.starts_with("1/3 attempts"), "{}", v.detail);
+    assert_eq!(v.trap, Some(Trap::FirmwareThrottle));
 }

@@ -215,8 +215,11 @@ impl Terminal {
             (Some(_), Outcome::Fail) => "(FAIL)",
             _ => v.outcome.as_str(),
         };
-        // the threshold for a measured value; the evidence of an OK check
-        let rest = if v.measured.is_some() {
+        // the threshold for a measured value (with its attempts when the gate repeats); the
+        // evidence of an OK check
+        let rest = if !v.attempts.is_empty() && v.outcome == Outcome::Ok {
+            format!("{}; {}", v.detail, v.threshold)
+        } else if v.measured.is_some() {
             v.threshold.clone()
         } else if v.outcome == Outcome::Ok {
             v.detail.clone()
