@@ -35,6 +35,34 @@ pub struct Context {
     pub cabled_devices: Vec<String>,
 }
 
+/// What the capacity model expects of an NCCL run, as numbers: the 16 KiB time, and a
+/// function of the message size for the bus bandwidth.
+pub struct NcclExpectation<'a> {
+    pub small_time_us: Option<f64>,
+    pub busbw_gbs: &'a dyn Fn(u64) -> f64,
+}
+
+/// The rows of the largest message sizes: those at least a quarter of the largest (with the
+/// usual `-f 2` sweep, the top three). Bus bandwidth is judged there, where the fabric and not
+/// the latency sets it.
+fn large_rows(parsed: &NcclReport) -> Vec<&crate::parse::nccl_tests::Row> {
+    let max = parsed.rows.iter().map(|r| r.size_bytes).max().unwrap_or(0);
+    parsed
+        .rows
+        .iter()
+        .filter(|r| r.size_bytes >= max / 4 && r.size_bytes > 0)
+        .collect()
+}
+
+fn size_name(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
 /// The trap a tool error points at.
 pub fn trap_of_error(kind: ErrorKind) -> Trap {
     match kind {
@@ -196,6 +224,7 @@ pub fn nccl(
     busbw: &GateSpec,
     parsed: &NcclReport,
     ctx: &Context,
+    model: &NcclExpectation<'_>,
 ) -> Vec<Verdict> {
     let g = |what: &str| format!("{} {what}", ctx.gate);
     let mut out = Vec::new();
@@ -255,17 +284,51 @@ pub fn nccl(
             None,
         ));
     }
-    // 16 KiB in-place time, when the sweep covers it
+    // 16 KiB in-place time, when the sweep covers it, against the model's time for these ranks
     if let Some(row) = rows.iter().find(|r| r.size_bytes == 16384)
         && let Some(t) = row.in_place.as_ref().map(|h| h.time_us)
     {
-        out.push(small.judge(g("16 KiB time"), &[t], None));
+        out.push(small.judge(g("16 KiB time"), &[t], model.small_time_us));
     }
-    if let Some(b) = parsed.avg_busbw_gbs {
-        let mut v = busbw.judge(g("avg busbw"), &[b], None);
-        if busbw.pass.is_none() {
-            v.detail = "reported; set [gates.nccl-busbw] to gate it".into();
-        }
+    // bus bandwidth at the largest sizes (the average over every size is mostly latency)
+    let large = large_rows(parsed);
+    if !large.is_empty() {
+        let best = |r: &crate::parse::nccl_tests::Row| {
+            [&r.out_of_place, &r.in_place]
+                .into_iter()
+                .flatten()
+                .map(|h| h.busbw_gbs)
+                .fold(0.0, f64::max)
+        };
+        let n = large.len() as f64;
+        let measured = large.iter().map(|r| best(r)).sum::<f64>() / n;
+        let expected = large
+            .iter()
+            .map(|r| (model.busbw_gbs)(r.size_bytes))
+            .sum::<f64>()
+            / n;
+        let (lo, hi) = (
+            large.iter().map(|r| r.size_bytes).min().unwrap_or(0),
+            large.iter().map(|r| r.size_bytes).max().unwrap_or(0),
+        );
+        let what = if lo == hi {
+            format!("busbw at {}", size_name(hi))
+        } else {
+            format!("busbw at {}-{}", size_name(lo), size_name(hi))
+        };
+        let mut v = busbw.judge(g(&what), &[measured], Some(expected).filter(|e| *e > 0.0));
+        let avg = parsed
+            .avg_busbw_gbs
+            .map(|a| format!("; average over every size {a:.2} GB/s"))
+            .unwrap_or_default();
+        v.detail = format!(
+            "{measured:.2} GB/s of the {expected:.2} expected at the largest sizes{avg}{}",
+            if v.outcome == Outcome::Ok || v.detail.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", v.detail)
+            }
+        );
         out.push(v);
     }
     // did the fabric carry it?
@@ -365,6 +428,19 @@ mod tests {
         nccl_tests::parse(&capture("nccl-tests", name))
     }
 
+    /// A GB10 pair's expectation: ~30 us at 16 KiB, 23.75 GB/s at large sizes.
+    fn pair_model<'a>(f: &'a dyn Fn(u64) -> f64) -> NcclExpectation<'a> {
+        NcclExpectation {
+            small_time_us: Some(29.7),
+            busbw_gbs: f,
+        }
+    }
+
+    fn pair_busbw(bytes: u64) -> f64 {
+        let t = 29.0 + bytes as f64 / 23.75e3;
+        bytes as f64 / t / 1e3
+    }
+
     fn nccl_specs() -> (GateSpec, GateSpec) {
         (
             GateSpec::default_for(Metric::NcclSmallTime),
@@ -457,7 +533,7 @@ mod tests {
             ..Context::default()
         };
         c.fabric_bytes_per_rank = vec![("a".into(), Some(0)), ("b".into(), Some(0))];
-        let v = nccl(&small, &bus, &parsed, &c);
+        let v = nccl(&small, &bus, &parsed, &c, &pair_model(&pair_busbw));
         assert!(
             v.iter()
                 .any(|v| v.trap == Some(Trap::TcpFallback) && v.outcome == Outcome::Fail),
@@ -467,7 +543,7 @@ mod tests {
         // near miss: NET/IB with moving counters passes both
         let parsed = nccl_capture("allreduce-2node-ib-2025.txt");
         c.fabric_bytes_per_rank = vec![("a".into(), Some(10)), ("b".into(), Some(12))];
-        let v = nccl(&small, &bus, &parsed, &c);
+        let v = nccl(&small, &bus, &parsed, &c, &pair_model(&pair_busbw));
         assert!(
             v.iter()
                 .all(|v| v.outcome == Outcome::Ok || v.trap == Some(Trap::SlowCollective)),
@@ -488,7 +564,13 @@ mod tests {
             parsed.out_of_bounds.unwrap_or(0) > 0 || parsed.wrong_total.unwrap_or(0) > 0,
             "{parsed:?}"
         );
-        let v = nccl(&small, &bus, &parsed, &Context::default());
+        let v = nccl(
+            &small,
+            &bus,
+            &parsed,
+            &Context::default(),
+            &pair_model(&pair_busbw),
+        );
         assert!(v.iter().any(|v| v.trap == Some(Trap::WrongResults)));
     }
 
@@ -496,7 +578,13 @@ mod tests {
     fn docker0_trap_from_mpirun_error() {
         let (small, bus) = nccl_specs();
         let parsed = nccl_capture("process-entry-docker0-in-run.txt");
-        let v = nccl(&small, &bus, &parsed, &Context::default());
+        let v = nccl(
+            &small,
+            &bus,
+            &parsed,
+            &Context::default(),
+            &pair_model(&pair_busbw),
+        );
         assert_eq!(v[0].trap, Some(Trap::Docker0Subnet), "{v:#?}");
         assert!(v[0].fix.as_ref().unwrap().contains("oob_tcp_if_include"));
     }
@@ -510,14 +598,14 @@ mod tests {
             cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()],
             ..Context::default()
         };
-        let v = nccl(&small, &bus, &parsed, &c);
+        let v = nccl(&small, &bus, &parsed, &c, &pair_model(&pair_busbw));
         assert!(v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
         let c = Context {
             nccl_hca: Some("rocep1s0f0,roceP2p1s0f0".into()),
             cabled_devices: vec!["rocep1s0f0".into(), "roceP2p1s0f0".into()],
             ..Context::default()
         };
-        let v = nccl(&small, &bus, &parsed, &c);
+        let v = nccl(&small, &bus, &parsed, &c, &pair_model(&pair_busbw));
         assert!(!v.iter().any(|v| v.trap == Some(Trap::HalfMissingFromHca)));
     }
 
@@ -553,14 +641,26 @@ mod tests {
         let (small, bus) = nccl_specs();
         let parsed = nccl_capture("allreduce-2node-ib-2025.txt");
         assert_eq!(parsed.gdr, Some(false), "the capture says GDR 0");
-        let v = nccl(&small, &bus, &parsed, &Context::default());
+        let v = nccl(
+            &small,
+            &bus,
+            &parsed,
+            &Context::default(),
+            &pair_model(&pair_busbw),
+        );
         let g = v.iter().find(|v| v.gate.contains("GPUDirect")).unwrap();
         assert_eq!(g.outcome, Outcome::Ok);
         assert!(g.detail.contains("GDR 0"));
         // GDR on: nothing to report
         let parsed = nccl_capture("allreduce-native-ib-gdr-2.17.txt");
         assert_eq!(parsed.gdr, Some(true));
-        let v = nccl(&small, &bus, &parsed, &Context::default());
+        let v = nccl(
+            &small,
+            &bus,
+            &parsed,
+            &Context::default(),
+            &pair_model(&pair_busbw),
+        );
         assert!(!v.iter().any(|v| v.gate.contains("GPUDirect")));
     }
 }

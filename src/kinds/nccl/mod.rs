@@ -216,14 +216,27 @@ impl TestKind for Nccl {
         render::nccl_commands(plan, renderer, style, res, job, test, run_id)
     }
 
-    fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
+    fn judge(&self, plan: &Plan, job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
         match parsed {
-            Parsed::NcclTests(r) => classify::nccl(
-                &plan.gate(Metric::NcclSmallTime),
-                &plan.gate(Metric::NcclBusbw),
-                r,
-                ctx,
-            ),
+            Parsed::NcclTests(r) => {
+                let Some(t) = job.ranks.as_ref().and_then(|k| plan.tests.nccl.get(k.test)) else {
+                    return mismatch(ctx, parsed);
+                };
+                let e =
+                    crate::capacity::nccl::expected(plan, &crate::topology::Fabric::build(plan), t);
+                let busbw = |bytes: u64| e.busbw_gbs(bytes);
+                let model = classify::NcclExpectation {
+                    small_time_us: Some(e.time_us(16384)),
+                    busbw_gbs: &busbw,
+                };
+                classify::nccl(
+                    &plan.gate(Metric::NcclSmallTime),
+                    &plan.gate(Metric::NcclBusbw),
+                    r,
+                    ctx,
+                    &model,
+                )
+            }
             other => mismatch(ctx, other),
         }
     }

@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 
+pub mod nccl;
+
 use crate::plan::{CableKind, IslId, NodeId, Plan, SwitchId};
 use crate::schedule::{Job, Round};
 use crate::topology::Hop;
