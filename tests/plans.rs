@@ -450,3 +450,67 @@ fn hostile_values_render_inert() {
         "a hostile value was executed: {PWNED} exists"
     );
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Each function's (name, first line, length in lines): from its `fn` line to the `}` at the
+/// same indentation.
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = line.len() - body.len();
+        let sig = ["fn ", "pub fn ", "pub(super) fn ", "pub(crate) fn "]
+            .iter()
+            .find_map(|p| body.strip_prefix(p))
+            .or_else(|| {
+                body.strip_prefix("pub(in ")
+                    .and_then(|r| r.split_once(") fn ").map(|x| x.1))
+            });
+        let Some(sig) = sig else { continue };
+        let name: String = sig
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{}}}", " ".repeat(indent));
+        if let Some(end) = lines[i..].iter().position(|l| *l == close) {
+            out.push((name, i + 1, end + 1));
+        }
+    }
+    out
+}
+
+/// Issue "split": the plan's validation is one file per section, none of them a wall: no file
+/// of `src/plan` over 900 lines, no function over 150.
+#[test]
+fn plan_validation_stays_split_by_section() {
+    let mut files = Vec::new();
+    rust_files(Path::new("src/plan"), &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with("validate/mod.rs")),
+        "{files:?}"
+    );
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let n = text.lines().count();
+        assert!(n <= 900, "{}: {n} lines (at most 900)", f.display());
+        for (name, line, len) in function_lengths(&text) {
+            assert!(
+                len <= 150,
+                "{}:{line}: fn {name} is {len} lines (at most 150)",
+                f.display()
+            );
+        }
+    }
+}
