@@ -162,3 +162,99 @@ fn every_mistake_is_reported_at_once() {
     assert_pointed_and_helped(&d, path);
     insta::assert_snapshot!(d.render(false, 100));
 }
+
+/// Words of Rust, not of the plan: none may reach a person reading a diagnostic.
+const INTERNAL_WORDS: [&str; 9] = [
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "f64",
+    "struct",
+    "Raw",
+    "invalid type",
+    "expected one of",
+];
+
+fn invalid(name: &str, text: &str) -> PlanDiagnostics {
+    match plan::load_str(Path::new(name), text, Path::new(".")) {
+        Err(LoadError::Invalid(d)) => d,
+        other => panic!("{name}: expected invalid, got {:?}", other.map(|_| ())),
+    }
+}
+
+const SHAPE_MISTAKES: &str = r#"format-version = 1
+name = "lab"
+descripton = "typo"
+
+[[node]]
+name = "spark-a"
+ssh = { hots = "192.0.2.10", port = "22" }
+pin."f0.a" = { gid-index = "3" }
+
+[[node]]
+name = "spark-b"
+profile = 7
+
+[[cable]]
+kind = "direct"
+ends = ["spark-a.f0", "spark-b.f0"]
+subnets = { a = "198.51.100.0/30", b = 3 }
+
+[[tests.rdma-bw]]
+qps = 4
+
+[tests.rdma-lat]
+iterations = -5
+enabled = "yes"
+
+[capacity]
+efficiency = nan
+"#;
+
+/// Issue "truth": a plan whose TOML does not fit the schema gets every unknown key and every
+/// wrong type at once, each on its span with a help line, in the plan's words.
+#[test]
+fn every_shape_problem_is_reported_at_once_in_plain_words() {
+    let d = invalid("shape.toml", SHAPE_MISTAKES);
+    let codes: Vec<&str> = d.problems.iter().map(|p| p.problem.code).collect();
+    assert_eq!(
+        codes,
+        [
+            "plan::unknown-key",
+            "plan::unknown-key",
+            "plan::type",
+            "plan::type",
+            "plan::type",
+            "plan::type",
+            "plan::type",
+            "plan::range",
+            "plan::type",
+            "plan::range",
+        ],
+        "{}",
+        d.render(false, 100)
+    );
+    assert_pointed_and_helped(&d, Path::new("shape.toml"));
+    let out = d.render(false, 100);
+    for w in INTERNAL_WORDS {
+        assert!(!out.contains(w), "`{w}` in:\n{out}");
+    }
+    assert!(out.contains("did you mean `host`?"), "{out}");
+    assert!(out.contains("did you mean `description`?"), "{out}");
+    insta::assert_snapshot!(out);
+}
+
+/// Unknown keys alone leave the plan readable: its semantic problems come in the same pass.
+#[test]
+fn unknown_keys_do_not_hide_the_other_problems() {
+    let text = "format-version = 1\nname = \"lab\"\n[[node]]\nname = \"spark-a\"\nprofil = \"gb10\"\n[[node]]\nname = \"spark-a\"\n";
+    let d = invalid("both.toml", text);
+    let codes: Vec<&str> = d.problems.iter().map(|p| p.problem.code).collect();
+    assert_eq!(
+        codes,
+        ["plan::unknown-key", "plan::duplicate-name"],
+        "{}",
+        d.render(false, 100)
+    );
+}

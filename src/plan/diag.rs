@@ -166,14 +166,14 @@ impl PlanDiagnostics {
     }
 }
 
-/// Nearest candidate by edit distance, for "did you mean".
+/// Nearest candidate by edit distance (a swap of two neighbours counts one), for "did you mean".
 pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let mut best: Option<(usize, &str)> = None;
     for c in candidates {
-        let d = edit_distance(name, c);
+        let d = strsim::osa_distance(name, c);
         let limit = (name.len().max(c.len()) / 3).max(1);
         // a suggestion must share something with the name: `c` is not a near miss of `a`
         if d <= limit
@@ -184,21 +184,6 @@ pub fn did_you_mean<'a>(
         }
     }
     best.map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]
@@ -215,5 +200,6 @@ mod tests {
         assert_eq!(did_you_mean("zzzzzz", ["spark-a"]), None);
         assert_eq!(did_you_mean("c", ["a", "b"]), None);
         assert_eq!(did_you_mean("fo", ["f0", "f1"]), Some("f0"));
+        assert_eq!(did_you_mean("hots", ["alias", "host"]), Some("host"));
     }
 }

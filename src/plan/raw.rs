@@ -14,7 +14,7 @@ use toml::Spanned;
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawPlan {
     /// Plan format version. This fabricplan reads version 1.
-    #[schemars(with = "u32")]
+    #[schemars(with = "u32", example = 1)]
     pub format_version: Spanned<u32>,
     /// Site name, used in run directories and reports. Safe characters only: letters, digits, `-`, `_`, `.`.
     #[schemars(with = "String")]
