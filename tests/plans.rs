@@ -514,3 +514,43 @@ fn plan_validation_stays_split_by_section() {
         }
     }
 }
+
+/// Issue "hardening": every number a plan can hold has a documented range in the schema (a
+/// minimum and a maximum, in its doc comment too), which the shape check enforces.
+#[test]
+fn every_number_in_the_schema_has_a_documented_range() {
+    let schema: serde_json::Value = serde_json::from_str(&plan::json_schema()).unwrap();
+    fn walk(path: &str, v: &serde_json::Value, found: &mut Vec<String>) {
+        let types: Vec<&str> = match v.get("type") {
+            Some(serde_json::Value::String(t)) => vec![t.as_str()],
+            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|t| t.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        if types.iter().any(|t| *t == "integer" || *t == "number") {
+            found.push(path.to_string());
+            let has = |k: &str| v.get(k).is_some_and(|x| x.is_number());
+            assert!(
+                has("minimum") || has("exclusiveMinimum"),
+                "{path}: no minimum in {v}"
+            );
+            assert!(has("maximum"), "{path}: no maximum in {v}");
+            let doc = v.get("description").and_then(|d| d.as_str()).unwrap_or("");
+            let max = match v["maximum"].as_u64() {
+                Some(m) => m.to_string(),
+                None => format!("{}", v["maximum"].as_f64().unwrap()),
+            };
+            assert!(
+                doc.contains(&max),
+                "{path}: the doc comment does not say the range: {doc:?}"
+            );
+        }
+        if let Some(o) = v.as_object() {
+            for (k, x) in o {
+                walk(&format!("{path}/{k}"), x, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk("", &schema, &mut found);
+    assert!(found.len() >= 25, "{found:?}");
+}

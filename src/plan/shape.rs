@@ -184,11 +184,16 @@ impl<'s> Walker<'s> {
         }
     }
 
-    /// The doc comment that says what the current value is: its field's, or its map's.
+    /// The doc comment that says what the current value is: its field's, or its map's; without
+    /// the range it repeats (the help line states it already).
     fn doc(&self, s: &Value) -> Option<String> {
-        description(s).or_else(|| match self.path.last() {
+        let d = description(s).or_else(|| match self.path.last() {
             Some(Seg::Entry(_, d)) => d.clone(),
             _ => None,
+        })?;
+        Some(match int_bounds(s) {
+            (Some(lo), Some(hi)) => d.replace(&format!(", {lo} to {hi}"), ""),
+            _ => d,
         })
     }
 
@@ -599,14 +604,15 @@ fn description(s: &Value) -> Option<String> {
         None => d.as_str(),
     };
     let first = first.trim().trim_end_matches('.');
-    (!first.is_empty() && first.len() <= 160).then(|| lowercase_first(first))
+    (!first.is_empty() && first.len() <= 260).then(|| lowercase_first(first))
 }
 
+/// "Share of ..." -> "share of ...", keeping names as they are (`RoCE`, `NCCL`, `-D`).
 fn lowercase_first(s: &str) -> String {
     let mut c = s.chars();
+    let word: String = s.chars().take_while(|c| c.is_alphanumeric()).collect();
     match c.next() {
-        // keep `-D` and acronyms (`NCCL`, `SSH`) as they are
-        Some(f) if f.is_uppercase() && c.clone().next().is_some_and(char::is_lowercase) => {
+        Some(f) if f.is_uppercase() && word.chars().skip(1).all(char::is_lowercase) => {
             f.to_lowercase().collect::<String>() + c.as_str()
         }
         _ => s.to_string(),

@@ -12,6 +12,10 @@ use crate::gate::trap::Trap;
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::raw::*;
 
+/// The largest percentage of the expected value a threshold may ask for (the schema's maximum
+/// of `min-pct-of-expected` and `warn-pct-of-expected`, for `"N%"` strings).
+const PCT_MAX: f64 = 200.0;
+
 pub(super) fn gates(
     ctx: &mut Ctx,
     raw: &BTreeMap<Spanned<String>, RawGate>,
@@ -143,6 +147,7 @@ fn attempts(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
     spec.attempts = attempts;
     spec.pass_if = attempts;
     if let Some(k) = &g.pass_if {
+        // 1..=100 is the schema's range; the bound that depends on `attempts` is checked here
         if *k.get_ref() == 0 || *k.get_ref() > attempts {
             ctx.push(
                 Problem::error(
@@ -165,6 +170,19 @@ fn attempts(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
 /// A threshold with its unit, or an error naming the units `metric` takes.
 fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: Metric) -> Option<Threshold> {
     let e = match parse_threshold(s.get_ref(), metric) {
+        Ok(Threshold::PctOfExpected { pct }) if !(pct > 0.0 && pct <= PCT_MAX) => {
+            ctx.push(
+                Problem::error(
+                    "plan::range",
+                    format!("threshold of `{}`: `{pct}%` is out of range", metric.name()),
+                )
+                .at(span(s), "out of range")
+                .help(format!(
+                    "a percentage of the expected value is above 0 and at most {PCT_MAX}, as in `min-pct-of-expected`"
+                )),
+            );
+            return None;
+        }
         Ok(t) => return Some(t),
         Err(e) => e,
     };

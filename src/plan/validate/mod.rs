@@ -97,7 +97,7 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
     let gates = gates::gates(ctx, &raw.gates);
     let tests = tests::tests(ctx, &raw.tests, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates);
-    let capacity = settings::capacity(ctx, raw.capacity.as_ref());
+    let capacity = settings::capacity(raw.capacity.as_ref());
     let sim = sim::sim(ctx, raw.sim.as_ref(), &nodes, &switches);
     let ssh = settings::ssh_defaults(raw.ssh.as_ref(), ctx.base_dir);
     let setup = raw.setup.as_ref().map(settings::setup);

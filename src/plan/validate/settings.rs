@@ -2,8 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Ctx, span};
-use crate::plan::diag::Problem;
 use crate::plan::model::*;
 use crate::plan::raw::*;
 
@@ -36,23 +34,15 @@ pub(super) fn resolve_path(base: &Path, p: &str) -> PathBuf {
     }
 }
 
-pub(super) fn capacity(ctx: &mut Ctx, raw: Option<&RawCapacity>) -> CapacityConfig {
+/// The capacity model's knobs; their ranges are the schema's, checked with the plan's shape.
+pub(super) fn capacity(raw: Option<&RawCapacity>) -> CapacityConfig {
     let mut c = CapacityConfig::default();
     if let Some(r) = raw {
-        if let Some(es) = &r.efficiency {
-            let e = *es.get_ref();
-            if !(e > 0.0 && e <= 1.0) {
-                ctx.push(
-                    Problem::error("plan::capacity", format!("`capacity.efficiency = {e}` is outside (0, 1]"))
-                        .at(span(es), "not a share")
-                        .help("the share of an oversubscribed hop flows really get, a fraction such as 0.82 (not a percentage)"),
-                );
-            } else {
-                c.efficiency = e;
-            }
+        if let Some(e) = &r.efficiency {
+            c.efficiency = *e.get_ref();
         }
         if let Some(p) = r.switch_penalty_pct {
-            c.switch_penalty_pct = p.clamp(0.0, 100.0);
+            c.switch_penalty_pct = p;
         }
     }
     c

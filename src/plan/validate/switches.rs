@@ -94,17 +94,8 @@ pub(super) fn isls(ctx: &mut Ctx, raw: &[RawIsl], switches: &[Switch], nodes: &[
         }
         let a = switch_ref(ctx, &ends[0], switches, nodes, "ISL end");
         let b = switch_ref(ctx, &ends[1], switches, nodes, "ISL end");
+        // its range (above 0, finite) is the schema's, checked with the plan's shape
         let cap = *isl.capacity_gbps.get_ref();
-        if !(cap.is_finite() && cap > 0.0) {
-            ctx.push(
-                Problem::error(
-                    "plan::isl-capacity",
-                    "an ISL's capacity must be a positive number of Gb/s",
-                )
-                .at(span(&isl.capacity_gbps), "here")
-                .help("capacity per direction, e.g. `capacity-gbps = 200`"),
-            );
-        }
         if let (Some(a), Some(b)) = (a, b) {
             if a == b {
                 ctx.push(

@@ -211,7 +211,7 @@ pub(super) fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[S
                 duration_s: d,
                 streams: t.streams.unwrap_or(1).max(1),
                 halves: test_halves(ctx, t.halves.as_ref(), segments),
-                timeout_s: t.timeout_s.unwrap_or(d + 20),
+                timeout_s: t.timeout_s.unwrap_or(d.saturating_add(20)),
             }
         });
     let mut nccl = Vec::new();
@@ -272,7 +272,7 @@ fn bw_test(
         schedule,
         halves: test_halves(ctx, t.halves.as_ref(), segments),
         rounds,
-        timeout_s: t.timeout_s.unwrap_or(duration_s + 30),
+        timeout_s: t.timeout_s.unwrap_or(duration_s.saturating_add(30)),
     })
 }
 
@@ -372,13 +372,7 @@ fn nccl_test(
     }
     let halves = test_halves(ctx, t.halves.as_ref(), segments);
     nccl_paths(ctx, &name, &ids, &halves, at, nodes, segments);
-    for (k, v) in [("min-bytes", &t.min_bytes), ("max-bytes", &t.max_bytes)] {
-        if let Some(v) = v
-            && parse_size(v.get_ref()).is_none()
-        {
-            ctx.push(Problem::error("plan::size", format!("`{k} = \"{}\"` is not a size", v.get_ref())).at(span(v), "not a size").help("bytes with an optional K, M or G suffix (binary multiples, as nccl-tests reads them): `8`, `128M`, `1G`"));
-        }
-    }
+    nccl_sizes(ctx, t);
     for k in t.env.keys() {
         if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || k.is_empty() {
             ctx.push(
@@ -409,6 +403,63 @@ fn nccl_test(
         env: t.env.clone(),
         timeout_s: t.timeout_s.unwrap_or(300),
     })
+}
+
+/// The largest NCCL message a plan may ask for: GB10 memory is unified (a 16 GB buffer froze a
+/// node), so a size past this is a typo (`128G` for `128M`), not a measurement.
+const NCCL_MAX_BYTES: u64 = 64 << 30;
+
+/// `min-bytes` and `max-bytes`: sizes from 1 byte to 64G, the minimum not above the maximum (a
+/// zero minimum never grows by `step-factor`).
+fn nccl_sizes(ctx: &mut Ctx, t: &RawNcclTest) {
+    let mut sizes = [Some(8), Some(128 << 20)];
+    for (i, (k, v)) in [("min-bytes", &t.min_bytes), ("max-bytes", &t.max_bytes)]
+        .into_iter()
+        .enumerate()
+    {
+        let Some(v) = v else { continue };
+        sizes[i] = parse_size(v.get_ref());
+        match sizes[i] {
+            None => ctx.push(Problem::error("plan::size", format!("`{k} = \"{}\"` is not a size", v.get_ref())).at(span(v), "not a size").help("bytes with an optional K, M or G suffix (binary multiples, as nccl-tests reads them): `8`, `128M`, `1G`")),
+            Some(n) if n == 0 || n > NCCL_MAX_BYTES => {
+                sizes[i] = None;
+                ctx.push(
+                    Problem::error("plan::size", format!("`{k} = \"{}\"` is out of range", v.get_ref()))
+                        .at(span(v), "out of range")
+                        .help("a size from 1 byte to `64G`; GB10 memory is unified: raise past `1G` only deliberately"),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+    if let [Some(lo), Some(hi)] = sizes
+        && lo > hi
+    {
+        let shown = |v: &Option<Spanned<String>>, default: &str| {
+            v.as_ref().map_or(format!("{default} (default)"), |v| {
+                format!("\"{}\"", v.get_ref())
+            })
+        };
+        let mut p = Problem::error(
+            "plan::size",
+            format!(
+                "`min-bytes = {}` is above `max-bytes = {}`",
+                shown(&t.min_bytes, "8"),
+                shown(&t.max_bytes, "\"128M\"")
+            ),
+        )
+        .help("nccl-tests runs from `min-bytes` up to `max-bytes`");
+        for (v, label) in [(&t.min_bytes, "minimum"), (&t.max_bytes, "maximum")] {
+            if let Some(v) = v {
+                p = if p.primary.is_none() {
+                    p.at(span(v), label)
+                } else {
+                    p.also(span(v), label)
+                };
+            }
+        }
+        ctx.push(p);
+    }
 }
 
 /// Every pair of ranks needs a fabric path (a shared segment on some half): each node's
