@@ -258,3 +258,143 @@ fn unknown_keys_do_not_hide_the_other_problems() {
         d.render(false, 100)
     );
 }
+
+const TWO_NODES: &str = "format-version = 1\nname = \"big\"\n\n[[node]]\nname = \"spark-a\"\n[[node]]\nname = \"spark-b\"\n";
+
+const ONE_CABLE: &str = "\n[[cable]]\nkind = \"direct\"\nends = [\"spark-a.f0\", \"spark-b.f0\"]\nsubnets = { a = \"198.51.100.0/30\", b = \"203.0.113.0/30\" }\n";
+
+/// Load generated text, expecting problems; (problems, rendered bytes, seconds).
+fn load_big(text: &str) -> (PlanDiagnostics, usize, f64) {
+    let t = std::time::Instant::now();
+    let d = match plan::load_str(Path::new("big.toml"), text, Path::new(".")) {
+        Err(LoadError::Invalid(d)) => d,
+        Err(e) => panic!("{e}"),
+        Ok(l) => l.warnings,
+    };
+    let rendered = d.render(false, 100).len();
+    (d, rendered, t.elapsed().as_secs_f64())
+}
+
+/// Issue "hardening": a table repeated 2000 times is a handful of problems, each naming its
+/// places once, and what is rendered stays small. (It was O(n^2): a 28 KB plan of repeated
+/// cables gave 41,591 errors, 167 MB of output, 11.6 s and 1.37 GB.)
+#[test]
+fn repeated_tables_are_one_problem_each_and_the_output_stays_bounded() {
+    let n = 2000;
+    let nodes = format!(
+        "format-version = 1\nname = \"big\"\n{}",
+        "\n[[node]]\nname = \"spark-a\"\n".repeat(n)
+    );
+    let cables = format!("{TWO_NODES}{}", ONE_CABLE.repeat(n));
+    let flows = format!(
+        "{TWO_NODES}{ONE_CABLE}\n[tests.rdma-bw]\n{}",
+        "[[tests.rdma-bw.round]]\nname = \"r\"\nflows = [\"spark-a -> spark-b\", \"spark-a -> spark-b\"]\n"
+            .repeat(n)
+    );
+    for (what, text, most) in [
+        ("nodes", nodes, 1),
+        ("cables", cables, 12),
+        ("rounds", flows, 3 * n),
+    ] {
+        let (d, rendered, secs) = load_big(&text);
+        assert!(
+            d.problems.len() <= most,
+            "{what}: {} problems:\n{}",
+            d.problems.len(),
+            &d.render(false, 100)[..4000.min(rendered)]
+        );
+        assert!(rendered < 120_000, "{what}: {rendered} bytes rendered");
+        assert!(secs < 20.0, "{what}: {secs:.1} s");
+        for p in &d.problems {
+            assert!(
+                p.problem.secondary.len() < 5,
+                "{what}: {} labels on `{}`",
+                p.problem.secondary.len() + 1,
+                p.problem.message
+            );
+        }
+    }
+}
+
+/// Many distinct problems (an unknown node in each of 5000 cables): every one is counted, the
+/// first 50 are shown, the rest summed up by code.
+#[test]
+fn past_fifty_problems_the_rest_are_counted_by_code() {
+    let text = format!(
+        "{TWO_NODES}{}",
+        "\n[[cable]]\nkind = \"direct\"\nends = [\"spark-a.f1\", \"ghost.f0\"]\nsubnets = { a = \"198.51.100.0/30\", b = \"203.0.113.0/30\" }\n"
+            .repeat(5000)
+    );
+    let (d, rendered, _) = load_big(&text);
+    assert_eq!(d.errors(), 5000);
+    let out = d.render(false, 100);
+    assert_eq!(out.matches("plan::unknown-node\n").count(), 50, "{out}");
+    assert!(
+        out.contains(
+            "... and 4950 more error(s) not shown, of these kinds: plan::unknown-node (4950)"
+        ),
+        "{}",
+        &out[out.len().saturating_sub(500)..]
+    );
+    assert!(rendered < 120_000, "{rendered} bytes");
+}
+
+/// Issue "hardening": checks that looked at every pair (NCCL ranks, flows against every
+/// segment, a depth-first search per cable) stay near-linear on big plans.
+#[test]
+fn big_plans_validate_in_near_linear_time() {
+    // a chain of 6000 direct cables wired port to port: the ring check is a bridge search
+    let n = 6000;
+    let mut chain = String::from("format-version = 1\nname = \"chain\"\n");
+    for i in 0..n {
+        chain += &format!("\n[[node]]\nname = \"n{i}\"\n");
+    }
+    for i in 0..n - 1 {
+        let port = if i % 2 == 0 { "f0" } else { "f1" };
+        let third = i % 250;
+        chain += &format!(
+            "\n[[cable]]\nkind = \"direct\"\nends = [\"n{i}.{port}\", \"n{}.{port}\"]\nhalves = [\"a\"]\nsubnets = {{ a = \"10.{}.{}.0/30\" }}\n",
+            i + 1,
+            i / 250,
+            third
+        );
+    }
+    // a switchless ring of 3000 with one NCCL test across every node: no path between most
+    // pairs, one problem
+    let mut ring = String::from("format-version = 1\nname = \"ring\"\n");
+    let names: Vec<String> = (0..3000).map(|i| format!("\"r{i}\"")).collect();
+    for i in 0..3000 {
+        ring += &format!("\n[[node]]\nname = \"r{i}\"\n");
+    }
+    ring += &format!(
+        "\n[[cable]]\nkind = \"ring\"\nnodes = [{}]\nsubnet-pool = \"10.0.0.0/8\"\npool-prefix = 30\n\n[[tests.nccl]]\ncollective = \"all_reduce\"\n",
+        names.join(", ")
+    );
+    // 4000 declared flows on a 8000-node switched fabric
+    let mut flows =
+        String::from("format-version = 1\nname = \"flows\"\n\n[[switch]]\nname = \"sw\"\n");
+    for i in 0..8000 {
+        flows += &format!("\n[[node]]\nname = \"s{i}\"\n");
+    }
+    let attach: Vec<String> = (0..8000).map(|i| format!("\"s{i}.f0\" = \"sw\"")).collect();
+    flows += &format!(
+        "\n[[cable]]\nkind = \"switched\"\nhalves = [\"a\"]\nsubnets = {{ a = \"10.0.0.0/16\" }}\nattach = {{ {} }}\n\n[tests.rdma-bw]\n[[tests.rdma-bw.round]]\nname = \"all\"\nflows = [{}]\n",
+        attach.join(", "),
+        (0..4000)
+            .map(|i| format!("\"s{} -> s{}\"", 2 * i, 2 * i + 1))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for (what, text, problems) in [("chain", chain, 0), ("ring", ring, 1), ("flows", flows, 0)] {
+        let t = std::time::Instant::now();
+        let (d, rendered, _) = load_big(&text);
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(
+            d.errors(),
+            problems,
+            "{what}:\n{}",
+            &d.render(false, 100)[..rendered.min(3000)]
+        );
+        assert!(secs < 15.0, "{what}: {secs:.1} s");
+    }
+}

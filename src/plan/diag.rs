@@ -1,7 +1,9 @@
 //! Plan diagnostics: every problem of a plan, each pointing at its span with a help line.
 //! Collected, never thrown one at a time: a bad plan gets all of its problems at once.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Arc;
 
 use miette::{Diagnostic, LabeledSpan, NamedSource, Severity, SourceSpan};
 
@@ -59,11 +61,12 @@ impl Problem {
     }
 }
 
-/// A problem bound to its source, renderable by miette.
+/// A problem bound to its source, renderable by miette. The source is shared by every problem
+/// of a plan, never copied per problem.
 #[derive(Debug)]
 pub struct SourcedProblem {
     pub problem: Problem,
-    pub src: NamedSource<String>,
+    pub src: Arc<NamedSource<String>>,
 }
 
 impl std::fmt::Display for SourcedProblem {
@@ -116,6 +119,9 @@ impl Diagnostic for SourcedProblem {
     }
 }
 
+/// Problems rendered in full; the rest are counted by code.
+pub const MAX_RENDERED: usize = 50;
+
 /// Every problem found in one plan file.
 #[derive(Debug)]
 pub struct PlanDiagnostics {
@@ -125,7 +131,7 @@ pub struct PlanDiagnostics {
 
 impl PlanDiagnostics {
     pub fn new(path: &str, text: &str, problems: Vec<Problem>) -> Self {
-        let src = NamedSource::new(path, text.to_string());
+        let src = Arc::new(NamedSource::new(path, text.to_string()));
         PlanDiagnostics {
             path: path.to_string(),
             problems: problems
@@ -149,7 +155,9 @@ impl PlanDiagnostics {
         self.problems.len() - self.errors()
     }
 
-    /// Render all problems with miette's graphical handler.
+    /// Render the problems with miette's graphical handler: the first `MAX_RENDERED`, then one
+    /// line counting the rest by code, so a plan with 40,000 problems prints a screenful, not
+    /// hundreds of megabytes.
     pub fn render(&self, color: bool, width: usize) -> String {
         let theme = if color {
             miette::GraphicalTheme::unicode()
@@ -158,11 +166,42 @@ impl PlanDiagnostics {
         };
         let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(width);
         let mut out = String::new();
-        for p in &self.problems {
+        for p in self.problems.iter().take(MAX_RENDERED) {
             let _ = handler.render_report(&mut out, p);
             out.push('\n');
         }
+        if let Some(rest) = self.not_shown() {
+            out.push_str(&rest);
+            out.push('\n');
+        }
         out
+    }
+
+    /// "... and 41541 more errors not shown: plan::subnet-overlap (40000), ..." past the first
+    /// `MAX_RENDERED` problems.
+    fn not_shown(&self) -> Option<String> {
+        let rest = self
+            .problems
+            .get(MAX_RENDERED..)
+            .filter(|r| !r.is_empty())?;
+        let mut by_code: BTreeMap<&str, usize> = BTreeMap::new();
+        let errors = rest.iter().filter(|p| p.problem.is_error()).count();
+        for p in rest {
+            *by_code.entry(p.problem.code).or_default() += 1;
+        }
+        let warnings = rest.len() - errors;
+        let what = match (errors, warnings) {
+            (e, 0) => format!("{e} more error(s)"),
+            (0, w) => format!("{w} more warning(s)"),
+            (e, w) => format!("{e} more error(s) and {w} more warning(s)"),
+        };
+        let mut codes: Vec<(&str, usize)> = by_code.into_iter().collect();
+        codes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let codes: Vec<String> = codes.iter().map(|(c, n)| format!("{c} ({n})")).collect();
+        Some(format!(
+            "... and {what} not shown, of these kinds: {}",
+            codes.join(", ")
+        ))
     }
 }
 

@@ -1,6 +1,6 @@
 //! Subnets and addresses: parsing, derived and explicit addresses, overlaps and reuse.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::ops::Range;
 
@@ -8,6 +8,7 @@ use ipnet::Ipv4Net;
 use toml::Spanned;
 
 use super::cables::{SegSpans, node_ref};
+use super::names::{MAX_LABELS, Places, and_list, label_places, times};
 use super::{Ctx, span};
 use crate::plan::diag::Problem;
 use crate::plan::model::*;
@@ -125,49 +126,87 @@ pub(super) fn member_address(
     }
 }
 
-/// Does any pair of subnets overlap? Two prefixes overlap only when one holds the other, so
-/// sorted by network address (then shorter prefix first) an overlap shows between neighbours:
-/// O(n log n), where checking every pair is O(n^2).
-pub(super) fn any_subnet_overlap(segments: &[Segment]) -> bool {
-    let mut nets: Vec<Ipv4Net> = segments.iter().map(|s| s.subnet).collect();
-    nets.sort_unstable_by_key(|n| (n.network(), n.prefix_len()));
-    nets.windows(2).any(|w| w[0].contains(&w[1].network()))
-}
-
-pub(super) fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) {
-    // the pairwise pass names every overlapping pair; run it only when there is one
-    let pairs: &[Segment] = if any_subnet_overlap(segments) {
-        segments
-    } else {
-        &[]
-    };
-    for (i, a) in pairs.iter().enumerate() {
-        for (j, b) in pairs.iter().enumerate().skip(i + 1) {
-            if a.subnet.contains(&b.subnet.network()) || b.subnet.contains(&a.subnet.network()) {
-                let same = a.subnet == b.subnet;
-                ctx.push(
-                    Problem::error(
-                        "plan::subnet-overlap",
-                        if same {
-                            format!(
-                                "links `{}` and `{}` are in one subnet `{}`",
-                                a.name, b.name, a.subnet
-                            )
-                        } else {
-                            format!(
-                                "subnets of `{}` ({}) and `{}` ({}) overlap",
-                                a.name, a.subnet, b.name, b.subnet
-                            )
-                        },
-                    )
-                    .at(spans[j].0.clone(), format!("`{}`", b.name))
-                    .also(spans[i].0.clone(), format!("`{}`", a.name))
-                    .help("each link half is its own subnet: routing is ambiguous otherwise"),
-                );
+/// Segments whose subnets overlap, in groups: CIDR blocks either nest or are disjoint, so
+/// sorted by network address (shorter prefix first) each group is an outermost block and the
+/// blocks that follow inside it. O(n log n); each group is one problem, however many links it
+/// holds (a plan repeating one cable 2000 times gets one error, not two million).
+fn overlapping_groups(segments: &[Segment]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..segments.len()).collect();
+    order.sort_by_key(|&i| {
+        (
+            segments[i].subnet.network(),
+            segments[i].subnet.prefix_len(),
+            i,
+        )
+    });
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    for i in order {
+        match current.first() {
+            Some(&outer)
+                if segments[outer]
+                    .subnet
+                    .contains(&segments[i].subnet.network()) =>
+            {
+                current.push(i)
+            }
+            _ => {
+                if current.len() > 1 {
+                    groups.push(std::mem::take(&mut current));
+                }
+                current = vec![i];
             }
         }
     }
-    let mut used: HashMap<Ipv4Addr, (usize, usize)> = HashMap::new();
+    if current.len() > 1 {
+        groups.push(current);
+    }
+    for g in &mut groups {
+        g.sort_unstable();
+    }
+    groups.sort_unstable_by_key(|g| g[1]);
+    groups
+}
+
+fn subnet_overlaps(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) {
+    for group in overlapping_groups(segments) {
+        let first = &segments[group[0]];
+        let same = group.iter().all(|&i| segments[i].subnet == first.subnet);
+        let message = if same {
+            let links: Vec<String> = group
+                .iter()
+                .map(|&i| format!("`{}`", segments[i].name))
+                .collect();
+            format!(
+                "links {} are in one subnet `{}`",
+                and_list(&links, MAX_LABELS),
+                first.subnet
+            )
+        } else {
+            let links: Vec<String> = group
+                .iter()
+                .map(|&i| format!("`{}` ({})", segments[i].name, segments[i].subnet))
+                .collect();
+            format!("subnets of {} overlap", and_list(&links, MAX_LABELS))
+        };
+        let mut p = Problem::error("plan::subnet-overlap", message)
+            .help("each link half is its own subnet: routing is ambiguous otherwise");
+        // the second link is the primary label, the first and the next ones secondary
+        for (k, &i) in group.iter().enumerate().take(MAX_LABELS) {
+            let (at, label) = (spans[i].0.clone(), format!("`{}`", segments[i].name));
+            p = if k == 1 {
+                p.at(at, label)
+            } else {
+                p.also(at, label)
+            };
+        }
+        ctx.push(p);
+    }
+}
+
+pub(super) fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: &SegSpans) {
+    subnet_overlaps(ctx, segments, spans);
+    let mut used: Places<Ipv4Addr> = Places::new();
     for (si, s) in segments.iter().enumerate() {
         for (mi, m) in s.members.iter().enumerate() {
             if m.address.is_unspecified() {
@@ -194,24 +233,20 @@ pub(super) fn subnets_and_addresses(ctx: &mut Ctx, segments: &[Segment], spans: 
                     .help(format!("use a host address of `{}`", s.subnet)),
                 );
             }
-            if let Some((psi, pmi)) = used.get(&m.address) {
-                let pat = spans[*psi]
-                    .1
-                    .get(pmi)
-                    .cloned()
-                    .unwrap_or_else(|| spans[*psi].0.clone());
-                ctx.push(
-                    Problem::error(
-                        "plan::address-twice",
-                        format!("address `{}` is used twice", m.address),
-                    )
-                    .at(at, "used again here")
-                    .also(pat, "first used here")
-                    .help("every link end needs its own address"),
-                );
-            } else {
-                used.insert(m.address, (si, mi));
-            }
+            used.add(m.address, at);
         }
+    }
+    for (address, places) in used.repeated() {
+        let p = Problem::error(
+            "plan::address-twice",
+            format!("address `{address}` is used {}", times(places.len())),
+        )
+        .help("every link end needs its own address");
+        ctx.push(label_places(
+            p,
+            &places,
+            "first used here",
+            "used again here",
+        ));
     }
 }

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use super::diag::Problem;
+use super::diag::{Problem, did_you_mean};
 use super::model::*;
 use super::raw::*;
 
@@ -37,11 +37,35 @@ struct Ctx<'a> {
     /// Declared node names -> ids (the first declaration of each name), set once the nodes
     /// are read: references resolve in constant time, not by a scan of every node.
     node_ids: HashMap<String, NodeId>,
+    /// Declared switch names -> ids, likewise.
+    switch_ids: HashMap<String, SwitchId>,
+    /// Names left to compare for "did you mean": a plan with thousands of unknown references
+    /// to thousands of nodes would otherwise spend its time on suggestions nobody reads (only
+    /// the first problems are shown).
+    suggestions_left: usize,
 }
+
+/// Candidate names compared for "did you mean" in one validation.
+const SUGGESTION_BUDGET: usize = 2_000_000;
 
 impl Ctx<'_> {
     fn push(&mut self, p: Problem) {
         self.problems.push(p);
+    }
+
+    /// "Did you mean" among `candidates`, while the budget lasts.
+    fn suggest<'c>(
+        &mut self,
+        name: &str,
+        candidates: impl ExactSizeIterator<Item = &'c str>,
+    ) -> Option<&'c str> {
+        let n = candidates.len();
+        if n > self.suggestions_left {
+            self.suggestions_left = 0;
+            return None;
+        }
+        self.suggestions_left -= n;
+        did_you_mean(name, candidates)
     }
 }
 
@@ -61,6 +85,8 @@ pub fn validate(
         problems: Vec::new(),
         base_dir,
         node_ids: HashMap::new(),
+        switch_ids: HashMap::new(),
+        suggestions_left: SUGGESTION_BUDGET,
     };
     let plan = build(&mut ctx, raw, path, text);
     let has_error = ctx.problems.iter().any(Problem::is_error);
@@ -89,11 +115,20 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
     let nodes = nodes::nodes(ctx, &raw.node, &profiles);
     ctx.node_ids = nodes.iter().map(|n| (n.name.clone(), n.id)).collect();
     let switches = switches::switches(ctx, &raw.switch);
-    let isls = switches::isls(ctx, &raw.isl, &switches, &nodes);
-    let (cables, segments, seg_spans) =
-        cables::cables(ctx, &raw.cable, &nodes, &profiles, &switches);
-    addresses::subnets_and_addresses(ctx, &segments, &seg_spans);
-    cables::ring_crossing(ctx, &raw.cable, &cables, &segments, &nodes, &profiles);
+    ctx.switch_ids = switches.iter().map(|s| (s.name.clone(), s.id)).collect();
+    let isls = switches::isls(ctx, &raw.isl, &switches);
+    let wired = cables::cables(ctx, &raw.cable, &nodes, &profiles, &switches);
+    let (cables, segments) = (wired.cables, wired.segments);
+    addresses::subnets_and_addresses(ctx, &segments, &wired.seg_spans);
+    cables::ring_crossing(
+        ctx,
+        &raw.cable,
+        &cables,
+        &segments,
+        &nodes,
+        &profiles,
+        &wired.recabled,
+    );
     let gates = gates::gates(ctx, &raw.gates);
     let tests = tests::tests(ctx, &raw.tests, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates);

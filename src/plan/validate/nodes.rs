@@ -45,11 +45,13 @@ pub(super) fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
                     netdev: h.netdev.get_ref().clone(),
                 });
             }
+            half_names.finish(ctx);
             ports.push(ProfilePort {
                 name: port.name.get_ref().clone(),
                 halves,
             });
         }
+        port_names.finish(ctx);
         out.push(Profile {
             name,
             half_rate_gbps: p.half_rate_gbps,
@@ -57,6 +59,7 @@ pub(super) fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
             ports,
         });
     }
+    seen.finish(ctx);
     out
 }
 
@@ -81,6 +84,7 @@ pub(super) fn nodes(ctx: &mut Ctx, raw: &[RawNode], profiles: &[Profile]) -> Vec
             pins,
         });
     }
+    seen.finish(ctx);
     out
 }
 
@@ -101,7 +105,7 @@ fn node_profile(ctx: &mut Ctx, n: &RawNode, profiles: &[Profile]) -> ProfileId {
         ),
     )
     .at(span(p), "unknown profile");
-    pr = match did_you_mean(p.get_ref(), profiles.iter().map(|x| x.name.as_str())) {
+    pr = match ctx.suggest(p.get_ref(), profiles.iter().map(|x| x.name.as_str())) {
         Some(s) => pr.help(format!("did you mean `{s}`?")),
         None => pr.help("use `gb10` or declare the profile under `[[profile]]`"),
     };

@@ -3,8 +3,9 @@
 use toml::Spanned;
 
 use super::names::Declared;
+use super::names::list_of;
 use super::{Ctx, span};
-use crate::plan::diag::{Problem, did_you_mean};
+use crate::plan::diag::Problem;
 use crate::plan::model::*;
 use crate::plan::raw::*;
 
@@ -32,6 +33,7 @@ pub(super) fn switches(ctx: &mut Ctx, raw: &[RawSwitch]) -> Vec<Switch> {
             description: s.description.clone(),
         });
     }
+    seen.finish(ctx);
     out
 }
 
@@ -39,13 +41,13 @@ pub(super) fn switch_ref(
     ctx: &mut Ctx,
     r: &Spanned<String>,
     switches: &[Switch],
-    nodes: &[Node],
     what: &str,
 ) -> Option<SwitchId> {
-    if let Some(s) = switches.iter().find(|s| &s.name == r.get_ref()) {
-        return Some(s.id);
+    if let Some(&id) = ctx.switch_ids.get(r.get_ref()) {
+        return Some(id);
     }
-    let mut p = if nodes.iter().any(|n| &n.name == r.get_ref()) {
+    let is_node = ctx.node_ids.contains_key(r.get_ref());
+    let mut p = if is_node {
         Problem::error(
             "plan::not-a-switch",
             format!("{what} `{}` is a node, not a switch", r.get_ref()),
@@ -58,13 +60,9 @@ pub(super) fn switch_ref(
         )
         .at(span(r), "unknown switch")
     };
-    let is_node = nodes.iter().any(|n| &n.name == r.get_ref());
-    let declared = switches
-        .iter()
-        .map(|s| format!("`{}`", s.name))
-        .collect::<Vec<_>>()
-        .join(", ");
-    p = match did_you_mean(r.get_ref(), switches.iter().map(|s| s.name.as_str())) {
+    let names: Vec<&str> = switches.iter().map(|s| s.name.as_str()).collect();
+    let declared = list_of(&names, 10);
+    p = match ctx.suggest(r.get_ref(), names.iter().copied()) {
         Some(s) => p.help(format!("did you mean `{s}`?")),
         None if is_node && declared.is_empty() => p.help("name a switch declared under `[[switch]]`; nodes land on switches through a `switched` cable's `attach`"),
         None if is_node => p.help(format!("name a switch ({declared}); nodes land on switches through a `switched` cable's `attach`")),
@@ -74,7 +72,7 @@ pub(super) fn switch_ref(
     None
 }
 
-pub(super) fn isls(ctx: &mut Ctx, raw: &[RawIsl], switches: &[Switch], nodes: &[Node]) -> Vec<Isl> {
+pub(super) fn isls(ctx: &mut Ctx, raw: &[RawIsl], switches: &[Switch]) -> Vec<Isl> {
     let mut out = Vec::new();
     for isl in raw {
         let ends = isl.ends.get_ref();
@@ -92,8 +90,8 @@ pub(super) fn isls(ctx: &mut Ctx, raw: &[RawIsl], switches: &[Switch], nodes: &[
             );
             continue;
         }
-        let a = switch_ref(ctx, &ends[0], switches, nodes, "ISL end");
-        let b = switch_ref(ctx, &ends[1], switches, nodes, "ISL end");
+        let a = switch_ref(ctx, &ends[0], switches, "ISL end");
+        let b = switch_ref(ctx, &ends[1], switches, "ISL end");
         // its range (above 0, finite) is the schema's, checked with the plan's shape
         let cap = *isl.capacity_gbps.get_ref();
         if let (Some(a), Some(b)) = (a, b) {

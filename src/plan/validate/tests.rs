@@ -2,13 +2,13 @@
 //! `iperf3`), its schedule, declared rounds and flows. Kept in one file: each kind's section moves
 //! into its own file with the kind.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ops::Range;
 
 use toml::Spanned;
 
 use super::cables::node_ref;
-use super::names::{Declared, keyword};
+use super::names::{Declared, MAX_LABELS, Places, keyword, label_places};
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
@@ -67,12 +67,33 @@ pub(super) fn test_halves(
     out
 }
 
+/// The cabled endpoints of each node with their segment, in segment order: a flow's ends
+/// resolve in the size of one node's cabling, not of the whole plan.
+pub(super) struct Cabling {
+    by_node: Vec<Vec<(Endpoint, SegmentId)>>,
+}
+
+impl Cabling {
+    pub(super) fn new(nodes: &[Node], segments: &[Segment]) -> Cabling {
+        let mut by_node = vec![Vec::new(); nodes.len()];
+        for s in segments {
+            for m in &s.members {
+                if let Some(list) = by_node.get_mut(m.endpoint.node.0) {
+                    list.push((m.endpoint.clone(), s.id));
+                }
+            }
+        }
+        Cabling { by_node }
+    }
+}
+
 /// Resolve `NODE[.PORT[.HALF]]` on one side of a flow to candidate endpoints.
-pub(super) fn endpoint_candidates(
+fn endpoint_candidates<'c>(
+    ctx: &mut Ctx,
     spec: &str,
     nodes: &[Node],
-    segments: &[Segment],
-) -> Result<Vec<Endpoint>, String> {
+    cabling: &'c Cabling,
+) -> Result<Vec<&'c (Endpoint, SegmentId)>, String> {
     let mut parts = spec.split('.');
     let node = parts.next().unwrap_or("");
     let port = parts.next();
@@ -80,20 +101,17 @@ pub(super) fn endpoint_candidates(
     if parts.next().is_some() {
         return Err(format!("`{spec}` has too many parts"));
     }
-    let Some(n) = nodes.iter().find(|n| n.name == node) else {
+    let Some(&id) = ctx.node_ids.get(node) else {
         return Err(
-            match did_you_mean(node, nodes.iter().map(|n| n.name.as_str())) {
+            match ctx.suggest(node, nodes.iter().map(|n| n.name.as_str())) {
                 Some(s) => format!("node `{node}` is not declared; did you mean `{s}`?"),
                 None => format!("node `{node}` is not declared"),
             },
         );
     };
-    Ok(segments
+    Ok(cabling.by_node[id.0]
         .iter()
-        .flat_map(|s| s.members.iter().map(|m| m.endpoint.clone()))
-        .filter(|e| {
-            e.node == n.id && port.is_none_or(|p| p == e.port) && half.is_none_or(|h| h == e.half)
-        })
+        .filter(|(e, _)| port.is_none_or(|p| p == e.port) && half.is_none_or(|h| h == e.half))
         .collect())
 }
 
@@ -101,7 +119,7 @@ pub(super) fn resolve_flow(
     ctx: &mut Ctx,
     f: &Spanned<String>,
     nodes: &[Node],
-    segments: &[Segment],
+    cabling: &Cabling,
 ) -> Option<Flow> {
     let Some((c, s)) = f.get_ref().split_once("->") else {
         ctx.push(
@@ -112,7 +130,7 @@ pub(super) fn resolve_flow(
         return None;
     };
     let (c, s) = (c.trim(), s.trim());
-    let cands = |x: &str, ctx: &mut Ctx| match endpoint_candidates(x, nodes, segments) {
+    let cands = |x: &str, ctx: &mut Ctx| match endpoint_candidates(ctx, x, nodes, cabling) {
         Ok(v) => Some(v),
         Err(msg) => {
             ctx.push(
@@ -126,23 +144,15 @@ pub(super) fn resolve_flow(
     let cc = cands(c, ctx)?;
     let sc = cands(s, ctx)?;
     let mut options: Vec<Flow> = Vec::new();
-    for ce in &cc {
-        for se in &sc {
-            if ce.node == se.node {
-                continue;
-            }
-            for seg in segments {
-                if seg.half == ce.half
-                    && seg.half == se.half
-                    && seg.members.iter().any(|m| &m.endpoint == ce)
-                    && seg.members.iter().any(|m| &m.endpoint == se)
-                {
-                    options.push(Flow {
-                        client: ce.clone(),
-                        server: se.clone(),
-                        segment: seg.id,
-                    });
-                }
+    for (ce, cseg) in &cc {
+        for (se, sseg) in &sc {
+            // one segment holds both ends (on one half: a segment is one half)
+            if ce.node != se.node && cseg == sseg {
+                options.push(Flow {
+                    client: ce.clone(),
+                    server: se.clone(),
+                    segment: *cseg,
+                });
             }
         }
     }
@@ -183,14 +193,20 @@ pub(super) fn resolve_flow(
 
 /// The `[tests]` table: every test kind, in the model's form.
 pub(super) fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[Segment]) -> Tests {
+    let cabling = Cabling::new(nodes, segments);
+    let scope = Scope {
+        nodes,
+        segments,
+        cabling: &cabling,
+    };
     let rdma_bw = raw
         .rdma_bw
         .as_ref()
-        .and_then(|t| bw_test(ctx, t, false, nodes, segments));
+        .and_then(|t| bw_test(ctx, t, false, &scope));
     let rdma_bw_both = raw
         .rdma_bw_both
         .as_ref()
-        .and_then(|t| bw_test(ctx, t, true, nodes, segments));
+        .and_then(|t| bw_test(ctx, t, true, &scope));
     let rdma_lat = raw
         .rdma_lat
         .as_ref()
@@ -221,6 +237,7 @@ pub(super) fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[S
             nccl.push(test);
         }
     }
+    nccl_names.finish(ctx);
     Tests {
         preflight: raw.preflight.unwrap_or(true),
         rdma_bw,
@@ -232,13 +249,15 @@ pub(super) fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[S
 }
 
 /// `[tests.rdma-bw]` or (`both`) `[tests.rdma-bw-both]`.
-fn bw_test(
-    ctx: &mut Ctx,
-    t: &RawBwTest,
-    both: bool,
-    nodes: &[Node],
-    segments: &[Segment],
-) -> Option<BwTest> {
+/// What a test is checked against: the plan's nodes and segments.
+struct Scope<'a> {
+    nodes: &'a [Node],
+    segments: &'a [Segment],
+    cabling: &'a Cabling,
+}
+
+fn bw_test(ctx: &mut Ctx, t: &RawBwTest, both: bool, scope: &Scope) -> Option<BwTest> {
+    let segments = scope.segments;
     if t.enabled == Some(false) {
         return None;
     }
@@ -263,7 +282,7 @@ fn bw_test(
             .help("remove `schedule` from `[tests.rdma-bw-both]`"),
         );
     }
-    let rounds = declared_rounds(ctx, &t.round, nodes, segments);
+    let rounds = declared_rounds(ctx, &t.round, scope);
     let duration_s = t.duration_s.unwrap_or(6).max(1);
     Some(BwTest {
         duration_s,
@@ -277,33 +296,44 @@ fn bw_test(
 }
 
 /// `[[tests.rdma-bw.round]]`: named rounds of flows, no port half in two flows of one round.
-fn declared_rounds(
-    ctx: &mut Ctx,
-    raw: &[RawRound],
-    nodes: &[Node],
-    segments: &[Segment],
-) -> Vec<DeclaredRound> {
+fn declared_rounds(ctx: &mut Ctx, raw: &[RawRound], scope: &Scope) -> Vec<DeclaredRound> {
+    let nodes = scope.nodes;
     let mut rounds = Vec::new();
     let mut round_names = Declared::new("round", String::new());
     for r in raw {
         round_names.declare(ctx, &r.name);
         let mut flows = Vec::new();
-        let mut busy: HashMap<Endpoint, Range<usize>> = HashMap::new();
+        let mut busy: Places<Endpoint> = Places::new();
         for f in &r.flows {
-            if let Some(flow) = resolve_flow(ctx, f, nodes, segments) {
+            if let Some(flow) = resolve_flow(ctx, f, nodes, scope.cabling) {
                 for e in [&flow.client, &flow.server] {
-                    if let Some(first) = busy.get(e) {
-                        ctx.push(
-                            Problem::error("plan::round-conflict", format!("`{}.{}.{}` is in two jobs of round `{}` at once", nodes[e.node.0].name, e.port, e.half, r.name.get_ref()))
-                                .at(span(f), "second job")
-                                .also(first.clone(), "first job")
-                                .help("a node half carries one measurement at a time: move one flow to another round"),
-                        );
-                    }
-                    busy.insert(e.clone(), span(f));
+                    busy.add(e.clone(), span(f));
                 }
                 flows.push(flow);
             }
+        }
+        for (e, places) in busy.repeated() {
+            let p = Problem::error(
+                "plan::round-conflict",
+                format!(
+                    "`{}.{}.{}` is in {} jobs of round `{}` at once",
+                    nodes[e.node.0].name,
+                    e.port,
+                    e.half,
+                    match places.len() {
+                        2 => "two".to_string(),
+                        n => n.to_string(),
+                    },
+                    r.name.get_ref()
+                ),
+            )
+            .help("a node half carries one measurement at a time: move one flow to another round");
+            let again = if places.len() == 2 {
+                "second job"
+            } else {
+                "another job"
+            };
+            ctx.push(label_places(p, &places, "first job", again));
         }
         if flows.is_empty() && r.flows.is_empty() {
             ctx.push(
@@ -320,6 +350,7 @@ fn declared_rounds(
             flows,
         });
     }
+    round_names.finish(ctx);
     rounds
 }
 
@@ -507,18 +538,50 @@ fn nccl_paths(
     if !common.is_empty() {
         return;
     }
-    for (i, a) in ids.iter().enumerate() {
+    // every pair, within a budget: the pairs without a path are one problem naming a few
+    let mut missing: Vec<String> = Vec::new();
+    let (mut count, mut checks, mut complete) = (0usize, 0usize, true);
+    'scan: for (i, a) in ids.iter().enumerate() {
         for b in ids.iter().skip(i + 1) {
+            checks += 1;
+            if checks > PAIR_CHECKS {
+                complete = false;
+                break 'scan;
+            }
             if !shared(&segs_of[a.0], &segs_of[b.0]) {
-                ctx.push(
-                    Problem::error("plan::no-path", format!("NCCL test `{name}`: no fabric path between `{}` and `{}`", nodes[a.0].name, nodes[b.0].name))
-                        .at(at.clone(), "these ranks")
-                        .help("every pair of ranks needs a direct link or a shared switch; a switchless ring of four or more has no path between opposite nodes: add a switch or run the test on adjacent nodes"),
-                );
+                count += 1;
+                if missing.len() < MAX_LABELS {
+                    missing.push(format!("`{}` and `{}`", nodes[a.0].name, nodes[b.0].name));
+                }
             }
         }
     }
+    let message = match (count, complete) {
+        (0, _) => return,
+        (1, true) => format!("NCCL test `{name}`: no fabric path between {}", missing[0]),
+        (n, true) if n <= MAX_LABELS => format!(
+            "NCCL test `{name}`: no fabric path between {n} pairs of ranks: {}",
+            missing.join(", ")
+        ),
+        (n, true) => format!(
+            "NCCL test `{name}`: no fabric path between {n} pairs of ranks: {}, ...",
+            missing.join(", ")
+        ),
+        (n, false) => format!(
+            "NCCL test `{name}`: no fabric path between at least {n} pairs of ranks: {}, ...",
+            missing.join(", ")
+        ),
+    };
+    ctx.push(
+        Problem::error("plan::no-path", message)
+            .at(at, "these ranks")
+            .help("every pair of ranks needs a direct link or a shared switch; a switchless ring of four or more has no path between opposite nodes: add a switch or run the test on adjacent nodes"),
+    );
 }
+
+/// Pairs of ranks checked for a fabric path per NCCL test (every pair up to about 2800 ranks);
+/// past it the check names what it found.
+const PAIR_CHECKS: usize = 4_000_000;
 
 /// `8`, `64K`, `128M`, `1G` -> bytes (binary multiples, as nccl-tests reads them).
 pub fn parse_size(s: &str) -> Option<u64> {

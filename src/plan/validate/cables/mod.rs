@@ -8,14 +8,14 @@ mod switched;
 
 pub(super) use crossing::ring_crossing;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
 
 use ipnet::Ipv4Net;
 use toml::Spanned;
 
 use super::addresses::{member_address, parse_net};
-use super::names::{Declared, keyword};
+use super::names::{Declared, Places, keyword, label_places, times};
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
@@ -25,9 +25,31 @@ use ring::ring_cable;
 use switched::switched_cable;
 
 /// Where each endpoint was cabled, to catch a half cabled twice.
-#[derive(Default)]
-pub(super) struct Cabled {
-    at: HashMap<Endpoint, Range<usize>>,
+pub(super) struct Cabled(Places<Endpoint>);
+
+impl Cabled {
+    /// One problem per port half cabled more than once, naming every cable end.
+    fn finish(self, ctx: &mut Ctx, nodes: &[Node]) {
+        for (e, places) in self.0.repeated() {
+            let p = Problem::error(
+                "plan::cabled-twice",
+                format!(
+                    "`{}.{}.{}` is cabled {}",
+                    nodes[e.node.0].name,
+                    e.port,
+                    e.half,
+                    times(places.len())
+                ),
+            )
+            .help("a port half carries one link: remove one of the two cables or use another port");
+            ctx.push(label_places(
+                p,
+                &places,
+                "first cabled here",
+                "cabled again here",
+            ));
+        }
+    }
 }
 
 pub(super) fn node_ref(
@@ -45,7 +67,7 @@ pub(super) fn node_ref(
         format!("{what} names node `{name}`, which is not declared"),
     )
     .at(at, "unknown node");
-    p = match did_you_mean(name, nodes.iter().map(|n| n.name.as_str())) {
+    p = match ctx.suggest(name, nodes.iter().map(|n| n.name.as_str())) {
         Some(s) => p.help(format!("did you mean `{s}`?")),
         None => p.help("declare it under `[[node]]`"),
     };
@@ -175,32 +197,6 @@ pub(super) fn halves_for(
     out
 }
 
-pub(super) fn mark_cabled(
-    ctx: &mut Ctx,
-    cabled: &mut Cabled,
-    e: Endpoint,
-    at: Range<usize>,
-    nodes: &[Node],
-) -> bool {
-    if let Some(first) = cabled.at.get(&e) {
-        ctx.push(
-            Problem::error(
-                "plan::cabled-twice",
-                format!(
-                    "`{}.{}.{}` is cabled twice",
-                    nodes[e.node.0].name, e.port, e.half
-                ),
-            )
-            .at(at, "cabled again here")
-            .also(first.clone(), "first cabled here")
-            .help("a port half carries one link: remove one of the two cables or use another port"),
-        );
-        return false;
-    }
-    cabled.at.insert(e, at);
-    true
-}
-
 pub(super) type SegSpans = Vec<(Range<usize>, BTreeMap<usize, Range<usize>>)>;
 
 /// What the cables build, and what they are checked against: the segments so far with their
@@ -213,24 +209,36 @@ pub(super) struct Wiring<'p> {
     pub(super) segments: Vec<Segment>,
     /// Per segment: span of its subnet, and spans of explicit addresses by member index.
     pub(super) seg_spans: SegSpans,
+    /// Raw cables that cable a port half again.
+    pub(super) recabled: HashSet<usize>,
 }
 
-/// The validated cables, their segments, and per segment the spans of its subnet and addresses.
+/// What the cables pass hands on: the cables, their segments, per segment the spans of its
+/// subnet and addresses, and the raw cables that cable a port half again.
+pub(super) struct Wired {
+    pub(super) cables: Vec<Cable>,
+    pub(super) segments: Vec<Segment>,
+    pub(super) seg_spans: SegSpans,
+    pub(super) recabled: HashSet<usize>,
+}
+
+/// The validated cables and their segments.
 pub(super) fn cables(
     ctx: &mut Ctx,
     raw: &[RawCable],
     nodes: &[Node],
     profiles: &[Profile],
     switches: &[Switch],
-) -> (Vec<Cable>, Vec<Segment>, SegSpans) {
+) -> Wired {
     let mut out = Vec::new();
     let mut w = Wiring {
         nodes,
         profiles,
         switches,
-        cabled: Cabled::default(),
+        cabled: Cabled(Places::new()),
         segments: Vec::new(),
         seg_spans: Vec::new(),
+        recabled: HashSet::new(),
     };
     let mut names = Declared::new("cable", String::new());
     for (ci, c) in raw.iter().enumerate() {
@@ -262,7 +270,14 @@ pub(super) fn cables(
             segments: (first_seg..w.segments.len()).map(SegmentId).collect(),
         });
     }
-    (out, w.segments, w.seg_spans)
+    names.finish(ctx);
+    w.cabled.finish(ctx, nodes);
+    Wired {
+        cables: out,
+        segments: w.segments,
+        seg_spans: w.seg_spans,
+        recabled: w.recabled,
+    }
 }
 
 /// Fields that do not belong to the cable's kind.
@@ -319,7 +334,9 @@ pub(super) fn push_segment(
     let mut members = Vec::new();
     let mut spans = BTreeMap::new();
     for (i, (e, at, switch)) in seg.ends.into_iter().enumerate() {
-        mark_cabled(ctx, &mut w.cabled, e.clone(), at, w.nodes);
+        if !w.cabled.0.add(e.clone(), at) {
+            w.recabled.insert(ci);
+        }
         let address = member_address(
             ctx,
             c,

@@ -24,7 +24,7 @@ pub(super) fn switched_cable(ctx: &mut Ctx, w: &mut Wiring, c: &RawCable, name: 
     let mut att: Vec<((NodeId, String), SwitchId, Range<usize>)> = Vec::new();
     for (port, sw) in attach {
         let np = node_port(ctx, port, nodes, profiles);
-        let s = switch_ref(ctx, sw, switches, nodes, "attachment switch");
+        let s = switch_ref(ctx, sw, switches, "attachment switch");
         if let (Some(np), Some(s)) = (np, s) {
             att.push((np, s, span(port)));
         }
