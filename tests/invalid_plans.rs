@@ -398,3 +398,40 @@ fn big_plans_validate_in_near_linear_time() {
         assert!(secs < 15.0, "{what}: {secs:.1} s");
     }
 }
+
+/// Issue "per-link": the default schedule on a switched fabric of 5000 nodes is 12.5 million
+/// rounds; validation says so (count, time, the bounded schedule) instead of a silent "ok".
+#[test]
+fn per_link_on_a_big_switched_fabric_warns_with_the_bounded_schedule() {
+    let n = 5000;
+    let mut text =
+        String::from("format-version = 1\nname = \"big\"\n\n[[switch]]\nname = \"leaf\"\n");
+    for i in 0..n {
+        text += &format!("\n[[node]]\nname = \"n{i}\"\n");
+    }
+    text += "\n[[cable]]\nkind = \"switched\"\nhalves = [\"a\"]\nsubnets = { a = \"10.0.0.0/16\" }\n[cable.attach]\n";
+    for i in 0..n {
+        text += &format!("\"n{i}.f0\" = \"leaf\"\n");
+    }
+    let per_link = format!("{text}\n[tests.rdma-bw]\n");
+    let l = plan::load_str(Path::new("big.toml"), &per_link, Path::new(".")).unwrap();
+    let w: Vec<&str> = l
+        .warnings
+        .problems
+        .iter()
+        .map(|p| p.problem.message.as_str())
+        .collect();
+    assert_eq!(
+        w,
+        ["`rdma-bw` runs per link: 12,497,500 rounds, about 2.8 years at 7 s each"]
+    );
+    let help = l.warnings.problems[0].problem.help.as_deref().unwrap();
+    assert!(
+        help.contains("`schedule = \"all-pairs\"` (every pair once, 4999 rounds"),
+        "{help}"
+    );
+    // the bounded schedule: no warning
+    let all_pairs = format!("{text}\n[tests.rdma-bw]\nschedule = \"all-pairs\"\n");
+    let l = plan::load_str(Path::new("big.toml"), &all_pairs, Path::new(".")).unwrap();
+    assert_eq!(l.warnings.problems.len(), 0);
+}

@@ -130,7 +130,7 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
         &wired.recabled,
     );
     let gates = gates::gates(ctx, &raw.gates);
-    let tests = tests::tests(ctx, &raw.tests, &nodes, &segments);
+    let tests = tests::tests(ctx, &raw.tests, &raw.cable, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates);
     let capacity = settings::capacity(raw.capacity.as_ref());
     let sim = sim::sim(ctx, raw.sim.as_ref(), &nodes, &switches);

@@ -192,7 +192,13 @@ pub(super) fn resolve_flow(
 }
 
 /// The `[tests]` table: every test kind, in the model's form.
-pub(super) fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[Segment]) -> Tests {
+pub(super) fn tests(
+    ctx: &mut Ctx,
+    raw: &RawTests,
+    cables: &[RawCable],
+    nodes: &[Node],
+    segments: &[Segment],
+) -> Tests {
     let cabling = Cabling::new(nodes, segments);
     let scope = Scope {
         nodes,
@@ -238,6 +244,37 @@ pub(super) fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[S
         }
     }
     nccl_names.finish(ctx);
+    if let Some(t) = &rdma_bw
+        && t.schedule == ScheduleKind::PerLink
+    {
+        let at = raw
+            .rdma_bw
+            .as_ref()
+            .and_then(|r| r.schedule.as_ref().map(span));
+        per_link_size(
+            ctx,
+            "rdma-bw",
+            &t.halves,
+            t.duration_s,
+            at,
+            cables,
+            segments,
+        );
+    }
+    if let Some(t) = &rdma_lat {
+        per_link_size(ctx, "rdma-lat", &t.halves, 0, None, cables, segments);
+    }
+    if let Some(t) = &iperf3 {
+        per_link_size(
+            ctx,
+            "iperf3",
+            &t.halves,
+            t.duration_s,
+            None,
+            cables,
+            segments,
+        );
+    }
     Tests {
         preflight: raw.preflight.unwrap_or(true),
         rdma_bw,
@@ -246,6 +283,123 @@ pub(super) fn tests(ctx: &mut Ctx, raw: &RawTests, nodes: &[Node], segments: &[S
         nccl,
         iperf3,
     }
+}
+
+/// Rounds past which a per-link test is worth a warning: each runs alone, one pair at a time.
+const PER_LINK_ROUNDS_WARN: usize = 500;
+
+/// Seconds a round costs beyond its measurement (start the server, wait until it is ready,
+/// collect).
+const ROUND_OVERHEAD_S: usize = 1;
+
+/// Schedules that bound the rounds of a switched fabric, as the warning offers them: the name,
+/// and what it runs for a segment of `n` members. A new bounded schedule is one more line.
+const BOUNDED_SCHEDULES: &[(&str, fn(usize) -> String)] = &[("all-pairs", |n| {
+    format!(
+        "every pair once, {} rounds of concurrent pairs",
+        n.saturating_sub(1).max(1)
+    )
+})];
+
+/// A per-link test on a switched fabric runs every member pair alone: n(n-1)/2 rounds (12.5
+/// million for 5000 nodes, and `plan` writes every one). Past `PER_LINK_ROUNDS_WARN` rounds,
+/// a warning names the count, the time it would take, and the bounded schedules.
+fn per_link_size(
+    ctx: &mut Ctx,
+    test: &str,
+    halves: &[String],
+    duration_s: u32,
+    schedule_at: Option<Range<usize>>,
+    cables: &[RawCable],
+    segments: &[Segment],
+) {
+    let selected = segments
+        .iter()
+        .filter(|s| halves.is_empty() || halves.contains(&s.half));
+    let (mut rounds, mut biggest): (usize, Option<&Segment>) = (0, None);
+    for s in selected {
+        let n = s.members.len();
+        rounds = rounds.saturating_add(n.saturating_mul(n.saturating_sub(1)) / 2);
+        if biggest.is_none_or(|b| n > b.members.len()) {
+            biggest = Some(s);
+        }
+    }
+    let Some(big) = biggest.filter(|b| b.members.len() > 2) else {
+        return;
+    };
+    if rounds <= PER_LINK_ROUNDS_WARN {
+        return;
+    }
+    let n = big.members.len();
+    let each = duration_s as usize + ROUND_OVERHEAD_S;
+    let bounded: Vec<String> = BOUNDED_SCHEDULES
+        .iter()
+        .map(|(name, runs)| format!("`schedule = \"{name}\"` ({})", runs(n)))
+        .collect();
+    let help = if test == "rdma-bw" {
+        format!(
+            "per-link runs each pair alone; for a switched fabric use a bounded schedule: {}",
+            bounded.join(", or ")
+        )
+    } else {
+        format!(
+            "`{test}` runs each pair of a switched fabric alone: set `enabled = false` or name fewer `halves`; `rdma-bw` measures a fabric with {}",
+            bounded.join(", or ")
+        )
+    };
+    let at = span(&cables[big.cable].kind);
+    let mut p = Problem::warning(
+        "plan::schedule-size",
+        format!(
+            "`{test}` runs per link: {} rounds, about {} at {each} s each",
+            thousands(rounds),
+            duration(rounds.saturating_mul(each))
+        ),
+    )
+    .at(
+        at,
+        format!("{n} members: {} pairs", thousands(n * (n - 1) / 2)),
+    )
+    .help(help);
+    if let Some(s) = schedule_at {
+        p = p.also(s, "one pair at a time");
+    }
+    ctx.push(p);
+}
+
+/// 12497500 -> "12,497,500".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Seconds in the largest unit that keeps a number above 1: "42 min", "3.5 days", "2.8 years".
+fn duration(s: usize) -> String {
+    let s = s as f64;
+    let units = [
+        (365.0 * 86400.0, "years"),
+        (86400.0, "days"),
+        (3600.0, "h"),
+        (60.0, "min"),
+    ];
+    for (size, name) in units {
+        if s >= size {
+            let v = s / size;
+            return if v < 10.0 {
+                format!("{v:.1} {name}")
+            } else {
+                format!("{v:.0} {name}")
+            };
+        }
+    }
+    format!("{s:.0} s")
 }
 
 /// `[tests.rdma-bw]` or (`both`) `[tests.rdma-bw-both]`.
