@@ -292,9 +292,12 @@ const PER_LINK_ROUNDS_WARN: usize = 500;
 /// collect).
 const ROUND_OVERHEAD_S: usize = 1;
 
+/// What a bounded schedule runs for a segment of `n` members, in words.
+type Runs = fn(usize) -> String;
+
 /// Schedules that bound the rounds of a switched fabric, as the warning offers them: the name,
 /// and what it runs for a segment of `n` members. A new bounded schedule is one more line.
-const BOUNDED_SCHEDULES: &[(&str, fn(usize) -> String)] = &[("all-pairs", |n| {
+const BOUNDED_SCHEDULES: &[(&str, Runs)] = &[("all-pairs", |n| {
     format!(
         "every pair once, {} rounds of concurrent pairs",
         n.saturating_sub(1).max(1)
