@@ -435,3 +435,32 @@ fn per_link_on_a_big_switched_fabric_warns_with_the_bounded_schedule() {
     let l = plan::load_str(Path::new("big.toml"), &all_pairs, Path::new(".")).unwrap();
     assert_eq!(l.warnings.problems.len(), 0);
 }
+
+/// Issue "hardening": miette panicked ("Formatting argument out of range") on a label past
+/// column 65,535. A long line is shown as a window around the problem, with the file's line
+/// and column in the header, and the rendered text stays small.
+#[test]
+fn a_problem_past_column_65535_renders_without_panic() {
+    let long = "x".repeat(70_000);
+    // an error after column 65535 on one long line (an inline table)
+    let text = format!(
+        "format-version = 1\nname = \"x\"\nnode = [{{ name = \"a\", env = {{ X = \"{long}\" }}, profile = \"nope\" }}]\n"
+    );
+    let d = invalid("long.toml", &text);
+    let out = d.render(false, 100);
+    assert!(out.contains("plan::unknown-profile"), "{out}");
+    let col = text.lines().nth(2).unwrap().find("\"nope\"").unwrap() + 1;
+    assert!(out.contains(&format!("[long.toml:3:{col}]")), "{out}");
+    assert!(out.contains("\"nope\""), "{out}");
+    assert!(out.len() < 4000, "{} bytes:\n{out}", out.len());
+    // a 70,000-character value with the error on it, and a name that long in a message
+    let text =
+        format!("format-version = 1\nname = \"x\"\n[[node]]\nname = \"a\"\nprofile = \"{long}\"\n");
+    let out = invalid("long2.toml", &text).render(false, 100);
+    assert!(out.contains("plan::unknown-profile"), "{out}");
+    assert!(out.len() < 4000, "{} bytes", out.len());
+    // a shape problem past the column too
+    let text = format!("format-version = 1\nname = \"x\"\ndescription = \"{long}\", qps = 1 }}\n");
+    let out = invalid("long3.toml", &text).render(false, 100);
+    assert!(out.contains("plan::toml"), "{out}");
+}

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use miette::{Diagnostic, LabeledSpan, NamedSource, Severity, SourceSpan};
+use miette::{Diagnostic, LabeledSpan, Severity, SourceSpan};
+
+use super::snippet::{PlanSource, Window};
 
 /// One problem in a plan file.
 #[derive(Debug, Clone)]
@@ -66,7 +68,7 @@ impl Problem {
 #[derive(Debug)]
 pub struct SourcedProblem {
     pub problem: Problem,
-    pub src: Arc<NamedSource<String>>,
+    pub src: Arc<PlanSource>,
 }
 
 impl std::fmt::Display for SourcedProblem {
@@ -94,28 +96,115 @@ impl Diagnostic for SourcedProblem {
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
-        Some(&self.src)
+        Some(&*self.src)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        let mut labels = Vec::new();
-        if let Some((span, text)) = &self.problem.primary {
-            labels.push(LabeledSpan::new_primary_with_span(
-                Some(text.clone()),
-                SourceSpan::from(span.clone()),
-            ));
-        }
-        for (span, text) in &self.problem.secondary {
-            labels.push(LabeledSpan::new_with_span(
-                Some(text.clone()),
-                SourceSpan::from(span.clone()),
-            ));
-        }
-        if labels.is_empty() {
-            None
-        } else {
-            Some(Box::new(labels.into_iter()))
-        }
+        let labels = labels_of(&self.problem, |r| r.clone());
+        (!labels.is_empty()).then(|| Box::new(labels.into_iter()) as Box<dyn Iterator<Item = _>>)
+    }
+}
+
+/// A problem's labels, primary first, each span passed through `map`.
+fn labels_of(p: &Problem, map: impl Fn(&Range<usize>) -> Range<usize>) -> Vec<LabeledSpan> {
+    let mut labels = Vec::new();
+    if let Some((span, text)) = &p.primary {
+        labels.push(LabeledSpan::new_primary_with_span(
+            Some(shown(text)),
+            SourceSpan::from(map(span)),
+        ));
+    }
+    for (span, text) in &p.secondary {
+        labels.push(LabeledSpan::new_with_span(
+            Some(shown(text)),
+            SourceSpan::from(map(span)),
+        ));
+    }
+    labels
+}
+
+/// Characters of a message, label or help line shown: a name of 70,000 characters in a
+/// message is cut, not wrapped over a thousand lines.
+const MAX_TEXT: usize = 600;
+
+/// A message, label or help text as shown.
+fn shown(s: &str) -> String {
+    if s.len() <= MAX_TEXT {
+        return s.to_string();
+    }
+    let mut end = MAX_TEXT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// Lines a label may cover before it is cut to its first line (a table or list of thousands of
+/// lines is pointed at, not printed).
+const MAX_LABEL_LINES: usize = 8;
+
+/// A span inside the text, and at most `MAX_LABEL_LINES` long.
+fn bounded(r: &Range<usize>, text: &str) -> Range<usize> {
+    let end = r.end.min(text.len());
+    let mut start = r.start.min(end);
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let covered = &text.as_bytes()[start..end];
+    if covered.iter().filter(|b| **b == b'\n').count() <= MAX_LABEL_LINES {
+        return start..end;
+    }
+    let line_end = covered
+        .iter()
+        .position(|b| *b == b'\n' || *b == b'\r')
+        .map_or(end, |i| start + i);
+    start..line_end
+}
+
+/// One problem as rendered: its labels bounded, on the plan or on a window of it.
+struct Shown<'a> {
+    problem: &'a Problem,
+    labels: Vec<LabeledSpan>,
+    source: &'a dyn miette::SourceCode,
+}
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.problem.message)
+    }
+}
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&shown(&self.problem.message))
+    }
+}
+
+impl std::error::Error for Shown<'_> {}
+
+impl Diagnostic for Shown<'_> {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Some(Box::new(self.problem.code))
+    }
+
+    fn severity(&self) -> Option<Severity> {
+        Some(self.problem.severity)
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.problem
+            .help
+            .as_ref()
+            .map(|h| Box::new(shown(h)) as Box<dyn std::fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(self.source)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        (!self.labels.is_empty())
+            .then(|| Box::new(self.labels.iter().cloned()) as Box<dyn Iterator<Item = _>>)
     }
 }
 
@@ -131,7 +220,7 @@ pub struct PlanDiagnostics {
 
 impl PlanDiagnostics {
     pub fn new(path: &str, text: &str, problems: Vec<Problem>) -> Self {
-        let src = Arc::new(NamedSource::new(path, text.to_string()));
+        let src = Arc::new(PlanSource::new(path, text));
         PlanDiagnostics {
             path: path.to_string(),
             problems: problems
@@ -167,7 +256,29 @@ impl PlanDiagnostics {
         let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(width);
         let mut out = String::new();
         for p in self.problems.iter().take(MAX_RENDERED) {
-            let _ = handler.render_report(&mut out, p);
+            let src = &*p.src;
+            let text = src.inner();
+            let spans: Vec<Range<usize>> = p
+                .problem
+                .primary
+                .iter()
+                .chain(&p.problem.secondary)
+                .map(|(r, _)| bounded(r, text))
+                .collect();
+            let window = src.has_long_lines().then(|| Window::new(src, &spans));
+            let labels = labels_of(&p.problem, |r| {
+                let r = bounded(r, text);
+                window.as_ref().map_or(r.clone(), |w| w.map_span(&r))
+            });
+            let shown = Shown {
+                problem: &p.problem,
+                labels,
+                source: match &window {
+                    Some(w) => w,
+                    None => src,
+                },
+            };
+            let _ = handler.render_report(&mut out, &shown);
             out.push('\n');
         }
         if let Some(rest) = self.not_shown() {

@@ -8,6 +8,7 @@ pub mod diag;
 pub mod model;
 pub mod raw;
 pub mod shape;
+pub mod snippet;
 pub mod validate;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,295 @@
+//! What miette is shown of a plan: the text once per plan, shared by its problems, and for a
+//! problem on a very long line a window cut down around the problem's labels.
+//!
+//! Why a window: miette pads underlines with `{:width$}`, and a width past 65,535 panics
+//! ("Formatting argument out of range") when a label sits past that column; and a line of
+//! megabytes printed whole is no use to a reader either. Lines stay lines (no line break is
+//! removed or added), so line numbers are the file's; the header's column is the file's too.
+
+use std::ops::Range;
+
+use miette::{MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
+
+/// Lines longer than this (bytes) are cut down to windows around the labels on them.
+pub const MAX_LINE: usize = 400;
+/// Bytes kept before a label's start and after its end on a long line.
+const AROUND: usize = 40;
+/// Bytes of a long label kept at its start and at its end (the middle is cut).
+const LABEL_HEAD: usize = 60;
+const LABEL_TAIL: usize = 20;
+/// What stands for the bytes cut out.
+const CUT: &str = "…";
+
+/// A plan's text as miette reads it.
+pub struct PlanSource {
+    name: String,
+    text: String,
+    /// The longest line, in bytes: a window is needed only past `MAX_LINE`.
+    longest_line: usize,
+}
+
+impl std::fmt::Debug for PlanSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanSource")
+            .field("name", &self.name)
+            .field("bytes", &self.text.len())
+            .finish()
+    }
+}
+
+impl PlanSource {
+    pub fn new(name: &str, text: &str) -> PlanSource {
+        let text = text.to_string();
+        let longest_line = text.split(['\n', '\r']).map(str::len).max().unwrap_or(0);
+        PlanSource {
+            name: name.to_string(),
+            text,
+            longest_line,
+        }
+    }
+
+    /// The text miette is shown.
+    pub fn inner(&self) -> &str {
+        &self.text
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Does a problem here need a window (a line past `MAX_LINE`)?
+    pub fn has_long_lines(&self) -> bool {
+        self.longest_line > MAX_LINE
+    }
+}
+
+impl SourceCode for PlanSource {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let c = self.text.as_str().read_span(span, before, after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            c.data(),
+            *c.span(),
+            c.line(),
+            c.column(),
+            c.line_count(),
+        )))
+    }
+}
+
+/// A run of bytes kept from the file: `len` bytes at `orig` in the file, at `view` in the window.
+#[derive(Debug, Clone, Copy)]
+struct Piece {
+    orig: usize,
+    view: usize,
+    len: usize,
+}
+
+/// The plan with its long lines cut down around some labels, offsets mapped both ways.
+pub struct Window<'a> {
+    src: &'a PlanSource,
+    text: String,
+    pieces: Vec<Piece>,
+}
+
+impl<'a> Window<'a> {
+    /// Cut every line longer than `MAX_LINE` down to windows around the `labels` on it (its
+    /// start when none is). O(file).
+    pub fn new(src: &'a PlanSource, labels: &[Range<usize>]) -> Window<'a> {
+        let t = src.text.as_str();
+        let mut w = Window {
+            src,
+            text: String::with_capacity(t.len().min(1 << 20)),
+            pieces: Vec::new(),
+        };
+        let mut start = 0;
+        while start <= t.len() {
+            let end = t[start..].find(['\n', '\r']).map_or(t.len(), |i| start + i);
+            let next = if t[end..].starts_with("\r\n") {
+                end + 2
+            } else if end < t.len() {
+                end + 1
+            } else {
+                end
+            };
+            if end - start <= MAX_LINE {
+                w.keep(start, next);
+            } else {
+                w.cut_line(start, end, labels);
+                w.keep(end, next);
+            }
+            if next == t.len() || next == start {
+                break;
+            }
+            start = next;
+        }
+        w
+    }
+
+    fn keep(&mut self, from: usize, to: usize) {
+        if to <= from {
+            return;
+        }
+        let view = self.text.len();
+        self.text.push_str(&self.src.text[from..to]);
+        match self.pieces.last_mut() {
+            Some(p) if p.orig + p.len == from && p.view + p.len == view => p.len += to - from,
+            _ => self.pieces.push(Piece {
+                orig: from,
+                view,
+                len: to - from,
+            }),
+        }
+    }
+
+    fn cut(&mut self) {
+        self.text.push_str(CUT);
+    }
+
+    /// A long line `[start, end)`: the bytes around each label on it, the rest cut.
+    fn cut_line(&mut self, start: usize, end: usize, labels: &[Range<usize>]) {
+        let t = self.src.text.as_str();
+        let mut keeps: Vec<(usize, usize)> = Vec::new();
+        for l in labels {
+            if l.start > end || l.end < start {
+                continue;
+            }
+            let (a, b) = (l.start.max(start), l.end.min(end));
+            if b - a <= LABEL_HEAD + LABEL_TAIL {
+                keeps.push((a.saturating_sub(AROUND).max(start), (b + AROUND).min(end)));
+            } else {
+                keeps.push((a.saturating_sub(AROUND).max(start), a + LABEL_HEAD));
+                keeps.push((b - LABEL_TAIL, (b + AROUND).min(end)));
+            }
+        }
+        if keeps.is_empty() {
+            keeps.push((start, start + MAX_LINE / 2));
+        }
+        let floor = |mut i: usize| {
+            while !t.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let ceil = |mut i: usize| {
+            while !t.is_char_boundary(i) {
+                i += 1;
+            }
+            i
+        };
+        let mut keeps: Vec<(usize, usize)> = keeps
+            .into_iter()
+            .map(|(a, b)| (floor(a), ceil(b)))
+            .collect();
+        keeps.sort_unstable();
+        let mut at = start;
+        for (a, b) in keeps {
+            if b <= at {
+                continue;
+            }
+            if a > at {
+                self.cut();
+            }
+            self.keep(a.max(at), b);
+            at = b;
+        }
+        if at < end {
+            self.cut();
+        }
+    }
+
+    /// A file offset in the window: inside a kept piece, or the end of the piece before a cut.
+    pub fn map(&self, orig: usize) -> usize {
+        let i = self.pieces.partition_point(|p| p.orig <= orig);
+        match i.checked_sub(1).map(|i| self.pieces[i]) {
+            Some(p) => p.view + (orig - p.orig).min(p.len),
+            None => 0,
+        }
+    }
+
+    /// A window offset in the file.
+    fn unmap(&self, view: usize) -> usize {
+        let i = self.pieces.partition_point(|p| p.view <= view);
+        match i.checked_sub(1).map(|i| self.pieces[i]) {
+            Some(p) => p.orig + (view - p.view).min(p.len),
+            None => 0,
+        }
+    }
+
+    /// A label's span in the window.
+    pub fn map_span(&self, r: &Range<usize>) -> Range<usize> {
+        let a = self.map(r.start);
+        let b = self.map(r.end).max(a);
+        a..b
+    }
+}
+
+impl SourceCode for Window<'_> {
+    fn read_span<'b>(
+        &'b self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'b> + 'b>, MietteError> {
+        let c = self.text.as_str().read_span(span, before, after)?;
+        let mut column = c.column();
+        if before == 0 {
+            // the header's column is the file's, not the window's
+            let orig = self.unmap(span.offset());
+            let t = &self.src.text[..orig.min(self.src.text.len())];
+            let line_start = t.rfind(['\n', '\r']).map_or(0, |i| i + 1);
+            column = orig - line_start;
+        }
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.src.name.clone(),
+            c.data(),
+            *c.span(),
+            c.line(),
+            column,
+            c.line_count(),
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_lines_are_kept_long_ones_cut_around_labels() {
+        let long = format!("x = \"{}\", y = 1", "a".repeat(70_000));
+        let text = format!("first\n{long}\nlast\n");
+        let src = PlanSource::new("p.toml", &text);
+        assert!(src.has_long_lines());
+        let y = text.find("y = 1").unwrap();
+        let w = Window::new(&src, &[y..y + 5]);
+        assert!(w.text.len() < 400, "{}", w.text.len());
+        assert!(w.text.starts_with("first\n…aaa"), "{}", w.text);
+        assert!(w.text.ends_with("y = 1\nlast\n"), "{}", w.text);
+        let r = w.map_span(&(y..y + 5));
+        assert_eq!(&w.text[r], "y = 1");
+        assert_eq!(w.unmap(w.map(y)), y);
+        // lines stay lines
+        assert_eq!(w.text.lines().count(), text.lines().count());
+    }
+
+    #[test]
+    fn a_long_label_keeps_its_ends() {
+        let text = format!("k = \"{}é{}\"\n", "b".repeat(40_000), "c".repeat(40_000));
+        let src = PlanSource::new("p.toml", &text);
+        let w = Window::new(&src, &[4..text.len() - 1]);
+        let r = w.map_span(&(4..text.len() - 1));
+        let shown = &w.text[r];
+        assert!(
+            shown.starts_with("\"bbb") && shown.ends_with("ccc\""),
+            "{shown}"
+        );
+        assert!(shown.contains(CUT));
+        assert!(w.text.len() < 400);
+    }
+}
