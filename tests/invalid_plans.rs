@@ -464,3 +464,33 @@ fn a_problem_past_column_65535_renders_without_panic() {
     let out = invalid("long3.toml", &text).render(false, 100);
     assert!(out.contains("plan::toml"), "{out}");
 }
+
+/// Issue "hardening": raw control bytes in a plan (a TOML error, shown with its line) and
+/// escaped ones in its values (shown in messages) never reach the terminal as control
+/// characters: the snippet shows `?` per byte, messages show `\u{1b}`.
+#[test]
+fn control_characters_in_a_plan_never_reach_the_terminal() {
+    let raw = "format-version = 1\nname = \"x\" # \u{1b}]0;owned\u{7}\u{1b}[2J \u{9b}31m \u{202e}\n[[node]]\nname = \"a\"\n";
+    let esc =
+        "format-version = 1\nname = \"x\"\n[[node]]\nname = \"a\\u001b[2J\\u0007\\u009b\\u202e\"\n";
+    for (what, text) in [("raw", raw), ("escaped", esc)] {
+        let d = invalid("ctl.toml", text);
+        let out = d.render(false, 100);
+        let bad: Vec<char> = out
+            .chars()
+            .filter(|c| {
+                (c.is_control() && *c != '\n')
+                    || matches!(*c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            })
+            .collect();
+        assert!(bad.is_empty(), "{what}: {bad:?} in\n{out}");
+        // spans still point at the same bytes
+        for p in &d.problems {
+            assert_eq!(p.src.inner().len(), text.len(), "{what}");
+        }
+    }
+    let out = invalid("ctl.toml", raw).render(false, 100);
+    assert!(out.contains("# ?]0;owned??[2J ??31m ???"), "{out}");
+    let out = invalid("ctl.toml", esc).render(false, 100);
+    assert!(out.contains("`a\\u{1b}[2J\\u{7}\\u{9b}\\u{202e}`"), "{out}");
+}

@@ -1,6 +1,11 @@
 //! What miette is shown of a plan: the text once per plan, shared by its problems, and for a
 //! problem on a very long line a window cut down around the problem's labels.
 //!
+//! The text is made inert first: a control character (ESC, BEL, a C1 control; all but line
+//! breaks and tabs) or a bidirectional override is shown as `?` per byte, so a plan cannot
+//! drive the terminal that prints its diagnostics, and every span still points at the same
+//! bytes.
+//!
 //! Why a window: miette pads underlines with `{:width$}`, and a width past 65,535 panics
 //! ("Formatting argument out of range") when a label sits past that column; and a line of
 //! megabytes printed whole is no use to a reader either. Lines stay lines (no line break is
@@ -39,10 +44,10 @@ impl std::fmt::Debug for PlanSource {
 
 impl PlanSource {
     pub fn new(name: &str, text: &str) -> PlanSource {
-        let text = text.to_string();
+        let text = inert_same_length(text);
         let longest_line = text.split(['\n', '\r']).map(str::len).max().unwrap_or(0);
         PlanSource {
-            name: name.to_string(),
+            name: crate::text::inert(name).into_owned(),
             text,
             longest_line,
         }
@@ -80,6 +85,31 @@ impl SourceCode for PlanSource {
             c.line_count(),
         )))
     }
+}
+
+/// Would the terminal act on this character rather than show it? Control characters but the
+/// line breaks and the tab, and the bidirectional embeddings, overrides and isolates that
+/// reorder what is shown ("Trojan Source").
+fn acts_on_terminal(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with each character the terminal would act on replaced by `?`, one per byte (`??`
+/// for a two-byte C1 control): the same length, so spans stay right.
+pub fn inert_same_length(text: &str) -> String {
+    if !text.chars().any(acts_on_terminal) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| {
+            if acts_on_terminal(c) {
+                "?".repeat(c.len_utf8())
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A run of bytes kept from the file: `len` bytes at `orig` in the file, at `view` in the window.
@@ -276,6 +306,14 @@ mod tests {
         assert_eq!(w.unmap(w.map(y)), y);
         // lines stay lines
         assert_eq!(w.text.lines().count(), text.lines().count());
+    }
+
+    #[test]
+    fn control_characters_become_one_question_mark_per_byte() {
+        let text = "a\u{1b}[2Jb\u{7}c\u{9b}d\u{202e}e\tf\r\n";
+        let shown = inert_same_length(text);
+        assert_eq!(shown, "a?[2Jb?c??d???e\tf\r\n");
+        assert_eq!(shown.len(), text.len());
     }
 
     #[test]
