@@ -471,9 +471,11 @@ fn a_problem_past_column_65535_renders_without_panic() {
 #[test]
 fn control_characters_in_a_plan_never_reach_the_terminal() {
     let raw = "format-version = 1\nname = \"x\" # \u{1b}]0;owned\u{7}\u{1b}[2J \u{9b}31m \u{202e}\n[[node]]\nname = \"a\"\n";
+    // a carriage return alone inside a line (found by tests/plan_fuzz.rs): miette printed it
+    let lone_cr = "format-version = 1\r\nname = \"x\"\r\n[[node]]\nname = \"spark\r-a\"\n";
     let esc =
         "format-version = 1\nname = \"x\"\n[[node]]\nname = \"a\\u001b[2J\\u0007\\u009b\\u202e\"\n";
-    for (what, text) in [("raw", raw), ("escaped", esc)] {
+    for (what, text) in [("raw", raw), ("escaped", esc), ("lone CR", lone_cr)] {
         let d = invalid("ctl.toml", text);
         let out = d.render(false, 100);
         let bad: Vec<char> = out

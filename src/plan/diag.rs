@@ -284,18 +284,12 @@ impl PlanDiagnostics {
                 .chain(&p.problem.secondary)
                 .map(|(r, _)| bounded(r, text))
                 .collect();
-            let window = src.has_long_lines().then(|| Window::new(src, &spans));
-            let labels = labels_of(&p.problem, |r| {
-                let r = bounded(r, text);
-                window.as_ref().map_or(r.clone(), |w| w.map_span(&r))
-            });
+            let window = Window::new(src, &spans);
+            let labels = labels_of(&p.problem, |r| window.map_span(&bounded(r, text)));
             let shown = Shown {
                 problem: &p.problem,
                 labels,
-                source: match &window {
-                    Some(w) => w,
-                    None => src,
-                },
+                source: &window,
             };
             let _ = handler.render_report(&mut out, &shown);
             out.push('\n');

@@ -1,5 +1,6 @@
-//! What miette is shown of a plan: the text once per plan, shared by its problems, and for a
-//! problem on a very long line a window cut down around the problem's labels.
+//! What miette is shown of a plan: the text once per plan, shared by its problems, and per
+//! problem a window onto it: the lines around the problem's labels, long lines cut down around
+//! the labels on them.
 //!
 //! The text is made inert first: a control character (ESC, BEL, a C1 control; all but line
 //! breaks and tabs) or a bidirectional override is shown as `?` per byte, so a plan cannot
@@ -7,9 +8,11 @@
 //! bytes.
 //!
 //! Why a window: miette pads underlines with `{:width$}`, and a width past 65,535 panics
-//! ("Formatting argument out of range") when a label sits past that column; and a line of
-//! megabytes printed whole is no use to a reader either. Lines stay lines (no line break is
-//! removed or added), so line numbers are the file's; the header's column is the file's too.
+//! ("Formatting argument out of range") when a label sits past that column; a line of
+//! megabytes printed whole is no use to a reader either; and miette reads a source from its
+//! start for every span, so a window keeps rendering 50 problems of a big plan cheap. Lines
+//! stay lines (no line break is removed or added): line numbers and the header's column are the
+//! file's.
 
 use std::ops::Range;
 
@@ -29,8 +32,8 @@ const CUT: &str = "…";
 pub struct PlanSource {
     name: String,
     text: String,
-    /// The longest line, in bytes: a window is needed only past `MAX_LINE`.
-    longest_line: usize,
+    /// Where each line starts (after each `\n`).
+    line_starts: Vec<usize>,
 }
 
 impl std::fmt::Debug for PlanSource {
@@ -45,11 +48,13 @@ impl std::fmt::Debug for PlanSource {
 impl PlanSource {
     pub fn new(name: &str, text: &str) -> PlanSource {
         let text = inert_same_length(text);
-        let longest_line = text.split(['\n', '\r']).map(str::len).max().unwrap_or(0);
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
         PlanSource {
             name: crate::text::inert(name).into_owned(),
             text,
-            longest_line,
+            line_starts,
         }
     }
 
@@ -62,9 +67,11 @@ impl PlanSource {
         &self.name
     }
 
-    /// Does a problem here need a window (a line past `MAX_LINE`)?
-    pub fn has_long_lines(&self) -> bool {
-        self.longest_line > MAX_LINE
+    /// The line (0-based) holding byte `at`.
+    fn line_of(&self, at: usize) -> usize {
+        self.line_starts
+            .partition_point(|s| *s <= at)
+            .saturating_sub(1)
     }
 }
 
@@ -96,14 +103,18 @@ fn acts_on_terminal(c: char) -> bool {
 }
 
 /// `text` with each character the terminal would act on replaced by `?`, one per byte (`??`
-/// for a two-byte C1 control): the same length, so spans stay right.
+/// for a two-byte C1 control): the same length, so spans stay right. A carriage return not
+/// followed by a line feed is one too: miette prints it inside a line, where it sends the
+/// cursor back over what was printed (found by `tests/plan_fuzz.rs`).
 pub fn inert_same_length(text: &str) -> String {
-    if !text.chars().any(acts_on_terminal) {
+    let lone_cr = |i: usize| text.as_bytes().get(i + 1) != Some(&b'\n');
+    let acts = |(i, c): (usize, char)| acts_on_terminal(c) || (c == '\r' && lone_cr(i));
+    if !text.char_indices().any(acts) {
         return text.to_string();
     }
-    text.chars()
-        .map(|c| {
-            if acts_on_terminal(c) {
+    text.char_indices()
+        .map(|(i, c)| {
+            if acts((i, c)) {
                 "?".repeat(c.len_utf8())
             } else {
                 c.to_string()
@@ -125,38 +136,40 @@ pub struct Window<'a> {
     src: &'a PlanSource,
     text: String,
     pieces: Vec<Piece>,
+    /// The file's line the window starts at.
+    first_line: usize,
 }
 
+/// Lines shown around the labels (miette shows one; one more is room to spare).
+const CONTEXT_LINES: usize = 2;
+
 impl<'a> Window<'a> {
-    /// Cut every line longer than `MAX_LINE` down to windows around the `labels` on it (its
-    /// start when none is). O(file).
+    /// The lines from `CONTEXT_LINES` before the first label to `CONTEXT_LINES` after the
+    /// last, each longer than `MAX_LINE` cut down around the labels on it (its start when none
+    /// is). O(lines shown).
     pub fn new(src: &'a PlanSource, labels: &[Range<usize>]) -> Window<'a> {
         let t = src.text.as_str();
+        let first = labels.iter().map(|l| l.start).min().unwrap_or(0);
+        let last = labels.iter().map(|l| l.end).max().unwrap_or(0);
+        let first_line = src.line_of(first).saturating_sub(CONTEXT_LINES);
+        let last_line = (src.line_of(last) + CONTEXT_LINES).min(src.line_starts.len() - 1);
         let mut w = Window {
             src,
-            text: String::with_capacity(t.len().min(1 << 20)),
+            text: String::new(),
             pieces: Vec::new(),
+            first_line,
         };
-        let mut start = 0;
-        while start <= t.len() {
-            let end = t[start..].find(['\n', '\r']).map_or(t.len(), |i| start + i);
-            let next = if t[end..].starts_with("\r\n") {
-                end + 2
-            } else if end < t.len() {
-                end + 1
-            } else {
-                end
-            };
+        for line in first_line..=last_line {
+            let start = src.line_starts[line];
+            let next = src.line_starts.get(line + 1).copied().unwrap_or(t.len());
+            let line_text = &t[start..next];
+            let end = next - (line_text.len() - line_text.trim_end_matches(['\n', '\r']).len());
             if end - start <= MAX_LINE {
                 w.keep(start, next);
             } else {
                 w.cut_line(start, end, labels);
                 w.keep(end, next);
             }
-            if next == t.len() || next == start {
-                break;
-            }
-            start = next;
         }
         w
     }
@@ -240,6 +253,7 @@ impl<'a> Window<'a> {
             Some(p) => p.view + (orig - p.orig).min(p.len),
             None => 0,
         }
+        .min(self.text.len())
     }
 
     /// A window offset in the file.
@@ -279,9 +293,11 @@ impl SourceCode for Window<'_> {
             self.src.name.clone(),
             c.data(),
             *c.span(),
-            c.line(),
+            c.line() + self.first_line,
             column,
-            c.line_count(),
+            // miette counts lines from the start of what it reads (and merges two labels'
+            // snippets by that count): from the file's start, as the whole file would give
+            c.line_count() + self.first_line,
         )))
     }
 }
@@ -295,7 +311,6 @@ mod tests {
         let long = format!("x = \"{}\", y = 1", "a".repeat(70_000));
         let text = format!("first\n{long}\nlast\n");
         let src = PlanSource::new("p.toml", &text);
-        assert!(src.has_long_lines());
         let y = text.find("y = 1").unwrap();
         let w = Window::new(&src, &[y..y + 5]);
         assert!(w.text.len() < 400, "{}", w.text.len());
@@ -306,13 +321,14 @@ mod tests {
         assert_eq!(w.unmap(w.map(y)), y);
         // lines stay lines
         assert_eq!(w.text.lines().count(), text.lines().count());
+        assert_eq!(w.first_line, 0);
     }
 
     #[test]
     fn control_characters_become_one_question_mark_per_byte() {
-        let text = "a\u{1b}[2Jb\u{7}c\u{9b}d\u{202e}e\tf\r\n";
+        let text = "a\u{1b}[2Jb\u{7}c\u{9b}d\u{202e}e\tf\r\ng\rh\n";
         let shown = inert_same_length(text);
-        assert_eq!(shown, "a?[2Jb?c??d???e\tf\r\n");
+        assert_eq!(shown, "a?[2Jb?c??d???e\tf\r\ng?h\n");
         assert_eq!(shown.len(), text.len());
     }
 
