@@ -90,6 +90,9 @@ pub fn strip_unknown(doc: &mut Spanned<DeTable<'_>>, keys: &HashSet<usize>) {
     table(doc.get_mut(), keys);
 }
 
+/// The schema that takes any value.
+static ANYTHING: Value = Value::Bool(true);
+
 #[derive(Debug, Clone)]
 enum Seg {
     Key(String),
@@ -231,11 +234,12 @@ impl<'s> Walker<'s> {
         let extra = s.get("additionalProperties");
         for (k, v) in t.iter() {
             let key = k.get_ref().as_ref();
+            // a key of `properties`, else `additionalProperties` (absent: anything goes, as in
+            // JSON Schema; `false`: an unknown key)
             let sub = props.and_then(|p| p.get(key)).or(match extra {
-                Some(Value::Bool(false)) | None if props.is_some() => None,
                 Some(Value::Bool(false)) => None,
                 Some(x) => Some(x),
-                None => None,
+                None => Some(&ANYTHING),
             });
             match sub {
                 Some(sub) => {
@@ -298,7 +302,7 @@ impl<'s> Walker<'s> {
             None => format!(
                 "keys of {}: {}; unknown keys are rejected so a misspelling cannot silently change a verdict",
                 self.place(),
-                list(&names, 12)
+                list_of(&names, 12)
             ),
         };
         self.report.unknown_keys.insert(at.start);
@@ -626,10 +630,6 @@ fn list_of(names: &[&str], max: usize) -> String {
         out.push(format!("and {} more", names.len() - max));
     }
     out.join(", ")
-}
-
-fn list(names: &[&str], max: usize) -> String {
-    list_of(names, max)
 }
 
 fn clip(s: &str, max: usize) -> String {

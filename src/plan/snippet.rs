@@ -132,7 +132,7 @@ struct Piece {
 }
 
 /// The plan with its long lines cut down around some labels, offsets mapped both ways.
-pub struct Window<'a> {
+pub(crate) struct Window<'a> {
     src: &'a PlanSource,
     text: String,
     pieces: Vec<Piece>,
@@ -147,7 +147,7 @@ impl<'a> Window<'a> {
     /// The lines from `CONTEXT_LINES` before the first label to `CONTEXT_LINES` after the
     /// last, each longer than `MAX_LINE` cut down around the labels on it (its start when none
     /// is). O(lines shown).
-    pub fn new(src: &'a PlanSource, labels: &[Range<usize>]) -> Window<'a> {
+    pub(crate) fn new(src: &'a PlanSource, labels: &[Range<usize>]) -> Window<'a> {
         let t = src.text.as_str();
         let first = labels.iter().map(|l| l.start).min().unwrap_or(0);
         let last = labels.iter().map(|l| l.end).max().unwrap_or(0);
@@ -247,7 +247,7 @@ impl<'a> Window<'a> {
     }
 
     /// A file offset in the window: inside a kept piece, or the end of the piece before a cut.
-    pub fn map(&self, orig: usize) -> usize {
+    pub(crate) fn map(&self, orig: usize) -> usize {
         let i = self.pieces.partition_point(|p| p.orig <= orig);
         match i.checked_sub(1).map(|i| self.pieces[i]) {
             Some(p) => p.view + (orig - p.orig).min(p.len),
@@ -266,7 +266,7 @@ impl<'a> Window<'a> {
     }
 
     /// A label's span in the window.
-    pub fn map_span(&self, r: &Range<usize>) -> Range<usize> {
+    pub(crate) fn map_span(&self, r: &Range<usize>) -> Range<usize> {
         let a = self.map(r.start);
         let b = self.map(r.end).max(a);
         a..b

@@ -361,7 +361,10 @@ fn per_link_size(
     )
     .at(
         at,
-        format!("{n} members: {} pairs", thousands(n * (n - 1) / 2)),
+        format!(
+            "{n} members: {} pairs",
+            thousands(n.saturating_mul(n - 1) / 2)
+        ),
     )
     .help(help);
     if let Some(s) = schedule_at {
