@@ -312,7 +312,8 @@ mod tests {
         let text = format!("first\n{long}\nlast\n");
         let src = PlanSource::new("p.toml", &text);
         let y = text.find("y = 1").unwrap();
-        let w = Window::new(&src, &[y..y + 5]);
+        let label = y..y + 5;
+        let w = Window::new(&src, std::slice::from_ref(&label));
         assert!(w.text.len() < 400, "{}", w.text.len());
         assert!(w.text.starts_with("first\n…aaa"), "{}", w.text);
         assert!(w.text.ends_with("y = 1\nlast\n"), "{}", w.text);
@@ -336,7 +337,8 @@ mod tests {
     fn a_long_label_keeps_its_ends() {
         let text = format!("k = \"{}é{}\"\n", "b".repeat(40_000), "c".repeat(40_000));
         let src = PlanSource::new("p.toml", &text);
-        let w = Window::new(&src, &[4..text.len() - 1]);
+        let label = 4..text.len() - 1;
+        let w = Window::new(&src, std::slice::from_ref(&label));
         let r = w.map_span(&(4..text.len() - 1));
         let shown = &w.text[r];
         assert!(
