@@ -71,6 +71,19 @@ fn load_validate_expand(b: Bencher, n: usize) {
     });
 }
 
+/// Load an invalid plan repeating one cable `n` times and render its diagnostics: a handful of
+/// problems, whatever `n` (see BENCHMARKS.md, "Validating big plans").
+#[divan::bench(args = [200, 2000], sample_count = 5)]
+fn load_validate_render_repeated_cables(b: Bencher, n: usize) {
+    let text = plangen::repeated_cables(n);
+    b.bench(|| {
+        match plan::load_str(Path::new("repeated.toml"), black_box(&text), Path::new(".")) {
+            Err(plan::LoadError::Invalid(d)) => d.render(false, 100).len(),
+            _ => panic!("repeated cables must be invalid"),
+        }
+    });
+}
+
 /// Build every round lazily and touch every job (4096 nodes: see the report mode).
 #[divan::bench(args = [64, 512], sample_count = 3)]
 fn expand_iterate_all_rounds(b: Bencher, n: usize) {

@@ -465,3 +465,107 @@ fn hostile_values_render_inert() {
         "a hostile value was executed: {PWNED} exists"
     );
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Each function's (name, first line, length in lines): from its `fn` line to the `}` at the
+/// same indentation.
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = line.len() - body.len();
+        let sig = ["fn ", "pub fn ", "pub(super) fn ", "pub(crate) fn "]
+            .iter()
+            .find_map(|p| body.strip_prefix(p))
+            .or_else(|| {
+                body.strip_prefix("pub(in ")
+                    .and_then(|r| r.split_once(") fn ").map(|x| x.1))
+            });
+        let Some(sig) = sig else { continue };
+        let name: String = sig
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{}}}", " ".repeat(indent));
+        if let Some(end) = lines[i..].iter().position(|l| *l == close) {
+            out.push((name, i + 1, end + 1));
+        }
+    }
+    out
+}
+
+/// Issue "split": the plan's validation is one file per section, none of them a wall: no file
+/// of `src/plan` over 900 lines, no function over 150.
+#[test]
+fn plan_validation_stays_split_by_section() {
+    let mut files = Vec::new();
+    rust_files(Path::new("src/plan"), &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with("validate/mod.rs")),
+        "{files:?}"
+    );
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let n = text.lines().count();
+        assert!(n <= 900, "{}: {n} lines (at most 900)", f.display());
+        for (name, line, len) in function_lengths(&text) {
+            assert!(
+                len <= 150,
+                "{}:{line}: fn {name} is {len} lines (at most 150)",
+                f.display()
+            );
+        }
+    }
+}
+
+/// Issue "hardening": every number a plan can hold has a documented range in the schema (a
+/// minimum and a maximum, in its doc comment too), which the shape check enforces.
+#[test]
+fn every_number_in_the_schema_has_a_documented_range() {
+    let schema: serde_json::Value = serde_json::from_str(&plan::json_schema()).unwrap();
+    fn walk(path: &str, v: &serde_json::Value, found: &mut Vec<String>) {
+        let types: Vec<&str> = match v.get("type") {
+            Some(serde_json::Value::String(t)) => vec![t.as_str()],
+            Some(serde_json::Value::Array(a)) => a.iter().filter_map(|t| t.as_str()).collect(),
+            _ => Vec::new(),
+        };
+        if types.iter().any(|t| *t == "integer" || *t == "number") {
+            found.push(path.to_string());
+            let has = |k: &str| v.get(k).is_some_and(|x| x.is_number());
+            assert!(
+                has("minimum") || has("exclusiveMinimum"),
+                "{path}: no minimum in {v}"
+            );
+            assert!(has("maximum"), "{path}: no maximum in {v}");
+            let doc = v.get("description").and_then(|d| d.as_str()).unwrap_or("");
+            let max = match v["maximum"].as_u64() {
+                Some(m) => m.to_string(),
+                None => format!("{}", v["maximum"].as_f64().unwrap()),
+            };
+            assert!(
+                doc.contains(&max),
+                "{path}: the doc comment does not say the range: {doc:?}"
+            );
+        }
+        if let Some(o) = v.as_object() {
+            for (k, x) in o {
+                walk(&format!("{path}/{k}"), x, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk("", &schema, &mut found);
+    assert!(found.len() >= 25, "{found:?}");
+}

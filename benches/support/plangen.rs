@@ -47,3 +47,17 @@ pub fn switched_plan(n: usize, switches: usize) -> String {
     s.push_str("\n[[tests.nccl]]\ncollective = \"all_reduce\"\nhalves = [\"a\"]\n");
     s
 }
+
+/// A two-node plan whose one direct cable is repeated `n` times: every copy cables the same
+/// port halves in the same subnets. Validation reports a handful of problems whatever `n` is
+/// (it was O(n^2): 204 copies gave 41,591 errors).
+#[allow(dead_code)]
+pub fn repeated_cables(n: usize) -> String {
+    let mut s = String::from(
+        "format-version = 1\nname = \"repeated\"\n\n[[node]]\nname = \"spark-a\"\n[[node]]\nname = \"spark-b\"\n",
+    );
+    for _ in 0..n {
+        s.push_str("\n[[cable]]\nkind = \"direct\"\nends = [\"spark-a.f0\", \"spark-b.f0\"]\nsubnets = { a = \"198.51.100.0/30\", b = \"203.0.113.0/30\" }\n");
+    }
+    s
+}

@@ -7,9 +7,13 @@
 pub mod diag;
 pub mod model;
 pub mod raw;
+pub mod shape;
+pub mod snippet;
 pub mod validate;
 
 use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
 
 pub use diag::{PlanDiagnostics, Problem};
 pub use model::*;
@@ -50,22 +54,36 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
 /// Validate plan text; `base_dir` resolves relative paths (templates, known_hosts).
 pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, LoadError> {
     let display = path.display().to_string();
-    let raw: RawPlan = match toml::from_str(text) {
+    let invalid = |problems| {
+        Err(LoadError::Invalid(PlanDiagnostics::new(
+            &display, text, problems,
+        )))
+    };
+    let mut doc = match toml::de::DeTable::parse(text) {
+        Ok(doc) => doc,
+        Err(e) => return invalid(vec![toml_problem(&e)]),
+    };
+    // the shape first: every unknown key, wrong type and number out of range at once
+    let shape = shape::check(&doc);
+    if !shape.only_unknown_keys() {
+        return invalid(shape.problems);
+    }
+    // unknown keys alone leave the rest readable: check it too, so one pass shows everything
+    shape::strip_unknown(&mut doc, &shape.unknown_keys);
+    let raw = match RawPlan::deserialize(toml::de::Deserializer::from(doc)) {
         Ok(r) => r,
         Err(e) => {
-            let mut p = Problem::error("plan::toml", toml_message(&e));
-            if let Some(span) = e.span() {
-                p = p.at(span, "here");
-            }
-            p = p.help(toml_help(&e));
-            return Err(LoadError::Invalid(PlanDiagnostics::new(
-                &display,
-                text,
-                vec![p],
-            )));
+            let mut problems = shape.problems;
+            problems.push(toml_problem(&e));
+            return invalid(problems);
         }
     };
-    let (plan, problems) = validate::validate(raw, path, text, base_dir);
+    let (plan, mut problems) = validate::validate(raw, path, text, base_dir);
+    if !shape.problems.is_empty() {
+        let mut all = shape.problems;
+        all.append(&mut problems);
+        return invalid(all);
+    }
     let diags = PlanDiagnostics::new(&display, text, problems);
     match plan {
         Some(plan) if diags.errors() == 0 => Ok(Loaded {
@@ -74,6 +92,15 @@ pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, Load
         }),
         _ => Err(LoadError::Invalid(diags)),
     }
+}
+
+/// A TOML syntax error (or, should the shape check ever miss one, a deserialization error).
+fn toml_problem(e: &toml::de::Error) -> Problem {
+    let mut p = Problem::error("plan::toml", toml_message(e));
+    if let Some(span) = e.span() {
+        p = p.at(span, "here");
+    }
+    p.help(toml_help(e))
 }
 
 fn toml_message(e: &toml::de::Error) -> String {

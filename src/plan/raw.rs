@@ -13,8 +13,9 @@ use toml::Spanned;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawPlan {
-    /// Plan format version. This fabricplan reads version 1.
-    #[schemars(with = "u32")]
+    /// Plan format version. This fabricplan reads version 1 (the schema admits 1 to 65535, so
+    /// a later version is named as such).
+    #[schemars(with = "u32", example = 1, range(min = 1, max = 65535))]
     pub format_version: Spanned<u32>,
     /// Site name, used in run directories and reports. Safe characters only: letters, digits, `-`, `_`, `.`.
     #[schemars(with = "String")]
@@ -71,7 +72,8 @@ pub struct RawSshDefaults {
     pub known_hosts: Option<String>,
     /// ssh_config file used to resolve aliases (`ssh -G -F FILE`). Default: the user's.
     pub config: Option<String>,
-    /// Connect timeout in seconds.
+    /// Connect timeout in seconds, 1 to 300 (default 10).
+    #[schemars(range(min = 1, max = 300))]
     pub connect_timeout_s: Option<u32>,
 }
 
@@ -80,9 +82,12 @@ pub struct RawSshDefaults {
 pub struct RawProfile {
     #[schemars(with = "String")]
     pub name: Spanned<String>,
-    /// What one half reaches with ib_write_bw on a healthy direct cable, Gb/s.
+    /// What one half reaches with ib_write_bw on a healthy direct cable, Gb/s: above 0, at
+    /// most 10000.
+    #[schemars(range(max = 10000), extend("exclusiveMinimum" = 0))]
     pub half_rate_gbps: Option<f64>,
-    /// What both halves of one port reach together, Gb/s.
+    /// What both halves of one port reach together, Gb/s: above 0, at most 10000.
+    #[schemars(range(max = 10000), extend("exclusiveMinimum" = 0))]
     pub port_rate_gbps: Option<f64>,
     pub port: Vec<RawProfilePort>,
 }
@@ -142,6 +147,8 @@ pub struct RawSsh {
     /// Host name or address.
     pub host: Option<String>,
     pub user: Option<String>,
+    /// SSH port, 1 to 65535 (default: ssh's, 22).
+    #[schemars(range(min = 1, max = 65535))]
     pub port: Option<u16>,
     /// Private key to offer (only this key is offered).
     pub identity_file: Option<String>,
@@ -154,6 +161,9 @@ pub struct RawPin {
     pub device: Option<Spanned<String>>,
     #[schemars(with = "Option<String>")]
     pub netdev: Option<Spanned<String>>,
+    /// RoCE v2 GID index, 0 to 255: an address handle carries the source GID index in 8 bits
+    /// (`ibv_global_route.sgid_index`), so no port's GID table is addressed past 255.
+    #[schemars(range(min = 0, max = 255))]
     pub gid_index: Option<u32>,
 }
 
@@ -172,8 +182,8 @@ pub struct RawIsl {
     /// The two switches it joins.
     #[schemars(with = "[String; 2]")]
     pub ends: Spanned<Vec<Spanned<String>>>,
-    /// Capacity per direction (full duplex), Gb/s.
-    #[schemars(with = "f64")]
+    /// Capacity per direction (full duplex), Gb/s: above 0, at most 100000.
+    #[schemars(with = "f64", range(max = 100000), extend("exclusiveMinimum" = 0))]
     pub capacity_gbps: Spanned<f64>,
     pub name: Option<String>,
 }
@@ -220,7 +230,10 @@ pub struct RawCable {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub subnet_pool: Option<Spanned<String>>,
+    /// ring: prefix length of the subnets carved from `subnet-pool`, 1 to 31 (default 24; a
+    /// /31 holds the two ends of a link).
     #[serde(default)]
+    #[schemars(range(min = 1, max = 31))]
     pub pool_prefix: Option<u8>,
     /// Addresses per node and half: `{ "NODE" = { a = "198.51.100.1" } }`. Default: derived from
     /// the subnet (first usable host for the first end, and so on).
@@ -253,23 +266,25 @@ pub struct RawGate {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub warn: Option<Spanned<String>>,
-    /// Pass threshold as a percentage of the expected value (same as `pass = "N%"`).
+    /// Pass threshold as a percentage of the expected value (same as `pass = "N%"`): above 0,
+    /// at most 200.
     #[serde(default)]
-    #[schemars(with = "Option<f64>")]
+    #[schemars(with = "Option<f64>", range(max = 200), extend("exclusiveMinimum" = 0))]
     pub min_pct_of_expected: Option<Spanned<f64>>,
-    /// Warn threshold as a percentage of the expected value.
+    /// Warn threshold as a percentage of the expected value: above 0, at most 200.
     #[serde(default)]
-    #[schemars(with = "Option<f64>")]
+    #[schemars(with = "Option<f64>", range(max = 200), extend("exclusiveMinimum" = 0))]
     pub warn_pct_of_expected: Option<Spanned<f64>>,
     /// The trap to name when this gate is not OK.
     pub trap: Option<String>,
     /// The fix to print with it.
     pub fix: Option<String>,
-    /// Repeat the measurement this many times (default 1).
+    /// Repeat the measurement this many times, 1 to 100 (default 1).
+    #[schemars(range(min = 1, max = 100))]
     pub attempts: Option<u32>,
-    /// Pass when at least this many attempts pass (default: all).
+    /// Pass when at least this many attempts pass, 1 to `attempts` (at most 100; default: all).
     #[serde(default)]
-    #[schemars(with = "Option<u32>")]
+    #[schemars(with = "Option<u32>", range(min = 1, max = 100))]
     pub pass_if: Option<Spanned<u32>>,
 }
 
@@ -296,11 +311,14 @@ pub struct RawTests {
 pub struct RawBwTest {
     /// Set false to keep the table but skip the test.
     pub enabled: Option<bool>,
-    /// `-D`, seconds (default 6).
+    /// `-D`, seconds, 1 to 3600 (default 6).
+    #[schemars(range(min = 1, max = 3600))]
     pub duration_s: Option<u32>,
-    /// `-s`, bytes (default 65536).
+    /// `-s`, bytes, 1 to 8388608 (default 65536; perftest's largest message is 8 MiB).
+    #[schemars(range(min = 1, max = 8388608))]
     pub size_bytes: Option<u64>,
-    /// `-q`, queue pairs (default 1).
+    /// `-q`, queue pairs, 1 to 64 (default 1; more queue pairs do not raise a half's rate).
+    #[schemars(range(min = 1, max = 64))]
     pub qps: Option<u32>,
     /// `per-link` (default: each link alone), `rounds` (declared below) or `all-pairs`.
     #[schemars(with = "Option<ScheduleSchema>")]
@@ -311,7 +329,8 @@ pub struct RawBwTest {
     /// Declared concurrent rounds (schedule = "rounds").
     #[serde(default)]
     pub round: Vec<RawRound>,
-    /// Per-job timeout in seconds (default: duration + 30).
+    /// Per-job timeout in seconds, 1 to 86400 (default: duration + 30).
+    #[schemars(range(min = 1, max = 86400))]
     pub timeout_s: Option<u32>,
 }
 
@@ -338,12 +357,16 @@ pub struct RawRound {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawLatTest {
     pub enabled: Option<bool>,
-    /// `-s`, bytes (default 2).
+    /// `-s`, bytes, 1 to 8388608 (default 2).
+    #[schemars(range(min = 1, max = 8388608))]
     pub size_bytes: Option<u64>,
-    /// `-n`, iterations (default 1000).
+    /// `-n`, iterations, 5 to 100000000 (default 1000; perftest's own limits).
+    #[schemars(range(min = 5, max = 100000000))]
     pub iterations: Option<u32>,
     #[schemars(with = "Option<Vec<String>>")]
     pub halves: Option<Vec<Spanned<String>>>,
+    /// Per-job timeout in seconds, 1 to 86400 (default 30).
+    #[schemars(range(min = 1, max = 86400))]
     pub timeout_s: Option<u32>,
 }
 
@@ -368,15 +391,20 @@ pub struct RawNcclTest {
     /// `-e` (default 128M; GB10 memory is unified: raise past 1G only deliberately).
     #[schemars(with = "Option<String>")]
     pub max_bytes: Option<Spanned<String>>,
-    /// `-f` (default 2).
+    /// `-f`, the factor between sizes, 2 to 1024 (default 2).
+    #[schemars(range(min = 2, max = 1024))]
     pub step_factor: Option<u32>,
-    /// `-w` (default 5).
+    /// `-w`, warm-up iterations, 0 to 10000 (default 5).
+    #[schemars(range(min = 0, max = 10000))]
     pub warmup: Option<u32>,
-    /// `-n` (default 20).
+    /// `-n`, iterations, 1 to 100000 (default 20).
+    #[schemars(range(min = 1, max = 100000))]
     pub iterations: Option<u32>,
     /// Extra or overriding NCCL environment (e.g. `NCCL_IB_MERGE_NICS = "0"`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Job timeout in seconds, 1 to 86400 (default 300).
+    #[schemars(range(min = 1, max = 86400))]
     pub timeout_s: Option<u32>,
 }
 
@@ -393,12 +421,16 @@ enum CollectiveSchema {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawIperfTest {
     pub enabled: Option<bool>,
-    /// `-t`, seconds (default 2).
+    /// `-t`, seconds, 1 to 3600 (default 2).
+    #[schemars(range(min = 1, max = 3600))]
     pub duration_s: Option<u32>,
-    /// `-P`, parallel streams (default 1).
+    /// `-P`, parallel streams, 1 to 128 (default 1; iperf3's own limit).
+    #[schemars(range(min = 1, max = 128))]
     pub streams: Option<u32>,
     #[schemars(with = "Option<Vec<String>>")]
     pub halves: Option<Vec<Spanned<String>>>,
+    /// Per-job timeout in seconds, 1 to 86400 (default: duration + 20).
+    #[schemars(range(min = 1, max = 86400))]
     pub timeout_s: Option<u32>,
 }
 
@@ -415,18 +447,21 @@ pub struct RawTemplate {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawCapacity {
-    /// Share of an oversubscribed hop that flows really get under congestion control
-    /// (default 0.82: 163.8 of 200 Gb/s measured for two flows on one ISL direction).
-    #[schemars(with = "Option<f64>")]
+    /// Share of an oversubscribed hop that flows really get under congestion control, a
+    /// fraction above 0 and at most 1 (default 0.82: 163.8 of 200 Gb/s measured for two flows
+    /// on one ISL direction).
+    #[schemars(with = "Option<f64>", range(max = 1), extend("exclusiveMinimum" = 0))]
     pub efficiency: Option<Spanned<f64>>,
-    /// Cost of crossing a switch, percent (default 0.7).
+    /// Cost of crossing a switch, percent, 0 to 100 (default 0.7).
+    #[schemars(range(min = 0, max = 100))]
     pub switch_penalty_pct: Option<f64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawSim {
-    /// Seed of the simulated noise (default 1).
+    /// Seed of the simulated noise, 0 to 9223372036854775807 (TOML's largest integer; default 1).
+    #[schemars(range(min = 0, max = 9223372036854775807i64))]
     pub seed: Option<u64>,
     /// Faults, same syntax as `--sim-fault`: `throttle:NODE.PORT.HALF`, `mtu1500:NODE.PORT.HALF`,
     /// `crossed:NODE.PORT`, `dead-host:NODE`, `server-dies:NODE`, `rstp-block:SWITCH-SWITCH`,

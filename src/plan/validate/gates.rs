@@ -1,0 +1,229 @@
+//! `[gates.<metric>]`: thresholds with units or percentages, warn bands, attempts.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use toml::Spanned;
+
+use super::{Ctx, span};
+use crate::gate::GateSpec;
+use crate::gate::threshold::{Metric, Threshold, ThresholdError, Unit, parse_threshold};
+use crate::gate::trap::Trap;
+use crate::plan::diag::{Problem, did_you_mean};
+use crate::plan::raw::*;
+
+/// The largest percentage of the expected value a threshold may ask for (the schema's maximum
+/// of `min-pct-of-expected` and `warn-pct-of-expected`, for `"N%"` strings).
+const PCT_MAX: f64 = 200.0;
+
+pub(super) fn gates(
+    ctx: &mut Ctx,
+    raw: &BTreeMap<Spanned<String>, RawGate>,
+) -> BTreeMap<Metric, GateSpec> {
+    let mut out: BTreeMap<Metric, GateSpec> = Metric::ALL
+        .iter()
+        .map(|m| (*m, GateSpec::default_for(*m)))
+        .collect();
+    for (key_spanned, g) in raw {
+        let key = key_spanned.get_ref();
+        let Some(metric) = Metric::from_name(key) else {
+            let mut p = Problem::error(
+                "plan::unknown-metric",
+                format!("`[gates.{key}]` is not a metric fabricplan gates"),
+            )
+            .at(span(key_spanned), "not a metric");
+            let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+            p = match did_you_mean(key, names.iter().copied()) {
+                Some(s) => p.help(format!("did you mean `{s}`?")),
+                None => p.help(format!("metrics: {}", names.join(", "))),
+            };
+            ctx.push(p);
+            continue;
+        };
+        let spec = out.get_mut(&metric).expect("every metric has a default");
+        gate(ctx, metric, g, spec);
+    }
+    out
+}
+
+/// One metric's gate, over its defaults.
+fn gate(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
+    let mut pass = g.pass.as_ref().and_then(|s| threshold(ctx, s, metric));
+    let mut warn = g.warn.as_ref().and_then(|s| threshold(ctx, s, metric));
+    let mut pass_span = g.pass.as_ref().map(span);
+    let mut warn_span = g.warn.as_ref().map(span);
+    if let Some(p) = &g.min_pct_of_expected {
+        pass = Some(Threshold::PctOfExpected { pct: *p.get_ref() });
+        pass_span = Some(span(p));
+    }
+    if let Some(w) = &g.warn_pct_of_expected {
+        warn = Some(Threshold::PctOfExpected { pct: *w.get_ref() });
+        warn_span = Some(span(w));
+    }
+    if g.pass.is_some() && g.min_pct_of_expected.is_some() {
+        ctx.push(
+            Problem::error(
+                "plan::threshold",
+                format!(
+                    "`{}` gives both `pass` and `min-pct-of-expected`",
+                    metric.name()
+                ),
+            )
+            .at(pass_span.clone().unwrap_or(0..0), "here")
+            .help("keep one pass threshold"),
+        );
+    }
+    // a plan that sets a pass threshold but no warn keeps the default warn threshold when it
+    // lies on the right side of the new pass (same kind), and otherwise gets no WARN band
+    if let Some(p) = pass
+        && warn.is_none()
+        && g.warn.is_none()
+        && g.warn_pct_of_expected.is_none()
+    {
+        let keep = spec
+            .warn
+            .is_some_and(|w| same_kind(p, w) && !wrong_side(metric, p, w));
+        warn = if keep { spec.warn } else { Some(p) };
+    }
+    if let (Some(p), Some(w), Some(ps), Some(ws)) = (pass, warn, pass_span, warn_span)
+        && wrong_side(metric, p, w)
+    {
+        let side = if metric.higher_is_better() {
+            "below"
+        } else {
+            "above"
+        };
+        ctx.push(
+            Problem::error("plan::warn-wrong-side", format!("the warn threshold of `{}` is on the wrong side of its pass threshold", metric.name()))
+                .at(ws, "warn threshold")
+                .also(ps, "pass threshold")
+                .help(format!("for `{}` the warn threshold lies {side} the pass threshold: values between them WARN, beyond warn FAIL", metric.name())),
+        );
+    }
+    spec.pass = pass.or(spec.pass);
+    spec.warn = warn.or(spec.warn);
+    if g.trap.is_some() {
+        spec.trap_text = g.trap.clone();
+    }
+    if g.fix.is_some() {
+        spec.fix_text = g.fix.clone();
+    }
+    attempts(ctx, metric, g, spec);
+    if spec.trap == Trap::Site && spec.trap_text.is_none() {
+        spec.trap_text = Some("site trap".into());
+    }
+}
+
+/// Is warn on the wrong side of pass? Only thresholds of one kind compare: an absolute value
+/// and a percentage of the expected value never do.
+fn wrong_side(metric: Metric, pass: Threshold, warn: Threshold) -> bool {
+    match (pass, warn) {
+        (Threshold::Absolute { value: p }, Threshold::Absolute { value: w })
+        | (Threshold::PctOfExpected { pct: p }, Threshold::PctOfExpected { pct: w }) => {
+            if metric.higher_is_better() {
+                w > p
+            } else {
+                w < p
+            }
+        }
+        _ => false,
+    }
+}
+
+fn same_kind(a: Threshold, b: Threshold) -> bool {
+    matches!(
+        (a, b),
+        (Threshold::Absolute { .. }, Threshold::Absolute { .. })
+            | (
+                Threshold::PctOfExpected { .. },
+                Threshold::PctOfExpected { .. }
+            )
+    )
+}
+
+/// `attempts` and `pass-if` (k of n).
+fn attempts(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
+    let attempts = g.attempts.unwrap_or(1).max(1);
+    spec.attempts = attempts;
+    spec.pass_if = attempts;
+    if let Some(k) = &g.pass_if {
+        // 1..=100 is the schema's range; the bound that depends on `attempts` is checked here
+        if *k.get_ref() == 0 || *k.get_ref() > attempts {
+            ctx.push(
+                Problem::error(
+                    "plan::pass-if",
+                    format!(
+                        "`pass-if = {}` of {attempts} attempts of `{}`",
+                        k.get_ref(),
+                        metric.name()
+                    ),
+                )
+                .at(span(k), "out of range")
+                .help(format!("pass-if is between 1 and `attempts` ({attempts})")),
+            );
+        } else {
+            spec.pass_if = *k.get_ref();
+        }
+    }
+}
+
+/// A threshold with its unit, or an error naming the units `metric` takes.
+fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: Metric) -> Option<Threshold> {
+    let e = match parse_threshold(s.get_ref(), metric) {
+        Ok(Threshold::PctOfExpected { pct }) if !(pct > 0.0 && pct <= PCT_MAX) => {
+            ctx.push(
+                Problem::error(
+                    "plan::range",
+                    format!("threshold of `{}`: `{pct}%` is out of range", metric.name()),
+                )
+                .at(span(s), "out of range")
+                .help(format!(
+                    "a percentage of the expected value is above 0 and at most {PCT_MAX}, as in `min-pct-of-expected`"
+                )),
+            );
+            return None;
+        }
+        Ok(t) => return Some(t),
+        Err(e) => e,
+    };
+    let help = match &e {
+        ThresholdError::UnknownUnit(u) => {
+            let units: Vec<&str> = Unit::SPELLINGS.iter().map(|(n, _)| *n).collect();
+            match did_you_mean(u, units.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => format!(
+                    "units: Gb/s, GB/s, us, ms, or `%` of the expected value; `{}` is in {}",
+                    metric.name(),
+                    metric.unit().symbol()
+                ),
+            }
+        }
+        ThresholdError::WrongDimension { .. } => {
+            let example = match metric.unit() {
+                Unit::Gbps => "90 Gb/s",
+                Unit::GBps => "9 GB/s",
+                _ => "3 us",
+            };
+            format!(
+                "`{}` is in {}: write e.g. `\"{example}\"`, or a percentage of the expected value such as `\"90%\"`",
+                metric.name(),
+                metric.unit().symbol()
+            )
+        }
+        _ => format!(
+            "write a number and a unit, e.g. `\"90 Gb/s\"`, `\"3 us\"` or `\"85%\"`; `{}` is in {}",
+            metric.name(),
+            metric.unit().symbol()
+        ),
+    };
+    let at: Range<usize> = span(s);
+    ctx.push(
+        Problem::error(
+            "plan::threshold",
+            format!("threshold of `{}`: {e}", metric.name()),
+        )
+        .at(at, "here")
+        .help(help),
+    );
+    None
+}

@@ -1,0 +1,90 @@
+//! `[sim]`: faults injected on the simulated fabric, checked against the plan's names.
+
+use super::{Ctx, span};
+use crate::plan::diag::{Problem, did_you_mean};
+use crate::plan::model::*;
+use crate::plan::raw::*;
+
+/// Fault kinds the simulated fabric understands.
+pub const SIM_FAULTS: [&str; 7] = [
+    "throttle",
+    "mtu1500",
+    "crossed",
+    "dead-host",
+    "server-dies",
+    "rstp-block",
+    "nccl-socket",
+];
+
+pub(super) fn sim(
+    ctx: &mut Ctx,
+    raw: Option<&RawSim>,
+    nodes: &[Node],
+    switches: &[Switch],
+) -> SimConfig {
+    let Some(r) = raw else {
+        return SimConfig {
+            seed: 1,
+            faults: Vec::new(),
+        };
+    };
+    let mut faults = Vec::new();
+    for f in &r.faults {
+        match check_sim_fault(f.get_ref(), nodes, switches) {
+            Ok(()) => faults.push(f.get_ref().clone()),
+            Err(msg) => ctx.push(
+                Problem::error("plan::sim-fault", msg)
+                    .at(span(f), "here")
+                    .help(format!("faults: {}", SIM_FAULTS.join(", "))),
+            ),
+        }
+    }
+    SimConfig {
+        seed: r.seed.unwrap_or(1),
+        faults,
+    }
+}
+
+/// Check a `KIND:TARGET` fault against the plan's names.
+pub fn check_sim_fault(f: &str, nodes: &[Node], switches: &[Switch]) -> Result<(), String> {
+    let Some((kind, target)) = f.split_once(':') else {
+        return Err(format!("fault `{f}` is not `KIND:TARGET`"));
+    };
+    if !SIM_FAULTS.contains(&kind) {
+        return Err(match did_you_mean(kind, SIM_FAULTS.iter().copied()) {
+            Some(s) => format!("unknown fault `{kind}`; did you mean `{s}`?"),
+            None => format!("unknown fault `{kind}`"),
+        });
+    }
+    if kind == "rstp-block" {
+        let Some((a, b)) = target
+            .split_once('-')
+            .filter(|(a, b)| {
+                switches.iter().any(|s| s.name == *a) && switches.iter().any(|s| s.name == *b)
+            })
+            .or_else(|| {
+                // switch names may contain `-`: try every split
+                target
+                    .match_indices('-')
+                    .map(|(i, _)| (&target[..i], &target[i + 1..]))
+                    .find(|(a, b)| {
+                        switches.iter().any(|s| s.name == *a)
+                            && switches.iter().any(|s| s.name == *b)
+                    })
+            })
+        else {
+            return Err(format!(
+                "fault `{f}`: `{target}` does not name two switches `A-B`"
+            ));
+        };
+        let _ = (a, b);
+        return Ok(());
+    }
+    let node = target.split('.').next().unwrap_or("");
+    if !nodes.iter().any(|n| n.name == node) {
+        return Err(format!(
+            "fault `{f}` names node `{node}`, which is not declared"
+        ));
+    }
+    Ok(())
+}
