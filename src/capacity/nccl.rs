@@ -115,7 +115,8 @@ pub fn expected(plan: &Plan, fabric: &Fabric, t: &NcclTest) -> NcclExpected {
             .unwrap_or(super::DEFAULT_HALF_GBPS)
     };
     // per hop: its lanes (Gb/s) and the ISL directions each lane crosses
-    let mut hops: Vec<Vec<(f64, Vec<(IslId, SwitchId)>)>> = Vec::new();
+    type Lane = (f64, Vec<(IslId, SwitchId)>);
+    let mut hops: Vec<Vec<Lane>> = Vec::new();
     let mut isl_users: Vec<((IslId, SwitchId), f64, usize)> = Vec::new();
     for r in 0..n {
         let (a, b) = (t.nodes[r], t.nodes[(r + 1) % n]);
