@@ -508,6 +508,7 @@ fn status_word(st: Status) -> &'static str {
         Status::Error => "error",
         Status::Incomplete => "incomplete",
         Status::Unrecognized => "unrecognized",
+        Status::Empty => "empty",
     }
 }
 
