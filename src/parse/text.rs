@@ -1,20 +1,11 @@
 //! Line helpers shared by the parsers: capture artefacts every real log carries, line
 //! iteration with the long-line guard, capped lists, and the impossible-value checks.
 
-use super::{MAX_LINE_BYTES, Rejected};
+use super::Rejected;
 
 /// Nothing but whitespace: the `empty` status.
 pub fn is_blank(text: &str) -> bool {
     text.bytes().all(|b| b.is_ascii_whitespace())
-}
-
-/// The lines of `text` with their 1-based numbers, `\r\n` or `\n` ended; a line longer than
-/// [`MAX_LINE_BYTES`] is given as an empty line (no tool prints one, and reading it token by
-/// token would cost memory for nothing).
-pub fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, if l.len() > MAX_LINE_BYTES { "" } else { l }))
 }
 
 /// Push `item` unless `list` already holds `cap` entries; count it in `not_stored` then.

@@ -99,40 +99,7 @@ pub fn parse_json(text: &str) -> NcclReport {
         }
     }
     if let Some(cfg) = obj.get("config").and_then(|c| c.as_object()) {
-        r.params = Some(Params {
-            nthread: juint(cfg.get("nthreads")),
-            ngpus: juint(cfg.get("ngpus")),
-            min_bytes: juint(cfg.get("minimum_bytes")),
-            max_bytes: juint(cfg.get("maximum_bytes")),
-            step: juint(cfg.get("step_factor"))
-                .map(|f| format!("{f}(factor)"))
-                .or_else(|| juint(cfg.get("step_bytes")).map(|b| format!("{b}(bytes)"))),
-            warmup_iters: juint(cfg.get("warmup_iters")),
-            iters: juint(cfg.get("iterations")),
-            agg_iters: juint(cfg.get("aggregated_iterations")),
-            validation: juint(cfg.get("validation")),
-            graph: juint(cfg.get("graph")),
-            unalign: juint(cfg.get("unalign")),
-        });
-        for d in cfg
-            .get("devices")
-            .and_then(|d| d.as_array())
-            .into_iter()
-            .flatten()
-        {
-            let Some(rank) = juint(d.get("rank")) else {
-                continue;
-            };
-            r.devices.push(Device {
-                rank,
-                group: juint(d.get("group")),
-                pid: juint(d.get("pid")),
-                host: jstr(d.get("hostname")).unwrap_or_default(),
-                device: juint(d.get("device")),
-                bus_id: jstr(d.get("device_hex")),
-                name: jstr(d.get("device_info")),
-            });
-        }
+        read_config(cfg, &mut r);
     }
     for res in obj
         .get("results")
@@ -210,4 +177,42 @@ pub fn parse_json(text: &str) -> NcclReport {
         Status::Incomplete
     };
     r
+}
+
+/// `config`: the parameters and the device list.
+fn read_config(cfg: &serde_json::Map<String, serde_json::Value>, r: &mut NcclReport) {
+    r.params = Some(Params {
+        nthread: juint(cfg.get("nthreads")),
+        ngpus: juint(cfg.get("ngpus")),
+        min_bytes: juint(cfg.get("minimum_bytes")),
+        max_bytes: juint(cfg.get("maximum_bytes")),
+        step: juint(cfg.get("step_factor"))
+            .map(|f| format!("{f}(factor)"))
+            .or_else(|| juint(cfg.get("step_bytes")).map(|b| format!("{b}(bytes)"))),
+        warmup_iters: juint(cfg.get("warmup_iters")),
+        iters: juint(cfg.get("iterations")),
+        agg_iters: juint(cfg.get("aggregated_iterations")),
+        validation: juint(cfg.get("validation")),
+        graph: juint(cfg.get("graph")),
+        unalign: juint(cfg.get("unalign")),
+    });
+    for d in cfg
+        .get("devices")
+        .and_then(|d| d.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let Some(rank) = juint(d.get("rank")) else {
+            continue;
+        };
+        r.devices.push(Device {
+            rank,
+            group: juint(d.get("group")),
+            pid: juint(d.get("pid")),
+            host: jstr(d.get("hostname")).unwrap_or_default(),
+            device: juint(d.get("device")),
+            bus_id: jstr(d.get("device_hex")),
+            name: jstr(d.get("device_info")),
+        });
+    }
 }

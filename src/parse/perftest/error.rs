@@ -142,7 +142,9 @@ pub(crate) struct Errors {
 
 impl Errors {
     pub(crate) fn push(&mut self, t: &str, kind: ErrorKind, weight: Weight) {
-        if self.lines.last().is_some_and(|(l, _, _)| l == t) {
+        if self.lines.last().is_some_and(|(l, _, _)| l == t)
+            || self.lines.len() >= crate::parse::MAX_STORED_NOTES
+        {
             return;
         }
         self.lines.push((t.to_string(), kind, weight));
