@@ -10,7 +10,9 @@
 use super::nccl_log::clean;
 use super::text::{is_blank, push_capped};
 use super::{ErrorKind, MAX_STORED_NOTES, Status, ToolError};
+use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Serialize;
+use std::sync::OnceLock;
 
 /// What an mpirun capture says about the job launch and its end.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -124,6 +126,20 @@ const TRIGGERS: &[(&str, ErrorKind)] = &[
     ),
 ];
 
+/// All [`TRIGGERS`] phrases in one automaton, built once.
+fn trigger_matcher() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        // leftmost-longest: of two phrases of one kind at one place, the longer; phrases of
+        // different kinds never overlap
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(TRIGGERS.iter().map(|(p, _)| *p))
+            .expect("static phrases build an automaton")
+    })
+}
+
 /// How specific a kind is when several boxes are present (lower = chosen first; among boxes of
 /// one kind, the first that names the process, else the first).
 fn specificity(kind: ErrorKind) -> u8 {
@@ -226,13 +242,20 @@ impl<'a> Scanner<'a> {
 
     /// Read one line of the capture (without its newline).
     pub fn line(&mut self, raw: &'a str) {
+        if raw.len() <= super::MAX_LINE_BYTES {
+            self.line_cleaned(raw, clean(raw));
+        }
+    }
+
+    /// [`Scanner::line`] for a caller that already has the line through [`clean`].
+    pub(crate) fn line_cleaned(&mut self, raw: &'a str, cleaned: &'a str) {
         if raw.len() > super::MAX_LINE_BYTES {
             return;
         }
         if !self.looks && looks_like_mpirun(raw) {
             self.looks = true;
         }
-        let text = unframe(clean(raw));
+        let text = unframe(cleaned);
         if self.hints.len() < MAX_HINTS && LAUNCH_HINTS.iter().any(|h| text.contains(h)) {
             self.hints.push(text.trim());
         }
@@ -345,10 +368,11 @@ fn triggers(lines: &[Line]) -> Vec<(usize, ErrorKind)> {
         }
         starts.push((joined.len(), i));
         for w in l.text.split_whitespace() {
-            joined.push_str(&w.to_lowercase());
+            joined.push_str(w);
             joined.push(' ');
         }
     }
+
     let line_at = |off: usize| -> usize {
         let idx = starts.partition_point(|(o, _)| *o <= off);
         starts
@@ -356,17 +380,16 @@ fn triggers(lines: &[Line]) -> Vec<(usize, ErrorKind)> {
             .map(|(_, i)| *i)
             .unwrap_or(0)
     };
-    // the longer phrase of a kind wins on the same line: identical (line, kind) pairs merge
+    // one pass for every phrase (ASCII case-insensitive); the longer phrase of a kind wins on
+    // the same line: identical (line, kind) pairs merge
     let mut found: Vec<(usize, ErrorKind)> = Vec::new();
-    for (phrase, kind) in TRIGGERS {
-        let mut from = 0;
-        while let Some(pos) = joined.get(from..).and_then(|s| s.find(phrase)) {
-            let at = from + pos;
-            let li = line_at(at);
-            if !found.iter().any(|(l, k)| *l == li && *k == *kind) {
-                found.push((li, *kind));
-            }
-            from = at + phrase.len();
+    for m in trigger_matcher().find_iter(&joined) {
+        let Some((_, kind)) = TRIGGERS.get(m.pattern().as_usize()) else {
+            continue;
+        };
+        let li = line_at(m.start());
+        if !found.iter().any(|(l, k)| *l == li && *k == *kind) {
+            found.push((li, *kind));
         }
     }
     found.sort_by_key(|(l, _)| *l);
@@ -718,6 +741,23 @@ mod tests {
         assert_eq!(r.signal_name.as_deref(), Some("Segmentation fault"));
         assert_eq!(r.host.as_deref(), Some("spark-b"));
         assert_eq!(r.rank, Some(1));
+    }
+
+    #[test]
+    fn the_matcher_builds_and_finds_wrapped_phrases() {
+        let r = parse("mpirun has detected an attempt\nto RUN as root.\n");
+        assert_eq!(r.error.map(|e| e.kind), Some(ErrorKind::RunAsRoot));
+    }
+
+    #[test]
+    fn a_box_cut_by_the_block_limit_is_read_whole() {
+        // more noise than one block holds, then a box: the overlap keeps it whole
+        let mut t = "noise line\n".repeat(BLOCK_LINES - 5);
+        t.push_str("mpirun noticed that process rank 3 with PID 77 on node\nspark-z exited on signal 9 (Killed).\n");
+        t.push_str(&"more noise\n".repeat(3 * BLOCK_LINES));
+        let r = parse(&t);
+        assert_eq!(r.errors.len(), 1);
+        assert_eq!((r.rank, r.host.as_deref()), (Some(3), Some("spark-z")));
     }
 
     #[test]

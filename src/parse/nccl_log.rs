@@ -354,8 +354,11 @@ fn read_message(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
     } else if msg.contains("GPU Direct RDMA Enabled") {
         ev.gdr_on = true;
     }
-    let compact: String = msg.chars().filter(|c| !c.is_whitespace()).collect();
-    if compact.starts_with("NET/IB:Nodevicefound") || msg.contains("Failed to open libibverbs") {
+    let mut compact = msg.chars().filter(|c| !c.is_whitespace());
+    let no_device = "NET/IB:Nodevicefound"
+        .chars()
+        .all(|want| compact.next() == Some(want));
+    if no_device || msg.contains("Failed to open libibverbs") {
         log.ib_unavailable = true;
         return;
     }

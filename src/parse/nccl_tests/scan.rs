@@ -91,8 +91,8 @@ impl<'a> Scanner<'a> {
         if raw.len() > MAX_LINE_BYTES {
             return;
         }
-        self.mpi.line(raw);
         let line = clean(raw);
+        self.mpi.line_cleaned(raw, line);
         self.log.line(line);
         let t = line.trim();
         if self.test_error(t) || cut || nccl_message(t).is_some() {

@@ -335,8 +335,13 @@ fn scan<H, R: Clone>(
     let mut rows = Vec::new();
     let mut last: Option<R> = None;
     let mut current: Option<H> = None;
+    if is_blank(text) {
+        let mut sc = finish_scan(st, current, rows, last);
+        sc.status = Status::Empty;
+        return sc;
+    }
     for (no, raw) in text.split('\n').enumerate() {
-        if raw.len() > MAX_LINE_BYTES {
+        if raw.len() > MAX_LINE_BYTES || raw.bytes().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
         let line = strip_harness_prefix(raw);
