@@ -539,6 +539,16 @@ fn negative_time_row_is_rejected_and_named() {
     assert!(r.rejected[0].reason.contains("`-29."), "{:?}", r.rejected);
     assert!(r.rejected[0].reason.contains("negative"));
     assert!(r.summary().contains("negative"));
+    let avg = full
+        .lines()
+        .find(|l| l.contains("Avg bus bandwidth"))
+        .unwrap();
+    let colon = avg.find(": ").unwrap();
+    let neg = format!("{}: -{}", &avg[..colon], avg[colon + 2..].trim_start());
+    let r = nccl_tests::parse(&full.replace(avg, &neg));
+    assert_eq!(r.status, Status::Incomplete);
+    assert_eq!(r.avg_busbw_gbs, None);
+    assert!(r.rejected[0].reason.contains("average bus bandwidth `-"));
     for bad in ["nan", "inf", "-nan"] {
         let nan_row = row.replacen("29.71", bad, 1);
         let r = nccl_tests::parse(&full.replace(row, &nan_row));

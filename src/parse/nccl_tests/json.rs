@@ -4,8 +4,8 @@ use super::row::int;
 use super::{
     Device, Half, NcclReport, Params, PerIter, Row, choose_error, empty_report, version_from_code,
 };
-use crate::parse::text::num;
-use crate::parse::{Status, mpirun};
+use crate::parse::text::{num, push_capped, reject};
+use crate::parse::{MAX_STORED_ROWS, Status, mpirun};
 
 fn jnum(v: Option<&serde_json::Value>) -> Option<f64> {
     match v? {
@@ -55,6 +55,25 @@ fn jhalf(v: Option<&serde_json::Value>, per: Option<&serde_json::Value>) -> Opti
         wrong: juint(o.get("nwrong")),
         max_error: None,
         per_iter,
+    })
+}
+
+/// The first negative value of a half, named.
+fn negative_in(name: &str, h: &Half) -> Option<String> {
+    let per = h.per_iter.as_ref();
+    [
+        ("time", Some(h.time_us)),
+        ("algbw", Some(h.algbw_gbs)),
+        ("busbw", Some(h.busbw_gbs)),
+        ("i_min", per.and_then(|p| p.min_us)),
+        ("i_max", per.and_then(|p| p.max_us)),
+        ("i_p99", per.and_then(|p| p.p99_us)),
+        ("i_cv%", per.and_then(|p| p.cv_pct)),
+    ]
+    .into_iter()
+    .find_map(|(col, v)| {
+        v.filter(|v| *v < 0.0)
+            .map(|v| format!("{name} {col} `{v}` is negative"))
     })
 }
 
@@ -114,7 +133,7 @@ pub fn parse_json(text: &str) -> NcclReport {
         if oop.and_then(|o| o.get("cpu_time")).is_some() {
             r.cputime = true;
         }
-        r.rows.push(Row {
+        let row = Row {
             size_bytes: size,
             count,
             dtype: jstr(res.get("type")).unwrap_or_default(),
@@ -123,7 +142,23 @@ pub fn parse_json(text: &str) -> NcclReport {
             out_of_place: jhalf(oop, res.get("out_of_place_per_iter")),
             in_place: jhalf(res.get("in_place"), res.get("in_place_per_iter")),
             timestamp: None,
-        });
+        };
+        let bad = [
+            ("out-of-place", &row.out_of_place),
+            ("in-place", &row.in_place),
+        ]
+        .into_iter()
+        .find_map(|(name, h)| h.as_ref().and_then(|h| negative_in(name, h)));
+        match bad {
+            // the document starts the capture: its values are all "on line 1"
+            Some(why) => reject(
+                &mut r.rejected,
+                1,
+                format!("size {size}: {why}: no run prints that, row rejected"),
+                &mut r.not_stored,
+            ),
+            None => push_capped(&mut r.rows, row, MAX_STORED_ROWS, &mut r.not_stored),
+        }
     }
     if let Some(o) = obj.get("out_of_bounds") {
         r.out_of_bounds = juint(o.get("count"));
@@ -171,7 +206,7 @@ pub fn parse_json(text: &str) -> NcclReport {
     );
     r.status = if r.error.is_some() {
         Status::Error
-    } else if !r.rows.is_empty() && footer {
+    } else if !r.rows.is_empty() && footer && r.rejected.is_empty() {
         Status::Ok
     } else {
         Status::Incomplete

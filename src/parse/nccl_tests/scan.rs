@@ -6,7 +6,7 @@ use super::lines::{after_colon, error_line, layout_name, parse_device, parse_par
 use super::row::{Fault, Schema, parse_row, uint};
 use super::{Device, NcclReport, Params, Row, choose_error, version_from_code};
 use crate::parse::nccl_log::{LogScanner, clean, nccl_message};
-use crate::parse::text::{num, push_capped, reject};
+use crate::parse::text::{impossible, num, push_capped, reject};
 use crate::parse::{MAX_LINE_BYTES, MAX_STORED_ROWS, Rejected, Status, ToolError, mpirun};
 use std::collections::HashSet;
 
@@ -104,7 +104,7 @@ impl<'a> Scanner<'a> {
             || self.collective(h)
             || self.params(h)
             || self.devices(h)
-            || self.footer(h)
+            || self.footer(no, h)
             || self.last_error(h)
             || self.column_header(line, h);
         if read || t.starts_with('#') || self.command(t) {
@@ -193,7 +193,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// `# Out of bounds values : 0 OK` and `# Avg bus bandwidth    : 2.41 [OK|FAILED]`.
-    fn footer(&mut self, h: &str) -> bool {
+    fn footer(&mut self, no: usize, h: &str) -> bool {
         let f = &mut self.footer;
         if h.starts_with("Out of bounds values") {
             self.recognized = true;
@@ -212,8 +212,14 @@ impl<'a> Scanner<'a> {
             self.recognized = true;
             f.seen = true;
             let v = after_colon(h);
-            if f.avg.is_none() {
-                f.avg = v.first().and_then(|n| num(n));
+            let tok = v.first().copied().unwrap_or("");
+            if let Some(why) = impossible(tok) {
+                // no average of bandwidths is negative: the footer is as unusable as such a row
+                self.table.impossible_rows += 1;
+                let reason = format!("average bus bandwidth `{tok}` GB/s {why}");
+                reject(&mut self.table.rejected, no, reason, &mut self.not_stored);
+            } else if f.avg.is_none() {
+                f.avg = num(tok);
             }
             match v.get(1).copied() {
                 Some("OK") if f.avg_check.is_none() => f.avg_check = Some("OK".into()),
