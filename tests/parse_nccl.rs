@@ -617,3 +617,18 @@ proptest! {
         check_subset(name, text, &kept.concat())?;
     }
 }
+
+/// Found by `tests/parse_fuzz.rs` (45,000 cases per parser): a `-J` document with
+/// `"average_bus_bandwidth":{"bandwidth":-1}` was read with a negative average.
+#[test]
+fn fuzz_regression_json_negative_average_is_rejected() {
+    let ok = fixture(JSON_DIR, "json-2.18.json");
+    let at = ok.find("\"bandwidth\":").unwrap() + "\"bandwidth\":".len();
+    let end = at + ok[at..].find([',', '}']).unwrap();
+    let bad = format!("{}-1{}", &ok[..at], &ok[end..]);
+    let r = nccl_tests::parse(&bad);
+    assert_eq!(r.avg_busbw_gbs, None);
+    assert!(r.rejected[0].reason.contains("`-1`"), "{:?}", r.rejected);
+    assert_ne!(r.status, Status::Ok);
+    fabricplan::parse::check_invariants(&parse(Tool::NcclTests, &bad)).unwrap();
+}

@@ -33,6 +33,7 @@
 //! | 1 | [`EXIT_NOTHING_READ`] | nothing recognisable: status `unrecognized`, or `empty` input |
 //! | 2 | [`EXIT_UNREADABLE`] | usage error or a file that cannot be read (decided by the CLI before parsing) |
 
+mod invariants;
 pub mod iperf3;
 pub mod mpirun;
 pub mod nccl_log;
@@ -41,6 +42,7 @@ pub mod perftest;
 pub mod ping;
 mod text;
 
+pub use invariants::check_invariants;
 use serde::Serialize;
 
 /// Result rows kept per report; further complete rows are counted in `not_stored`.

@@ -168,6 +168,11 @@ pub fn parse_json(text: &str) -> NcclReport {
     if let Some(a) = obj.get("average_bus_bandwidth") {
         footer = true;
         r.avg_busbw_gbs = jnum(a.get("bandwidth"));
+        if let Some(v) = r.avg_busbw_gbs.filter(|v| *v < 0.0) {
+            r.avg_busbw_gbs = None;
+            let why = format!("average bus bandwidth `{v}` GB/s is negative");
+            reject(&mut r.rejected, 1, why, &mut r.not_stored);
+        }
         r.avg_busbw_check = jbool(a.get("okay")).map(|ok| if ok { "OK" } else { "FAILED" }.into());
     }
     r.nccl_last_error = obj
