@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Parser figures for BENCHMARKS.md ("Parsers on large inputs"): for every tool, run
 # `fabricplan parse TOOL FILE` on three generated inputs of about 50 MB each and print wall time
-# and peak RSS (GNU time's "maximum resident set size") as a markdown table.
+# (and CPU time, user + system: steadier than wall time on a busy machine) and peak RSS (GNU
+# time's "maximum resident set size") as a markdown table.
 #
 #   scripts/bench-parsers.sh                 build the release binary, 50 MB inputs
 #   SIZE_MB=10 scripts/bench-parsers.sh      smaller inputs
@@ -58,12 +59,13 @@ measure() {
     local tool=$1 file=$2
     local log="$work/time.log"
     /usr/bin/time -v "$bin" parse "$tool" "$file" >/dev/null 2>"$log" || true
-    local wall rss
+    local wall rss cpu
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$log")
     rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$log")
+    cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$log")
     # m:ss.ss -> seconds
     wall=$(echo "$wall" | awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
-    printf '%.2f s | %d MB' "$wall" "$((rss / 1024))"
+    printf '%.2f s (cpu %.2f s) | %d MB' "$wall" "$cpu" "$((rss / 1024))"
 }
 
 echo "| tool | realistic ${size_mb} MB: wall | peak RSS | ${size_mb} MB of newlines: wall | peak RSS | one ${size_mb} MB line: wall | peak RSS |"

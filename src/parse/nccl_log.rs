@@ -204,10 +204,10 @@ pub struct LogScanner {
 }
 
 impl LogScanner {
-    /// Read one line, already passed through [`clean`].
-    pub fn line(&mut self, line: &str) {
+    /// Read one line, already passed through [`clean`]; `true` if it is an NCCL debug line.
+    pub fn line(&mut self, line: &str) -> bool {
         if line.len() > super::MAX_LINE_BYTES {
-            return;
+            return false;
         }
         let log = &mut self.log;
         if log.nccl_version.is_none() {
@@ -216,7 +216,7 @@ impl LogScanner {
             }
         }
         let Some((level, msg)) = nccl_message(line) else {
-            return;
+            return false;
         };
         log.lines += 1;
         if level == "WARN" {
@@ -248,6 +248,7 @@ impl LogScanner {
             }
         }
         read_message(msg, log, &mut self.ev);
+        true
     }
 
     /// The evidence combined, once every line was read.

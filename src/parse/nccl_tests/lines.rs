@@ -68,6 +68,10 @@ pub(super) fn parse_device(h: &str) -> Option<Device> {
 }
 
 pub(super) fn error_line(t: &str) -> Option<(ErrorKind, bool)> {
+    // every error line below says one of these: most lines are ruled out in three searches
+    if !(t.contains("failure") || t.contains("Test timeout") || t.contains("Invalid number")) {
+        return None;
+    }
     // (kind, primary): propagation lines (" .. host pid N: Test failure") are secondary
     if t.contains("Test NCCL failure") {
         return Some((ErrorKind::NcclFailure, true));

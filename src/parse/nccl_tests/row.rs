@@ -37,7 +37,7 @@ pub(super) struct Schema {
 }
 
 impl Schema {
-    fn width(&self) -> usize {
+    pub(super) fn width(&self) -> usize {
         self.pre.len() + self.halves.iter().map(Vec::len).sum::<usize>()
     }
 
@@ -161,20 +161,27 @@ pub(super) enum Fault {
     Impossible(String),
 }
 
+/// Which column a value is: (half, column name).
+type What<'a> = (&'a str, &'a str);
+
 /// Read a number column; an impossible value (negative, NaN, infinite) is noted in `bad` (the
 /// first one wins) and read as 0 so the rest of the row is still checked for completeness.
-fn value(tok: &str, what: &str, unit: &str, bad: &mut Option<String>) -> Option<f64> {
+fn value(tok: &str, what: What, unit: &str, bad: &mut Option<String>) -> Option<f64> {
+    // a plain unsigned number is the common case: no need to ask why it could be impossible
+    if let Some(v) = num(tok).filter(|v| *v >= 0.0) {
+        return Some(v);
+    }
     if let Some(why) = impossible(tok) {
         if bad.is_none() {
-            *bad = Some(format!("{what} `{tok}`{unit} {why}"));
+            *bad = Some(format!("{} {} `{tok}`{unit} {why}", what.0, what.1));
         }
         return Some(0.0);
     }
-    num(tok)
+    None
 }
 
 /// `N/A` or a value as [`value`] reads it.
-fn opt_value(tok: &str, what: &str, unit: &str, bad: &mut Option<String>) -> Option<Option<f64>> {
+fn opt_value(tok: &str, what: What, unit: &str, bad: &mut Option<String>) -> Option<Option<f64>> {
     if tok == "N/A" {
         return Some(None);
     }
@@ -211,28 +218,27 @@ fn parse_half(toks: &[&str], cols: &[Col], name: &str, bad: &mut Option<String>)
         cv_pct: None,
     };
     let mut has_per = false;
-    let what = |col: &str| format!("{name} {col}");
     for (tok, col) in toks.iter().zip(cols) {
         match col {
-            Col::Time => half.time_us = value(tok, &what("time"), " us", bad)?,
-            Col::Algbw => half.algbw_gbs = value(tok, &what("algbw"), " GB/s", bad)?,
-            Col::Busbw => half.busbw_gbs = value(tok, &what("busbw"), " GB/s", bad)?,
+            Col::Time => half.time_us = value(tok, (name, "time"), " us", bad)?,
+            Col::Algbw => half.algbw_gbs = value(tok, (name, "algbw"), " GB/s", bad)?,
+            Col::Busbw => half.busbw_gbs = value(tok, (name, "busbw"), " GB/s", bad)?,
             Col::Wrong => {
-                if let Some(v) = opt_value(tok, &what("#wrong"), "", bad)? {
+                if let Some(v) = opt_value(tok, (name, "#wrong"), "", bad)? {
                     half.wrong = Some(v.round() as u64);
                 }
             }
             Col::Err => half.max_error = opt_num(tok).ok()?,
             Col::IMin => {
-                (per.min_us, has_per) = (opt_value(tok, &what("i_min"), " us", bad)?, true)
+                (per.min_us, has_per) = (opt_value(tok, (name, "i_min"), " us", bad)?, true)
             }
             Col::IMax => {
-                (per.max_us, has_per) = (opt_value(tok, &what("i_max"), " us", bad)?, true)
+                (per.max_us, has_per) = (opt_value(tok, (name, "i_max"), " us", bad)?, true)
             }
             Col::IP99 => {
-                (per.p99_us, has_per) = (opt_value(tok, &what("i_p99"), " us", bad)?, true)
+                (per.p99_us, has_per) = (opt_value(tok, (name, "i_p99"), " us", bad)?, true)
             }
-            Col::ICv => (per.cv_pct, has_per) = (opt_value(tok, &what("i_cv%"), "", bad)?, true),
+            Col::ICv => (per.cv_pct, has_per) = (opt_value(tok, (name, "i_cv%"), "", bad)?, true),
             Col::Skip => {}
         }
     }
@@ -258,12 +264,13 @@ pub(super) fn parse_row(line: &str, schema: &Schema) -> Result<Row, Fault> {
 
 fn read_row(line: &str, schema: &Schema, bad: &mut Option<String>) -> Option<Row> {
     let width = schema.width();
-    // count first: a long line of words is not split into a vector for nothing
-    let n = line.split_whitespace().take(width + 64).count();
-    if n < width || (!schema.timestamp && n != width) {
+    // at most a few more tokens than the schema: a long line of words is not split for nothing
+    let extra = if schema.timestamp { 64 } else { 1 };
+    let toks: Vec<&str> = line.split_whitespace().take(width + extra).collect();
+    let n = toks.len();
+    if n < width || (!schema.timestamp && n != width) || n == width + extra && extra > 1 {
         return None;
     }
-    let toks: Vec<&str> = line.split_whitespace().collect();
     let mut row = Row {
         size_bytes: 0,
         count: 0,

@@ -5,7 +5,7 @@
 use super::lines::{after_colon, error_line, layout_name, parse_device, parse_params};
 use super::row::{Fault, Schema, parse_row, uint};
 use super::{Device, NcclReport, Params, Row, choose_error, version_from_code};
-use crate::parse::nccl_log::{LogScanner, clean, nccl_message};
+use crate::parse::nccl_log::{LogScanner, clean};
 use crate::parse::text::{impossible, num, push_capped, reject};
 use crate::parse::{MAX_LINE_BYTES, MAX_STORED_ROWS, Rejected, Status, ToolError, mpirun};
 use std::collections::HashSet;
@@ -93,9 +93,9 @@ impl<'a> Scanner<'a> {
         }
         let line = clean(raw);
         self.mpi.line_cleaned(raw, line);
-        self.log.line(line);
+        let nccl_line = self.log.line(line);
         let t = line.trim();
-        if self.test_error(t) || cut || nccl_message(t).is_some() {
+        if self.test_error(t) || cut || nccl_line {
             return;
         }
         // `#` lines lose their `#` in markdown pastes; pre-2019 footers start with a space
@@ -276,14 +276,14 @@ impl<'a> Scanner<'a> {
     /// A result row, read against the header's schema (or one inferred from its token count).
     fn row(&mut self, no: usize, t: &str) {
         let tb = &mut self.table;
-        let n = t.split_whitespace().take(64).count();
+        let n = || t.split_whitespace().take(64).count();
         let read = match &tb.schema {
             Some(s) => parse_row(t, s),
-            None => match Schema::infer(n) {
+            None => match Schema::infer(n()) {
                 Some(s) => {
                     let r = parse_row(t, &s);
                     if r.is_ok() && tb.layout.is_none() {
-                        tb.layout = Some(if n == 13 {
+                        tb.layout = Some(if s.width() == 13 {
                             "wrong-count-2022"
                         } else {
                             "float-error-2019"
@@ -313,7 +313,7 @@ impl<'a> Scanner<'a> {
                 reject(&mut tb.rejected, no, reason, &mut self.not_stored);
             }
             Err(Fault::Unreadable) => {
-                if n >= 5 && t.split_whitespace().next().and_then(uint).is_some() {
+                if t.split_whitespace().next().and_then(uint).is_some() && n() >= 5 {
                     tb.rejected_rows += 1;
                 }
             }
