@@ -309,7 +309,7 @@ fn pick_error(
             message: msgs.join("\n"),
         });
     }
-    (have_stats && received == Some(0)).then(|| ToolError {
+    (have_stats && received == Some(0)).then_some(ToolError {
         kind: ErrorKind::Unreachable,
         message: stats_line,
     })

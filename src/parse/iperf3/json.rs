@@ -103,7 +103,7 @@ pub(super) fn parse_json_stream(text: &str) -> Option<IperfReport> {
     let mut seen = false;
     let mut first_line = 0usize;
     for (i, line) in text.lines().enumerate() {
-        if line.len() > MAX_LINE_BYTES {
+        if line.len() > MAX_LINE_BYTES || !line.contains("\"event\"") {
             continue;
         }
         let t = clean_line(line).trim();
@@ -151,7 +151,7 @@ pub(super) fn parse_json(text: &str) -> Option<IperfReport> {
     let mut offset = 0usize;
     let mut first = None;
     for (i, line) in text.split_inclusive('\n').enumerate() {
-        if clean_line(line).trim() == "{" {
+        if line.contains('{') && clean_line(line).trim() == "{" {
             first = Some((i + 1, offset));
             break;
         }
