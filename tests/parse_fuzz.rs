@@ -3,7 +3,7 @@
 //! NaN or infinite, random bytes) and must never panic, must say a status that agrees with its
 //! fields, must accept no impossible value, and must finish quickly.
 //!
-//! `cargo test --test parse_fuzz` runs a bounded number of cases per parser (default 200);
+//! `cargo test --test parse_fuzz` runs a bounded number of cases per parser (default 500);
 //! `FABRICPLAN_FUZZ_CASES=10000 cargo test --release --test parse_fuzz` runs a large campaign.
 //! The same checks are the body of the libFuzzer targets in `fuzz/` (see README, testing notes).
 
@@ -56,7 +56,7 @@ fn cases() -> u32 {
     std::env::var("FABRICPLAN_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200)
+        .unwrap_or(500)
 }
 
 fn fixtures(dir: &str) -> Vec<Vec<u8>> {
