@@ -430,6 +430,12 @@ fn real_launch_failures_carry_their_facts() {
     let s = mpi("real-4.1.4-not-enough-slots.txt");
     assert_eq!(s.error.map(|e| e.kind), Some(ErrorKind::NotEnoughSlots));
     assert_eq!(s.requested_slots, Some(99));
+    assert_eq!(s.executable.as_deref(), Some("hostname"));
+    assert!(
+        s.errors[0].message.ends_with("application:\nhostname"),
+        "{}",
+        s.errors[0].message
+    );
     let d = mpi("real-4.1.4-daemon-launch-failed.txt");
     assert_eq!(d.error.map(|e| e.kind), Some(ErrorKind::DaemonLaunchFailed));
     // the box that names the process wins over the generic "Primary job" box of the same kind

@@ -37,7 +37,8 @@ pub struct MpirunReport {
     pub requested_slots: Option<u64>,
     /// First lines of WARNING boxes that are not errors (openib port / CPC warnings, ...).
     pub warnings: Vec<String>,
-    /// The executable named by an executable-not-found box (`Executable: ...`).
+    /// The executable named by an executable-not-found box (`Executable: ...`) or the
+    /// application a not-enough-slots box names.
     pub executable: Option<String>,
     /// Error boxes and warnings read past the [`MAX_STORED_NOTES`] cap (not stored).
     pub not_stored: usize,
@@ -491,6 +492,8 @@ fn box_start(lines: &[Line], li: usize) -> usize {
 fn key_lines(body: &[&str]) -> String {
     let mut out: Vec<&str> = Vec::new();
     let mut in_first = true;
+    // the not-enough-slots box names the application on the line after this
+    let mut app_next = false;
     for l in body {
         if l.is_empty() {
             if !out.is_empty() {
@@ -499,9 +502,10 @@ fn key_lines(body: &[&str]) -> String {
             continue;
         }
         let field = FIELD_KEYS.iter().any(|k| l.starts_with(k));
-        if in_first || field {
+        if in_first || field || app_next {
             out.push(l);
         }
+        app_next = l.ends_with("requested by the application:");
         if out.len() >= 10 {
             break;
         }
@@ -626,7 +630,9 @@ fn extract(flat: &str, f: &mut Fields) {
             }
         }
     }
-    if let Some(exe) = word_after(flat, "Executable:") {
+    if let Some(exe) = word_after(flat, "Executable:")
+        .or_else(|| word_after(flat, "requested by the application:"))
+    {
         f.executable = Some(exe.to_string());
     }
     if f.rank.is_none() {
