@@ -162,10 +162,10 @@ pub fn parse(text: &str) -> PingReport {
             continue;
         }
         if let Some(rest) = line.strip_prefix("PING ") {
-            if let Some((host, ip, payload)) = header(rest) {
-                r.host = Some(host);
-                r.ip = ip;
-                r.payload_bytes = payload;
+            if let Some(h) = header(rest) {
+                r.host = Some(h.host);
+                r.ip = h.ip;
+                r.payload_bytes = h.payload_bytes;
                 recognised = true;
             }
         } else if line.starts_with("--- ") && line.ends_with(" ping statistics ---") {
@@ -336,9 +336,17 @@ fn undot(h: &str) -> &str {
     }
 }
 
+/// What the `PING ...` header line says.
+#[derive(Debug, PartialEq)]
+struct Header {
+    host: String,
+    ip: Option<String>,
+    payload_bytes: Option<u32>,
+}
+
 /// After `PING `: IPv4 `host (ip) 8972(9000) bytes of data.`; IPv6 `host(ip) 56 data bytes`,
 /// where ip may itself be `name (addr)`.
-fn header(rest: &str) -> Option<(String, Option<String>, Option<u32>)> {
+fn header(rest: &str) -> Option<Header> {
     let open = rest.find('(');
     let space = rest.find(' ');
     let host_end = match (open, space) {
@@ -385,8 +393,12 @@ fn header(rest: &str) -> Option<(String, Option<String>, Option<u32>)> {
         .split_whitespace()
         .next()
         .unwrap_or("");
-    let payload = tok.split('(').next().and_then(|p| p.parse::<u32>().ok());
-    Some((undot(host).to_string(), ip, payload))
+    let payload_bytes = tok.split('(').next().and_then(|p| p.parse::<u32>().ok());
+    Some(Header {
+        host: undot(host).to_string(),
+        ip,
+        payload_bytes,
+    })
 }
 
 /// A reply line: `<n> bytes from <who>: icmp_seq=<n> ttl=<n> time=<t> ms` (also `icmp_req=`).
@@ -584,14 +596,18 @@ mod tests {
         let h = header("198.19.1.2 (198.19.1.2) 8972(9000) bytes of data.").unwrap();
         assert_eq!(
             h,
-            ("198.19.1.2".into(), Some("198.19.1.2".into()), Some(8972))
+            Header {
+                host: "198.19.1.2".into(),
+                ip: Some("198.19.1.2".into()),
+                payload_bytes: Some(8972)
+            }
         );
         let h = header("::1(::1) 56 data bytes").unwrap();
-        assert_eq!(h, ("::1".into(), Some("::1".into()), Some(56)));
+        assert_eq!((h.ip.as_deref(), h.payload_bytes), (Some("::1"), Some(56)));
         let h = header("spark-1(spark-1 (fd00::2)) 8952 data bytes").unwrap();
-        assert_eq!(h.1.as_deref(), Some("fd00::2"));
+        assert_eq!(h.ip.as_deref(), Some("fd00::2"));
         let h = header("spark-1.example. (198.19.1.2) 56(84) bytes of data.").unwrap();
-        assert_eq!(h.0, "spark-1.example");
+        assert_eq!(h.host, "spark-1.example");
     }
 
     #[test]
