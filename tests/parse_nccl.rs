@@ -316,10 +316,9 @@ fn mpirun_kinds() {
     let lost = mpi("daemon-lost.txt");
     assert_eq!(lost.error.map(|e| e.kind), Some(ErrorKind::DaemonLost));
     assert_eq!(lost.host.as_deref(), Some("spark-b"));
-    assert_eq!(
-        mpi("daemon-route-unreachable.txt").host.as_deref(),
-        Some("spark-c")
-    );
+    let route = mpi("daemon-route-unreachable.txt");
+    assert_eq!(route.host.as_deref(), Some("spark-c"));
+    assert_eq!(route.error.map(|e| e.kind), Some(ErrorKind::RouteFailed));
     let nz = mpi("nonzero-exit-v4.txt");
     assert_eq!((nz.exit_code, nz.rank), (Some(3), Some(1)));
     let v5 = mpi("nonzero-exit-v5-prterun.txt");
@@ -332,7 +331,7 @@ fn mpirun_kinds() {
     );
     assert_eq!(mpi("signal-killed-no-name.txt").signal, Some(9));
     let imp = mpi("exiting-improperly.txt");
-    assert_eq!(imp.error.map(|e| e.kind), Some(ErrorKind::NonzeroExit));
+    assert_eq!(imp.error.map(|e| e.kind), Some(ErrorKind::ExitedImproperly));
     assert_eq!(imp.host.as_deref(), Some("spark-a"));
     assert_eq!(kind("exec-not-found.txt"), Some(ErrorKind::ExecNotFound));
     let mp = mpi("mpich-bad-termination.txt");
@@ -392,6 +391,196 @@ fn check_subset(name: &str, full: &str, mutated: &str) -> Result<(), TestCaseErr
     Ok(())
 }
 
+// ------------------------------------------------------------------- Open MPI refusals (truth)
+
+/// Real Open MPI 4.1.4 captures: `mpirun -np 1 hostname` as root without the override was read
+/// as status ok; a refused launch's message was its frame.
+#[test]
+fn run_as_root_refusal_is_an_error_with_its_words() {
+    let r = mpi("real-4.1.4-run-as-root.txt");
+    assert_eq!(r.status, Status::Error);
+    let e = r.error.expect("an error");
+    assert_eq!(e.kind, ErrorKind::RunAsRoot);
+    assert_eq!(e.kind.as_str(), "run-as-root");
+    assert!(
+        e.message
+            .starts_with("mpirun has detected an attempt to run as root.")
+    );
+    assert!(e.message.contains("--allow-run-as-root"));
+    assert!(
+        !e.message
+            .lines()
+            .any(|l| l.trim().chars().all(|c| c == '-'))
+    );
+}
+
+#[test]
+fn real_launch_failures_carry_their_facts() {
+    let x = mpi("real-4.1.4-exec-not-found.txt");
+    let e = x.error.clone().unwrap();
+    assert_eq!(e.kind, ErrorKind::ExecNotFound);
+    assert!(
+        e.message.contains("Executable: /nonexistent"),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("Node: vm"));
+    assert_eq!(x.executable.as_deref(), Some("/nonexistent"));
+    assert_eq!((x.host.as_deref(), x.rank), (Some("vm"), Some(0)));
+    let s = mpi("real-4.1.4-not-enough-slots.txt");
+    assert_eq!(s.error.map(|e| e.kind), Some(ErrorKind::NotEnoughSlots));
+    assert_eq!(s.requested_slots, Some(99));
+    assert_eq!(s.executable.as_deref(), Some("hostname"));
+    assert!(
+        s.errors[0].message.ends_with("application:\nhostname"),
+        "{}",
+        s.errors[0].message
+    );
+    let d = mpi("real-4.1.4-daemon-launch-failed.txt");
+    assert_eq!(d.error.map(|e| e.kind), Some(ErrorKind::DaemonLaunchFailed));
+    // the box that names the process wins over the generic "Primary job" box of the same kind
+    let nz = mpi("real-4.1.4-nonzero-exit.txt");
+    let e = nz.error.unwrap();
+    assert_eq!(e.kind, ErrorKind::NonzeroExit);
+    assert!(e.message.contains("Exit code:    3"), "{}", e.message);
+    assert!(e.message.contains("Process name: [[26348,1],0]"));
+    let sig = mpi("real-4.1.4-signal-segv.txt");
+    assert_eq!(sig.error.map(|e| e.kind), Some(ErrorKind::Signal));
+    assert_eq!(
+        (sig.signal, sig.rank, sig.host.as_deref()),
+        (Some(11), Some(0), Some("vm"))
+    );
+    let killed = mpi("real-4.1.4-signal-killed.txt");
+    assert_eq!((killed.signal, killed.rank), (Some(9), Some(1)));
+    assert_eq!(killed.signal_name.as_deref(), Some("Killed"));
+}
+
+#[test]
+fn openib_cpc_box_is_a_warning_not_an_error() {
+    let dash = "-".repeat(74);
+    let t = format!(
+        "{dash}\nNo OpenFabrics connection schemes reported that they were able to be\nused on a specific port.  As such, the openib BTL (OpenFabrics\nsupport) will be disabled for this port.\n\n  Local host:           spark-a\n  Local device:         mlx5_0\n  Local port:           1\n  CPCs attempted:       rdmacm, udcm\n{dash}\n[1,0]<stdout>:# Avg bus bandwidth    : 2.1 \n"
+    );
+    let r = mpirun::parse(&t);
+    assert_eq!(r.status, Status::Ok);
+    assert!(r.error.is_none());
+    assert_eq!(r.warnings.len(), 1);
+    assert!(r.warnings[0].starts_with("No OpenFabrics connection schemes"));
+}
+
+/// The NCCL job's output is mpirun's output: its refusals are the nccl-tests report's errors.
+#[test]
+fn mpirun_refusals_inside_an_nccl_capture() {
+    for (name, kind) in [
+        ("real-4.1.4-run-as-root.txt", ErrorKind::RunAsRoot),
+        ("real-4.1.4-exec-not-found.txt", ErrorKind::ExecNotFound),
+        ("real-4.1.4-not-enough-slots.txt", ErrorKind::NotEnoughSlots),
+        ("daemon-route-unreachable.txt", ErrorKind::RouteFailed),
+        ("exiting-improperly.txt", ErrorKind::ExitedImproperly),
+    ] {
+        let text = format!(
+            "+ mpirun -np 2 /opt/nccl-tests/build/all_reduce_perf -b 8 -e 128M\n{}",
+            fixture(MPI_DIR, name)
+        );
+        let r = nccl_tests::parse(&text);
+        assert_eq!(r.status, Status::Error, "{name}");
+        let e = r.error.as_ref().unwrap();
+        assert_eq!(e.kind, kind, "{name}");
+        assert!(!e.message.starts_with("---"), "{name}: {}", e.message);
+        assert!(r.summary().contains(kind.as_str()), "{name}");
+    }
+}
+
+// ------------------------------------------------------------------- NCCL log without a table
+
+#[test]
+fn nccl_info_without_a_table_is_incomplete_with_what_the_log_proves() {
+    let t = "spark-a:2011:2011 [0] NCCL INFO Bootstrap : Using enp1s0f0np0:10.0.0.1<0>\n\
+spark-a:2011:2011 [0] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)\n\
+spark-a:2011:2011 [0] NCCL INFO cudaDriverVersion 13000\n\
+NCCL version 2.29.7+cuda13.0\n\
+spark-a:2011:2030 [0] NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:10.0.0.1<0>\n\
+spark-b:3022:3022 [0] NCCL INFO NET/IB : Using [0]rocep1s0f0:1/RoCE [RO]; OOB enp1s0f0np0:10.0.0.2<0>\n\
+spark-a:2011:2030 [0] NCCL INFO Using network IB\n\
+spark-a:2011:2030 [0] NCCL INFO ncclCommInitRank comm 0x55d0c8a0 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n\
+spark-a:2011:2034 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n\
+spark-a:2011:2034 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n\
+spark-b:3022:3040 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0/GDRDMA\n\
+spark-a:2011:2030 [0] NCCL INFO comm 0x55d0c8a0 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId f01000 commId 0x9b1c2d3e4f506172 - Init COMPLETE\n";
+    let r = nccl_tests::parse(t);
+    assert_eq!(r.status, Status::Incomplete);
+    assert!(r.error.is_none());
+    assert!(r.rows.is_empty());
+    assert_eq!(r.nranks, Some(2));
+    assert_eq!(r.hosts, vec!["spark-a", "spark-b"]);
+    assert_eq!(r.net_devices, vec!["rocep1s0f0:1"]);
+    assert_eq!(r.transport.as_deref(), Some("NET/IB"));
+    assert_eq!(r.roce, Some(true));
+    assert_eq!(r.gdr, Some(true));
+    assert_eq!(r.nccl_version.as_deref(), Some("2.29.7+cuda13.0"));
+    let s = r.summary();
+    assert!(s.contains("2 ranks on spark-a, spark-b"), "{s}");
+    assert!(s.contains("no results table"), "{s}");
+    let json = parse(Tool::NcclTests, t).to_json(Tool::NcclTests);
+    assert_eq!(json["status"], "incomplete");
+    assert_eq!(json["nranks"], 2);
+}
+
+// ------------------------------------------------------------------- impossible values
+
+#[test]
+fn negative_time_row_is_rejected_and_named() {
+    let full = fixture(NCCL_DIR, "allreduce-2node-ib-2025.txt");
+    let row = full
+        .lines()
+        .find(|l| l.trim_start().starts_with("16384 "))
+        .unwrap();
+    let bad_row = row.replacen("29.", "-29.", 1);
+    assert_ne!(row, bad_row);
+    let r = nccl_tests::parse(&full.replace(row, &bad_row));
+    assert_eq!(r.status, Status::Incomplete);
+    assert_eq!(r.rows.len(), 24);
+    assert!(r.rows.iter().all(|x| x.size_bytes != 16384));
+    assert_eq!(r.rejected.len(), 1);
+    assert!(r.rejected[0].reason.contains("`-29."), "{:?}", r.rejected);
+    assert!(r.rejected[0].reason.contains("negative"));
+    assert!(r.summary().contains("negative"));
+    let avg = full
+        .lines()
+        .find(|l| l.contains("Avg bus bandwidth"))
+        .unwrap();
+    let colon = avg.find(": ").unwrap();
+    let neg = format!("{}: -{}", &avg[..colon], avg[colon + 2..].trim_start());
+    let r = nccl_tests::parse(&full.replace(avg, &neg));
+    assert_eq!(r.status, Status::Incomplete);
+    assert_eq!(r.avg_busbw_gbs, None);
+    assert!(r.rejected[0].reason.contains("average bus bandwidth `-"));
+    for bad in ["nan", "inf", "-nan"] {
+        let nan_row = row.replacen("29.71", bad, 1);
+        let r = nccl_tests::parse(&full.replace(row, &nan_row));
+        assert_eq!(r.status, Status::Incomplete, "{bad}");
+        assert_eq!(r.rejected.len(), 1, "{bad}");
+    }
+}
+
+#[test]
+fn empty_input_is_empty_not_unrecognized() {
+    for tool in [Tool::NcclTests, Tool::Mpirun] {
+        for text in ["", "\n\n  \n"] {
+            let p = parse(tool, text);
+            assert_eq!(p.status(), Status::Empty);
+            assert_eq!(fabricplan::parse::input_exit_code(&p), 1);
+            assert_eq!(p.to_json(tool)["status"], "empty");
+        }
+    }
+    let p = parse(Tool::NcclTests, "hello\n");
+    assert_eq!(p.status(), Status::Unrecognized);
+    assert_eq!(fabricplan::parse::input_exit_code(&p), 1);
+    let p = parse(Tool::NcclTests, &fixture(NCCL_DIR, "cuda-failure.txt"));
+    assert_eq!(p.status(), Status::Error);
+    assert_eq!(fabricplan::parse::input_exit_code(&p), 0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -433,4 +622,19 @@ proptest! {
             .collect();
         check_subset(name, text, &kept.concat())?;
     }
+}
+
+/// Found by `tests/parse_fuzz.rs` (45,000 cases per parser): a `-J` document with
+/// `"average_bus_bandwidth":{"bandwidth":-1}` was read with a negative average.
+#[test]
+fn fuzz_regression_json_negative_average_is_rejected() {
+    let ok = fixture(JSON_DIR, "json-2.18.json");
+    let at = ok.find("\"bandwidth\":").unwrap() + "\"bandwidth\":".len();
+    let end = at + ok[at..].find([',', '}']).unwrap();
+    let bad = format!("{}-1{}", &ok[..at], &ok[end..]);
+    let r = nccl_tests::parse(&bad);
+    assert_eq!(r.avg_busbw_gbs, None);
+    assert!(r.rejected[0].reason.contains("`-1`"), "{:?}", r.rejected);
+    assert_ne!(r.status, Status::Ok);
+    fabricplan::parse::check_invariants(&parse(Tool::NcclTests, &bad)).unwrap();
 }

@@ -192,3 +192,106 @@ proptest! {
         let _ = parse::parse(Tool::Ping, &m).to_json(Tool::Ping);
     }
 }
+
+// ------------------------------------------------------------------- impossible values
+
+/// Issue "hardening": ping RTTs of -1 ms, loss -66% with 3 of 3 received, loss 1.8e19 %, and
+/// more received than transmitted were read as status ok.
+#[test]
+fn ping_impossible_values_are_rejected_and_named() {
+    let ok = fixture("ping/small-ok.txt");
+    assert_eq!(parse::ping::parse(&ok).status, Status::Ok);
+    for (from, to, word) in [
+        (
+            "rtt min/avg/max/mdev = 0.047/0.079/0.145/0.046 ms",
+            "rtt min/avg/max/mdev = -1.000/-1.000/-1.000/0.000 ms",
+            "negative",
+        ),
+        (
+            "3 received, 0% packet loss",
+            "3 received, -66% packet loss",
+            "-66",
+        ),
+        (
+            "3 received, 0% packet loss",
+            "3 received, 18446744073709551616% packet loss",
+            "outside 0-100",
+        ),
+        (
+            "3 received, 0% packet loss",
+            "0 received, 0% packet loss",
+            "does not match",
+        ),
+        (
+            "3 packets transmitted, 3 received",
+            "3 packets transmitted, 5 received",
+            "5 received of 3",
+        ),
+        ("time=0.047 ms", "time=-1 ms", "reply time `-1`"),
+        ("time=0.145 ms", "time=nan ms", "not a number"),
+    ] {
+        let bad = ok.replacen(from, to, 1);
+        assert_ne!(bad, ok);
+        let r = parse::ping::parse(&bad);
+        assert_eq!(r.status, Status::Incomplete, "{to}");
+        assert_eq!(r.rejected.len(), 1, "{to}: {:?}", r.rejected);
+        assert!(
+            r.rejected[0].reason.contains(word),
+            "{to}: {:?}",
+            r.rejected
+        );
+        assert!(r.summary().contains("rejected"), "{}", r.summary());
+    }
+}
+
+/// iperf3 at -19.2 Gb/s was read as status ok.
+#[test]
+fn iperf3_negative_rate_is_rejected() {
+    let ok = fixture("iperf3/text-tcp-client-bitrate.txt");
+    let bad = ok.replace(
+        "4.46 GBytes  19.2 Gbits/sec",
+        "4.46 GBytes  -19.2 Gbits/sec",
+    );
+    assert_ne!(bad, ok);
+    let r = parse::iperf3::parse(&bad);
+    assert_eq!(r.status, Status::Incomplete);
+    assert_eq!(r.gbps, None);
+    assert!(
+        r.rejected.iter().any(|x| x.reason.contains("negative")),
+        "{:?}",
+        r.rejected
+    );
+    let json = fixture("iperf3/json-tcp-client-3.12.json");
+    let needle = "\"sum_received\":";
+    let at = json.find(needle).unwrap();
+    let bps = json[at..].find("\"bits_per_second\":").unwrap() + at;
+    let bad = format!(
+        "{}\"bits_per_second\":\t-{}",
+        &json[..bps],
+        json[bps + 18..].trim_start()
+    );
+    let r = parse::iperf3::parse(&bad);
+    assert_eq!(r.status, Status::Incomplete, "{:?}", r.rejected);
+    assert!(
+        r.rejected[0]
+            .reason
+            .contains("sum_received.bits_per_second")
+    );
+    let udp = fixture("iperf3/text-udp-client.txt");
+    let lost = udp.lines().find(|l| l.contains("receiver")).unwrap();
+    let open = lost.rfind('(').unwrap();
+    let close = lost.rfind("%)").unwrap();
+    let bad_line = format!("{}(250%){}", &lost[..open], &lost[close + 2..]);
+    let r = parse::iperf3::parse(&udp.replace(lost, &bad_line));
+    assert_eq!(r.status, Status::Incomplete);
+    assert!(r.rejected[0].reason.contains("`250`%"), "{:?}", r.rejected);
+}
+
+#[test]
+fn empty_input_is_empty() {
+    for tool in [Tool::Iperf3, Tool::Ping] {
+        let p = parse::parse(tool, "\n \n");
+        assert_eq!(p.status(), Status::Empty);
+        assert_eq!(parse::input_exit_code(&p), parse::EXIT_NOTHING_READ);
+    }
+}

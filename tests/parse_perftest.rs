@@ -185,7 +185,8 @@ fn nothing_perftest_like_is_unrecognized() {
         bw("ib_write_bw/unrecognized-iperf3.txt").status,
         Status::Unrecognized
     );
-    assert_eq!(perftest::parse_lat("").status, Status::Unrecognized);
+    assert_eq!(perftest::parse_lat("").status, Status::Empty);
+    assert_eq!(bw("ib_write_bw/empty-input.txt").status, Status::Empty);
     assert_eq!(
         bw("ib_write_bw/bw-truncated-after-header.txt").status,
         Status::Incomplete
@@ -293,4 +294,43 @@ proptest! {
             .collect();
         rows_subset(*is_bw, text, &kept.join("\n"))?;
     }
+}
+
+// ---------------------------------------------------------------- impossible values
+
+/// Issue "hardening": a negative or NaN bandwidth, latency or iteration count is no row.
+#[test]
+fn impossible_rows_are_rejected_and_named() {
+    let ok = fixture("ib_write_bw/bw-gbits-client.txt");
+    let row = ok
+        .lines()
+        .find(|l| l.trim_start().starts_with("65536"))
+        .unwrap();
+    for (from, to) in [("109.01", "-109.01"), ("109.00", "nan"), ("5000", "-5000")] {
+        let bad = ok.replace(row, &row.replacen(from, to, 1));
+        let r = perftest::parse_bw(&bad);
+        assert_eq!(r.status, Status::Incomplete, "{to}");
+        assert!(r.rows.is_empty(), "{to}");
+        assert_eq!(r.bw_avg_gbps, None);
+        assert_eq!(r.rejected.len(), 1, "{to}");
+        assert!(
+            r.rejected[0].reason.contains(&format!("`{to}`")),
+            "{:?}",
+            r.rejected
+        );
+    }
+    let lat = fixture("ib_write_lat/lat-client.txt");
+    let row = lat
+        .lines()
+        .find(|l| l.trim_start().starts_with("2 "))
+        .unwrap();
+    let first_float = row.split_whitespace().nth(2).unwrap();
+    let bad = lat.replace(
+        row,
+        &row.replacen(first_float, &format!("-{first_float}"), 1),
+    );
+    let r = perftest::parse_lat(&bad);
+    assert_eq!(r.status, Status::Incomplete);
+    assert_eq!(r.t_min_us, None);
+    assert!(r.rejected[0].reason.contains("negative"));
 }

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use fabricplan::plan::{self, LoadError, PlanDiagnostics};
 use fabricplan::report::plan_view;
-use fabricplan::schedule::Schedule;
 use fabricplan::topology::{self, Fabric};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -432,14 +431,21 @@ fn exercise(path: &Path, text: &str) -> bool {
     check_diagnostics(&loaded.warnings, text, &what);
     let plan = &loaded.plan;
     let fabric = Fabric::build(plan);
-    let schedule = Schedule::expand(plan);
+    let schedule = fabricplan::kinds::schedule(plan);
     for i in 0..schedule.len().min(3) {
         let _ = schedule.round(plan, &fabric, i);
     }
     let dot = topology::to_dot(plan);
     assert!(!dot.is_empty());
     let mut sink = Capped { left: 1 << 20 };
-    let _ = plan_view::write_text(&mut sink, plan, &fabric, &schedule, "fuzz");
+    let _ = plan_view::write_text(
+        &mut sink,
+        plan,
+        &fabric,
+        &schedule,
+        &fabricplan::exec::launch::SshStyle,
+        "fuzz",
+    );
     assert!(
         t.elapsed() < Duration::from_secs(20),
         "{what}: {:?} to load and dry-run",

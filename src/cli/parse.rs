@@ -10,7 +10,6 @@ use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
 use super::{Format, Stdout};
-use crate::exit;
 use crate::parse::{self, Status, Tool};
 
 impl ValueEnum for Tool {
@@ -29,14 +28,14 @@ pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> i32 {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("error: cannot read `{}`: {e}", f.display());
-                return exit::USAGE;
+                return parse::EXIT_UNREADABLE;
             }
         },
         None => {
             let mut b = Vec::new();
             if let Err(e) = std::io::stdin().read_to_end(&mut b) {
                 eprintln!("error: cannot read stdin: {e}");
-                return exit::USAGE;
+                return parse::EXIT_UNREADABLE;
             }
             b
         }
@@ -52,18 +51,13 @@ pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> i32 {
         )),
         Format::Text => out.write(&format!("{}\n", parsed.summary())),
     }
-    if text.trim().is_empty() {
-        eprintln!("error: the input is empty: nothing to read");
-        return exit::FAIL;
-    }
     match parsed.status() {
-        Status::Unrecognized => {
-            eprintln!(
-                "error: nothing in the input reads as {} output",
-                tool.name()
-            );
-            exit::FAIL
-        }
-        _ => exit::OK,
+        Status::Empty => eprintln!("error: the input is empty: nothing to read"),
+        Status::Unrecognized => eprintln!(
+            "error: nothing in the input reads as {} output",
+            tool.name()
+        ),
+        _ => {}
     }
+    parse::input_exit_code(&parsed)
 }

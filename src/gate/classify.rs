@@ -77,12 +77,15 @@ pub fn trap_of_error(kind: ErrorKind) -> Trap {
         ErrorKind::NotEnoughSlots
         | ErrorKind::DaemonLaunchFailed
         | ErrorKind::DaemonLost
-        | ErrorKind::ExecNotFound => Trap::MpiLaunch,
+        | ErrorKind::RouteFailed => Trap::MpiLaunch,
+        ErrorKind::ExecNotFound => Trap::ExecutableMissing,
+        ErrorKind::RunAsRoot => Trap::MpiRunAsRoot,
         ErrorKind::Timeout => Trap::Timeout,
         ErrorKind::MessageTooLong | ErrorKind::FragNeeded => Trap::MtuMismatch,
         ErrorKind::Unreachable => Trap::Unreachable,
         ErrorKind::CompletionError
         | ErrorKind::NonzeroExit
+        | ErrorKind::ExitedImproperly
         | ErrorKind::Signal
         | ErrorKind::NcclFailure
         | ErrorKind::CudaFailure

@@ -63,6 +63,10 @@ pub enum Trap {
     ToolError,
     /// mpirun could not start its daemons / ranks.
     MpiLaunch,
+    /// mpirun refused to start as root.
+    MpiRunAsRoot,
+    /// The program to launch is not there (nccl-tests not built, wrong nccl-tests-dir).
+    ExecutableMissing,
     /// NCCL environment in the node's config disagrees with discovery.
     NcclEnvMismatch,
     /// A default route or a second route goes through a fabric netdev.
@@ -104,6 +108,8 @@ impl Trap {
             Trap::Unparseable => "unreadable output",
             Trap::ToolError => "tool error",
             Trap::MpiLaunch => "mpirun could not launch",
+            Trap::MpiRunAsRoot => "mpirun refuses to run as root",
+            Trap::ExecutableMissing => "program not found on a node",
             Trap::NcclEnvMismatch => "NCCL environment disagrees with discovery",
             Trap::RoutingTrap => "route through the fabric",
             Trap::MemoryRegistration => "memory registration failed",
@@ -188,6 +194,12 @@ impl Trap {
             Trap::ToolError => "read the tool's message kept in the run directory",
             Trap::MpiLaunch => {
                 "mpirun must reach every rank over SSH from the launching node (keys, PATH, same install on every node)"
+            }
+            Trap::MpiRunAsRoot => {
+                "run as a user, or allow it: OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 in the launching node's env (or sshd's SetEnv)"
+            }
+            Trap::ExecutableMissing => {
+                "build nccl-tests with MPI=1 on every node at the plan's nccl-tests-dir (fabricplan run --setup), or fix nccl-tests-dir"
             }
             Trap::NcclEnvMismatch => {
                 "fix or remove the NCCL_* variables in the node's environment so they match the discovered devices"

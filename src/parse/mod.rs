@@ -3,9 +3,37 @@
 //! Pure, synchronous, one file per tool output. A parser never panics, never accepts a partial
 //! row, and reports what it could not read through [`Status`] instead of guessing. The JSON shape
 //! produced by [`Parsed::to_json`] is the documented, stable output of `fabricplan parse`:
-//! `tool`, `status` (`ok` | `error` | `incomplete` | `unrecognized`), `error`
+//! `tool`, `status` (`ok` | `error` | `incomplete` | `unrecognized` | `empty`), `error`
 //! (`null` or `{ "kind", "message" }`) and the tool's own fields.
+//!
+//! # Values no tool can print
+//!
+//! A row whose values are impossible (a negative time, rate or count, NaN or infinity, a loss
+//! outside 0-100 % or inconsistent with the transmitted/received counts, more replies received
+//! than requests sent) is rejected like a partial row: it is not stored, the report's
+//! `rejected` list says which line and which value (see [`Rejected`]), and the status is not
+//! `ok` (`incomplete`, unless the tool itself reported an error).
+//!
+//! # Bounded work
+//!
+//! Every parser reads its input line by line, once, and keeps no per-line copy: memory stays a
+//! small multiple of the input whatever it holds (50 MB of newlines, one 50 MB line). Stored
+//! lists are capped ([`MAX_STORED_ROWS`] result rows, [`MAX_STORED_NOTES`] warnings, errors and
+//! rejections, distinct devices and hosts); what was read past a cap is counted in the report's
+//! `not_stored` field instead. Lines longer than [`MAX_LINE_BYTES`] are no tool's output and are
+//! skipped.
+//!
+//! # Exit codes of `fabricplan parse`
+//!
+//! [`input_exit_code`] maps a result to the exit status of `fabricplan parse TOOL [FILE]`:
+//!
+//! | code | constant | when |
+//! | --- | --- | --- |
+//! | 0 | [`EXIT_READ`] | the capture was read: status `ok`, `incomplete` or `error` (the error is the tool's, the reading succeeded) |
+//! | 1 | [`EXIT_NOTHING_READ`] | nothing recognisable: status `unrecognized`, or `empty` input |
+//! | 2 | [`EXIT_UNREADABLE`] | usage error or a file that cannot be read (decided by the CLI before parsing) |
 
+mod invariants;
 pub mod iperf3;
 pub mod mpirun;
 pub mod nccl_log;
@@ -14,7 +42,42 @@ pub mod perftest;
 pub mod ping;
 mod text;
 
+pub use invariants::check_invariants;
 use serde::Serialize;
+
+/// Result rows kept per report; further complete rows are counted in `not_stored`.
+pub const MAX_STORED_ROWS: usize = 10_000;
+/// Warnings, error boxes, rejections and devices kept per list; the rest is counted.
+pub const MAX_STORED_NOTES: usize = 100;
+/// Lines longer than this are no tool's output (the longest real ones, iperf3 `--json-stream`
+/// interval events with 128 streams, stay far below) and are skipped unread.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// `fabricplan parse` exit code: the capture was read (`ok`, `incomplete`, or the tool's `error`).
+pub const EXIT_READ: i32 = 0;
+/// `fabricplan parse` exit code: nothing recognisable, or empty input.
+pub const EXIT_NOTHING_READ: i32 = 1;
+/// `fabricplan parse` exit code: usage error or unreadable file (the CLI's own check).
+pub const EXIT_UNREADABLE: i32 = 2;
+
+/// The exit code `fabricplan parse` should end with for `parsed`: [`EXIT_READ`] when the capture
+/// was read, whatever the tool reported; [`EXIT_NOTHING_READ`] for `unrecognized` and `empty`.
+/// ([`EXIT_UNREADABLE`] is the CLI's for a file it could not read; no parse result maps to it.)
+pub fn input_exit_code(parsed: &Parsed) -> i32 {
+    match parsed.status() {
+        Status::Ok | Status::Incomplete | Status::Error => EXIT_READ,
+        Status::Unrecognized | Status::Empty => EXIT_NOTHING_READ,
+    }
+}
+
+/// A line that looked like a result but was not accepted, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rejected {
+    /// 1-based line number in the capture.
+    pub line: usize,
+    /// Names the offending value, e.g. ``out-of-place time `-29.71` us is negative``.
+    pub reason: String,
+}
 
 /// How far a parser got through a capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -28,6 +91,21 @@ pub enum Status {
     Incomplete,
     /// Nothing in the text looks like this tool's output.
     Unrecognized,
+    /// The input was empty (or only whitespace): there was nothing to read.
+    Empty,
+}
+
+impl Status {
+    /// The kebab-case name used in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Incomplete => "incomplete",
+            Status::Unrecognized => "unrecognized",
+            Status::Empty => "empty",
+        }
+    }
 }
 
 /// The classified error kinds, kebab-case in JSON.
@@ -53,6 +131,13 @@ pub enum ErrorKind {
     ExecNotFound,
     /// "cannot find a corresponding process entry": the docker0 / overlapping subnet trap.
     ProcessEntry,
+    /// mpirun refused to start as root (no `--allow-run-as-root` / `OMPI_ALLOW_RUN_AS_ROOT=1`).
+    RunAsRoot,
+    /// ORTE could not route to, or connect to, a daemon ("does not know how to route a message",
+    /// "unable to establish a communication connection").
+    RouteFailed,
+    /// A process ended without calling `MPI_Finalize` ("exiting improperly").
+    ExitedImproperly,
     // nccl-tests
     NcclFailure,
     CudaFailure,
@@ -85,6 +170,9 @@ impl ErrorKind {
             ErrorKind::Signal => "signal",
             ErrorKind::ExecNotFound => "exec-not-found",
             ErrorKind::ProcessEntry => "process-entry",
+            ErrorKind::RunAsRoot => "run-as-root",
+            ErrorKind::RouteFailed => "route-failed",
+            ErrorKind::ExitedImproperly => "exited-improperly",
             ErrorKind::NcclFailure => "nccl-failure",
             ErrorKind::CudaFailure => "cuda-failure",
             ErrorKind::Timeout => "timeout",
@@ -235,5 +323,65 @@ impl Parsed {
             Parsed::Iperf3(r) => r.summary(),
             Parsed::Ping(r) => r.summary(),
         }
+    }
+}
+
+#[cfg(test)]
+mod architecture {
+    //! Issue "architecture": every parser file stays readable.
+
+    use std::path::{Path, PathBuf};
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// (name, lines) of every function: from its `fn` line to the `}` at the same indent.
+    fn functions(text: &str) -> Vec<(String, usize)> {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            let t = l.trim_start();
+            let indent = l.len() - t.len();
+            let body = ["pub fn ", "pub(crate) fn ", "pub(super) fn ", "fn "]
+                .iter()
+                .find_map(|p| t.strip_prefix(p));
+            let Some(sig) = body else { continue };
+            let close = " ".repeat(indent) + "}";
+            if let Some(end) = lines.iter().skip(i + 1).position(|x| *x == close) {
+                let name = sig.split(['(', '<']).next().unwrap_or("").to_string();
+                out.push((name, end + 2));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn no_file_over_900_lines_no_function_over_150() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/parse");
+        let mut files = Vec::new();
+        rust_files(&root, &mut files);
+        assert!(files.len() > 5);
+        let mut problems = Vec::new();
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let n = text.lines().count();
+            if n > 900 {
+                problems.push(format!("{}: {n} lines", f.display()));
+            }
+            for (name, len) in functions(&text) {
+                if len > 150 {
+                    problems.push(format!("{}: fn {name} is {len} lines", f.display()));
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
     }
 }

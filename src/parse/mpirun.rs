@@ -8,8 +8,11 @@
 //! lines belong to the message.
 
 use super::nccl_log::clean;
-use super::{ErrorKind, Status, ToolError};
+use super::text::{is_blank, push_capped};
+use super::{ErrorKind, MAX_STORED_NOTES, Status, ToolError};
+use aho_corasick::{AhoCorasick, MatchKind};
 use serde::Serialize;
+use std::sync::OnceLock;
 
 /// What an mpirun capture says about the job launch and its end.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -34,10 +37,39 @@ pub struct MpirunReport {
     pub requested_slots: Option<u64>,
     /// First lines of WARNING boxes that are not errors (openib port / CPC warnings, ...).
     pub warnings: Vec<String>,
+    /// The executable named by an executable-not-found box (`Executable: ...`) or the
+    /// application a not-enough-slots box names.
+    pub executable: Option<String>,
+    /// Error boxes and warnings read past the [`MAX_STORED_NOTES`] cap (not stored).
+    pub not_stored: usize,
+}
+
+impl MpirunReport {
+    fn empty() -> Self {
+        MpirunReport {
+            status: Status::Unrecognized,
+            error: None,
+            errors: Vec::new(),
+            exit_code: None,
+            rank: None,
+            pid: None,
+            host: None,
+            signal: None,
+            signal_name: None,
+            requested_slots: None,
+            warnings: Vec::new(),
+            executable: None,
+            not_stored: 0,
+        }
+    }
 }
 
 /// A trigger phrase (lower case, single spaces) and the kind it announces.
 const TRIGGERS: &[(&str, ErrorKind)] = &[
+    (
+        "has detected an attempt to run as root",
+        ErrorKind::RunAsRoot,
+    ),
     (
         "cannot find a corresponding process entry",
         ErrorKind::ProcessEntry,
@@ -60,11 +92,11 @@ const TRIGGERS: &[(&str, ErrorKind)] = &[
     ),
     (
         "does not know how to route a message to the specified daemon",
-        ErrorKind::DaemonLost,
+        ErrorKind::RouteFailed,
     ),
     (
         "is unable to establish a communication connection",
-        ErrorKind::DaemonLost,
+        ErrorKind::RouteFailed,
     ),
     (
         "detected that one or more processes exited with non-zero status",
@@ -75,7 +107,7 @@ const TRIGGERS: &[(&str, ErrorKind)] = &[
         ErrorKind::NonzeroExit,
     ),
     ("terminated normally, but ", ErrorKind::NonzeroExit),
-    ("exiting improperly", ErrorKind::NonzeroExit),
+    ("exiting improperly", ErrorKind::ExitedImproperly),
     (
         "was unable to launch the specified application as it could not access",
         ErrorKind::ExecNotFound,
@@ -95,18 +127,36 @@ const TRIGGERS: &[(&str, ErrorKind)] = &[
     ),
 ];
 
-/// How specific a kind is when several boxes are present (lower = chosen first).
+/// All [`TRIGGERS`] phrases in one automaton, built once.
+fn trigger_matcher() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        // leftmost-longest: of two phrases of one kind at one place, the longer; phrases of
+        // different kinds never overlap
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(TRIGGERS.iter().map(|(p, _)| *p))
+            .expect("static phrases build an automaton")
+    })
+}
+
+/// How specific a kind is when several boxes are present (lower = chosen first; among boxes of
+/// one kind, the first that names the process, else the first).
 fn specificity(kind: ErrorKind) -> u8 {
     match kind {
-        ErrorKind::ProcessEntry => 0,
-        ErrorKind::ExecNotFound => 1,
-        ErrorKind::NotEnoughSlots => 2,
-        ErrorKind::DaemonLaunchFailed => 3,
-        ErrorKind::DaemonLost => 4,
-        ErrorKind::Signal => 5,
-        ErrorKind::Other => 6,
-        ErrorKind::NonzeroExit => 7,
-        _ => 8,
+        ErrorKind::RunAsRoot => 0,
+        ErrorKind::ProcessEntry => 1,
+        ErrorKind::ExecNotFound => 2,
+        ErrorKind::NotEnoughSlots => 3,
+        ErrorKind::DaemonLaunchFailed => 4,
+        ErrorKind::DaemonLost => 5,
+        ErrorKind::RouteFailed => 6,
+        ErrorKind::Signal => 7,
+        ErrorKind::ExitedImproperly => 8,
+        ErrorKind::Other => 9,
+        ErrorKind::NonzeroExit => 10,
+        _ => 11,
     }
 }
 
@@ -123,6 +173,7 @@ const LAUNCH_HINTS: &[&str] = &[
     "error while loading shared libraries",
 ];
 
+#[derive(Debug, Clone, Copy)]
 struct Line<'a> {
     text: &'a str,
     frame: bool,
@@ -145,20 +196,171 @@ fn unframe(s: &str) -> &str {
     }
 }
 
-/// Parse `text` (mpirun's combined stdout/stderr, or anything that contains it).
-pub fn parse(text: &str) -> MpirunReport {
-    let lines: Vec<Line> = text
-        .lines()
-        .map(|l| {
-            let c = unframe(clean(l));
-            Line {
-                text: c,
-                frame: is_frame(c),
-            }
-        })
-        .collect();
+/// Lines a block may grow to before the older part is read and dropped (see [`Scanner`]).
+const BLOCK_LINES: usize = 256;
+/// Lines kept from a flushed block: a box body (30 lines) plus a wrapped trigger (3 lines) and
+/// MPICH's exit string after its frame (3 lines) fit in it.
+const BLOCK_OVERLAP: usize = 40;
+/// Launch hints kept for daemon-launch errors.
+const MAX_HINTS: usize = 4;
 
-    // Normalised joined text with the line index of every character run.
+/// Line-by-line reader of mpirun output, so that a capture of any size is read in bounded
+/// memory. Lines are grouped into blocks ended by a dash frame (the boxes' own frame); a block
+/// longer than [`BLOCK_LINES`] is read up to [`BLOCK_OVERLAP`] lines before its end and carries
+/// those lines over, so a box is always read whole. Within a block every line is joined with its
+/// successors into one whitespace-normalised text and the trigger phrases are searched there.
+pub struct Scanner<'a> {
+    block: Vec<Line<'a>>,
+    /// Triggers of the current block before this line index were already read.
+    block_done: usize,
+    report: MpirunReport,
+    /// Index of the chosen error in `report.errors`, or the chosen error itself when it was not
+    /// stored (cap reached).
+    best: Option<(u8, ToolError)>,
+    hints: Vec<&'a str>,
+    looks: bool,
+    not_stored: usize,
+}
+
+impl Default for Scanner<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new() -> Self {
+        Scanner {
+            block: Vec::new(),
+            block_done: 0,
+            report: MpirunReport::empty(),
+            best: None,
+            hints: Vec::new(),
+            looks: false,
+            not_stored: 0,
+        }
+    }
+
+    /// Read one line of the capture (without its newline).
+    pub fn line(&mut self, raw: &'a str) {
+        if raw.len() <= super::MAX_LINE_BYTES {
+            self.line_cleaned(raw, clean(raw));
+        }
+    }
+
+    /// [`Scanner::line`] for a caller that already has the line through [`clean`].
+    pub(crate) fn line_cleaned(&mut self, raw: &'a str, cleaned: &'a str) {
+        if raw.len() > super::MAX_LINE_BYTES {
+            return;
+        }
+        if !self.looks && looks_like_mpirun(raw) {
+            self.looks = true;
+        }
+        let text = unframe(cleaned);
+        if self.hints.len() < MAX_HINTS && LAUNCH_HINTS.iter().any(|h| text.contains(h)) {
+            self.hints.push(text.trim());
+        }
+        let frame = is_frame(text);
+        self.block.push(Line { text, frame });
+        // A dash frame ends a box; MPICH's `=` frames do not (its exit string follows one).
+        if frame && text.trim().starts_with('-') {
+            self.read_block(self.block.len());
+            self.block.clear();
+            self.block_done = 0;
+        } else if self.block.len() >= BLOCK_LINES {
+            let upto = self.block.len() - BLOCK_OVERLAP;
+            self.read_block(upto);
+            self.block.drain(..upto);
+            self.block_done = 0;
+        }
+    }
+
+    /// Read the triggers of the current block that start before line `upto`.
+    fn read_block(&mut self, upto: usize) {
+        let found = triggers(&self.block);
+        for (idx, (li, kind)) in found.iter().enumerate() {
+            if *li < self.block_done || *li >= upto {
+                continue;
+            }
+            let next = found.get(idx + 1).map(|(l, _)| *l).unwrap_or(usize::MAX);
+            let e = read_box(&self.block, *li, *kind, next, &mut self.report);
+            self.add_error(e);
+        }
+        self.read_warnings(&found, upto);
+        self.block_done = upto;
+    }
+
+    /// WARNING boxes that carried no trigger, and the openib connection-scheme warning.
+    fn read_warnings(&mut self, found: &[(usize, ErrorKind)], upto: usize) {
+        for (i, l) in self
+            .block
+            .iter()
+            .enumerate()
+            .take(upto)
+            .skip(self.block_done)
+        {
+            let warn = l.text.starts_with("WARNING:")
+                || l.text
+                    .starts_with("No OpenFabrics connection schemes reported");
+            if warn && !found.iter().any(|(fl, _)| i.abs_diff(*fl) <= 3) {
+                push_capped(
+                    &mut self.report.warnings,
+                    l.text.to_string(),
+                    MAX_STORED_NOTES,
+                    &mut self.not_stored,
+                );
+            }
+        }
+    }
+
+    fn add_error(&mut self, e: ToolError) {
+        // same kind: the box naming the process (exit code, rank, node) says more
+        let facts = ["Exit code:", "Process name:", "Node:", "PID", "node "]
+            .iter()
+            .any(|k| e.message.contains(k));
+        let rank = specificity(e.kind) * 2 + u8::from(!facts);
+        if self.best.as_ref().is_none_or(|(r, _)| rank < *r) {
+            self.best = Some((rank, e.clone()));
+        }
+        push_capped(
+            &mut self.report.errors,
+            e,
+            MAX_STORED_NOTES,
+            &mut self.not_stored,
+        );
+    }
+
+    /// The report, once every line was read.
+    pub fn finish(mut self) -> MpirunReport {
+        self.read_block(self.block.len());
+        let hints = self.hints.join("\n");
+        let with_hints = |e: &mut ToolError| {
+            if e.kind == ErrorKind::DaemonLaunchFailed && !hints.is_empty() {
+                e.message.push('\n');
+                e.message.push_str(&hints);
+            }
+        };
+        self.report.errors.iter_mut().for_each(with_hints);
+        let mut r = self.report;
+        r.error = self.best.map(|(_, mut e)| {
+            with_hints(&mut e);
+            e
+        });
+        r.not_stored = self.not_stored;
+        r.status = if r.error.is_some() {
+            Status::Error
+        } else if self.looks {
+            Status::Ok
+        } else {
+            Status::Unrecognized
+        };
+        r
+    }
+}
+
+/// Triggers of a block: (line index, kind), one per (line, kind), in line order.
+fn triggers(lines: &[Line]) -> Vec<(usize, ErrorKind)> {
+    // Normalised joined text with the line index of every line's start.
     let mut joined = String::new();
     let mut starts: Vec<(usize, usize)> = Vec::new(); // (offset in joined, line index)
     for (i, l) in lines.iter().enumerate() {
@@ -167,10 +369,11 @@ pub fn parse(text: &str) -> MpirunReport {
         }
         starts.push((joined.len(), i));
         for w in l.text.split_whitespace() {
-            joined.push_str(&w.to_lowercase());
+            joined.push_str(w);
             joined.push(' ');
         }
     }
+
     let line_at = |off: usize| -> usize {
         let idx = starts.partition_point(|(o, _)| *o <= off);
         starts
@@ -178,120 +381,92 @@ pub fn parse(text: &str) -> MpirunReport {
             .map(|(_, i)| *i)
             .unwrap_or(0)
     };
-
-    // find triggers; one per (line, kind), the longer phrase of a kind wins on the same line
+    // one pass for every phrase (ASCII case-insensitive); the longer phrase of a kind wins on
+    // the same line: identical (line, kind) pairs merge
     let mut found: Vec<(usize, ErrorKind)> = Vec::new();
-    for (phrase, kind) in TRIGGERS {
-        let mut from = 0;
-        while let Some(pos) = joined.get(from..).and_then(|s| s.find(phrase)) {
-            let at = from + pos;
-            let li = line_at(at);
-            if !found.iter().any(|(l, k)| *l == li && *k == *kind) {
-                found.push((li, *kind));
-            }
-            from = at + phrase.len();
+    for m in trigger_matcher().find_iter(&joined) {
+        let Some((_, kind)) = TRIGGERS.get(m.pattern().as_usize()) else {
+            continue;
+        };
+        let li = line_at(m.start());
+        if !found.iter().any(|(l, k)| *l == li && *k == *kind) {
+            found.push((li, *kind));
         }
     }
     found.sort_by_key(|(l, _)| *l);
-    // "Primary job terminated normally, but 1 process returned" is matched twice by design
-    // (short and long phrase): identical (line, kind) pairs were already merged above.
+    found
+}
 
-    let mut report = MpirunReport {
-        status: Status::Unrecognized,
-        error: None,
-        errors: Vec::new(),
-        exit_code: None,
-        rank: None,
-        pid: None,
-        host: None,
-        signal: None,
-        signal_name: None,
-        requested_slots: None,
-        warnings: Vec::new(),
-    };
-
-    let hints: Vec<String> = lines
-        .iter()
-        .filter(|l| LAUNCH_HINTS.iter().any(|h| l.text.contains(h)))
-        .map(|l| l.text.trim().to_string())
-        .take(4)
-        .collect();
-
-    for (idx, (li, kind)) in found.iter().enumerate() {
-        // the box: from the trigger to the next frame (or the next trigger), at most 30 lines
-        let next_trigger = found.get(idx + 1).map(|(l, _)| *l).unwrap_or(usize::MAX);
-        let mut end = lines
-            .iter()
-            .enumerate()
-            .skip(li + 1)
-            .find(|(i, l)| l.frame || *i >= next_trigger)
-            .map(|(i, _)| i)
-            .unwrap_or(lines.len())
-            .min(li + 30);
-        if lines
-            .get(*li)
-            .is_some_and(|l| l.text.to_lowercase().contains("bad termination"))
-        {
-            // MPICH puts the exit string on the line after its closing `=` frame
-            end = (end + 3).min(lines.len()).min(next_trigger);
-        }
-        // sentence lines may begin one line above the trigger when the phrase wraps
-        let start = box_start(&lines, *li);
-        let body: Vec<&str> = lines
-            .get(start..end)
-            .unwrap_or(&[])
-            .iter()
-            .filter(|l| !l.frame)
-            .map(|l| l.text.trim())
-            .collect();
-        let flat = body.join(" ");
-        let mut kind = *kind;
-        let mut fields = Fields::default();
-        extract(&flat, &mut fields);
-        if flat.to_lowercase().contains("bad termination") && fields.signal.is_some() {
-            kind = ErrorKind::Signal;
-        }
-        let mut message = key_lines(&body);
-        if kind == ErrorKind::DaemonLaunchFailed && !hints.is_empty() {
-            message.push('\n');
-            message.push_str(&hints.join("\n"));
-        }
-        report.errors.push(ToolError { kind, message });
-        report.exit_code = report.exit_code.or(fields.exit_code);
-        report.rank = report.rank.or(fields.rank);
-        report.pid = report.pid.or(fields.pid);
-        report.signal = report.signal.or(fields.signal);
-        if report.signal_name.is_none() {
-            report.signal_name = fields.signal_name;
-        }
-        if report.host.is_none() {
-            report.host = fields.host;
-        }
-        report.requested_slots = report.requested_slots.or(fields.slots);
-    }
-
-    // warnings: WARNING boxes that carried no trigger
-    for (i, l) in lines.iter().enumerate() {
-        if l.text.starts_with("WARNING:") && !found.iter().any(|(fl, _)| i.abs_diff(*fl) <= 3) {
-            report.warnings.push(l.text.to_string());
-        }
-    }
-
-    report.error = report
-        .errors
+/// Read the box of the trigger at line `li`: from the trigger to the next frame (or the next
+/// trigger), at most 30 lines; fills the report's fields the box names.
+fn read_box(
+    lines: &[Line],
+    li: usize,
+    kind: ErrorKind,
+    next_trigger: usize,
+    report: &mut MpirunReport,
+) -> ToolError {
+    let mut end = lines
         .iter()
         .enumerate()
-        .min_by_key(|(i, e)| (specificity(e.kind), *i))
-        .map(|(_, e)| e.clone());
+        .skip(li + 1)
+        .find(|(i, l)| l.frame || *i >= next_trigger)
+        .map(|(i, _)| i)
+        .unwrap_or(lines.len())
+        .min(li + 30);
+    if lines
+        .get(li)
+        .is_some_and(|l| l.text.to_lowercase().contains("bad termination"))
+    {
+        // MPICH puts the exit string on the line after its closing `=` frame
+        end = (end + 3).min(lines.len()).min(next_trigger);
+    }
+    // sentence lines may begin one line above the trigger when the phrase wraps
+    let start = box_start(lines, li);
+    let body: Vec<&str> = lines
+        .get(start..end)
+        .unwrap_or(&[])
+        .iter()
+        .filter(|l| !l.frame)
+        .map(|l| l.text.trim())
+        .collect();
+    let flat = body.join(" ");
+    let mut kind = kind;
+    let mut fields = Fields::default();
+    extract(&flat, &mut fields);
+    if flat.to_lowercase().contains("bad termination") && fields.signal.is_some() {
+        kind = ErrorKind::Signal;
+    }
+    let message = key_lines(&body);
+    report.exit_code = report.exit_code.or(fields.exit_code);
+    report.rank = report.rank.or(fields.rank);
+    report.pid = report.pid.or(fields.pid);
+    report.signal = report.signal.or(fields.signal);
+    if report.signal_name.is_none() {
+        report.signal_name = fields.signal_name;
+    }
+    if report.host.is_none() {
+        report.host = fields.host;
+    }
+    report.requested_slots = report.requested_slots.or(fields.slots);
+    if report.executable.is_none() {
+        report.executable = fields.executable;
+    }
+    ToolError { kind, message }
+}
 
-    report.status = if !report.errors.is_empty() {
-        Status::Error
-    } else if looks_like_mpirun(text) {
-        Status::Ok
-    } else {
-        Status::Unrecognized
-    };
-    report
+/// Parse `text` (mpirun's combined stdout/stderr, or anything that contains it).
+pub fn parse(text: &str) -> MpirunReport {
+    if is_blank(text) {
+        let mut r = MpirunReport::empty();
+        r.status = Status::Empty;
+        return r;
+    }
+    let mut sc = Scanner::new();
+    for l in text.lines() {
+        sc.line(l);
+    }
+    sc.finish()
 }
 
 /// The trigger line, or the line above it when the sentence started there (wrapped phrase).
@@ -317,6 +492,8 @@ fn box_start(lines: &[Line], li: usize) -> usize {
 fn key_lines(body: &[&str]) -> String {
     let mut out: Vec<&str> = Vec::new();
     let mut in_first = true;
+    // the not-enough-slots box names the application on the line after this
+    let mut app_next = false;
     for l in body {
         if l.is_empty() {
             if !out.is_empty() {
@@ -325,9 +502,10 @@ fn key_lines(body: &[&str]) -> String {
             continue;
         }
         let field = FIELD_KEYS.iter().any(|k| l.starts_with(k));
-        if in_first || field {
+        if in_first || field || app_next {
             out.push(l);
         }
+        app_next = l.ends_with("requested by the application:");
         if out.len() >= 10 {
             break;
         }
@@ -353,6 +531,8 @@ const FIELD_KEYS: &[&str] = &[
     "PID ",
     "EXIT CODE:",
     "YOUR APPLICATION TERMINATED",
+    "while attempting to start process rank",
+    "You can override this protection by adding the --allow-run-as-root",
     "./",
     "/",
 ];
@@ -366,6 +546,7 @@ struct Fields {
     signal: Option<i64>,
     signal_name: Option<String>,
     slots: Option<u64>,
+    executable: Option<String>,
 }
 
 fn word_after<'a>(flat: &'a str, key: &str) -> Option<&'a str> {
@@ -449,6 +630,14 @@ fn extract(flat: &str, f: &mut Fields) {
             }
         }
     }
+    if let Some(exe) = word_after(flat, "Executable:")
+        .or_else(|| word_after(flat, "requested by the application:"))
+    {
+        f.executable = Some(exe.to_string());
+    }
+    if f.rank.is_none() {
+        f.rank = int_after(flat, "start process rank ").map(|v| v.max(0) as u64);
+    }
     if let Some(pos) = flat.find("to satisfy the ") {
         f.slots =
             int_after(flat.get(pos..).unwrap_or(""), "to satisfy the ").map(|v| v.max(0) as u64);
@@ -485,6 +674,9 @@ impl MpirunReport {
                 if let Some(h) = &self.host {
                     details.push(format!("host {h}"));
                 }
+                if let Some(x) = &self.executable {
+                    details.push(format!("executable {x}"));
+                }
                 if let Some(c) = self.exit_code {
                     details.push(format!("exit code {c}"));
                 }
@@ -506,6 +698,7 @@ impl MpirunReport {
                 s
             }
             (None, Status::Ok) => "mpirun: no error reported".to_string(),
+            (None, Status::Empty) => "mpirun: empty input".to_string(),
             _ => "mpirun: no recognizable mpirun output".to_string(),
         }
     }
@@ -557,8 +750,25 @@ mod tests {
     }
 
     #[test]
+    fn the_matcher_builds_and_finds_wrapped_phrases() {
+        let r = parse("mpirun has detected an attempt\nto RUN as root.\n");
+        assert_eq!(r.error.map(|e| e.kind), Some(ErrorKind::RunAsRoot));
+    }
+
+    #[test]
+    fn a_box_cut_by_the_block_limit_is_read_whole() {
+        // more noise than one block holds, then a box: the overlap keeps it whole
+        let mut t = "noise line\n".repeat(BLOCK_LINES - 5);
+        t.push_str("mpirun noticed that process rank 3 with PID 77 on node\nspark-z exited on signal 9 (Killed).\n");
+        t.push_str(&"more noise\n".repeat(3 * BLOCK_LINES));
+        let r = parse(&t);
+        assert_eq!(r.errors.len(), 1);
+        assert_eq!((r.rank, r.host.as_deref()), (Some(3), Some("spark-z")));
+    }
+
+    #[test]
     fn plain_text_is_unrecognized() {
         assert_eq!(parse("hello\n").status, Status::Unrecognized);
-        assert_eq!(parse("").status, Status::Unrecognized);
+        assert_eq!(parse("").status, Status::Empty);
     }
 }

@@ -20,6 +20,8 @@
 //! none of them goes over NET (P2P/SHM only, e.g. a single node), the transport is `None` even if
 //! `Using network IB` was logged, because no byte crossed the network.
 
+use super::MAX_STORED_NOTES;
+use super::text::push_capped;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -52,6 +54,13 @@ pub struct NcclLog {
     pub warnings: Vec<String>,
     /// Number of NCCL INFO/WARN/TRACE lines seen.
     pub lines: usize,
+    /// Ranks of the communicator, from `nranks N` (`comm ... rank R nranks N ... Init COMPLETE`)
+    /// or `nRanks N` (`ncclCommInitRank ... Init START`) lines; the largest seen.
+    pub nranks: Option<u64>,
+    /// Hosts that printed NCCL debug lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`), in order.
+    pub hosts: Vec<String>,
+    /// Warnings, devices and env echoes read past the caps (not stored).
+    pub not_stored: usize,
 }
 
 /// Remove what launchers and pastes put in front of a line (Open MPI `--tag-output`, `[155] `
@@ -177,29 +186,114 @@ fn is_ib_name(name: &str) -> bool {
 
 /// Scan every line of `text` for NCCL log evidence.
 pub fn scan(text: &str) -> NcclLog {
-    let mut log = NcclLog::default();
-    let mut ev = Evidence::default();
+    let mut sc = LogScanner::default();
     for raw in text.lines() {
-        let line = clean(raw);
+        sc.line(clean(raw));
+    }
+    sc.finish()
+}
+
+/// Line-by-line reader behind [`scan`]; [`super::nccl_tests`] feeds it the lines it reads.
+#[derive(Default)]
+pub struct LogScanner {
+    log: NcclLog,
+    ev: Evidence,
+    /// Ranks a comm said it has (`nranks N` / `nRanks N`), largest seen.
+    nranks: Option<u64>,
+    hosts: Vec<String>,
+}
+
+impl LogScanner {
+    /// Read one line, already passed through [`clean`]; `true` if it is an NCCL debug line.
+    pub fn line(&mut self, line: &str) -> bool {
+        if line.len() > super::MAX_LINE_BYTES {
+            return false;
+        }
+        let log = &mut self.log;
         if log.nccl_version.is_none() {
             if let Some(v) = version_in(line) {
                 log.nccl_version = Some(v);
             }
         }
         let Some((level, msg)) = nccl_message(line) else {
-            continue;
+            return false;
         };
         log.lines += 1;
         if level == "WARN" {
-            log.warnings.push(line.trim().to_string());
+            push_capped(
+                &mut log.warnings,
+                line.trim().to_string(),
+                MAX_STORED_NOTES,
+                &mut log.not_stored,
+            );
         }
         if let Some((k, v)) = env_echo(msg) {
-            log.env.insert(k, v);
+            if log.env.len() < MAX_STORED_NOTES || log.env.contains_key(&k) {
+                log.env.insert(k, v);
+            } else {
+                log.not_stored = log.not_stored.saturating_add(1);
+            }
         }
-        read_message(msg, &mut log, &mut ev);
+        if let Some(n) = nranks_in(msg) {
+            self.nranks = Some(self.nranks.map_or(n, |m| m.max(n)));
+        }
+        if let Some(h) = host_of(line) {
+            if !self.hosts.iter().any(|x| x == h) {
+                push_capped(
+                    &mut self.hosts,
+                    h.to_string(),
+                    MAX_STORED_NOTES,
+                    &mut log.not_stored,
+                );
+            }
+        }
+        read_message(msg, log, &mut self.ev);
+        true
     }
-    decide(&mut log, &ev);
-    log
+
+    /// The evidence combined, once every line was read.
+    pub fn finish(mut self) -> NcclLog {
+        decide(&mut self.log, &self.ev);
+        self.log.nranks = self.nranks;
+        self.log.hosts = self.hosts;
+        self.log
+    }
+}
+
+/// `nranks N` in `comm 0x.. rank R nranks N ... - Init COMPLETE` (and `Destroy COMPLETE`), or
+/// `nRanks N` in `ncclCommInitRank comm 0x.. rank R nRanks N ...` / `Init START` lines.
+fn nranks_in(msg: &str) -> Option<u64> {
+    let mut words = msg.split_whitespace();
+    while let Some(w) = words.next() {
+        if w.eq_ignore_ascii_case("nranks") {
+            let n = words.next()?.trim_end_matches([',', '.']);
+            return n.parse().ok().filter(|n| *n > 0);
+        }
+    }
+    None
+}
+
+/// The host of an NCCL debug line: `[<stamp>] <host>:<pid>:<tid> [<dev>] NCCL ...`.
+fn host_of(line: &str) -> Option<&str> {
+    let mut s = line.trim_start();
+    // NCCL's own `[2025-03-12 10:00:00] ` timestamp
+    if s.starts_with('[')
+        && s.get(1..5)
+            .is_some_and(|y| y.bytes().all(|b| b.is_ascii_digit()))
+    {
+        s = s.split_once("] ").map(|(_, r)| r)?;
+    }
+    let head = s.split_whitespace().next()?;
+    let mut parts = head.split(':');
+    let host = parts.next()?;
+    let pid = parts.next()?;
+    let tid = parts.next()?;
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let host_ok = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    (host_ok && digits(pid) && digits(tid) && parts.next().is_none()).then_some(host)
 }
 
 fn read_message(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
@@ -261,8 +355,11 @@ fn read_message(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
     } else if msg.contains("GPU Direct RDMA Enabled") {
         ev.gdr_on = true;
     }
-    let compact: String = msg.chars().filter(|c| !c.is_whitespace()).collect();
-    if compact.starts_with("NET/IB:Nodevicefound") || msg.contains("Failed to open libibverbs") {
+    let mut compact = msg.chars().filter(|c| !c.is_whitespace());
+    let no_device = "NET/IB:Nodevicefound"
+        .chars()
+        .all(|want| compact.next() == Some(want));
+    if no_device || msg.contains("Failed to open libibverbs") {
         log.ib_unavailable = true;
         return;
     }
@@ -275,7 +372,12 @@ fn read_message(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
                 log.roce = Some(false);
             }
             if !log.net_devices.contains(&dev) {
-                log.net_devices.push(dev);
+                push_capped(
+                    &mut log.net_devices,
+                    dev,
+                    MAX_STORED_NOTES,
+                    &mut log.not_stored,
+                );
             }
         }
         return;
@@ -285,7 +387,12 @@ fn read_message(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
         for (dev, _) in list {
             let iface = dev.split(':').next().unwrap_or("").to_string();
             if !iface.is_empty() && !log.socket_devices.contains(&iface) {
-                log.socket_devices.push(iface);
+                push_capped(
+                    &mut log.socket_devices,
+                    iface,
+                    MAX_STORED_NOTES,
+                    &mut log.not_stored,
+                );
             }
         }
     }

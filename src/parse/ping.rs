@@ -7,8 +7,8 @@
 //! with 100% loss and no error line is kind `unreachable` with the statistics line as message; a
 //! trailing-dot FQDN is reported without its dot.
 
-use super::text::{clean_line, num};
-use super::{ErrorKind, Status, ToolError};
+use super::text::{clean_line, impossible, is_blank, num, reject};
+use super::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_NOTES, Rejected, Status, ToolError};
 use serde::Serialize;
 
 /// The do-not-fragment probe failed: the path MTU is smaller than the packet.
@@ -50,6 +50,11 @@ pub struct PingReport {
     pub mtu_error: Option<MtuError>,
     /// Echo reply lines seen (duplicates not counted).
     pub replies: u64,
+    /// Lines rejected for an impossible value (negative RTT, loss outside 0-100 % or not
+    /// matching the counts, more received than transmitted), with the value named (capped).
+    pub rejected: Vec<Rejected>,
+    /// Error lines and notes read past their caps (not stored, counted).
+    pub not_stored: usize,
 }
 
 impl PingReport {
@@ -74,6 +79,8 @@ impl PingReport {
             pipe: None,
             mtu_error: None,
             replies: 0,
+            rejected: Vec::new(),
+            not_stored: 0,
         }
     }
 
@@ -84,6 +91,9 @@ impl PingReport {
             Some(t) => format!("ping {t}"),
             None => "ping".to_string(),
         };
+        if self.status == Status::Empty {
+            return "ping: empty input".to_string();
+        }
         if self.status == Status::Unrecognized {
             return format!("{head}: unrecognized: no ping output found");
         }
@@ -110,7 +120,13 @@ impl PingReport {
         }
         let mut out = format!("{head}: {}", parts.join(", "));
         match self.status {
-            Status::Incomplete => out.push_str(" (incomplete: no statistics)"),
+            Status::Incomplete => match self.rejected.first() {
+                Some(r) => out.push_str(&format!(
+                    " (incomplete: line {}: {}, rejected)",
+                    r.line, r.reason
+                )),
+                None => out.push_str(" (incomplete: no statistics)"),
+            },
             Status::Error => {
                 if let Some(e) = &self.error {
                     let first = e.message.lines().next().unwrap_or("");
@@ -126,22 +142,30 @@ impl PingReport {
 /// Parse one ping capture.
 pub fn parse(text: &str) -> PingReport {
     let mut r = PingReport::empty();
+    if is_blank(text) {
+        r.status = Status::Empty;
+        return r;
+    }
     let mut recognised = false;
     let mut have_stats = false;
     let mut stats_line = String::new();
     let mut errors: Vec<(ErrorKind, String)> = Vec::new();
     let mut error_lines = 0u64;
 
-    for raw in text.lines() {
+    for (no, raw) in text.lines().enumerate() {
+        let no = no + 1;
+        if raw.len() > MAX_LINE_BYTES {
+            continue;
+        }
         let line = strip_epoch(clean_line(raw)).trim();
         if line.is_empty() {
             continue;
         }
         if let Some(rest) = line.strip_prefix("PING ") {
-            if let Some((host, ip, payload)) = header(rest) {
-                r.host = Some(host);
-                r.ip = ip;
-                r.payload_bytes = payload;
+            if let Some(h) = header(rest) {
+                r.host = Some(h.host);
+                r.ip = h.ip;
+                r.payload_bytes = h.payload_bytes;
                 recognised = true;
             }
         } else if line.starts_with("--- ") && line.ends_with(" ping statistics ---") {
@@ -154,24 +178,40 @@ pub fn parse(text: &str) -> PingReport {
                 r.host = Some(undot(h).to_string());
             }
         } else if line.contains(" packets transmitted, ") {
-            if counts(line, &mut r) {
-                have_stats = true;
-                recognised = true;
-                stats_line = line.to_string();
+            match counts(line, &mut r) {
+                Ok(true) => {
+                    have_stats = true;
+                    recognised = true;
+                    stats_line = line.to_string();
+                }
+                Ok(false) => {}
+                Err(why) => {
+                    recognised = true;
+                    reject(&mut r.rejected, no, why, &mut r.not_stored);
+                }
             }
         } else if let Some(rest) = line
             .strip_prefix("rtt ")
             .or_else(|| line.strip_prefix("round-trip "))
         {
-            if rtt(rest, &mut r) {
-                recognised = true;
+            match rtt(rest, &mut r) {
+                Ok(true) => recognised = true,
+                Ok(false) => {}
+                Err(why) => {
+                    recognised = true;
+                    reject(&mut r.rejected, no, why, &mut r.not_stored);
+                }
             }
         } else if line.starts_with("pipe ") {
             // With every probe lost there is no rtt line; iputils prints `pipe N` alone.
             r.pipe = line.get(5..).and_then(|p| p.trim().parse().ok());
-        } else if line.contains(" bytes from ") && is_reply(line) {
+        } else if line.contains(" bytes from ")
+            && (is_reply(line) || reply_time_impossible(line).is_some())
+        {
             recognised = true;
-            if !line.contains("(DUP!)") {
+            if let Some(why) = reply_time_impossible(line) {
+                reject(&mut r.rejected, no, why, &mut r.not_stored);
+            } else if !line.contains("(DUP!)") {
                 r.replies = r.replies.saturating_add(1);
             }
         } else if let Some(rest) = line.strip_prefix("From ") {
@@ -181,7 +221,9 @@ pub fn parse(text: &str) -> PingReport {
                 if kind == ErrorKind::FragNeeded && r.mtu_error.is_none() {
                     r.mtu_error = Some(m);
                 }
-                errors.push((kind, line.to_string()));
+                if errors.len() < MAX_STORED_NOTES {
+                    errors.push((kind, line.to_string()));
+                }
             }
         } else if let Some(rest) = line.strip_prefix("ping: ") {
             recognised = true;
@@ -203,7 +245,9 @@ pub fn parse(text: &str) -> PingReport {
                     }
                 }
             }
-            errors.push((kind, line.to_string()));
+            if errors.len() < MAX_STORED_NOTES {
+                errors.push((kind, line.to_string()));
+            }
         }
     }
 
@@ -214,39 +258,61 @@ pub fn parse(text: &str) -> PingReport {
         return PingReport::empty();
     }
 
-    // The first error decides the kind, except that an MTU error always wins: it is the
-    // finding the jumbo probe exists for.
-    let mut kinds: Vec<&(ErrorKind, String)> = errors.iter().collect();
-    if let Some(m) = &r.mtu_error {
-        kinds.sort_by_key(|(k, _)| *k != m.kind);
-    }
-    if let Some((kind, _)) = kinds.first() {
-        let mut msgs: Vec<&str> = Vec::new();
-        // One line per probe can run to hundreds with -c 100: the first three say it all.
-        for (_, m) in &errors {
-            if !msgs.contains(&m.as_str()) && msgs.len() < 3 {
-                msgs.push(m);
-            }
-        }
-        r.error = Some(ToolError {
-            kind: *kind,
-            message: msgs.join("\n"),
-        });
-    } else if have_stats && r.received == Some(0) {
-        r.error = Some(ToolError {
-            kind: ErrorKind::Unreachable,
-            message: stats_line,
-        });
-    }
+    r.error = pick_error(
+        &errors,
+        r.mtu_error.as_ref(),
+        have_stats,
+        r.received,
+        stats_line,
+    );
 
     r.status = if r.error.is_some() {
         Status::Error
-    } else if have_stats {
+    } else if have_stats && r.rejected.is_empty() {
         Status::Ok
     } else {
         Status::Incomplete
     };
     r
+}
+
+/// `time=<t> ms` of a reply line, when `<t>` is no possible round trip.
+fn reply_time_impossible(line: &str) -> Option<String> {
+    let idx = line.find("time=")?;
+    let tok = line.get(idx + 5..)?.split_whitespace().next()?;
+    impossible(tok).map(|why| format!("reply time `{tok}` ms {why}"))
+}
+
+/// The first error decides the kind, except that an MTU error always wins: it is the finding
+/// the jumbo probe exists for. No error line but statistics with nothing received: unreachable.
+fn pick_error(
+    errors: &[(ErrorKind, String)],
+    mtu: Option<&MtuError>,
+    have_stats: bool,
+    received: Option<u64>,
+    stats_line: String,
+) -> Option<ToolError> {
+    let mut kinds: Vec<&(ErrorKind, String)> = errors.iter().collect();
+    if let Some(m) = mtu {
+        kinds.sort_by_key(|(k, _)| *k != m.kind);
+    }
+    if let Some((kind, _)) = kinds.first() {
+        let mut msgs: Vec<&str> = Vec::new();
+        // One line per probe can run to hundreds with -c 100: the first three say it all.
+        for (_, m) in errors {
+            if !msgs.contains(&m.as_str()) && msgs.len() < 3 {
+                msgs.push(m);
+            }
+        }
+        return Some(ToolError {
+            kind: *kind,
+            message: msgs.join("\n"),
+        });
+    }
+    (have_stats && received == Some(0)).then_some(ToolError {
+        kind: ErrorKind::Unreachable,
+        message: stats_line,
+    })
 }
 
 /// `-D` puts `[1717171717.123456] ` in front of each reply.
@@ -270,9 +336,17 @@ fn undot(h: &str) -> &str {
     }
 }
 
+/// What the `PING ...` header line says.
+#[derive(Debug, PartialEq)]
+struct Header {
+    host: String,
+    ip: Option<String>,
+    payload_bytes: Option<u32>,
+}
+
 /// After `PING `: IPv4 `host (ip) 8972(9000) bytes of data.`; IPv6 `host(ip) 56 data bytes`,
 /// where ip may itself be `name (addr)`.
-fn header(rest: &str) -> Option<(String, Option<String>, Option<u32>)> {
+fn header(rest: &str) -> Option<Header> {
     let open = rest.find('(');
     let space = rest.find(' ');
     let host_end = match (open, space) {
@@ -319,8 +393,12 @@ fn header(rest: &str) -> Option<(String, Option<String>, Option<u32>)> {
         .split_whitespace()
         .next()
         .unwrap_or("");
-    let payload = tok.split('(').next().and_then(|p| p.parse::<u32>().ok());
-    Some((undot(host).to_string(), ip, payload))
+    let payload_bytes = tok.split('(').next().and_then(|p| p.parse::<u32>().ok());
+    Some(Header {
+        host: undot(host).to_string(),
+        ip,
+        payload_bytes,
+    })
 }
 
 /// A reply line: `<n> bytes from <who>: icmp_seq=<n> ttl=<n> time=<t> ms` (also `icmp_req=`).
@@ -398,8 +476,10 @@ fn mtu_value(s: &str) -> Option<u32> {
 }
 
 /// `<tx> packets transmitted, <rx> received[, +N duplicates][, +N corrupted][, +N errors],
-/// <loss>% packet loss[, time <t>ms]`. A line missing its loss field (cut off) is refused.
-fn counts(line: &str, r: &mut PingReport) -> bool {
+/// <loss>% packet loss[, time <t>ms]`. A line missing its loss field (cut off) is refused
+/// (`Ok(false)`); one with an impossible value is rejected (`Err`, naming it): a negative count
+/// or time, received above transmitted, a loss outside 0-100 % or not what the counts give.
+fn counts(line: &str, r: &mut PingReport) -> Result<bool, String> {
     let mut tx = None;
     let mut rx = None;
     let mut loss = None;
@@ -409,6 +489,10 @@ fn counts(line: &str, r: &mut PingReport) -> bool {
         let mut it = p.split_whitespace();
         let first = it.next().unwrap_or("");
         let word = it.next().unwrap_or("");
+        let value = first.trim_start_matches('+').trim_end_matches('%');
+        if let Some(why) = impossible(value) {
+            return Err(format!("statistics `{p}`: `{value}` {why}"));
+        }
         if p.ends_with("packets transmitted") {
             tx = first.parse::<u64>().ok();
         } else if p.ends_with(" received") {
@@ -425,12 +509,32 @@ fn counts(line: &str, r: &mut PingReport) -> bool {
         } else if p.ends_with("packet loss") {
             loss = first.strip_suffix('%').and_then(num);
         } else if first == "time" {
-            time = word.strip_suffix("ms").and_then(num);
+            let t = word.strip_suffix("ms").unwrap_or(word);
+            if let Some(why) = impossible(t) {
+                return Err(format!("statistics time `{t}` ms {why}"));
+            }
+            time = num(t);
         }
     }
     let (Some(tx), Some(rx), Some(loss)) = (tx, rx, loss) else {
-        return false;
+        return Ok(false);
     };
+    if rx > tx {
+        return Err(format!("{rx} received of {tx} transmitted"));
+    }
+    if !(0.0..=100.0).contains(&loss) {
+        return Err(format!("loss `{loss}%` is outside 0-100"));
+    }
+    // iputils: (transmitted - received) * 100 / transmitted, printed with %g (6 digits)
+    if tx > 0 {
+        let expected = (tx - rx) as f64 * 100.0 / tx as f64;
+        // other pings print an integer percentage: allow its truncation
+        if (loss - expected).abs() >= 1.0 {
+            return Err(format!(
+                "loss `{loss}%` does not match {rx} received of {tx} transmitted ({expected:.4}%)"
+            ));
+        }
+    }
     r.transmitted = Some(tx);
     r.received = Some(rx);
     r.loss_pct = Some(loss);
@@ -438,23 +542,33 @@ fn counts(line: &str, r: &mut PingReport) -> bool {
     r.corrupted = Some(corrupt.unwrap_or(0));
     r.errors = Some(errs.unwrap_or(0));
     r.time_ms = time;
-    true
+    Ok(true)
 }
 
 /// After `rtt ` / `round-trip `: `min/avg/max/mdev = a/b/c/d ms[, pipe N][, ipg/ewma x/y ms]`.
-fn rtt(rest: &str, r: &mut PingReport) -> bool {
+/// `Err` names an impossible value: a negative or non-finite time, or min/avg/max out of order.
+fn rtt(rest: &str, r: &mut PingReport) -> Result<bool, String> {
     let Some((names, values)) = rest.split_once(" = ") else {
-        return false;
+        return Ok(false);
     };
     let mut parts = values.split(',');
     let main = parts.next().unwrap_or("").trim();
     let Some(nums) = main.strip_suffix(" ms") else {
-        return false;
+        return Ok(false);
     };
-    let vals: Vec<Option<f64>> = nums.split('/').map(num).collect();
     let names: Vec<&str> = names.trim().split('/').collect();
+    for (n, tok) in names.iter().zip(nums.split('/')) {
+        if let Some(why) = impossible(tok) {
+            return Err(format!("rtt {n} `{tok}` ms {why}"));
+        }
+    }
+    let vals: Vec<Option<f64>> = nums.split('/').map(num).collect();
     if vals.len() != names.len() || vals.len() < 3 || vals.iter().any(Option::is_none) {
-        return false;
+        return Ok(false);
+    }
+    let (lo, mid, hi) = (vals[0], vals[1], vals[2]);
+    if names.get(..3) == Some(&["min", "avg", "max"][..]) && !(lo <= mid && mid <= hi) {
+        return Err(format!("rtt `{nums}` ms: min/avg/max out of order"));
     }
     for (n, v) in names.iter().zip(vals) {
         match *n {
@@ -470,7 +584,7 @@ fn rtt(rest: &str, r: &mut PingReport) -> bool {
             r.pipe = n.trim().parse().ok();
         }
     }
-    true
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -482,14 +596,18 @@ mod tests {
         let h = header("198.19.1.2 (198.19.1.2) 8972(9000) bytes of data.").unwrap();
         assert_eq!(
             h,
-            ("198.19.1.2".into(), Some("198.19.1.2".into()), Some(8972))
+            Header {
+                host: "198.19.1.2".into(),
+                ip: Some("198.19.1.2".into()),
+                payload_bytes: Some(8972)
+            }
         );
         let h = header("::1(::1) 56 data bytes").unwrap();
-        assert_eq!(h, ("::1".into(), Some("::1".into()), Some(56)));
+        assert_eq!((h.ip.as_deref(), h.payload_bytes), (Some("::1"), Some(56)));
         let h = header("spark-1(spark-1 (fd00::2)) 8952 data bytes").unwrap();
-        assert_eq!(h.1.as_deref(), Some("fd00::2"));
+        assert_eq!(h.ip.as_deref(), Some("fd00::2"));
         let h = header("spark-1.example. (198.19.1.2) 56(84) bytes of data.").unwrap();
-        assert_eq!(h.0, "spark-1.example");
+        assert_eq!(h.host, "spark-1.example");
     }
 
     #[test]
@@ -523,11 +641,14 @@ mod tests {
             ),
         ] {
             let mut r = PingReport::empty();
-            assert!(counts(line, &mut r));
+            assert_eq!(counts(line, &mut r), Ok(true));
             assert_eq!(r.loss_pct, Some(loss));
         }
         let mut r = PingReport::empty();
-        assert!(!counts("3 packets transmitted, 3 received, 0", &mut r));
+        assert_eq!(
+            counts("3 packets transmitted, 3 received, 0", &mut r),
+            Ok(false)
+        );
     }
 
     #[test]
@@ -554,7 +675,7 @@ mod tests {
 
     #[test]
     fn unrecognized() {
-        assert_eq!(parse("").status, Status::Unrecognized);
+        assert_eq!(parse("").status, Status::Empty);
         assert_eq!(parse("hello world").status, Status::Unrecognized);
     }
 }

@@ -1,4 +1,52 @@
-//! Line helpers shared by the parsers: capture artefacts every real log carries.
+//! Line helpers shared by the parsers: capture artefacts every real log carries, line
+//! iteration with the long-line guard, capped lists, and the impossible-value checks.
+
+use super::Rejected;
+
+/// Nothing but whitespace: the `empty` status.
+pub fn is_blank(text: &str) -> bool {
+    text.bytes().all(|b| b.is_ascii_whitespace())
+}
+
+/// Push `item` unless `list` already holds `cap` entries; count it in `not_stored` then.
+pub fn push_capped<T>(list: &mut Vec<T>, item: T, cap: usize, not_stored: &mut usize) {
+    if list.len() < cap {
+        list.push(item);
+    } else {
+        *not_stored = not_stored.saturating_add(1);
+    }
+}
+
+/// Record a rejected line (capped like every other note list).
+pub fn reject(list: &mut Vec<Rejected>, line: usize, reason: String, not_stored: &mut usize) {
+    push_capped(
+        list,
+        Rejected { line, reason },
+        super::MAX_STORED_NOTES,
+        not_stored,
+    );
+}
+
+/// Why a value printed as `tok` cannot be a time, rate or count: negative, NaN or infinite.
+/// `None` when the token is a plain non-negative number (or not a number at all: that is a
+/// parsing matter, not an impossible value).
+pub fn impossible(tok: &str) -> Option<&'static str> {
+    let t = tok.trim();
+    let lower = t.to_ascii_lowercase();
+    let body = lower.trim_start_matches(['-', '+']);
+    if body == "nan" {
+        return Some("is not a number");
+    }
+    if body == "inf" || body == "infinity" {
+        return Some("is infinite");
+    }
+    match t.parse::<f64>() {
+        Ok(v) if v.is_nan() => Some("is not a number"),
+        Ok(v) if v.is_infinite() => Some("is infinite"),
+        Ok(v) if v < 0.0 => Some("is negative"),
+        _ => None,
+    }
+}
 
 /// Strip what launchers, harnesses and pastes put in front of a tool's own line:
 /// Open MPI `--tag-output` (`[1,0]<stdout>:`), `[155] ` rank tags, markdown quote marks.

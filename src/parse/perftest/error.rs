@@ -134,22 +134,36 @@ pub(crate) fn classify(t: &str) -> Option<(ErrorKind, Weight)> {
     None
 }
 
+/// One classified error line.
+#[derive(Debug)]
+struct ErrorLine {
+    text: String,
+    kind: ErrorKind,
+    weight: Weight,
+}
+
 /// Collected error lines, in capture order.
 #[derive(Debug, Default)]
 pub(crate) struct Errors {
-    lines: Vec<(String, ErrorKind, Weight)>,
+    lines: Vec<ErrorLine>,
 }
 
 impl Errors {
     pub(crate) fn push(&mut self, t: &str, kind: ErrorKind, weight: Weight) {
-        if self.lines.last().is_some_and(|(l, _, _)| l == t) {
+        if self.lines.last().is_some_and(|l| l.text == t)
+            || self.lines.len() >= crate::parse::MAX_STORED_NOTES
+        {
             return;
         }
-        self.lines.push((t.to_string(), kind, weight));
+        self.lines.push(ErrorLine {
+            text: t.to_string(),
+            kind,
+            weight,
+        });
     }
 
     pub(crate) fn status_number(&self) -> Option<u32> {
-        self.lines.iter().find_map(|(l, _, _)| wc_status(l))
+        self.lines.iter().find_map(|l| wc_status(&l.text))
     }
 
     /// The error the capture reports, if any.
@@ -164,8 +178,8 @@ impl Errors {
         let mut kind = self
             .lines
             .iter()
-            .min_by_key(|(_, k, w)| rank(*k, *w))
-            .map(|(_, k, _)| *k)?;
+            .min_by_key(|l| rank(l.kind, l.weight))
+            .map(|l| l.kind)?;
         if zero_gid
             && matches!(
                 kind,
@@ -178,7 +192,7 @@ impl Errors {
             .lines
             .iter()
             .take(12)
-            .map(|(l, _, _)| l.as_str())
+            .map(|l| l.text.as_str())
             .collect::<Vec<_>>()
             .join("\n");
         Some(ToolError { kind, message })

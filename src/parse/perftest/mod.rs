@@ -15,8 +15,8 @@ pub use banner::Gid;
 pub use bw::{BwRow, BwUnit};
 pub use lat::LatRow;
 
-use super::text::strip_harness_prefix;
-use super::{Status, ToolError};
+use super::text::{impossible, is_blank, push_capped, reject, strip_harness_prefix};
+use super::{MAX_LINE_BYTES, MAX_STORED_NOTES, MAX_STORED_ROWS, Rejected, Status, ToolError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -87,6 +87,12 @@ pub struct BwReport {
     pub bare_values: Vec<f64>,
     /// Work-completion status number of a completion error (12 = retry exceeded).
     pub wc_status: Option<u32>,
+    /// Table lines rejected for an impossible value (negative, NaN or infinite bandwidth,
+    /// message rate, size or iterations), with the line and the value (capped).
+    pub rejected: Vec<Rejected>,
+    /// Rows, warnings and notes read past their caps (not stored, counted); the `bw_*` values
+    /// are still those of the last complete row.
+    pub not_stored: usize,
     #[serde(flatten)]
     pub setup: Setup,
 }
@@ -119,6 +125,12 @@ pub struct LatReport {
     /// Bare `%f` numbers of `--output=latency`.
     pub bare_values: Vec<f64>,
     pub wc_status: Option<u32>,
+    /// Table lines rejected for an impossible value (negative, NaN or infinite latency,
+    /// iterations or size), with the line and the value (capped).
+    pub rejected: Vec<Rejected>,
+    /// Rows, warnings and notes read past their caps (not stored, counted); the `t_*` values
+    /// are still those of the last complete row.
+    pub not_stored: usize,
     #[serde(flatten)]
     pub setup: Setup,
 }
@@ -129,6 +141,8 @@ struct Scanned<H, R> {
     header: Option<H>,
     setup: Setup,
     rows: Vec<R>,
+    /// The last complete row (stored or not).
+    last: Option<R>,
     error: Option<ToolError>,
     wc_status: Option<u32>,
     status: Status,
@@ -137,6 +151,8 @@ struct Scanned<H, R> {
     histogram: bool,
     /// Title says BW (`Some(true)`) or Latency (`Some(false)`).
     title_is_bw: Option<bool>,
+    rejected: Vec<Rejected>,
+    not_stored: usize,
 }
 
 /// A trimmed line made only of dashes (87, or 163 with `--report-per-port`; shorter ones are
@@ -175,182 +191,238 @@ fn command_with_cycles(t: &str) -> bool {
             .any(|w| w == "-C" || w == "--report-cycles")
 }
 
-fn scan<H, R>(
+/// The non-table state of a scan: banner, address block, errors, warnings, role clues.
+#[derive(Default)]
+struct State {
+    s: Setup,
+    errors: error::Errors,
+    bare: Vec<f64>,
+    perftest_like: bool,
+    peak_warning: bool,
+    server_box: bool,
+    tx_depth: bool,
+    cycles: bool,
+    histogram: bool,
+    title_is_bw: Option<bool>,
+    side: Option<banner::Side>,
+    section: Option<&'static str>,
+    listen_failed: bool,
+    connect_failed: bool,
+    /// A header has been read and its table not yet closed by a dash line.
+    table_open: bool,
+    rejected: Vec<Rejected>,
+    not_stored: usize,
+}
+
+impl State {
+    /// Read a line that is not a header nor a row of the open table.
+    fn line(&mut self, t: &str) {
+        if t.contains("Waiting for client to connect")
+            || t.contains("Waiting for client rdma_cm QP to connect")
+        {
+            self.server_box = true;
+            self.perftest_like = true;
+        } else if t.starts_with("Local results") {
+            self.section = Some("local");
+        } else if t.starts_with("Remote results") {
+            self.section = Some("remote");
+        } else if let Some((title, is_bw)) = banner::title(t) {
+            self.s.bidirectional = title.contains("Bidirectional");
+            self.s.test = Some(title);
+            self.title_is_bw = Some(is_bw);
+            self.perftest_like = true;
+        } else if let Some(which) = banner::address_side(t) {
+            self.side = Some(which);
+            self.perftest_like = true;
+        } else if let Some(gid) = banner::gid_line(t) {
+            self.gid(gid);
+        } else if t == "#, usec" || t == "#, cycles" || t == ", usec" || t == ", cycles" {
+            self.histogram = true;
+            self.cycles |= t.ends_with("cycles");
+        } else if let Some((kind, weight)) = error::classify(t) {
+            self.errors.push(t, kind, weight);
+            self.listen_failed |= kind == super::ErrorKind::ListenFailed;
+            self.connect_failed |= kind == super::ErrorKind::ConnectFailed;
+        } else if let Some(kvs) = banner::key_values(t) {
+            self.perftest_like = true;
+            for (k, v) in kvs {
+                apply_banner(&mut self.s, k, &v);
+                self.tx_depth |= k == "TX depth";
+            }
+        } else if is_warning(t) {
+            self.warning(t);
+        } else if command_with_cycles(t) {
+            self.cycles = true;
+        } else if let Some(v) = bare_number(t) {
+            push_capped(&mut self.bare, v, MAX_STORED_ROWS, &mut self.not_stored);
+        }
+    }
+
+    fn gid(&mut self, gid: Gid) {
+        self.s.gid_all_zero |= gid.all_zero;
+        let list = match self.side {
+            Some(banner::Side::Local) => &mut self.s.local_gids,
+            Some(banner::Side::Remote) => &mut self.s.remote_gids,
+            None => return,
+        };
+        push_capped(list, gid, MAX_STORED_NOTES, &mut self.not_stored);
+    }
+
+    fn warning(&mut self, t: &str) {
+        if t.contains("BW peak won't be measured") {
+            // Not `perftest_like`: `--output=bandwidth -D` may print it before a bare number.
+            self.s.duration_mode = true;
+            self.peak_warning = true;
+        }
+        if t.starts_with("Client closed connection") {
+            // --run_infinitely server: printed instead of a row, ends the table normally.
+            self.table_open = false;
+        }
+        push_capped(
+            &mut self.s.warnings,
+            t.to_string(),
+            MAX_STORED_NOTES,
+            &mut self.not_stored,
+        );
+    }
+
+    /// Which side printed the capture, from everything read.
+    fn role(&self) -> Option<Role> {
+        let s = &self.s;
+        let unidirectional_banner = !s.bidirectional
+            && s.test.is_some()
+            && (!s.local_gids.is_empty() || self.side.is_some());
+        if self.server_box || self.listen_failed {
+            Some(Role::Server)
+        } else if self.tx_depth || self.connect_failed {
+            Some(Role::Client)
+        } else if unidirectional_banner {
+            // TX depth is printed by the client, or by both sides only when bidirectional
+            // (FORMATS.md 1.2): a complete unidirectional banner without it is the server's.
+            Some(Role::Server)
+        } else if s.test.is_some() || self.side.is_some() {
+            Some(Role::Client)
+        } else {
+            None
+        }
+    }
+}
+
+/// A line of the open table that is no row because a value is impossible (negative, NaN,
+/// infinite): it starts with the message size like a row and carries such a value.
+fn impossible_row(t: &str) -> Option<String> {
+    let mut toks = t.split_whitespace();
+    let first = toks.next()?;
+    if first.is_empty() || !first.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let rest: Vec<&str> = toks.take(16).collect();
+    if rest.len() < 2 {
+        return None;
+    }
+    rest.iter().find_map(|tok| {
+        impossible(tok).map(|why| format!("row of {first} B: value `{tok}` {why}, row rejected"))
+    })
+}
+
+fn scan<H, R: Clone>(
     text: &str,
     header: impl Fn(&str) -> Option<H>,
     row: impl Fn(&H, &str) -> Option<R>,
     mut tag: impl FnMut(&mut R, Option<&'static str>),
 ) -> Scanned<H, R> {
-    let mut s = Setup::default();
+    let mut st = State::default();
     let mut rows = Vec::new();
-    let mut errors = error::Errors::default();
-    let mut bare = Vec::new();
+    let mut last: Option<R> = None;
     let mut current: Option<H> = None;
-    // A header has been read and its table not yet closed by a dash line.
-    let mut table_open = false;
-    let mut perftest_like = false;
-    let mut peak_warning = false;
-    let mut server_box = false;
-    let mut tx_depth = false;
-    let mut cycles = false;
-    let mut histogram = false;
-    let mut title_is_bw = None;
-    let mut side: Option<banner::Side> = None;
-    let mut section: Option<&'static str> = None;
-    let mut listen_failed = false;
-    let mut connect_failed = false;
-
-    for raw in text.split('\n') {
+    if is_blank(text) {
+        let mut sc = finish_scan(st, current, rows, last);
+        sc.status = Status::Empty;
+        return sc;
+    }
+    for (no, raw) in text.split('\n').enumerate() {
+        if raw.len() > MAX_LINE_BYTES || raw.bytes().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
         let line = strip_harness_prefix(raw);
         let t = line.trim();
         if t.is_empty() {
             continue;
         }
         if is_dash(t) {
-            table_open = false;
+            st.table_open = false;
             continue;
         }
         if let Some(h) = header(t) {
             current = Some(h);
-            table_open = true;
-            perftest_like = true;
+            st.table_open = true;
+            st.perftest_like = true;
             continue;
         }
-        if table_open {
+        if st.table_open {
             if let Some(h) = &current {
                 if let Some(mut r) = row(h, t) {
-                    tag(&mut r, section);
-                    rows.push(r);
+                    tag(&mut r, st.section);
+                    last = Some(r.clone());
+                    push_capped(&mut rows, r, MAX_STORED_ROWS, &mut st.not_stored);
+                    continue;
+                }
+                if let Some(why) = impossible_row(t) {
+                    reject(&mut st.rejected, no + 1, why, &mut st.not_stored);
                     continue;
                 }
             }
         }
-        if t.contains("Waiting for client to connect")
-            || t.contains("Waiting for client rdma_cm QP to connect")
-        {
-            server_box = true;
-            perftest_like = true;
-            continue;
-        }
-        if t.starts_with("Local results") {
-            section = Some("local");
-            continue;
-        }
-        if t.starts_with("Remote results") {
-            section = Some("remote");
-            continue;
-        }
-        if let Some((title, is_bw)) = banner::title(t) {
-            s.bidirectional = title.contains("Bidirectional");
-            s.test = Some(title);
-            title_is_bw = Some(is_bw);
-            perftest_like = true;
-            continue;
-        }
-        if let Some(which) = banner::address_side(t) {
-            side = Some(which);
-            perftest_like = true;
-            continue;
-        }
-        if let Some(gid) = banner::gid_line(t) {
-            s.gid_all_zero |= gid.all_zero;
-            match side {
-                Some(banner::Side::Local) => s.local_gids.push(gid),
-                Some(banner::Side::Remote) => s.remote_gids.push(gid),
-                None => {}
-            }
-            continue;
-        }
-        if t == "#, usec" || t == "#, cycles" || t == ", usec" || t == ", cycles" {
-            histogram = true;
-            cycles |= t.ends_with("cycles");
-            continue;
-        }
-        if let Some((kind, weight)) = error::classify(t) {
-            errors.push(t, kind, weight);
-            listen_failed |= kind == super::ErrorKind::ListenFailed;
-            connect_failed |= kind == super::ErrorKind::ConnectFailed;
-            continue;
-        }
-        if let Some(kvs) = banner::key_values(t) {
-            perftest_like = true;
-            for (k, v) in kvs {
-                apply_banner(&mut s, k, &v);
-                tx_depth |= k == "TX depth";
-            }
-            continue;
-        }
-        if is_warning(t) {
-            if t.contains("BW peak won't be measured") {
-                // Not `perftest_like`: `--output=bandwidth -D` may print it before a bare number.
-                s.duration_mode = true;
-                peak_warning = true;
-            }
-            if t.starts_with("Client closed connection") {
-                // --run_infinitely server: printed instead of a row, ends the table normally.
-                table_open = false;
-            }
-            s.warnings.push(t.to_string());
-            continue;
-        }
-        if command_with_cycles(t) {
-            cycles = true;
-            continue;
-        }
-        if let Some(v) = bare_number(t) {
-            bare.push(v);
-        }
+        st.line(t);
     }
+    finish_scan(st, current, rows, last)
+}
 
-    s.local_ipv4 = s.local_gids.iter().find_map(|g| g.ipv4.clone());
-    s.remote_ipv4 = s.remote_gids.iter().find_map(|g| g.ipv4.clone());
-    let unidirectional_banner =
-        !s.bidirectional && s.test.is_some() && (!s.local_gids.is_empty() || side.is_some());
-    s.role = if server_box || listen_failed {
-        Some(Role::Server)
-    } else if tx_depth || connect_failed {
-        Some(Role::Client)
-    } else if unidirectional_banner {
-        // TX depth is printed by the client, or by both sides only when bidirectional
-        // (FORMATS.md 1.2): a complete unidirectional banner without it is the server's.
-        Some(Role::Server)
-    } else if s.test.is_some() || side.is_some() {
-        Some(Role::Client)
-    } else {
-        None
-    };
-
-    let error = errors.finish(s.gid_all_zero);
+fn finish_scan<H, R>(
+    mut st: State,
+    current: Option<H>,
+    rows: Vec<R>,
+    last: Option<R>,
+) -> Scanned<H, R> {
+    st.s.local_ipv4 = st.s.local_gids.iter().find_map(|g| g.ipv4.clone());
+    st.s.remote_ipv4 = st.s.remote_gids.iter().find_map(|g| g.ipv4.clone());
+    st.s.role = st.role();
+    let error = st.errors.finish(st.s.gid_all_zero);
     let header_seen = current.is_some();
     let status = if error.is_some() {
         Status::Error
+    } else if !st.rejected.is_empty() {
+        Status::Incomplete
     } else if !rows.is_empty() {
-        if table_open {
+        if st.table_open {
             Status::Incomplete
         } else {
             Status::Ok
         }
-    } else if !bare.is_empty() && !perftest_like {
+    } else if !st.bare.is_empty() && !st.perftest_like {
         Status::Ok
-    } else if perftest_like || header_seen || peak_warning {
+    } else if st.perftest_like || header_seen || st.peak_warning {
         Status::Incomplete
     } else {
         Status::Unrecognized
     };
-    if perftest_like {
-        bare.clear();
+    if st.perftest_like {
+        st.bare.clear();
     }
     Scanned {
         header: current,
-        setup: s,
+        wc_status: st.errors.status_number(),
+        setup: st.s,
         rows,
+        last,
         error,
-        wc_status: errors.status_number(),
         status,
-        bare_values: bare,
-        cycles,
-        histogram,
-        title_is_bw,
+        bare_values: st.bare,
+        cycles: st.cycles,
+        histogram: st.histogram,
+        title_is_bw: st.title_is_bw,
+        rejected: st.rejected,
+        not_stored: st.not_stored,
     }
 }
 
@@ -373,10 +445,13 @@ fn apply_banner(s: &mut Setup, key: &'static str, v: &str) {
 
 /// Parse the output of `ib_write_bw`, `ib_read_bw` or `ib_send_bw`.
 pub fn parse_bw(text: &str) -> BwReport {
-    let sc = scan(text, bw::header, bw::row, |r: &mut BwRow, sec| {
+    let mut sc = scan(text, bw::header, bw::row, |r: &mut BwRow, sec| {
         r.section = sec;
     });
-    let last = sc.rows.last();
+    if is_blank(text) {
+        sc.status = Status::Empty;
+    }
+    let last = sc.last.as_ref();
     let mut setup = sc.setup;
     let unit = sc.header.as_ref().map(|h| h.unit);
     // --cpu_util exists only in duration mode (FORMATS.md 1.4).
@@ -403,17 +478,22 @@ pub fn parse_bw(text: &str) -> BwReport {
         bare_values: sc.bare_values,
         wc_status: sc.wc_status,
         rows: sc.rows,
+        rejected: sc.rejected,
+        not_stored: sc.not_stored,
         setup,
     }
 }
 
 /// Parse the output of `ib_write_lat`, `ib_read_lat` or `ib_send_lat`.
 pub fn parse_lat(text: &str) -> LatReport {
-    let sc = scan(text, lat::header, lat::row, |_, _| {});
+    let mut sc = scan(text, lat::header, lat::row, |_, _| {});
+    if is_blank(text) {
+        sc.status = Status::Empty;
+    }
     let duration_header = sc.header.as_ref().is_some_and(|h| h.duration);
     let mut setup = sc.setup;
     setup.duration_mode |= duration_header;
-    let last = sc.rows.last();
+    let last = sc.last.as_ref();
     let us = |f: fn(&LatRow) -> Option<f64>| {
         if sc.cycles { None } else { last.and_then(f) }
     };
@@ -443,6 +523,8 @@ pub fn parse_lat(text: &str) -> LatReport {
         bare_values: sc.bare_values,
         wc_status: sc.wc_status,
         rows: sc.rows,
+        rejected: sc.rejected,
+        not_stored: sc.not_stored,
         setup,
     }
 }
@@ -508,6 +590,7 @@ fn status_word(st: Status) -> &'static str {
         Status::Error => "error",
         Status::Incomplete => "incomplete",
         Status::Unrecognized => "unrecognized",
+        Status::Empty => "empty",
     }
 }
 

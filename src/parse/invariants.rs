@@ -1,0 +1,133 @@
+//! What every parse result promises, as a check the fuzz tests and the `fuzz/` libFuzzer
+//! targets run on whatever they feed the parsers:
+//!
+//! * status `ok` comes with no error and at least one complete result (a row, a rate, the
+//!   statistics); status `error` always carries the error;
+//! * no accepted value is impossible: every time, rate, bandwidth, latency and jitter is finite
+//!   and non-negative, a ping loss lies in 0-100 % and received never exceeds transmitted, an
+//!   iperf3 loss never exceeds 100 %.
+
+use super::{Parsed, Status};
+
+fn nonneg(v: f64) -> bool {
+    v.is_finite() && v >= 0.0
+}
+
+fn check_opt(name: &str, v: Option<f64>) -> Result<(), String> {
+    match v {
+        Some(x) if !nonneg(x) => Err(format!("{name} = {x} accepted")),
+        _ => Ok(()),
+    }
+}
+
+/// Check what every parse result guarantees; `Err` names the broken promise.
+pub fn check_invariants(p: &Parsed) -> Result<(), String> {
+    let st = p.status();
+    if st == Status::Ok && p.error().is_some() {
+        return Err("status ok with an error".into());
+    }
+    if st == Status::Error && p.error().is_none() {
+        return Err("status error without an error".into());
+    }
+    match p {
+        Parsed::PerftestBw(r) => {
+            if st == Status::Ok && r.rows.is_empty() && r.bare_values.is_empty() {
+                return Err("ok without a row".into());
+            }
+            for row in &r.rows {
+                for (n, v) in [
+                    ("bw_peak", row.bw_peak_gbps),
+                    ("bw_avg", row.bw_avg_gbps),
+                    ("msg_rate", row.msg_rate_mpps),
+                ] {
+                    check_opt(n, Some(v))?;
+                }
+                check_opt("cpu_util", row.cpu_util_pct)?;
+            }
+            for v in &r.bare_values {
+                check_opt("bare", Some(*v))?;
+            }
+            check_opt("bw_avg_gbps", r.bw_avg_gbps)?;
+        }
+        Parsed::PerftestLat(r) => {
+            if st == Status::Ok && r.rows.is_empty() && r.bare_values.is_empty() {
+                return Err("ok without a row".into());
+            }
+            for row in &r.rows {
+                for v in [
+                    row.t_min,
+                    row.t_max,
+                    row.t_typical,
+                    row.t_avg,
+                    row.t_stdev,
+                    row.p99,
+                    row.p999,
+                    row.tps_avg,
+                    row.cpu_util_pct,
+                ] {
+                    check_opt("latency", v)?;
+                }
+            }
+        }
+        Parsed::NcclTests(r) => {
+            if st == Status::Ok && r.rows.is_empty() {
+                return Err("ok without a row".into());
+            }
+            check_opt("avg_busbw_gbs", r.avg_busbw_gbs)?;
+            for row in &r.rows {
+                for h in [&row.out_of_place, &row.in_place].into_iter().flatten() {
+                    check_opt("time", Some(h.time_us))?;
+                    check_opt("algbw", Some(h.algbw_gbs))?;
+                    check_opt("busbw", Some(h.busbw_gbs))?;
+                    if let Some(pi) = &h.per_iter {
+                        for v in [pi.min_us, pi.max_us, pi.p99_us, pi.cv_pct] {
+                            check_opt("per-iteration", v)?;
+                        }
+                    }
+                }
+            }
+        }
+        Parsed::Mpirun(_) => {}
+        Parsed::Iperf3(r) => {
+            if st == Status::Ok && r.gbps.is_none() && r.sender_gbps.is_none() {
+                return Err("ok without a rate".into());
+            }
+            for (n, v) in [
+                ("gbps", r.gbps),
+                ("sender_gbps", r.sender_gbps),
+                ("reverse_gbps", r.reverse_gbps),
+                ("duration_s", r.duration_s),
+                ("jitter_ms", r.jitter_ms),
+                ("lost_percent", r.lost_percent),
+            ] {
+                check_opt(n, v)?;
+            }
+            if r.lost_percent.is_some_and(|l| l > 100.0) {
+                return Err("loss above 100%".into());
+            }
+        }
+        Parsed::Ping(r) => {
+            if st == Status::Ok && (r.transmitted.is_none() || r.received.is_none()) {
+                return Err("ok without statistics".into());
+            }
+            if let (Some(t), Some(rx)) = (r.transmitted, r.received) {
+                if rx > t {
+                    return Err(format!("{rx} received of {t}"));
+                }
+            }
+            if r.loss_pct.is_some_and(|l| !(0.0..=100.0).contains(&l)) {
+                return Err(format!("loss {:?}", r.loss_pct));
+            }
+            for (n, v) in [
+                ("rtt_min", r.rtt_min_ms),
+                ("rtt_avg", r.rtt_avg_ms),
+                ("rtt_max", r.rtt_max_ms),
+                ("rtt_mdev", r.rtt_mdev_ms),
+                ("time", r.time_ms),
+            ] {
+                check_opt(n, v)?;
+            }
+        }
+    }
+    Ok(())
+}

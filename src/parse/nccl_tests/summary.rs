@@ -1,0 +1,138 @@
+//! The few human lines of `fabricplan parse nccl-tests --format text`.
+
+use super::NcclReport;
+use crate::parse::Status;
+
+fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    let unit = UNITS.get(u).copied().unwrap_or("B");
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{} {unit}", v.round())
+    } else {
+        format!("{v:.1} {unit}")
+    }
+}
+
+impl NcclReport {
+    /// A few human lines: what ran where, over which transport, and the headline numbers.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let name = self.collective.as_deref().unwrap_or("nccl-tests");
+        // without a `Using devices` block, the communicator size NCCL announced
+        let ranks = match (self.ranks, self.nranks) {
+            (0, Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+            (r, _) => r,
+        };
+        let mut who = format!("{name}, {ranks} rank{}", if ranks == 1 { "" } else { "s" });
+        if !self.hosts.is_empty() {
+            who.push_str(&format!(" on {}", self.hosts.join(", ")));
+        }
+        if self.duplicate_headers {
+            who.push_str(&format!(
+                " ({} independent processes: binary built without MPI)",
+                self.processes
+            ));
+        }
+        parts.push(who);
+        let mut net = format!(
+            "NCCL {}",
+            self.nccl_version.as_deref().unwrap_or("(version unknown)")
+        );
+        match self.transport.as_deref() {
+            Some(t) => {
+                net.push_str(&format!(" over {t}"));
+                let mut q = Vec::new();
+                if t == "NET/IB" {
+                    match self.roce {
+                        Some(true) => q.push("RoCE".to_string()),
+                        Some(false) => q.push("IB".to_string()),
+                        None => {}
+                    }
+                    match self.gdr {
+                        Some(true) => q.push("GDR on".into()),
+                        Some(false) => q.push("GDR off".into()),
+                        None => {}
+                    }
+                }
+                if self.mixed_transport {
+                    q.push("mixed: some connections over IB".into());
+                }
+                if !q.is_empty() {
+                    net.push_str(&format!(" ({})", q.join(", ")));
+                }
+            }
+            None => net.push_str(" (no network transport seen)"),
+        }
+        parts.push(net);
+        if let (Some(lo), Some(hi)) = (
+            self.rows.iter().map(|r| r.size_bytes).min(),
+            self.rows.iter().map(|r| r.size_bytes).max(),
+        ) {
+            parts.push(format!(
+                "{} sizes {}..{}",
+                self.rows.len(),
+                human_bytes(lo),
+                human_bytes(hi)
+            ));
+        } else {
+            parts.push("no result rows".into());
+        }
+        match self.wrong_total {
+            Some(w) => parts.push(format!("#wrong {w}")),
+            None => parts.push("#wrong n/a".into()),
+        }
+        if let Some(o) = self.out_of_bounds {
+            let ok = match self.out_of_bounds_ok {
+                Some(true) => " OK",
+                Some(false) => " FAILED",
+                None => "",
+            };
+            parts.push(format!("out of bounds {o}{ok}"));
+        }
+        if let Some(a) = self.avg_busbw_gbs {
+            let check = self
+                .avg_busbw_check
+                .as_deref()
+                .map(|c| format!(" {c}"))
+                .unwrap_or_default();
+            parts.push(format!("avg busbw {a:.2} GB/s{check}"));
+        }
+        if self.rejected_rows > 0 {
+            parts.push(format!(
+                "{} unreadable row line(s) dropped",
+                self.rejected_rows
+            ));
+        }
+        let mut s = parts.join("; ");
+        match (&self.error, self.status) {
+            (Some(e), _) => {
+                s.push_str(&format!(
+                    "\nerror ({}): {}",
+                    e.kind.as_str(),
+                    e.message.lines().next().unwrap_or("")
+                ));
+            }
+            (None, Status::Incomplete) => match self.rejected.first() {
+                Some(r) => s.push_str(&format!("\nincomplete: line {}: {}", r.line, r.reason)),
+                None if self.rows.is_empty() && self.layout.is_none() => {
+                    s.push_str("\nincomplete: no results table (the job hung or was killed?)")
+                }
+                None => s.push_str("\nincomplete: the output stops before the footer"),
+            },
+            (None, Status::Unrecognized) => {
+                s = "not nccl-tests output".to_string();
+            }
+            (None, Status::Empty) => {
+                s = "nccl-tests: empty input".to_string();
+            }
+            _ => {}
+        }
+        s
+    }
+}
