@@ -17,7 +17,6 @@ use std::time::Instant;
 use divan::Bencher;
 use fabricplan::capacity;
 use fabricplan::plan::{self, Plan};
-use fabricplan::render::Renderer;
 use fabricplan::render::job::Resolution;
 use fabricplan::report::plan_view;
 use fabricplan::schedule::{KindId, Schedule, round_count};
@@ -41,7 +40,7 @@ fn main() {
 }
 
 fn load(text: &str) -> Plan {
-    match plan::load_str(Path::new("gen.toml"), text, Path::new(".")) {
+    match fabricplan::kinds::load_str(Path::new("gen.toml"), text, Path::new(".")) {
         Ok(l) => l.plan,
         Err(e) => panic!("generated plan does not load: {e}"),
     }
@@ -77,7 +76,11 @@ fn load_validate_expand(b: Bencher, n: usize) {
 fn load_validate_render_repeated_cables(b: Bencher, n: usize) {
     let text = plangen::repeated_cables(n);
     b.bench(|| {
-        match plan::load_str(Path::new("repeated.toml"), black_box(&text), Path::new(".")) {
+        match fabricplan::kinds::load_str(
+            Path::new("repeated.toml"),
+            black_box(&text),
+            Path::new("."),
+        ) {
             Err(plan::LoadError::Invalid(d)) => d.render(false, 100).len(),
             _ => panic!("repeated cables must be invalid"),
         }
@@ -127,7 +130,7 @@ fn render_one_round(b: Bencher, n: usize) {
     let fabric = Fabric::build(&plan);
     let schedule = fabricplan::kinds::schedule(&plan);
     let round = schedule.round(&plan, &fabric, n / 3).expect("round");
-    let renderer = Renderer::new(&plan.templates);
+    let renderer = fabricplan::kinds::renderer(&plan);
     let res = Resolution::from_plan(&plan);
     b.bench(|| {
         round

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use fabricplan::discover::{self, HalfResolution};
-use fabricplan::plan::{self, NodeId};
+use fabricplan::plan::NodeId;
 
 struct Dev<'a> {
     name: &'a str,
@@ -114,7 +114,7 @@ subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
 "#;
 
 fn resolve(dump: &str, node: usize) -> Vec<HalfResolution> {
-    let plan = plan::load_str(Path::new("p.toml"), PLAN, Path::new("."))
+    let plan = fabricplan::kinds::load_str(Path::new("p.toml"), PLAN, Path::new("."))
         .unwrap()
         .plan;
     let probe = discover::probe::parse(dump);

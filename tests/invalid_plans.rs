@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use fabricplan::plan::{self, LoadError, PlanDiagnostics};
+use fabricplan::plan::{LoadError, PlanDiagnostics};
 
 /// `tests/fixtures/...` relative to the package root, so rendered paths are stable.
 fn relative(path: &Path) -> PathBuf {
@@ -44,7 +44,7 @@ fn assert_pointed_and_helped(d: &PlanDiagnostics, file: &Path) {
 fn every_invalid_plan_is_reported_on_its_span() {
     insta::glob!("fixtures/invalid/*.toml", |path| {
         let rel = relative(path);
-        let d = match plan::load(&rel) {
+        let d = match fabricplan::kinds::load(&rel) {
             Err(LoadError::Invalid(d)) => d,
             Err(e) => panic!("{}: expected an invalid plan, got {e}", rel.display()),
             Ok(_) => panic!("{}: loaded without error", rel.display()),
@@ -60,7 +60,7 @@ fn every_invalid_plan_is_reported_on_its_span() {
 fn warning_plans_load_and_show_their_warning() {
     insta::glob!("fixtures/warnings/*.toml", |path| {
         let rel = relative(path);
-        let loaded = match plan::load(&rel) {
+        let loaded = match fabricplan::kinds::load(&rel) {
             Ok(l) => l,
             Err(LoadError::Invalid(d)) => panic!("{}: {}", rel.display(), d.render(false, 100)),
             Err(e) => panic!("{}: {e}", rel.display()),
@@ -85,7 +85,7 @@ fn one_mistake_one_report() {
             continue;
         }
         n += 1;
-        if let Err(LoadError::Invalid(d)) = plan::load(&path) {
+        if let Err(LoadError::Invalid(d)) = fabricplan::kinds::load(&path) {
             assert!(
                 d.problems.len() <= 2,
                 "{}: one mistake gave {} problems:\n{}",
@@ -141,7 +141,7 @@ faults = ["throttled:spark-a.f0.a"]
 #[test]
 fn every_mistake_is_reported_at_once() {
     let path = Path::new("many-mistakes.toml");
-    let d = match plan::load_str(path, MANY_MISTAKES, Path::new(".")) {
+    let d = match fabricplan::kinds::load_str(path, MANY_MISTAKES, Path::new(".")) {
         Err(LoadError::Invalid(d)) => d,
         other => panic!("expected invalid, got {:?}", other.map(|_| ())),
     };
@@ -177,7 +177,7 @@ const INTERNAL_WORDS: [&str; 9] = [
 ];
 
 fn invalid(name: &str, text: &str) -> PlanDiagnostics {
-    match plan::load_str(Path::new(name), text, Path::new(".")) {
+    match fabricplan::kinds::load_str(Path::new(name), text, Path::new(".")) {
         Err(LoadError::Invalid(d)) => d,
         other => panic!("{name}: expected invalid, got {:?}", other.map(|_| ())),
     }
@@ -266,7 +266,7 @@ const ONE_CABLE: &str = "\n[[cable]]\nkind = \"direct\"\nends = [\"spark-a.f0\",
 /// Load generated text, expecting problems; (problems, rendered bytes, seconds).
 fn load_big(text: &str) -> (PlanDiagnostics, usize, f64) {
     let t = std::time::Instant::now();
-    let d = match plan::load_str(Path::new("big.toml"), text, Path::new(".")) {
+    let d = match fabricplan::kinds::load_str(Path::new("big.toml"), text, Path::new(".")) {
         Err(LoadError::Invalid(d)) => d,
         Err(e) => panic!("{e}"),
         Ok(l) => l.warnings,
@@ -414,7 +414,7 @@ fn per_link_on_a_big_switched_fabric_warns_with_the_bounded_schedule() {
         text += &format!("\"n{i}.f0\" = \"leaf\"\n");
     }
     let per_link = format!("{text}\n[tests.rdma-bw]\n");
-    let l = plan::load_str(Path::new("big.toml"), &per_link, Path::new(".")).unwrap();
+    let l = fabricplan::kinds::load_str(Path::new("big.toml"), &per_link, Path::new(".")).unwrap();
     let w: Vec<&str> = l
         .warnings
         .problems
@@ -432,7 +432,7 @@ fn per_link_on_a_big_switched_fabric_warns_with_the_bounded_schedule() {
     );
     // the bounded schedule: no warning
     let all_pairs = format!("{text}\n[tests.rdma-bw]\nschedule = \"all-pairs\"\n");
-    let l = plan::load_str(Path::new("big.toml"), &all_pairs, Path::new(".")).unwrap();
+    let l = fabricplan::kinds::load_str(Path::new("big.toml"), &all_pairs, Path::new(".")).unwrap();
     assert_eq!(l.warnings.problems.len(), 0);
 }
 

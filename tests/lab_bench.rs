@@ -53,7 +53,7 @@ fn twin_path(name: &str) -> PathBuf {
 }
 
 fn load(path: &Path) -> fabricplan::plan::Plan {
-    match fabricplan::plan::load(path) {
+    match fabricplan::kinds::load(path) {
         Ok(l) => l.plan,
         Err(e) => panic!("{} does not load: {e:?}", path.display()),
     }

@@ -67,6 +67,9 @@ warn = "0.2 Gb/s"
 pass = "2000 us"
 [gates.nccl-small-time]
 pass = "500000 us"
+[gates.nccl-busbw]
+pass = "0.05 GB/s"
+warn = "0.01 GB/s"
 {extra}
 "#
     )

@@ -45,7 +45,7 @@ fn build_twin(name: &str, tag: &str) -> (PathBuf, Plan, Lab, Work) {
 }
 
 fn load(path: &Path) -> Plan {
-    match fabricplan::plan::load(path) {
+    match fabricplan::kinds::load(path) {
         Ok(l) => l.plan,
         Err(e) => panic!("{} does not load: {e:?}", path.display()),
     }

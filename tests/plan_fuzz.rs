@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use fabricplan::plan::{self, LoadError, PlanDiagnostics};
+use fabricplan::plan::{LoadError, PlanDiagnostics};
 use fabricplan::report::plan_view;
 use fabricplan::topology::{self, Fabric};
 use proptest::prelude::*;
@@ -419,7 +419,7 @@ fn exercise(path: &Path, text: &str) -> bool {
     let base = path.parent().unwrap_or(Path::new("."));
     let what = path.display().to_string();
     let t = Instant::now();
-    let loaded = match plan::load_str(path, text, base) {
+    let loaded = match fabricplan::kinds::load_str(path, text, base) {
         Ok(l) => l,
         Err(LoadError::Invalid(d)) => {
             check_diagnostics(&d, text, &what);
@@ -483,7 +483,7 @@ fn mutated_plans_never_panic_and_stay_bounded() {
     let base = Path::new(".");
     let loadable: Vec<usize> = (0..corpus.len())
         .filter(|&i| {
-            plan::load_str(
+            fabricplan::kinds::load_str(
                 &corpus[i].0,
                 &corpus[i].1,
                 corpus[i].0.parent().unwrap_or(base),

@@ -5,8 +5,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fabricplan::plan::{self, LoadError, Loaded, Plan};
-use fabricplan::render::Renderer;
+use fabricplan::plan::{LoadError, Loaded, Plan};
 use fabricplan::render::job::{JobCommands, Resolution, Role};
 use fabricplan::schedule::{KindId, Round, isl_load};
 use fabricplan::topology::Fabric;
@@ -30,7 +29,7 @@ fn plan_files() -> Vec<PathBuf> {
 }
 
 fn load(path: &Path) -> Loaded {
-    match plan::load(path) {
+    match fabricplan::kinds::load(path) {
         Ok(l) => l,
         Err(LoadError::Invalid(d)) => panic!("{}", d.render(false, 100)),
         Err(e) => panic!("{e}"),
@@ -38,7 +37,7 @@ fn load(path: &Path) -> Loaded {
 }
 
 fn load_text(name: &str, text: &str) -> Plan {
-    match plan::load_str(Path::new(name), text, Path::new(".")) {
+    match fabricplan::kinds::load_str(Path::new(name), text, Path::new(".")) {
         Ok(l) => l.plan,
         Err(LoadError::Invalid(d)) => panic!("{}", d.render(false, 100)),
         Err(e) => panic!("{e}"),
@@ -49,7 +48,7 @@ fn load_text(name: &str, text: &str) -> Plan {
 fn render_all(plan: &Plan) -> Vec<(Round, Vec<JobCommands>)> {
     let fabric = Fabric::build(plan);
     let schedule = fabricplan::kinds::schedule(plan);
-    let renderer = Renderer::new(&plan.templates);
+    let renderer = fabricplan::kinds::renderer(&plan);
     let res = Resolution::from_plan(plan);
     let mut out = Vec::new();
     for round in schedule.rounds(plan, &fabric) {
@@ -129,7 +128,7 @@ fn every_plan_loads_clean_expands_and_renders() {
 #[test]
 fn committed_schema_matches_the_code() {
     let committed = std::fs::read_to_string("schemas/plan.schema.json").unwrap();
-    let generated = plan::json_schema();
+    let generated = fabricplan::kinds::json_schema();
     assert!(
         committed == generated,
         "schemas/plan.schema.json is out of date: run `cargo run -- schema > schemas/plan.schema.json`"
@@ -381,7 +380,7 @@ fn hostile_values_render_inert() {
     let plan = load_text("hostile.toml", HOSTILE);
     let rendered = render_all(&plan);
     let run_id = format!("plantests-hostile-{}", std::process::id());
-    let renderer = Renderer::new(&plan.templates);
+    let renderer = fabricplan::kinds::renderer(&plan);
     let res = Resolution::from_plan(&plan);
     let fabric = Fabric::build(&plan);
     let schedule = fabricplan::kinds::schedule(&plan);
@@ -534,7 +533,8 @@ fn plan_validation_stays_split_by_section() {
 /// minimum and a maximum, in its doc comment too), which the shape check enforces.
 #[test]
 fn every_number_in_the_schema_has_a_documented_range() {
-    let schema: serde_json::Value = serde_json::from_str(&plan::json_schema()).unwrap();
+    let schema: serde_json::Value =
+        serde_json::from_str(&fabricplan::kinds::json_schema()).unwrap();
     fn walk(path: &str, v: &serde_json::Value, found: &mut Vec<String>) {
         let types: Vec<&str> = match v.get("type") {
             Some(serde_json::Value::String(t)) => vec![t.as_str()],

@@ -64,7 +64,7 @@ fn bw(gbps: f64) -> String {
 }
 
 async fn results() -> fabricplan::results::RunResults {
-    let plan = fabricplan::plan::load_str(
+    let plan = fabricplan::kinds::load_str(
         std::path::Path::new("pair.toml"),
         PLAN,
         std::path::Path::new("."),

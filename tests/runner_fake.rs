@@ -98,7 +98,7 @@ async fn run_plan(
     t: FakeTransport,
     max_parallel: usize,
 ) -> (fabricplan::results::RunResults, Arc<FakeTransport>) {
-    let loaded = fabricplan::plan::load_str(
+    let loaded = fabricplan::kinds::load_str(
         std::path::Path::new("pair.toml"),
         text,
         std::path::Path::new("."),
@@ -277,7 +277,7 @@ async fn hung_client_times_out_and_is_reported() {
 
 #[tokio::test]
 async fn interrupt_before_a_round_skips_it_and_exits_130() {
-    let plan = fabricplan::plan::load_str(
+    let plan = fabricplan::kinds::load_str(
         std::path::Path::new("pair.toml"),
         PLAN,
         std::path::Path::new("."),

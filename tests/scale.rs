@@ -8,13 +8,13 @@ mod plangen;
 use std::collections::HashSet;
 use std::path::Path;
 
-use fabricplan::plan::{self, LoadError, NodeId, Plan};
+use fabricplan::plan::{LoadError, NodeId, Plan};
 use fabricplan::schedule::{KindId, Round};
 use fabricplan::topology::Fabric;
 
 fn load(n: usize, switches: usize) -> Plan {
     let text = plangen::switched_plan(n, switches);
-    match plan::load_str(Path::new("gen.toml"), &text, Path::new(".")) {
+    match fabricplan::kinds::load_str(Path::new("gen.toml"), &text, Path::new(".")) {
         Ok(l) => {
             assert!(
                 l.warnings.problems.is_empty(),

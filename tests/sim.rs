@@ -25,7 +25,7 @@ fn plan_path(name: &str) -> PathBuf {
 }
 
 fn load(name: &str) -> Plan {
-    fabricplan::plan::load(&plan_path(name))
+    fabricplan::kinds::load(&plan_path(name))
         .expect("a shipped plan is valid")
         .plan
 }

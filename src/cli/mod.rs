@@ -112,7 +112,7 @@ pub fn width() -> usize {
 
 /// Load a plan, printing diagnostics; `None` means exit 2.
 pub fn load_or_report(path: &Path) -> Option<plan_mod::Loaded> {
-    match plan_mod::load(path) {
+    match crate::kinds::load(path) {
         Ok(l) => {
             if !l.warnings.problems.is_empty() {
                 eprint!("{}", l.warnings.render(color(), width()));

@@ -5,6 +5,6 @@ use crate::exit;
 
 pub fn run() -> i32 {
     let mut out = Stdout::new();
-    out.write(&crate::plan::json_schema());
+    out.write(&crate::kinds::json_schema());
     exit::OK
 }

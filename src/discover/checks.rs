@@ -393,9 +393,14 @@ subnets = { a = "198.51.100.0/30" }
     }
 
     fn plan() -> Plan {
-        crate::plan::load_str(Path::new("p.toml"), PLAN, Path::new("."))
-            .unwrap()
-            .plan
+        crate::plan::load_str(
+            Path::new("p.toml"),
+            PLAN,
+            Path::new("."),
+            &crate::plan::NoKinds,
+        )
+        .unwrap()
+        .plan
     }
 
     #[test]
@@ -485,9 +490,14 @@ subnets = { a = "198.51.100.0/30" }
             "env = { NCCL_IB_GID_INDEX = \"3\", NCCL_IB_HCA = \"rocep1s0f1\" }\n",
             "",
         );
-        let plan = crate::plan::load_str(Path::new("p.toml"), &text, Path::new("."))
-            .unwrap()
-            .plan;
+        let plan = crate::plan::load_str(
+            Path::new("p.toml"),
+            &text,
+            Path::new("."),
+            &crate::plan::NoKinds,
+        )
+        .unwrap()
+        .plan;
         let dump = "@host spark-a
 @dev rocep1s0f0
 @state 1: DOWN
@@ -531,9 +541,14 @@ subnets = { a = "198.51.100.0/30" }
             "name = \"spark-a\"\n",
             "name = \"spark-a\"\npin.\"f0.a\" = { netdev = \"enp1s0f1np1\", device = \"rocep1s0f1\" }\n",
         );
-        let plan = crate::plan::load_str(Path::new("p.toml"), &pinned, Path::new("."))
-            .unwrap()
-            .plan;
+        let plan = crate::plan::load_str(
+            Path::new("p.toml"),
+            &pinned,
+            Path::new("."),
+            &crate::plan::NoKinds,
+        )
+        .unwrap()
+        .plan;
         let halves = resolve_node(&plan, NodeId(0), &probe);
         assert!(cabling_checks(&plan, NodeId(0), &probe, &halves).is_empty());
     }

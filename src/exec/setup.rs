@@ -126,7 +126,7 @@ subnets = { a = "198.51.100.0/30" }
 [setup]
 build-nccl-tests = true
 "#;
-        let plan = crate::plan::load_str(Path::new("s.toml"), text, Path::new("."))
+        let plan = crate::kinds::load_str(Path::new("s.toml"), text, Path::new("."))
             .unwrap()
             .plan;
         let s = script(&plan, NodeId(0)).unwrap();
@@ -148,7 +148,7 @@ build-nccl-tests = true
         );
         // no [setup]: nothing to run
         let plain = text.replace("[setup]\nbuild-nccl-tests = true\n", "");
-        let plan = crate::plan::load_str(Path::new("s.toml"), &plain, Path::new("."))
+        let plan = crate::kinds::load_str(Path::new("s.toml"), &plain, Path::new("."))
             .unwrap()
             .plan;
         assert!(script(&plan, NodeId(0)).is_none());
@@ -180,7 +180,7 @@ nccl-tests-repo = "--upload-pack=touch {p}"
 "#,
             p = pwned.display()
         );
-        let plan = crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."))
+        let plan = crate::kinds::load_str(Path::new("s.toml"), &text, Path::new("."))
             .unwrap()
             .plan;
         let s = script(&plan, NodeId(0)).unwrap();

@@ -389,6 +389,25 @@ pub fn nccl(
             None,
         ));
     }
+    // one root cause, one FAIL: over TCP sockets the bandwidth, the small-message time and the
+    // counters are all what the fallback makes them
+    let fallback = g("transport");
+    if out
+        .iter()
+        .any(|v| v.gate == fallback && v.trap == Some(Trap::TcpFallback))
+    {
+        for v in out.iter_mut() {
+            if v.gate != fallback
+                && v.outcome != Outcome::Ok
+                && matches!(
+                    v.trap,
+                    Some(Trap::SlowCollective | Trap::SlowBusBandwidth | Trap::FabricNotUsed)
+                )
+            {
+                v.follows = Some(fallback.clone());
+            }
+        }
+    }
     out
 }
 
@@ -543,13 +562,26 @@ mod tests {
             "{v:#?}"
         );
         assert!(v.iter().any(|v| v.trap == Some(Trap::FabricNotUsed)));
-        // near miss: NET/IB with moving counters passes both
+        // one root cause, one FAIL: the bandwidth and the counters follow from the fallback
+        let consequences: Vec<&Verdict> = v
+            .iter()
+            .filter(|v| v.outcome != Outcome::Ok && v.trap != Some(Trap::TcpFallback))
+            .collect();
+        assert!(!consequences.is_empty());
+        assert!(
+            consequences
+                .iter()
+                .all(|v| v.follows.as_deref() == Some("nccl transport")),
+            "{consequences:#?}"
+        );
+        // near miss: NET/IB with moving counters passes both (this capture's 10.9 GB/s at its
+        // largest sizes is under half of what both GB10 halves carry: a bandwidth WARN only)
         let parsed = nccl_capture("allreduce-2node-ib-2025.txt");
         c.fabric_bytes_per_rank = vec![("a".into(), Some(10)), ("b".into(), Some(12))];
         let v = nccl(&small, &bus, &parsed, &c, &pair_model(&pair_busbw));
         assert!(
-            v.iter()
-                .all(|v| v.outcome == Outcome::Ok || v.trap == Some(Trap::SlowCollective)),
+            v.iter().all(|v| v.outcome == Outcome::Ok
+                || (v.outcome == Outcome::Warn && v.trap == Some(Trap::SlowBusBandwidth))),
             "{v:#?}"
         );
         assert!(

@@ -58,7 +58,7 @@ impl GateSpec {
             Metric::NcclBusbw => (
                 Some(Threshold::PctOfExpected { pct: 80.0 }),
                 Some(Threshold::PctOfExpected { pct: 40.0 }),
-                Trap::SlowCollective,
+                Trap::SlowBusBandwidth,
             ),
             // informational: one TCP stream on GB10 sits near 12 Gb/s whatever the link.
             Metric::Iperf3 => (None, None, Trap::BelowLineRate),

@@ -41,6 +41,8 @@ pub enum Trap {
     SlowLatency,
     /// NCCL small-message time high.
     SlowCollective,
+    /// NCCL bus bandwidth at large sizes below what the fabric carries.
+    SlowBusBandwidth,
     /// The tool could not find the RDMA device named.
     NoDevice,
     /// The port is down.
@@ -97,6 +99,7 @@ impl Trap {
             Trap::GdrOff => "GPUDirect RDMA off",
             Trap::SlowLatency => "latency above the hardware floor",
             Trap::SlowCollective => "slow small-message collective",
+            Trap::SlowBusBandwidth => "NCCL bus bandwidth below the fabric's",
             Trap::NoDevice => "RDMA device not found",
             Trap::PortDown => "port down",
             Trap::PinnedNameWrong => "pinned name is not the live device",
@@ -166,6 +169,9 @@ impl Trap {
             }
             Trap::SlowLatency => {
                 "check that the device is the one carrying the address (not a software RoCE path) and the port is ACTIVE"
+            }
+            Trap::SlowBusBandwidth => {
+                "list every half of every rank in NCCL_IB_HCA, check MTU 9000 on the whole path (a 1500 hop costs ~20%), and that no other job loads the ranks"
             }
             Trap::SlowCollective => {
                 "check the transport (NET/IB), the GID index and that no other job loads the nodes"

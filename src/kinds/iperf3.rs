@@ -1,23 +1,71 @@
 //! `iperf3`: TCP sanity per link. Informational unless the plan gates it: one TCP stream on GB10
 //! ARM cores sits near 12 Gb/s whatever the link.
 
+use std::sync::Arc;
+
 use minijinja::context;
+use schemars::{Schema, SchemaGenerator};
+use toml::de::ValueDeserializer;
 
 use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
-use crate::plan::Plan;
+use crate::plan::raw::RawIperfTest;
+use crate::plan::section::SectionData;
+use crate::plan::{IperfTest, Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
-use crate::render::{RenderError, Renderer};
+use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::stages::{per_link, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
 
 pub const ID: KindId = KindId("iperf3");
 
 pub struct Iperf3;
+
+const VARS: &[&str] = &[
+    "port",
+    "local_ip",
+    "server_ip",
+    "duration_s",
+    "streams",
+    "node",
+];
+
+const TEMPLATES: &[Template] = &[
+    Template {
+        name: "iperf3-server",
+        source: include_str!("templates/iperf3-server.j2"),
+        variables: VARS,
+    },
+    Template {
+        name: "iperf3-client",
+        source: include_str!("templates/iperf3-client.j2"),
+        variables: VARS,
+    },
+];
+
+impl SectionKind for Iperf3 {
+    fn key(&self) -> &'static str {
+        ID.name()
+    }
+
+    fn describe(&self) -> &'static str {
+        "TCP sanity per link (`iperf3`), informational unless gated."
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<RawIperfTest>()
+    }
+
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+        let raw: RawIperfTest = r.deserialize(table)?;
+        let t = r.iperf(&raw, ID.name())?;
+        Some(Arc::new(t))
+    }
+}
 
 impl TestKind for Iperf3 {
     fn id(&self) -> KindId {
@@ -32,8 +80,12 @@ impl TestKind for Iperf3 {
         Metric::Iperf3
     }
 
+    fn templates(&self) -> &'static [Template] {
+        TEMPLATES
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        match &plan.tests.iperf3 {
+        match plan.section::<IperfTest>(ID.name()) {
             Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],
             None => Vec::new(),
         }
@@ -48,7 +100,7 @@ impl TestKind for Iperf3 {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(s) = &plan.tests.iperf3 else {
+        let Some(s) = plan.section::<IperfTest>(ID.name()) else {
             return Err(RenderError {
                 name: job.id.clone(),
                 message: "the plan has no [tests.iperf3]".into(),

@@ -19,17 +19,17 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
-use crate::plan::Plan;
+use crate::plan::{Catalog, Plan, SectionKind};
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
-use crate::render::{RenderError, Renderer};
+use crate::render::{RenderError, Renderer, Template};
 use crate::results::JobResult;
 use crate::schedule::{Job, KindId, Round, Schedule, Stage};
 
-pub use nccl::{Answer, LaunchCheck, judge_launch, launch_check};
+pub use nccl::{Answer, LaunchCheck, judge_launch, launch_check, tests as nccl_tests};
 
-/// What a test kind is to the rest of fabricplan.
-pub trait TestKind: Sync {
+/// What a test kind is to the rest of fabricplan. Its plan section is the [`SectionKind`] half.
+pub trait TestKind: SectionKind {
     /// Its name: the plan's `[tests.<name>]` key, `--only` selector and job id prefix.
     fn id(&self) -> KindId;
 
@@ -38,6 +38,9 @@ pub trait TestKind: Sync {
 
     /// The metric of its main gate: the one whose `attempts` repeat the job.
     fn metric(&self) -> Metric;
+
+    /// The command templates it owns (a plan may override them by name).
+    fn templates(&self) -> &'static [Template];
 
     /// The rounds the plan's sections of this kind expand to, in order.
     fn stages(&self, plan: &Plan) -> Vec<Stage>;
@@ -84,6 +87,76 @@ pub static ALL: &[&dyn TestKind] = &[
 /// How many times the jobs of kind `id` run (their main gate's `attempts`).
 pub fn attempts(plan: &Plan, id: KindId) -> u32 {
     get(id).map_or(1, |k| plan.gate(k.metric()).attempts.max(1))
+}
+
+/// Every built-in template: each kind's, and the preflight's (ping).
+pub fn templates() -> Vec<Template> {
+    let mut out: Vec<Template> = Vec::new();
+    for t in ALL
+        .iter()
+        .flat_map(|k| k.templates().iter())
+        .chain(preflight::TEMPLATES)
+    {
+        if !out.iter().any(|o| o.name == t.name) {
+            out.push(*t);
+        }
+    }
+    out
+}
+
+/// The renderer of a plan: every built-in template, the plan's overrides instead where given.
+pub fn renderer(plan: &Plan) -> Renderer {
+    Renderer::new(&templates(), &plan.templates)
+}
+
+/// The test kinds, as the plan language needs them: their sections and templates.
+pub struct Kinds;
+
+/// The catalog of every registered kind.
+pub static CATALOG: Kinds = Kinds;
+
+impl Catalog for Kinds {
+    fn sections(&self) -> Vec<&'static dyn SectionKind> {
+        ALL.iter().map(|k| *k as &'static dyn SectionKind).collect()
+    }
+
+    fn template_names(&self) -> Vec<&'static str> {
+        templates().iter().map(|t| t.name).collect()
+    }
+
+    fn template_variables(&self, name: &str) -> Vec<&'static str> {
+        templates()
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.variables.to_vec())
+            .unwrap_or_default()
+    }
+
+    fn check_template(&self, name: &str, source: &str) -> Result<(), String> {
+        match templates().iter().find(|t| t.name == name) {
+            Some(t) => crate::render::check_template(t, source),
+            None => Err(format!("no built-in template `{name}`")),
+        }
+    }
+}
+
+/// Read and validate a plan file, its test sections read by the registered kinds.
+pub fn load(path: &std::path::Path) -> Result<crate::plan::Loaded, crate::plan::LoadError> {
+    crate::plan::load(path, &CATALOG)
+}
+
+/// [`load`] from text.
+pub fn load_str(
+    path: &std::path::Path,
+    text: &str,
+    base_dir: &std::path::Path,
+) -> Result<crate::plan::Loaded, crate::plan::LoadError> {
+    crate::plan::load_str(path, text, base_dir, &CATALOG)
+}
+
+/// The plan's JSON Schema with every kind's section.
+pub fn json_schema() -> String {
+    crate::plan::json_schema(&CATALOG)
 }
 
 /// The kind named `id`.

@@ -13,9 +13,16 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
 use crate::parse::{self, Parsed, Tool};
 use crate::plan::{Endpoint, IslId, NodeId, Plan, SwitchId};
-use crate::render::Renderer;
 use crate::render::job::Resolution;
+use crate::render::{Renderer, Template};
 use crate::topology::Fabric;
+
+/// The ping's template.
+pub const TEMPLATES: &[Template] = &[Template {
+    name: "ping",
+    source: include_str!("templates/ping.j2"),
+    variables: &["count", "netdev", "jumbo", "peer_ip", "local_ip", "node"],
+}];
 
 /// What a failing check keeps from running.
 #[derive(Debug, Clone, PartialEq)]

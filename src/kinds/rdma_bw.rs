@@ -2,23 +2,78 @@
 //! against the capacity model's expected value with the throttle, RSTP and software-forwarding
 //! signatures.
 
+use std::sync::Arc;
+
 use minijinja::context;
+use schemars::{Schema, SchemaGenerator};
+use toml::de::ValueDeserializer;
 
 use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
-use crate::plan::{BwTest, Plan, ScheduleKind};
+use crate::plan::raw::RawBwTest;
+use crate::plan::section::SectionData;
+use crate::plan::{BwTest, Plan, ScheduleKind, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
-use crate::render::{RenderError, Renderer};
+use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::stages::{all_pairs, declared, per_link, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
 
 pub const ID: KindId = KindId("rdma-bw");
 
 pub struct RdmaBw;
+
+/// The variables of the perftest bandwidth templates.
+const BW_VARS: &[&str] = &[
+    "tool",
+    "device",
+    "gid_index",
+    "port",
+    "duration_s",
+    "size_bytes",
+    "qps",
+    "netdev",
+    "local_ip",
+    "server_ip",
+    "node",
+];
+
+/// The perftest bandwidth server and client: every bandwidth kind's.
+pub(super) const TEMPLATES: &[Template] = &[
+    Template {
+        name: "rdma-bw-server",
+        source: include_str!("templates/rdma-bw-server.j2"),
+        variables: BW_VARS,
+    },
+    Template {
+        name: "rdma-bw-client",
+        source: include_str!("templates/rdma-bw-client.j2"),
+        variables: BW_VARS,
+    },
+];
+
+impl SectionKind for RdmaBw {
+    fn key(&self) -> &'static str {
+        ID.name()
+    }
+
+    fn describe(&self) -> &'static str {
+        "RDMA bandwidth per half (`ib_write_bw`), one link at a time, in declared rounds or all pairs."
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<RawBwTest>()
+    }
+
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+        let raw: RawBwTest = r.deserialize(table)?;
+        let t = r.bw(&raw, ID.name(), false)?;
+        Some(Arc::new(t))
+    }
+}
 
 /// A perftest bandwidth pair of `section`, running `tool`: shared by the bandwidth kinds.
 #[allow(clippy::too_many_arguments)]
@@ -62,8 +117,12 @@ impl TestKind for RdmaBw {
         Metric::RdmaBw
     }
 
+    fn templates(&self) -> &'static [Template] {
+        TEMPLATES
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        let Some(t) = &plan.tests.rdma_bw else {
+        let Some(t) = plan.section::<BwTest>(ID.name()) else {
             return Vec::new();
         };
         let segs = selected_segments(plan, &t.halves);
@@ -83,7 +142,7 @@ impl TestKind for RdmaBw {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(t) = &plan.tests.rdma_bw else {
+        let Some(t) = plan.section::<BwTest>(ID.name()) else {
             return Err(RenderError {
                 name: job.id.clone(),
                 message: "the plan has no [tests.rdma-bw]".into(),

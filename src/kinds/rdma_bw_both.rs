@@ -3,16 +3,22 @@
 //! throttled shows here).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use schemars::{Schema, SchemaGenerator};
+use toml::de::ValueDeserializer;
 
 use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
-use crate::plan::Plan;
+use crate::plan::raw::RawBwTest;
+use crate::plan::section::SectionData;
+use crate::plan::{BwTest, Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
-use crate::render::{RenderError, Renderer};
+use crate::render::{RenderError, Renderer, Template};
 use crate::results::JobResult;
 use crate::schedule::stages::both_halves;
 use crate::schedule::{Job, KindId, Round, Stage};
@@ -20,6 +26,26 @@ use crate::schedule::{Job, KindId, Round, Stage};
 pub const ID: KindId = KindId("rdma-bw-both");
 
 pub struct RdmaBwBoth;
+
+impl SectionKind for RdmaBwBoth {
+    fn key(&self) -> &'static str {
+        ID.name()
+    }
+
+    fn describe(&self) -> &'static str {
+        "Both halves of each cable at once (`ib_write_bw` per half), summed per node."
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<RawBwTest>()
+    }
+
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+        let raw: RawBwTest = r.deserialize(table)?;
+        let t = r.bw(&raw, ID.name(), true)?;
+        Some(Arc::new(t))
+    }
+}
 
 impl TestKind for RdmaBwBoth {
     fn id(&self) -> KindId {
@@ -34,8 +60,13 @@ impl TestKind for RdmaBwBoth {
         Metric::RdmaBw
     }
 
+    fn templates(&self) -> &'static [Template] {
+        // the perftest bandwidth pair of `rdma-bw`
+        super::rdma_bw::TEMPLATES
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        match &plan.tests.rdma_bw_both {
+        match plan.section::<BwTest>(ID.name()) {
             Some(t) => vec![both_halves(plan, ID, &t.halves)],
             None => Vec::new(),
         }
@@ -50,7 +81,7 @@ impl TestKind for RdmaBwBoth {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(t) = &plan.tests.rdma_bw_both else {
+        let Some(t) = plan.section::<BwTest>(ID.name()) else {
             return Err(RenderError {
                 name: job.id.clone(),
                 message: "the plan has no [tests.rdma-bw-both]".into(),

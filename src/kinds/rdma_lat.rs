@@ -1,23 +1,75 @@
 //! `rdma-lat`: ib_write_lat per link, 2-byte writes; t_typical against the hardware floor (a
 //! wrong device or a software path shows as microseconds too many).
 
+use std::sync::Arc;
+
 use minijinja::context;
+use schemars::{Schema, SchemaGenerator};
+use toml::de::ValueDeserializer;
 
 use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
-use crate::plan::Plan;
+use crate::plan::raw::RawLatTest;
+use crate::plan::section::SectionData;
+use crate::plan::{LatTest, Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
-use crate::render::{RenderError, Renderer};
+use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::stages::{per_link, selected_segments};
 use crate::schedule::{Job, KindId, Stage};
 
 pub const ID: KindId = KindId("rdma-lat");
 
 pub struct RdmaLat;
+
+const LAT_VARS: &[&str] = &[
+    "tool",
+    "device",
+    "gid_index",
+    "port",
+    "size_bytes",
+    "iterations",
+    "netdev",
+    "local_ip",
+    "server_ip",
+    "node",
+];
+
+const TEMPLATES: &[Template] = &[
+    Template {
+        name: "rdma-lat-server",
+        source: include_str!("templates/rdma-lat-server.j2"),
+        variables: LAT_VARS,
+    },
+    Template {
+        name: "rdma-lat-client",
+        source: include_str!("templates/rdma-lat-client.j2"),
+        variables: LAT_VARS,
+    },
+];
+
+impl SectionKind for RdmaLat {
+    fn key(&self) -> &'static str {
+        ID.name()
+    }
+
+    fn describe(&self) -> &'static str {
+        "RDMA latency per half (`ib_write_lat`, 2-byte writes)."
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<RawLatTest>()
+    }
+
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+        let raw: RawLatTest = r.deserialize(table)?;
+        let t = r.lat(&raw, ID.name())?;
+        Some(Arc::new(t))
+    }
+}
 
 impl TestKind for RdmaLat {
     fn id(&self) -> KindId {
@@ -32,8 +84,12 @@ impl TestKind for RdmaLat {
         Metric::RdmaLat
     }
 
+    fn templates(&self) -> &'static [Template] {
+        TEMPLATES
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        match &plan.tests.rdma_lat {
+        match plan.section::<LatTest>(ID.name()) {
             Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],
             None => Vec::new(),
         }
@@ -48,7 +104,7 @@ impl TestKind for RdmaLat {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(s) = &plan.tests.rdma_lat else {
+        let Some(s) = plan.section::<LatTest>(ID.name()) else {
             return Err(RenderError {
                 name: job.id.clone(),
                 message: "the plan has no [tests.rdma-lat]".into(),

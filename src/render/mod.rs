@@ -17,104 +17,13 @@ use minijinja::{Environment, UndefinedBehavior, Value};
 
 pub use quote::quote;
 
-/// The built-in templates, by name.
-pub const BUILTINS: [(&str, &str); 9] = [
-    (
-        "rdma-bw-server",
-        include_str!("templates/rdma-bw-server.j2"),
-    ),
-    (
-        "rdma-bw-client",
-        include_str!("templates/rdma-bw-client.j2"),
-    ),
-    (
-        "rdma-lat-server",
-        include_str!("templates/rdma-lat-server.j2"),
-    ),
-    (
-        "rdma-lat-client",
-        include_str!("templates/rdma-lat-client.j2"),
-    ),
-    ("iperf3-server", include_str!("templates/iperf3-server.j2")),
-    ("iperf3-client", include_str!("templates/iperf3-client.j2")),
-    ("nccl", include_str!("templates/nccl.j2")),
-    ("mpi-hostname", include_str!("templates/mpi-hostname.j2")),
-    ("ping", include_str!("templates/ping.j2")),
-];
-
-/// Names a plan may override.
-pub const TEMPLATE_NAMES: [&str; 9] = [
-    "rdma-bw-server",
-    "rdma-bw-client",
-    "rdma-lat-server",
-    "rdma-lat-client",
-    "iperf3-server",
-    "iperf3-client",
-    "nccl",
-    "mpi-hostname",
-    "ping",
-];
-
-/// The variables each template is given.
-pub fn variables_of(name: &str) -> Vec<&'static str> {
-    let mut v: Vec<&'static str> = match name {
-        "rdma-bw-server" | "rdma-bw-client" => vec![
-            "tool",
-            "device",
-            "gid_index",
-            "port",
-            "duration_s",
-            "size_bytes",
-            "qps",
-            "netdev",
-            "local_ip",
-            "server_ip",
-            "node",
-        ],
-        "rdma-lat-server" | "rdma-lat-client" => vec![
-            "tool",
-            "device",
-            "gid_index",
-            "port",
-            "size_bytes",
-            "iterations",
-            "netdev",
-            "local_ip",
-            "server_ip",
-            "node",
-        ],
-        "iperf3-server" | "iperf3-client" => vec![
-            "port",
-            "local_ip",
-            "server_ip",
-            "duration_s",
-            "streams",
-            "node",
-        ],
-        "nccl" => vec![
-            "apps",
-            "subnets",
-            "binary",
-            "min_bytes",
-            "max_bytes",
-            "step_factor",
-            "warmup",
-            "iterations",
-            "collective",
-            "hosts",
-            "env",
-        ],
-        "mpi-hostname" => vec!["hosts", "subnets"],
-        "ping" => vec!["count", "netdev", "jumbo", "peer_ip", "local_ip", "node"],
-        _ => vec![],
-    };
-    v.sort_unstable();
-    v
-}
-
-/// The built-in source of a template.
-pub fn builtin(name: &str) -> Option<&'static str> {
-    BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, s)| *s)
+/// A built-in command template: its name (what a plan's `[templates.<name>]` overrides), its
+/// source, and the variables its job gives it. Each test kind owns its own.
+#[derive(Debug, Clone, Copy)]
+pub struct Template {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub variables: &'static [&'static str],
 }
 
 fn environment() -> Environment<'static> {
@@ -152,13 +61,14 @@ fn environment() -> Environment<'static> {
     env
 }
 
-/// Check a template's syntax and that it uses only the variables its job provides.
-pub fn check_template(name: &str, source: &str) -> Result<(), String> {
+/// Check `source`, an override of `template`: its syntax, and that it uses only the variables
+/// its job provides.
+pub fn check_template(template: &Template, source: &str) -> Result<(), String> {
     let env = environment();
     let tmpl = env
         .template_from_str(source)
         .map_err(|e| format!("does not parse: {}", e.detail().unwrap_or(&e.to_string())))?;
-    let allowed = variables_of(name);
+    let allowed = template.variables;
     let mut unknown: Vec<String> = tmpl
         .undeclared_variables(false)
         .into_iter()
@@ -193,16 +103,17 @@ pub struct RenderError {
 }
 
 impl Renderer {
-    pub fn new(overrides: &BTreeMap<String, String>) -> Renderer {
+    /// The renderer of `builtins`, each replaced by the plan's override of the same name.
+    pub fn new(builtins: &[Template], overrides: &BTreeMap<String, String>) -> Renderer {
         let mut env = environment();
-        for name in TEMPLATE_NAMES {
+        for t in builtins {
             let src = overrides
-                .get(name)
+                .get(t.name)
                 .cloned()
-                .unwrap_or_else(|| builtin(name).unwrap_or_default().to_string());
+                .unwrap_or_else(|| t.source.to_string());
             // overrides were checked at load time; a failure here leaves the name missing and
             // surfaces as a RenderError when used.
-            let _ = env.add_template_owned(name.to_string(), src);
+            let _ = env.add_template_owned(t.name.to_string(), src);
         }
         Renderer { env }
     }
@@ -487,26 +398,33 @@ printf '%s\\n' \"$p\" | awk -v g=\"$1\" '$1 == g && $2 !~ /^Z/ { f = 1 } END { e
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_builtin_passes_its_own_check() {
-        for name in TEMPLATE_NAMES {
-            check_template(name, builtin(name).unwrap()).unwrap();
-        }
-    }
+    /// A bandwidth client's template, as a kind declares one.
+    const CLIENT: Template = Template {
+        name: "rdma-bw-client",
+        source: "{{ tool }} -d {{ device }} -i 1 -x {{ gid_index }} -F --report_gbits -D {{ duration_s }} -s {{ size_bytes }} -q {{ qps }} -p {{ port }} {{ server_ip }}",
+        variables: &[
+            "tool",
+            "device",
+            "gid_index",
+            "port",
+            "duration_s",
+            "size_bytes",
+            "qps",
+            "server_ip",
+        ],
+    };
 
     #[test]
     fn undeclared_variable_is_reported() {
-        let err = check_template(
-            "rdma-bw-client",
-            "ib_write_bw -d {{ device }} {{ serverip }}",
-        )
-        .unwrap_err();
+        check_template(&CLIENT, CLIENT.source).unwrap();
+        let err =
+            check_template(&CLIENT, "ib_write_bw -d {{ device }} {{ serverip }}").unwrap_err();
         assert!(err.contains("`serverip`"), "{err}");
     }
 
     #[test]
     fn hostile_values_render_inert() {
-        let r = Renderer::new(&BTreeMap::new());
+        let r = Renderer::new(&[CLIENT], &BTreeMap::new());
         let ctx = minijinja::context! {
             tool => "ib_write_bw", device => "$(touch /tmp/x)", gid_index => 3, port => 18515,
             duration_s => 6, size_bytes => 65536, qps => 1, server_ip => "1.2.3.4; rm -rf /",
@@ -713,7 +631,12 @@ mod tests {
 
     #[test]
     fn placeholders_stay_visible() {
-        let r = Renderer::new(&BTreeMap::new());
+        let server = Template {
+            name: "rdma-bw-server",
+            source: "{{ tool }} -d {{ device }} -i 1 -x {{ gid_index }} -F --report_gbits -D {{ duration_s }} -s {{ size_bytes }} -q {{ qps }} -p {{ port }}",
+            variables: CLIENT.variables,
+        };
+        let r = Renderer::new(&[server], &BTreeMap::new());
         let ctx = minijinja::context! {
             tool => "ib_write_bw", device => Placeholder::new("spark-a.f0.a", "device").value(), gid_index => Placeholder::new("spark-a.f0.a", "gid").value(),
             port => 18515, duration_s => 6, size_bytes => 65536, qps => 1,

@@ -86,7 +86,7 @@ pub fn write_text(
     style: &dyn LaunchStyle,
     run_id: &str,
 ) -> io::Result<()> {
-    let renderer = Renderer::new(&plan.templates);
+    let renderer = kinds::renderer(plan);
     let res = Resolution::from_plan(plan);
     writeln!(
         w,
@@ -137,7 +137,7 @@ pub fn write_text(
             w,
             "  per link: small ping and `ping -M do -s 8972` out of the planned netdev; cabling; RoCE v2 GID; MTU 9000 both ends"
         )?;
-        if !plan.tests.nccl.is_empty() {
+        if !kinds::nccl_tests(plan).is_empty() {
             writeln!(
                 w,
                 "  per NCCL job: mpirun launches `hostname` on every rank over the fabric subnet"
@@ -272,7 +272,7 @@ pub fn write_json(
     style: &dyn LaunchStyle,
     run_id: &str,
 ) -> io::Result<()> {
-    let renderer = Renderer::new(&plan.templates);
+    let renderer = kinds::renderer(plan);
     let res = Resolution::from_plan(plan);
     write!(
         w,

@@ -11,11 +11,12 @@ use std::net::Ipv4Addr;
 use super::noise::Rng;
 use super::shell;
 use super::world::{Dev, World};
+use crate::capacity::nccl as nccl_model;
 use crate::exec::Output;
-use crate::plan::{IslId, NodeId, SwitchId};
+use crate::plan::{Collective, IslId, NodeId, SwitchId};
 
-/// NCCL's usable rate of one RoCE half (Gb/s): 98 seen with one half, 190 with two.
-const LANE_GBPS: f64 = 95.0;
+/// NCCL's usable rate of one RoCE half (Gb/s): the capacity model's share of a GB10 half.
+const LANE_GBPS: f64 = nccl_model::HALF_SHARE * crate::capacity::DEFAULT_HALF_GBPS;
 /// A firmware-throttled half.
 const THROTTLED_GBPS: f64 = 11.4;
 /// Traffic forced through an RSTP-blocked ISL.
@@ -395,12 +396,26 @@ pub(crate) fn run(
     } else {
         0.0
     };
-    let nf = n as f64;
-    let (factor, t0) = match coll.as_str() {
-        "all_reduce" => (2.0 * (nf - 1.0) / nf, 22.0 + 3.5 * nf),
-        "all_gather" | "reduce_scatter" | "alltoall" => ((nf - 1.0) / nf, 18.0 + 3.0 * nf),
-        _ => (1.0, 20.0),
+    // the capacity model's own constants: the simulated fabric answers what the gates expect of a
+    // healthy one
+    let collective = match coll.as_str() {
+        "all_reduce" => Some(Collective::AllReduce),
+        "all_gather" => Some(Collective::AllGather),
+        "sendrecv" => Some(Collective::Sendrecv),
+        _ => None,
     };
+    let (factor, t0, eff) = match collective {
+        Some(c) => (
+            nccl_model::bus_factor(c, n),
+            nccl_model::base_latency_us(c, n),
+            nccl_model::efficiency(c, n),
+        ),
+        None => {
+            let nf = n as f64;
+            ((nf - 1.0) / nf, 18.0 + 3.0 * nf, 1.0)
+        }
+    };
+    let ring_gbs = if use_ib { ring_gbs * eff } else { ring_gbs };
     let t0 = if use_ib { t0 } else { t0 * 2.5 };
     let redop = if matches!(
         coll.as_str(),

@@ -17,7 +17,6 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use super::evidence::Evidence;
 use super::launch::Launcher;
 use crate::plan::{NodeId, Plan};
-use crate::render::Renderer;
 use crate::render::job::Resolution;
 use crate::results::{RESULTS_FORMAT_VERSION, RunResults, Summary, now_ms};
 use crate::schedule::{Job, Round, Schedule};
@@ -86,7 +85,7 @@ pub async fn run(
         plan,
         fabric,
         launcher: launcher.clone(),
-        renderer: Renderer::new(&plan.templates),
+        renderer: crate::kinds::renderer(plan),
         res: Resolution::from_plan(plan),
         opts,
         sem: Semaphore::new(opts.max_parallel.max(1)),

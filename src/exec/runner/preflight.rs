@@ -91,7 +91,9 @@ fn failure_on_path<'v>(
     test: usize,
     verdicts: &'v [(Verdict, Blocks)],
 ) -> Option<&'v Verdict> {
-    let t = &ctx.plan.tests.nccl[test];
+    let Some(t) = crate::kinds::nccl_tests(ctx.plan).get(test).copied() else {
+        return None;
+    };
     let touches = |b: &Blocks| match b {
         Blocks::Endpoints(eps) => eps.iter().any(|e| t.nodes.contains(&e.node)),
         Blocks::Isl(isl) => ctx.ranks_cross(&t.nodes, *isl),
@@ -156,7 +158,9 @@ pub(crate) async fn preflight(
     verdicts.extend(pings::judge(ctx.plan, &list, &texts));
     let answers: Vec<(LaunchCheck, Result<Output, TransportError>)> = answers;
     for (check, out) in answers {
-        let t = &ctx.plan.tests.nccl[check.test];
+        let Some(t) = crate::kinds::nccl_tests(ctx.plan).get(check.test).copied() else {
+            continue;
+        };
         if t.nodes.iter().any(|n| ctx.unreachable.contains_key(n)) {
             // its host is reported unreachable already, and the test is skipped for it
             continue;

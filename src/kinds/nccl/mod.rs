@@ -6,27 +6,88 @@
 
 mod render;
 
+use std::sync::Arc;
+
+use schemars::{Schema, SchemaGenerator};
+use toml::de::ValueDeserializer;
+
 use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
-use crate::plan::{NodeId, Plan};
+use crate::plan::raw::RawNcclTest;
+use crate::plan::section::SectionData;
+use crate::plan::{NcclTest, NodeId, Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, Resolution, Step};
 use crate::render::launch::LaunchStyle;
-use crate::render::{RenderError, Renderer};
+use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::{Job, KindId, Ranks, Stage};
 
 pub const ID: KindId = KindId("nccl");
 
 pub struct Nccl;
 
+/// The plan's NCCL tests, in order (a job's `ranks.test` indexes them).
+pub fn tests(plan: &Plan) -> Vec<&NcclTest> {
+    plan.sections::<NcclTest>(ID.name())
+}
+
+const TEMPLATES: &[Template] = &[
+    Template {
+        name: "nccl",
+        source: include_str!("../templates/nccl.j2"),
+        variables: &[
+            "apps",
+            "subnets",
+            "binary",
+            "min_bytes",
+            "max_bytes",
+            "step_factor",
+            "warmup",
+            "iterations",
+            "collective",
+            "hosts",
+            "env",
+        ],
+    },
+    Template {
+        name: "mpi-hostname",
+        source: include_str!("../templates/mpi-hostname.j2"),
+        variables: &["hosts", "subnets"],
+    },
+];
+
+impl SectionKind for Nccl {
+    fn key(&self) -> &'static str {
+        ID.name()
+    }
+
+    fn describe(&self) -> &'static str {
+        "NCCL collectives (nccl-tests through mpirun), one table per test."
+    }
+
+    fn repeated(&self) -> bool {
+        true
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<RawNcclTest>()
+    }
+
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+        let raw: RawNcclTest = r.deserialize(table)?;
+        let t = r.nccl(&raw)?;
+        Some(Arc::new(t))
+    }
+}
+
 /// The launch check of one NCCL test: mpirun on the launching host starts `hostname` on every
 /// rank over the fabric subnets.
 #[derive(Debug, Clone)]
 pub struct LaunchCheck {
-    /// Index of the test in `plan.tests.nccl`.
+    /// Index of the test among the plan's NCCL tests ([`tests`]).
     pub test: usize,
     pub step: Step,
     /// Ranks expected to answer.
@@ -62,7 +123,14 @@ pub fn judge_launch(
     answer: Result<Answer<'_>, String>,
     earlier: Option<&Verdict>,
 ) -> Verdict {
-    let t = &plan.tests.nccl[check.test];
+    let Some(t) = tests(plan).get(check.test).copied() else {
+        return Verdict::check(
+            "mpirun launch",
+            Outcome::Fail,
+            "no such NCCL test",
+            Some(Trap::ToolError),
+        );
+    };
     let gate = format!("mpirun launch {}", t.name);
     let n = check.ranks;
     let v = match answer {
@@ -151,10 +219,13 @@ impl TestKind for Nccl {
         Metric::NcclSmallTime
     }
 
+    fn templates(&self) -> &'static [Template] {
+        TEMPLATES
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        plan.tests
-            .nccl
-            .iter()
+        tests(plan)
+            .into_iter()
             .enumerate()
             .map(|(i, t)| {
                 let mut is_rank = vec![false; plan.nodes.len()];
@@ -207,7 +278,7 @@ impl TestKind for Nccl {
                 message: "an NCCL job without ranks".into(),
             });
         };
-        if test >= plan.tests.nccl.len() {
+        if test >= tests(plan).len() {
             return Err(RenderError {
                 name: job.id.clone(),
                 message: format!("no NCCL test {test} in the plan"),
@@ -219,7 +290,11 @@ impl TestKind for Nccl {
     fn judge(&self, plan: &Plan, job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
         match parsed {
             Parsed::NcclTests(r) => {
-                let Some(t) = job.ranks.as_ref().and_then(|k| plan.tests.nccl.get(k.test)) else {
+                let Some(t) = job
+                    .ranks
+                    .as_ref()
+                    .and_then(|k| tests(plan).get(k.test).copied())
+                else {
                     return mismatch(ctx, parsed);
                 };
                 let e =

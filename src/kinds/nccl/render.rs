@@ -91,7 +91,12 @@ pub fn mpi_hostname(
     ti: usize,
     run_id: &str,
 ) -> Result<(Step, usize), RenderError> {
-    let t = &plan.tests.nccl[ti];
+    let Some(t) = super::tests(plan).get(ti).copied() else {
+        return Err(RenderError {
+            name: format!("nccl test {ti}"),
+            message: "no such NCCL test in the plan".into(),
+        });
+    };
     let segs = nccl_segments(plan, t);
     let first = t.nodes.first().copied().unwrap_or(NodeId(0));
     let ranks: Vec<(NodeId, Ipv4Addr)> = t
@@ -146,7 +151,12 @@ pub fn nccl_commands(
     ti: usize,
     run_id: &str,
 ) -> Result<JobCommands, RenderError> {
-    let t = &plan.tests.nccl[ti];
+    let Some(t) = super::tests(plan).get(ti).copied() else {
+        return Err(RenderError {
+            name: format!("nccl test {ti}"),
+            message: "no such NCCL test in the plan".into(),
+        });
+    };
     let mut unresolved = Vec::new();
     let segs = nccl_segments(plan, t);
     let ranked = rank_table(plan, t);
@@ -389,7 +399,7 @@ collective = "all_reduce"
 "#;
 
     fn nccl_cmd(gids: [(u32, u32); 2]) -> JobCommands {
-        let plan = crate::plan::load_str(Path::new("p.toml"), PAIR, Path::new("."))
+        let plan = crate::kinds::load_str(Path::new("p.toml"), PAIR, Path::new("."))
             .unwrap()
             .plan;
         let fabric = Fabric::build(&plan);
@@ -404,7 +414,7 @@ collective = "all_reduce"
         }
         nccl_commands(
             &plan,
-            &Renderer::new(&BTreeMap::new()),
+            &Renderer::new(&crate::kinds::templates(), &BTreeMap::new()),
             &crate::render::launch::SshStyle,
             &res,
             &round.jobs[0],
@@ -478,7 +488,7 @@ subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
 collective = "all_reduce"
 env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c:d>" }
 "#;
-        let plan = crate::plan::load_str(Path::new("p.toml"), text, Path::new("."))
+        let plan = crate::kinds::load_str(Path::new("p.toml"), text, Path::new("."))
             .unwrap()
             .plan;
         let fabric = Fabric::build(&plan);
@@ -488,7 +498,7 @@ env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c
         let res = Resolution::from_plan(&plan);
         let c = nccl_commands(
             &plan,
-            &Renderer::new(&BTreeMap::new()),
+            &Renderer::new(&crate::kinds::templates(), &BTreeMap::new()),
             &crate::render::launch::SshStyle,
             &res,
             &round.jobs[0],

@@ -17,23 +17,25 @@ mod tests;
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use toml::Spanned;
+use toml::de::DeValue;
 
 use super::diag::{Problem, did_you_mean};
 use super::model::*;
 use super::raw::*;
+use super::section::{Catalog, SectionKind};
 
 pub const FORMAT_VERSION: u32 = 1;
 
 pub use names::{is_safe_ifname, is_safe_name};
 pub use sim::{SIM_FAULTS, check_sim_fault};
-pub use tests::parse_size;
+pub use tests::{SectionScope, parse_size};
 
-struct Ctx<'a> {
+struct Ctx {
     problems: Vec<Problem>,
-    base_dir: &'a Path,
+    base_dir: PathBuf,
     /// Declared node names -> ids (the first declaration of each name), set once the nodes
     /// are read: references resolve in constant time, not by a scan of every node.
     node_ids: HashMap<String, NodeId>,
@@ -48,7 +50,7 @@ struct Ctx<'a> {
 /// Candidate names compared for "did you mean" in one validation.
 const SUGGESTION_BUDGET: usize = 2_000_000;
 
-impl Ctx<'_> {
+impl Ctx {
     fn push(&mut self, p: Problem) {
         self.problems.push(p);
     }
@@ -80,20 +82,29 @@ pub fn validate(
     path: &Path,
     text: &str,
     base_dir: &Path,
+    sections: Vec<(&'static dyn SectionKind, Spanned<DeValue<'_>>)>,
+    catalog: &dyn Catalog,
 ) -> (Option<Plan>, Vec<Problem>) {
     let mut ctx = Ctx {
         problems: Vec::new(),
-        base_dir,
+        base_dir: base_dir.to_path_buf(),
         node_ids: HashMap::new(),
         switch_ids: HashMap::new(),
         suggestions_left: SUGGESTION_BUDGET,
     };
-    let plan = build(&mut ctx, raw, path, text);
+    let plan = build(&mut ctx, raw, path, text, sections, catalog);
     let has_error = ctx.problems.iter().any(Problem::is_error);
     (if has_error { None } else { plan }, ctx.problems)
 }
 
-fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
+fn build(
+    ctx: &mut Ctx,
+    raw: RawPlan,
+    path: &Path,
+    text: &str,
+    sections: Vec<(&'static dyn SectionKind, Spanned<DeValue<'_>>)>,
+    catalog: &dyn Catalog,
+) -> Option<Plan> {
     if *raw.format_version.get_ref() != FORMAT_VERSION {
         ctx.push(
             Problem::error(
@@ -130,11 +141,11 @@ fn build(ctx: &mut Ctx, raw: RawPlan, path: &Path, text: &str) -> Option<Plan> {
         &wired.recabled,
     );
     let gates = gates::gates(ctx, &raw.gates);
-    let tests = tests::tests(ctx, &raw.tests, &raw.cable, &nodes, &segments);
-    let templates = templates::templates(ctx, &raw.templates);
+    let tests = tests::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
+    let templates = templates::templates(ctx, &raw.templates, catalog);
     let capacity = settings::capacity(raw.capacity.as_ref());
     let sim = sim::sim(ctx, raw.sim.as_ref(), &nodes, &switches);
-    let ssh = settings::ssh_defaults(raw.ssh.as_ref(), ctx.base_dir);
+    let ssh = settings::ssh_defaults(raw.ssh.as_ref(), &ctx.base_dir);
     let setup = raw.setup.as_ref().map(settings::setup);
 
     Some(Plan {

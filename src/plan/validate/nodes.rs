@@ -127,7 +127,7 @@ fn node_ssh(ctx: &mut Ctx, n: &RawNode) -> SshTarget {
                 identity_file: s
                     .identity_file
                     .as_ref()
-                    .map(|p| resolve_path(ctx.base_dir, p)),
+                    .map(|p| resolve_path(&ctx.base_dir, p)),
             },
             _ => {
                 ctx.push(

@@ -8,11 +8,14 @@ use super::settings::resolve_path;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::raw::*;
+use crate::plan::section::Catalog;
 
 pub(super) fn templates(
     ctx: &mut Ctx,
     raw: &BTreeMap<Spanned<String>, RawTemplate>,
+    catalog: &dyn Catalog,
 ) -> BTreeMap<String, String> {
+    let names = catalog.template_names();
     let mut out = BTreeMap::new();
     for (name_spanned, t) in raw {
         let name = name_spanned.get_ref();
@@ -22,18 +25,15 @@ pub(super) fn templates(
             .map(span)
             .or_else(|| t.path.as_ref().map(span))
             .unwrap_or_else(|| span(name_spanned));
-        if !crate::render::TEMPLATE_NAMES.contains(&name.as_str()) {
+        if !names.contains(&name.as_str()) {
             let mut p = Problem::error(
                 "plan::unknown-template",
                 format!("`[templates.{name}]` overrides no built-in template"),
             )
             .at(span(name_spanned), "no such template");
-            p = match did_you_mean(name, crate::render::TEMPLATE_NAMES.iter().copied()) {
+            p = match did_you_mean(name, names.iter().copied()) {
                 Some(s) => p.help(format!("did you mean `{s}`?")),
-                None => p.help(format!(
-                    "templates: {}",
-                    crate::render::TEMPLATE_NAMES.join(", ")
-                )),
+                None => p.help(format!("templates: {}", names.join(", "))),
             };
             ctx.push(p);
             continue;
@@ -41,7 +41,7 @@ pub(super) fn templates(
         let source = match (&t.inline, &t.path) {
             (Some(i), None) => i.get_ref().clone(),
             (None, Some(p)) => {
-                let full = resolve_path(ctx.base_dir, p.get_ref());
+                let full = resolve_path(&ctx.base_dir, p.get_ref());
                 match std::fs::read_to_string(&full) {
                     Ok(s) => s,
                     Err(e) => {
@@ -72,7 +72,7 @@ pub(super) fn templates(
                 continue;
             }
         };
-        if let Err(msg) = crate::render::check_template(name, &source) {
+        if let Err(msg) = catalog.check_template(name, &source) {
             ctx.push(
                 Problem::error(
                     "plan::template-variable",
@@ -81,7 +81,7 @@ pub(super) fn templates(
                 .at(at, "this template")
                 .help(format!(
                     "variables available to `{name}`: {}",
-                    crate::render::variables_of(name).join(", ")
+                    catalog.template_variables(name).join(", ")
                 )),
             );
             continue;

@@ -1,11 +1,12 @@
-//! `[tests]`: every test kind's section (`rdma-bw`, `rdma-bw-both`, `rdma-lat`, `nccl`,
-//! `iperf3`), its schedule, declared rounds and flows. Kept in one file: each kind's section moves
-//! into its own file with the kind.
+//! `[tests]`: the preflight flag, and the building blocks each test kind reads its own section
+//! with (schedules, halves, declared rounds and flows, NCCL ranks, size warnings).
 
 use std::collections::BTreeSet;
 use std::ops::Range;
 
 use toml::Spanned;
+
+use toml::de::DeValue;
 
 use super::cables::node_ref;
 use super::names::{Declared, MAX_LABELS, Places, keyword, label_places};
@@ -13,6 +14,7 @@ use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
 use crate::plan::raw::*;
+use crate::plan::section::{Section, SectionKind, SectionReader};
 
 pub(super) fn schedule_kind(
     ctx: &mut Ctx,
@@ -192,9 +194,12 @@ pub(super) fn resolve_flow(
 }
 
 /// The `[tests]` table: every test kind, in the model's form.
+/// The plan's `[tests]`: the preflight flag, and each kind's sections read by the kind itself
+/// with the building blocks of [`SectionReader`].
 pub(super) fn tests(
     ctx: &mut Ctx,
     raw: &RawTests,
+    sections: Vec<(&'static dyn SectionKind, Spanned<DeValue<'_>>)>,
     cables: &[RawCable],
     nodes: &[Node],
     segments: &[Segment],
@@ -205,83 +210,131 @@ pub(super) fn tests(
         segments,
         cabling: &cabling,
     };
-    let rdma_bw = raw
-        .rdma_bw
-        .as_ref()
-        .and_then(|t| bw_test(ctx, t, false, &scope));
-    let rdma_bw_both = raw
-        .rdma_bw_both
-        .as_ref()
-        .and_then(|t| bw_test(ctx, t, true, &scope));
-    let rdma_lat = raw
-        .rdma_lat
-        .as_ref()
-        .filter(|t| t.enabled != Some(false))
-        .map(|t| LatTest {
-            size_bytes: t.size_bytes.unwrap_or(2),
-            iterations: t.iterations.unwrap_or(1000),
-            halves: test_halves(ctx, t.halves.as_ref(), segments),
-            timeout_s: t.timeout_s.unwrap_or(30),
-        });
-    let iperf3 = raw
-        .iperf3
-        .as_ref()
-        .filter(|t| t.enabled != Some(false))
-        .map(|t| {
-            let d = t.duration_s.unwrap_or(2).max(1);
-            IperfTest {
-                duration_s: d,
-                streams: t.streams.unwrap_or(1).max(1),
-                halves: test_halves(ctx, t.halves.as_ref(), segments),
-                timeout_s: t.timeout_s.unwrap_or(d.saturating_add(20)),
+    let mut reader = SectionReader {
+        inner: SectionScope {
+            ctx,
+            scope: &scope,
+            cables,
+            nccl_names: Declared::new("NCCL test", String::new()),
+        },
+        at: 0..0,
+    };
+    let mut out = Vec::new();
+    for (kind, value) in sections {
+        let at = value.span();
+        let tables: Vec<Spanned<DeValue<'_>>> = match (kind.repeated(), value.into_inner()) {
+            (true, DeValue::Array(items)) => items.into_iter().collect(),
+            (_, v) => vec![Spanned::new(at.clone(), v)],
+        };
+        for table in tables {
+            reader.at = table.span();
+            let at = reader.at.clone();
+            if let Some(data) = kind.read(toml::de::ValueDeserializer::from(table), &mut reader) {
+                out.push(Section {
+                    key: kind.key(),
+                    data,
+                    at,
+                });
             }
-        });
-    let mut nccl = Vec::new();
-    let mut nccl_names = Declared::new("NCCL test", String::new());
-    for t in &raw.nccl {
-        if let Some(test) = nccl_test(ctx, t, &mut nccl_names, nodes, segments) {
-            nccl.push(test);
         }
     }
-    nccl_names.finish(ctx);
-    if let Some(t) = &rdma_bw
-        && t.schedule == ScheduleKind::PerLink
-    {
-        let at = raw
-            .rdma_bw
-            .as_ref()
-            .and_then(|r| r.schedule.as_ref().map(span));
-        per_link_size(
-            ctx,
-            "rdma-bw",
-            &t.halves,
-            t.duration_s,
-            at,
-            cables,
-            segments,
-        );
-    }
-    if let Some(t) = &rdma_lat {
-        per_link_size(ctx, "rdma-lat", &t.halves, 0, None, cables, segments);
-    }
-    if let Some(t) = &iperf3 {
-        per_link_size(
-            ctx,
-            "iperf3",
-            &t.halves,
-            t.duration_s,
-            None,
-            cables,
-            segments,
-        );
-    }
+    let s = reader.inner;
+    s.nccl_names.finish(s.ctx);
     Tests {
         preflight: raw.preflight.unwrap_or(true),
-        rdma_bw,
-        rdma_bw_both,
-        rdma_lat,
-        nccl,
-        iperf3,
+        sections: out,
+    }
+}
+
+/// What a kind's section reader reaches of the validation: the plan so far and the problems.
+pub struct SectionScope<'a> {
+    ctx: &'a mut Ctx,
+    scope: &'a Scope<'a>,
+    cables: &'a [RawCable],
+    /// NCCL test names, unique across every `[[tests.nccl]]`.
+    nccl_names: Declared,
+}
+
+impl SectionScope<'_> {
+    pub(crate) fn push(&mut self, p: Problem) {
+        self.ctx.push(p);
+    }
+}
+
+/// The building blocks of test sections: each reads one shape of section and warns about its
+/// size; kinds call them from their [`SectionKind::read`].
+impl SectionReader<'_> {
+    /// A bandwidth section (`rdma-bw`, `rdma-bw-both` when `both`), named `key`.
+    pub fn bw(&mut self, t: &RawBwTest, key: &str, both: bool) -> Option<BwTest> {
+        let s = &mut self.inner;
+        let test = bw_test(s.ctx, t, both, s.scope)?;
+        if test.schedule == ScheduleKind::PerLink && !both {
+            per_link_size(
+                s.ctx,
+                key,
+                &test.halves,
+                test.duration_s,
+                t.schedule.as_ref().map(span),
+                s.cables,
+                s.scope.segments,
+            );
+        }
+        Some(test)
+    }
+
+    /// A latency section, named `key`.
+    pub fn lat(&mut self, t: &RawLatTest, key: &str) -> Option<LatTest> {
+        if t.enabled == Some(false) {
+            return None;
+        }
+        let s = &mut self.inner;
+        let test = LatTest {
+            size_bytes: t.size_bytes.unwrap_or(2),
+            iterations: t.iterations.unwrap_or(1000),
+            halves: test_halves(s.ctx, t.halves.as_ref(), s.scope.segments),
+            timeout_s: t.timeout_s.unwrap_or(30),
+        };
+        per_link_size(
+            s.ctx,
+            key,
+            &test.halves,
+            0,
+            None,
+            s.cables,
+            s.scope.segments,
+        );
+        Some(test)
+    }
+
+    /// A TCP sanity section, named `key`.
+    pub fn iperf(&mut self, t: &RawIperfTest, key: &str) -> Option<IperfTest> {
+        if t.enabled == Some(false) {
+            return None;
+        }
+        let s = &mut self.inner;
+        let d = t.duration_s.unwrap_or(2).max(1);
+        let test = IperfTest {
+            duration_s: d,
+            streams: t.streams.unwrap_or(1).max(1),
+            halves: test_halves(s.ctx, t.halves.as_ref(), s.scope.segments),
+            timeout_s: t.timeout_s.unwrap_or(d.saturating_add(20)),
+        };
+        per_link_size(
+            s.ctx,
+            key,
+            &test.halves,
+            d,
+            None,
+            s.cables,
+            s.scope.segments,
+        );
+        Some(test)
+    }
+
+    /// One NCCL test (names unique across the plan's NCCL tests).
+    pub fn nccl(&mut self, t: &RawNcclTest) -> Option<NcclTest> {
+        let s = &mut self.inner;
+        nccl_test(s.ctx, t, &mut s.nccl_names, s.scope.nodes, s.scope.segments)
     }
 }
 
@@ -410,7 +463,7 @@ fn duration(s: usize) -> String {
 
 /// `[tests.rdma-bw]` or (`both`) `[tests.rdma-bw-both]`.
 /// What a test is checked against: the plan's nodes and segments.
-struct Scope<'a> {
+pub(super) struct Scope<'a> {
     nodes: &'a [Node],
     segments: &'a [Segment],
     cabling: &'a Cabling,

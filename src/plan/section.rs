@@ -1,0 +1,127 @@
+//! The seam between the plan language and the test kinds: `[tests.<kind>]` sections belong to
+//! their kinds. The plan layer reads everything else; each kind (in `crate::kinds`, which hands
+//! its [`Catalog`] to [`super::load`]) declares its section's key and schema, and reads it with
+//! the building blocks of [`SectionReader`] (schedules, halves, declared rounds, NCCL ranks), so
+//! a new kind is one file, its section included, and no line here.
+
+use std::any::Any;
+use std::fmt::Debug;
+use std::ops::Range;
+use std::sync::Arc;
+
+use schemars::{Schema, SchemaGenerator};
+use serde::de::DeserializeOwned;
+use toml::de::ValueDeserializer;
+
+use super::diag::Problem;
+
+/// A test kind's section of the plan, as the plan language sees it.
+pub trait SectionKind: Sync {
+    /// Its key under `[tests]` (`rdma-bw`).
+    fn key(&self) -> &'static str;
+
+    /// One sentence for the schema: what the section runs.
+    fn describe(&self) -> &'static str;
+
+    /// `[[tests.<key>]]`: an array of tables, each one test.
+    fn repeated(&self) -> bool {
+        false
+    }
+
+    /// The schema of one table of the section (its raw type's), from `gen`.
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema;
+
+    /// Read one table of the section (spans kept, pointing into the plan) into what the kind
+    /// runs from; problems go to `r`. `None` when it is disabled or wrong.
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData>;
+}
+
+/// A kind's validated section: its own type, behind `Any`.
+pub type SectionData = Arc<dyn Any + Send + Sync>;
+
+/// One validated `[tests.<key>]` table.
+#[derive(Clone)]
+pub struct Section {
+    pub key: &'static str,
+    pub data: SectionData,
+    /// Where it is in the plan.
+    pub at: Range<usize>,
+}
+
+impl Debug for Section {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Section({} at {:?})", self.key, self.at)
+    }
+}
+
+impl PartialEq for Section {
+    fn eq(&self, other: &Section) -> bool {
+        self.key == other.key && self.at == other.at && Arc::ptr_eq(&self.data, &other.data)
+    }
+}
+
+/// What the plan language needs to know of the test kinds: their sections and the templates a
+/// plan may override.
+pub trait Catalog: Sync {
+    fn sections(&self) -> Vec<&'static dyn SectionKind>;
+
+    /// Names of the built-in templates.
+    fn template_names(&self) -> Vec<&'static str>;
+
+    /// The variables template `name` is given.
+    fn template_variables(&self, name: &str) -> Vec<&'static str>;
+
+    /// Check an override of template `name` (syntax, variables its job provides).
+    fn check_template(&self, name: &str, source: &str) -> Result<(), String>;
+}
+
+/// A catalog of no test kinds and no templates: for plans without `[tests]` sections.
+pub struct NoKinds;
+
+impl Catalog for NoKinds {
+    fn sections(&self) -> Vec<&'static dyn SectionKind> {
+        Vec::new()
+    }
+
+    fn template_names(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    fn template_variables(&self, _name: &str) -> Vec<&'static str> {
+        Vec::new()
+    }
+
+    fn check_template(&self, name: &str, _source: &str) -> Result<(), String> {
+        Err(format!("no built-in template `{name}`"))
+    }
+}
+
+/// The plan so far and the problem list, as a kind's section reader sees them: the building
+/// blocks of [`super::validate`] for test sections.
+pub struct SectionReader<'a> {
+    pub(super) inner: super::validate::SectionScope<'a>,
+    /// Where the table being read is.
+    pub at: Range<usize>,
+}
+
+impl SectionReader<'_> {
+    /// Deserialize the table into `T` (spans kept); a type the shape check let through but
+    /// serde refuses is a problem at its span.
+    pub fn deserialize<T: DeserializeOwned>(&mut self, table: ValueDeserializer<'_>) -> Option<T> {
+        match T::deserialize(table) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let mut p = Problem::error("plan::toml", e.message().trim().to_string())
+                    .help("`fabricplan schema` lists every key of the section");
+                p = p.at(e.span().unwrap_or(self.at.clone()), "here");
+                self.inner.push(p);
+                None
+            }
+        }
+    }
+
+    /// Report a problem.
+    pub fn push(&mut self, p: Problem) {
+        self.inner.push(p);
+    }
+}
