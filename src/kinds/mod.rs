@@ -125,11 +125,13 @@ impl Catalog for Kinds {
     }
 
     fn template_variables(&self, name: &str) -> Vec<&'static str> {
-        templates()
+        let mut v = templates()
             .iter()
             .find(|t| t.name == name)
             .map(|t| t.variables.to_vec())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        v.sort_unstable();
+        v
     }
 
     fn check_template(&self, name: &str, source: &str) -> Result<(), String> {

@@ -91,9 +91,7 @@ fn failure_on_path<'v>(
     test: usize,
     verdicts: &'v [(Verdict, Blocks)],
 ) -> Option<&'v Verdict> {
-    let Some(t) = crate::kinds::nccl_tests(ctx.plan).get(test).copied() else {
-        return None;
-    };
+    let t = crate::kinds::nccl_tests(ctx.plan).get(test).copied()?;
     let touches = |b: &Blocks| match b {
         Blocks::Endpoints(eps) => eps.iter().any(|e| t.nodes.contains(&e.node)),
         Blocks::Isl(isl) => ctx.ranks_cross(&t.nodes, *isl),
