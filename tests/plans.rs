@@ -48,7 +48,7 @@ fn load_text(name: &str, text: &str) -> Plan {
 fn render_all(plan: &Plan) -> Vec<(Round, Vec<JobCommands>)> {
     let fabric = Fabric::build(plan);
     let schedule = fabricplan::kinds::schedule(plan);
-    let renderer = fabricplan::kinds::renderer(&plan);
+    let renderer = fabricplan::kinds::renderer(plan);
     let res = Resolution::from_plan(plan);
     let mut out = Vec::new();
     for round in schedule.rounds(plan, &fabric) {
