@@ -22,7 +22,7 @@ use crate::render::job::Role;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobStatus {
     /// The tools ran and produced a reading (its verdicts may still fail).
@@ -30,10 +30,11 @@ pub enum JobStatus {
     /// The job ran but could not measure (unreachable, timeout, tool error, unreadable output).
     Failed,
     /// Not run: a preflight check it depends on failed, or the run was interrupted.
+    #[default]
     Skipped,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StepRecord {
     pub host: String,
     pub role: Role,
@@ -52,7 +53,7 @@ pub struct StepRecord {
     pub stderr_file: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CounterDelta {
     pub host: String,
     pub device: String,
@@ -62,7 +63,8 @@ pub struct CounterDelta {
     pub delta: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct JobResult {
     pub format_version: u32,
     pub job: String,
@@ -96,7 +98,8 @@ impl JobResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RoundRecord {
     pub index: usize,
     pub name: String,
@@ -113,7 +116,8 @@ pub struct RoundRecord {
     pub longest_tool_s: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct NodeDiscovery {
     pub node: String,
     pub reachable: bool,
@@ -122,7 +126,8 @@ pub struct NodeDiscovery {
     pub halves: Vec<HalfResolution>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default, serde::Deserialize)]
+#[serde(default)]
 pub struct Summary {
     pub ok: usize,
     pub warn: usize,
@@ -134,7 +139,8 @@ pub struct Summary {
     pub exit_code: i32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RunResults {
     pub format_version: u32,
     pub plan: String,

@@ -10,7 +10,7 @@ use crate::plan::{Endpoint, NodeId, Plan};
 use crate::render::job::HalfFacts;
 
 /// What discovery concluded for one planned half.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct HalfResolution {
     pub endpoint: Endpoint,
     pub name: String,
@@ -27,6 +27,7 @@ pub struct HalfResolution {
     /// The planned address is configured on this box.
     pub address_found: bool,
     /// Problems, in words.
+    #[serde(default)]
     pub problems: Vec<String>,
     /// The exact command to run on this box when the address is missing (fabricplan runs nothing).
     pub fix_command: Option<String>,
