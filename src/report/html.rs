@@ -102,7 +102,7 @@ h2{font-size:17px;margin:28px 0 8px;padding-bottom:4px;border-bottom:1px solid v
 h3{font-size:14px;margin:16px 0 6px}
 .note{color:var(--mute);font-size:12.5px}
 .todo{color:var(--warn);font-size:12.5px}
-.badge{display:inline-block;min-width:44px;text-align:center;font-size:11px;font-weight:700;padding:1px 6px;border-radius:10px;color:#fff}
+.badge{display:inline-block;white-space:nowrap;min-width:44px;text-align:center;font-size:11px;font-weight:700;padding:1px 6px;border-radius:10px;color:#fff}
 .badge.ok{background:var(--ok)}.badge.warn{background:var(--warn)}.badge.fail{background:var(--fail)}
 .fix-group{border:1px solid var(--line);border-left:5px solid var(--line);border-radius:6px;padding:8px 12px;margin:8px 0}
 .fix-group.fail{border-left-color:var(--fail)}.fix-group.warn{border-left-color:var(--warn)}
@@ -120,8 +120,10 @@ figure{margin:0}
 figcaption{font-weight:600;font-size:13px;margin-bottom:4px}
 svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif}
 .round{margin:10px 0 14px}
-.nccl-chart{display:grid;grid-template-columns:minmax(0,560px) minmax(0,1fr);gap:8px 20px;align-items:start;width:100%}
-.nccl-chart figcaption{grid-column:1/-1}
+.nccl-chart{display:flex;flex-wrap:wrap;gap:8px 20px;align-items:flex-start;width:100%}
+.nccl-chart figcaption{flex:1 1 100%}
+.nccl-chart svg{flex:0 0 auto}
+.nccl-chart table{flex:1 1 380px;width:auto}
 .round h3{margin:0 0 4px}
 .legend{display:flex;gap:14px;flex-wrap:wrap;align-items:center;font-size:12px;color:var(--mute);margin:4px 0 8px}
 .swatch{display:inline-block;width:14px;height:10px;border-radius:2px;vertical-align:middle;margin-right:4px}
@@ -720,7 +722,7 @@ fn heat_cell(
                 y0 + chh / 2.0 + 12.0,
                 f * 100.0,
                 if list.len() > 1 {
-                    format!(" &#183; {} runs", list.len())
+                    format!(" &#183; {} rounds", list.len())
                 } else {
                     String::new()
                 }
@@ -1143,10 +1145,10 @@ fn nccl_chart(
         let yy = py(m);
         let _ = write!(
             h,
-            "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#0969da\" stroke-dasharray=\"2 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" fill=\"#0969da\">avg busbw {} GB/s{}</text>",
+            "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#0969da\" stroke-dasharray=\"2 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" text-anchor=\"end\" fill=\"#0969da\">avg busbw {} GB/s{}</text>",
             w - r,
-            l + 4.0,
-            yy - 4.0,
+            w - r - 2.0,
+            yy + 13.0,
             fmt_val(m),
             if gate.is_none() { " (not gated)" } else { "" }
         );
@@ -1458,13 +1460,31 @@ fn fabric_svg(
         h,
         "<svg class=\"fabric\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" role=\"img\" aria-label=\"the fabric\">"
     );
-    // direct and ring links: one curve per segment, parallel ones fanned out
-    let mut pair_count: HashMap<(usize, usize), usize> = HashMap::new();
+    // direct and ring links: one curve per segment (half), the halves of a pair fanned out; the
+    // ports at each end and the link's name once per pair, as on a cabling diagram
+    let mut pairs: Vec<((usize, usize), Vec<&crate::plan::Segment>)> = Vec::new();
     for s in &p.segments {
         if s.members.len() == 2 && s.members.iter().all(|m| m.switch.is_none()) {
             let (a, b) = (s.members[0].endpoint.node.0, s.members[1].endpoint.node.0);
             let key = (a.min(b), a.max(b));
-            let k = *pair_count.entry(key).and_modify(|c| *c += 1).or_insert(0);
+            match pairs.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(s),
+                None => pairs.push((key, vec![s])),
+            }
+        }
+    }
+    let (fx, fy) = {
+        let n = pos.len().max(1) as f64;
+        (
+            pos.iter().map(|p| p.0).sum::<f64>() / n,
+            pos.iter().map(|p| p.1).sum::<f64>() / n,
+        )
+    };
+    for (_, segs) in &pairs {
+        let c = segs.len();
+        let mut max_off: f64 = 0.0;
+        for (k, s) in segs.iter().enumerate() {
+            let (a, b) = (s.members[0].endpoint.node.0, s.members[1].endpoint.node.0);
             let mk = seg_mark.get(&(s.id.0, 0));
             let mk2 = seg_mark.get(&(s.id.0, 1));
             let cls = worst_class(mk.and_then(Mark::class), mk2.and_then(Mark::class));
@@ -1473,44 +1493,85 @@ fn fabric_svg(
             let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
             let (dx, dy) = (x2 - x1, y2 - y1);
             let len = (dx * dx + dy * dy).sqrt().max(1.0);
-            let off = (k as f64 - 0.5) * 44.0;
+            let off = (k as f64 - (c as f64 - 1.0) / 2.0) * 40.0;
+            max_off = max_off.max(off.abs());
             let (nx, ny) = (-dy / len * off, dx / len * off);
             let (qx, qy) = (mx + nx, my + ny);
-            let ends = format!(
-                "{} {} &#8212; {} {}",
-                esc(&p.node(s.members[0].endpoint.node).name),
-                esc(&format!(
-                    "{}.{}",
-                    s.members[0].endpoint.port, s.members[0].endpoint.half
-                )),
-                esc(&p.node(s.members[1].endpoint.node).name),
-                esc(&format!(
-                    "{}.{}",
-                    s.members[1].endpoint.port, s.members[1].endpoint.half
-                )),
-            );
+            // the curve's own middle (t = 1/2 of the quadratic)
+            let (cx, cy) = ((x1 + 2.0 * qx + x2) / 4.0, (y1 + 2.0 * qy + y2) / 4.0);
+            let end = |m: &crate::plan::Member| {
+                format!(
+                    "{} {}.{} {}",
+                    esc(&p.node(m.endpoint.node).name),
+                    esc(&m.endpoint.port),
+                    esc(&m.endpoint.half),
+                    m.address
+                )
+            };
             let title = format!(
-                "link {} ({}): {}\n{}",
+                "link {} ({}): {} &#8212; {}\n{}",
                 esc(&s.name),
                 esc(&s.subnet.to_string()),
-                ends,
+                end(&s.members[0]),
+                end(&s.members[1]),
                 esc(&mk
                     .map(Mark::title)
                     .unwrap_or_else(|| "nothing measured over it".into()))
             );
             let _ = write!(
                 h,
-                "<g class=\"fab-link {}\"><title>{title}</title><path d=\"M{x1:.1} {y1:.1} Q{qx:.1} {qy:.1} {x2:.1} {y2:.1}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#3d444d\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"4\">{} &#183; {}&#8596;{}</text></g>",
+                "<g class=\"fab-link {}\"><title>{title}</title><path d=\"M{x1:.1} {y1:.1} Q{qx:.1} {qy:.1} {x2:.1} {y2:.1}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"/><text x=\"{cx:.1}\" y=\"{:.1}\" font-size=\"10.5\" font-weight=\"600\" text-anchor=\"middle\" fill=\"{}\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"4\">{}</text></g>",
                 cls.unwrap_or("fab-none"),
                 mark_color(cls),
                 if cls == Some("fab-fail") { 5 } else { 3 },
-                (mx + qx) / 2.0,
-                (my + qy) / 2.0 + 4.0,
-                esc(&s.name),
-                esc(&s.members[0].endpoint.port),
-                esc(&s.members[1].endpoint.port),
+                cy + 4.0,
+                mark_color(cls),
+                esc(&s.half),
             );
         }
+        // ports near each end, the link's name beside the pair, away from the picture's middle
+        let s = segs[0];
+        let (a, b) = (s.members[0].endpoint.node.0, s.members[1].endpoint.node.0);
+        let (x1, y1) = pos[a];
+        let (x2, y2) = pos[b];
+        let (dx, dy) = (x2 - x1, y2 - y1);
+        let len = (dx * dx + dy * dy).sqrt().max(1.0);
+        let (ux, uy) = (dx / len, dy / len);
+        let reach = (node_w / 2.0 + 20.0).min(len / 3.0);
+        for (m, (x, y), dir) in [(&s.members[0], (x1, y1), 1.0), (&s.members[1], (x2, y2), -1.0)] {
+            let _ = write!(
+                h,
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" text-anchor=\"middle\" fill=\"#3d444d\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"4\">{}</text>",
+                x + ux * reach * dir,
+                y + uy * reach * dir + if uy.abs() < 0.3 { -10.0 } else { 4.0 },
+                esc(&m.endpoint.port)
+            );
+        }
+        let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
+        let (mut nx, mut ny) = (-uy, ux);
+        if (mx + nx - fx).powi(2) + (my + ny - fy).powi(2) < (mx - fx).powi(2) + (my - fy).powi(2)
+        {
+            (nx, ny) = (-nx, -ny);
+        }
+        let name = s
+            .name
+            .strip_suffix(&format!(".{}", s.half))
+            .unwrap_or(&s.name);
+        let d = max_off / 2.0 + 18.0;
+        let anchor = if nx > 0.3 {
+            "start"
+        } else if nx < -0.3 {
+            "end"
+        } else {
+            "middle"
+        };
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"{anchor}\" fill=\"#59636e\">{}</text>",
+            mx + nx * d,
+            my + ny * d + 4.0,
+            esc(name)
+        );
     }
     // switched: node half -> switch
     for s in &p.segments {
