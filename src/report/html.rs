@@ -1538,7 +1538,10 @@ fn fabric_svg(
         let len = (dx * dx + dy * dy).sqrt().max(1.0);
         let (ux, uy) = (dx / len, dy / len);
         let reach = (node_w / 2.0 + 20.0).min(len / 3.0);
-        for (m, (x, y), dir) in [(&s.members[0], (x1, y1), 1.0), (&s.members[1], (x2, y2), -1.0)] {
+        for (m, (x, y), dir) in [
+            (&s.members[0], (x1, y1), 1.0),
+            (&s.members[1], (x2, y2), -1.0),
+        ] {
             let _ = write!(
                 h,
                 "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" text-anchor=\"middle\" fill=\"#3d444d\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"4\">{}</text>",
@@ -1549,8 +1552,7 @@ fn fabric_svg(
         }
         let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
         let (mut nx, mut ny) = (-uy, ux);
-        if (mx + nx - fx).powi(2) + (my + ny - fy).powi(2) < (mx - fx).powi(2) + (my - fy).powi(2)
-        {
+        if (mx + nx - fx).powi(2) + (my + ny - fy).powi(2) < (mx - fx).powi(2) + (my - fy).powi(2) {
             (nx, ny) = (-nx, -ny);
         }
         let name = s
