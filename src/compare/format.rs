@@ -145,7 +145,7 @@ pub fn comparison_text(c: &Comparison, old: &Side<'_>, new: &Side<'_>, t: &Thres
         &[false, false, true, true, true, false],
     ));
     s.push('\n');
-    s.push_str(&tail(c, |k| key_line(k)));
+    s.push_str(&tail(c, key_line));
     s
 }
 

@@ -159,9 +159,9 @@ pub fn render(i: &Inputs<'_>) -> String {
     nccl(&mut h, &ctx);
     fabric(&mut h, &ctx);
     all_gates(&mut h, r);
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<footer>fabricplan {} &#183; from results.json (format version {}) &#183; run directory evidence: results.json, junit.xml, summary.md, jobs/</footer>\n</main>\n</body>\n</html>\n",
+        "<footer>fabricplan {} &#183; from results.json (format version {}) &#183; run directory evidence: results.json, junit.xml, summary.md, jobs/</footer>\n</main>\n</body>\n</html>",
         env!("CARGO_PKG_VERSION"),
         r.format_version
     );
@@ -348,9 +348,9 @@ fn baseline_table(h: &mut String, r: &RunResults) {
             (Some(o), Some(n)) => base::fmt_change(compare::change_pct(o, n)),
             _ => "-".into(),
         };
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
             esc(gate),
             class(v.outcome),
             v.outcome.as_str(),
@@ -768,9 +768,9 @@ fn rounds(h: &mut String, ctx: &Ctx<'_>) {
     }
     h.push_str("<section id=\"rounds\"><h2>Rounds: measured against expected</h2>\n<div class=\"legend\"><span><span class=\"swatch\" style=\"background:var(--ok)\"></span>measured (OK / <span style=\"color:var(--warn)\">WARN</span> / <span style=\"color:var(--fail)\">FAIL</span>)</span><span>&#9646; expected (capacity model)</span><span>&#8942; pass gate</span><span>&#9670; baseline</span></div>\n");
     if ctx.plan.is_none() {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=\"note\">ISLs crossed are not shown: {}</p>\n",
+            "<p class=\"note\">ISLs crossed are not shown: {}</p>",
             esc(ctx
                 .plan_note
                 .as_deref()
@@ -1273,9 +1273,9 @@ impl Mark {
 fn fabric(h: &mut String, ctx: &Ctx<'_>) {
     h.push_str("<section id=\"fabric\"><h2>The fabric</h2>\n");
     let (Some(p), Some(fab)) = (ctx.plan, ctx.fabric.as_ref()) else {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<p class=\"note\">No picture: {}</p></section>\n",
+            "<p class=\"note\">No picture: {}</p></section>",
             esc(ctx
                 .plan_note
                 .as_deref()
@@ -1697,9 +1697,9 @@ fn worst_class(a: Option<&'static str>, b: Option<&'static str>) -> Option<&'sta
 }
 
 fn all_gates(h: &mut String, r: &RunResults) {
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<section id=\"gates\"><h2>Every gate</h2><details><summary>{} gate(s): show the table</summary><table><tr><th>gate</th><th></th><th class=\"num\">measured</th><th>threshold</th><th>trap and fix, or evidence</th></tr>\n",
+        "<section id=\"gates\"><h2>Every gate</h2><details><summary>{} gate(s): show the table</summary><table><tr><th>gate</th><th></th><th class=\"num\">measured</th><th>threshold</th><th>trap and fix, or evidence</th></tr>",
         r.verdicts().count()
     );
     for v in r.verdicts() {
@@ -1707,9 +1707,9 @@ fn all_gates(h: &mut String, r: &RunResults) {
             (Some(t), Some(f)) => format!("<b>{}</b>: {}", esc(t), esc(f)),
             _ => esc(&v.detail),
         };
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"num\">{}</td><td>{}</td><td>{trap}</td></tr>\n",
+            "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"num\">{}</td><td>{}</td><td>{trap}</td></tr>",
             esc(&v.gate),
             class(v.outcome),
             v.outcome.as_str(),
