@@ -722,7 +722,7 @@ fn heat_cell(
                 y0 + chh / 2.0 + 12.0,
                 f * 100.0,
                 if list.len() > 1 {
-                    format!(" &#183; {} rounds", list.len())
+                    format!(" &#215;{}", list.len())
                 } else {
                     String::new()
                 }
@@ -1040,7 +1040,7 @@ fn nccl_chart(
     old: &[compare::NcclRow],
 ) {
     let (w, hh) = (560.0, 290.0);
-    let (l, r, t, b) = (52.0, 16.0, 14.0, 44.0);
+    let (l, r, t, b) = (52.0, 30.0, 14.0, 44.0);
     let pts: Vec<(f64, f64, &compare::NcclRow)> = rows
         .iter()
         .filter(|x| x.size_bytes > 0)
