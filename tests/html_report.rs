@@ -73,7 +73,8 @@ fn facts(browser: &Path, file: &Path, w: u32, h: u32) -> (Value, String) {
     (serde_json::from_str(&raw).unwrap(), err)
 }
 
-/// Every measured pair a heatmap must show: `kind|half|client|server` of each bandwidth verdict.
+/// Every pair a heatmap must show, once: `kind|half|client|server` of each bandwidth verdict (and
+/// of a bandwidth pair that failed before it could measure).
 fn expected_pairs(results: &Value) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for j in results["jobs"].as_array().unwrap() {
@@ -84,10 +85,16 @@ fn expected_pairs(results: &Value) -> BTreeSet<String> {
             .map(|h| h.as_str().unwrap().to_string())
             .collect();
         for v in j["verdicts"].as_array().unwrap() {
-            if !matches!(v["metric"].as_str(), Some("rdma-bw" | "rdma-bw-both")) {
+            let gate = v["gate"].as_str().unwrap();
+            // bandwidth gates, and bandwidth pairs that failed before measuring
+            let unmeasured = v["metric"].is_null()
+                && v["measured"].is_null()
+                && v["outcome"] == "FAIL"
+                && j["kind"].as_str().unwrap().starts_with("rdma-bw")
+                && !gate.ends_with(" vs baseline");
+            if !matches!(v["metric"].as_str(), Some("rdma-bw" | "rdma-bw-both")) && !unmeasured {
                 continue;
             }
-            let gate = v["gate"].as_str().unwrap();
             let (l, r) = gate.split_once(" -> ").unwrap();
             let src = l.split_whitespace().last().unwrap();
             let dst = r.split_whitespace().next().unwrap();
@@ -221,6 +228,24 @@ fn switched_and_ring_runs_in_a_browser() {
     let Some(b) = chromium() else { return };
     check_in_browser(&b, &sw, 6);
     check_in_browser(&b, &ring, 3);
+}
+
+#[test]
+fn unreachable_host_in_a_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (d, o) = sim_run(
+        tmp.path(),
+        "dead",
+        "plans/two-spark.toml",
+        &["--sim-fault", "dead-host:spark-b"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let html = std::fs::read_to_string(d.join("report.html")).unwrap();
+    self_contained(&html);
+    assert!(html.contains("host unreachable"));
+    assert!(html.contains("not measured: spark-b is unreachable"));
+    let Some(b) = chromium() else { return };
+    check_in_browser(&b, &d, 2);
 }
 
 /// Nothing fetched from anywhere: no URL, no external stylesheet, font or script.

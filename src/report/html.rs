@@ -477,7 +477,13 @@ fn bw_items<'a>(ctx: &Ctx<'a>) -> Vec<BwItem<'a>> {
     let mut out = Vec::new();
     for j in &ctx.r.jobs {
         for v in &j.verdicts {
-            if !matches!(v.metric, Some(Metric::RdmaBw | Metric::RdmaBwBoth)) {
+            // a bandwidth gate, or a bandwidth job's pair that could not be measured at all
+            let unmeasured = v.metric.is_none()
+                && v.measured.is_none()
+                && v.outcome == Outcome::Fail
+                && (j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
+                && !base::is_baseline_verdict(v);
+            if !matches!(v.metric, Some(Metric::RdmaBw | Metric::RdmaBwBoth)) && !unmeasured {
                 continue;
             }
             if let Some(flow) = compare::flow_of(&v.gate, &ctx.nodes) {
@@ -747,9 +753,7 @@ fn rounds(h: &mut String, ctx: &Ctx<'_>) {
             Some(Metric::RdmaBw | Metric::RdmaBwBoth | Metric::RdmaLat | Metric::Iperf3)
         )
     };
-    let any = ctx.r.jobs.iter().any(|j| {
-        j.verdicts.iter().any(gated) || j.status != JobStatus::Measured && j.kind != "nccl"
-    });
+    let any = ctx.r.jobs.iter().any(|j| !compare::is_nccl(j));
     if !any {
         return;
     }
@@ -790,7 +794,7 @@ fn rounds(h: &mut String, ctx: &Ctx<'_>) {
             .collect();
         let unmeasured: Vec<&&JobResult> = jobs
             .iter()
-            .filter(|j| j.verdicts.is_empty() && j.kind != "nccl")
+            .filter(|j| !compare::is_nccl(j) && !j.verdicts.iter().any(gated))
             .collect();
         if rows.is_empty() && unmeasured.is_empty() {
             continue;
@@ -812,12 +816,25 @@ fn rounds(h: &mut String, ctx: &Ctx<'_>) {
         }
         round_bars(h, ctx, &rows, &scale);
         for j in unmeasured {
+            let why = j
+                .verdicts
+                .iter()
+                .find(|v| v.outcome != Outcome::Ok)
+                .map(|v| v.detail.as_str())
+                .filter(|d| !d.is_empty())
+                .or(j.reason.as_deref())
+                .unwrap_or("not measured");
             let _ = write!(
                 h,
-                "<div class=\"note\"><span class=\"badge fail\">SKIP</span> {} {}: {}</div>",
+                "<div class=\"note\"><span class=\"badge fail\">{}</span> {} {}: not measured: {}</div>",
+                if j.status == JobStatus::Skipped {
+                    "SKIP"
+                } else {
+                    "FAIL"
+                },
                 esc(&j.kind),
                 esc(&j.label),
-                esc(j.reason.as_deref().unwrap_or("not measured"))
+                esc(why)
             );
         }
         h.push_str("</div>\n");
