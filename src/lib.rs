@@ -8,6 +8,7 @@
 
 pub mod capacity;
 pub mod cli;
+pub mod compare;
 pub mod discover;
 pub mod exec;
 pub mod exit;

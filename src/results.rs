@@ -22,7 +22,7 @@ use crate::render::job::Role;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobStatus {
     /// The tools ran and produced a reading (its verdicts may still fail).
@@ -30,12 +30,14 @@ pub enum JobStatus {
     /// The job ran but could not measure (unreachable, timeout, tool error, unreadable output).
     Failed,
     /// Not run: a preflight check it depends on failed, or the run was interrupted.
+    #[default]
     Skipped,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StepRecord {
     /// Which attempt of the job it belongs to (1 unless the gate repeats).
+    #[serde(default = "first_attempt")]
     pub attempt: u32,
     pub host: String,
     pub role: Role,
@@ -54,9 +56,10 @@ pub struct StepRecord {
     pub stderr_file: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CounterDelta {
     /// Which attempt of the job it was read around.
+    #[serde(default = "first_attempt")]
     pub attempt: u32,
     pub host: String,
     pub device: String,
@@ -66,7 +69,8 @@ pub struct CounterDelta {
     pub delta: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct JobResult {
     pub format_version: u32,
     pub job: String,
@@ -90,7 +94,7 @@ pub struct JobResult {
 }
 
 /// One attempt of a job whose gate repeats.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Attempt {
     /// 1, 2, ...
     pub attempt: u32,
@@ -115,7 +119,8 @@ impl JobResult {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RoundRecord {
     pub index: usize,
     pub name: String,
@@ -132,7 +137,8 @@ pub struct RoundRecord {
     pub longest_tool_s: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct NodeDiscovery {
     pub node: String,
     pub reachable: bool,
@@ -141,7 +147,8 @@ pub struct NodeDiscovery {
     pub halves: Vec<HalfResolution>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default, serde::Deserialize)]
+#[serde(default)]
 pub struct Summary {
     pub ok: usize,
     pub warn: usize,
@@ -159,10 +166,16 @@ pub struct Summary {
     pub exit_code: i32,
 }
 
+/// Results written before attempts were recorded ran each job once.
+fn first_attempt() -> u32 {
+    1
+}
+
 /// The reason a job not run because of an interrupt carries.
 pub const INTERRUPTED_REASON: &str = "interrupted before this round started";
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RunResults {
     pub format_version: u32,
     pub plan: String,

@@ -3,11 +3,16 @@
 //! pipe) ends the printing quietly and the command still exits with its own code.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod compare;
+mod completions;
 mod detect;
 mod graph;
+mod history;
 mod hosts;
+mod man;
 mod parse;
 mod plan;
+mod report;
 mod run;
 mod schema;
 mod validate;
@@ -28,6 +33,15 @@ pub use run::{RunArgs, execute};
     about = "Prove a RoCE/RDMA GPU fabric is healthy before trusting it with a workload"
 )]
 pub struct Cli {
+    /// Colour: `auto` (on a terminal, unless NO_COLOR is set), `always` or `never`.
+    #[arg(
+        long,
+        value_enum,
+        global = true,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    pub color: clap::ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -81,10 +95,24 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Compare a run with a baseline run (run directories or results.json): per link, half,
+    /// direction and round and per NCCL size, both values and the change. Exit 0 no regression,
+    /// 1 a regression, 2 an input that is not a run.
+    Compare(compare::CompareArgs),
+    /// A plan's runs oldest to newest (DIR holds run directories, e.g. runs/two-spark/): one
+    /// line per link and collective with every value and its trend.
+    History(history::HistoryArgs),
+    /// Write a run's report.html again from its results.json, optionally against a baseline.
+    Report(report::ReportArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page of fabricplan, or of one of its commands.
+    Man { command: Option<String> },
 }
 
 /// Run the CLI; returns the process exit code.
 pub fn run(cli: Cli) -> i32 {
+    let _ = COLOR.set(cli.color);
     match cli.command {
         Command::Validate { plans } => validate::run(&plans),
         Command::Schema => schema::run(),
@@ -93,12 +121,35 @@ pub fn run(cli: Cli) -> i32 {
         Command::Run(args) => run::run(args),
         Command::Detect(args) => detect::run(args),
         Command::Parse { tool, file, format } => parse::run(tool, file.as_deref(), format),
+        Command::Compare(args) => compare::run(&args),
+        Command::History(args) => history::run(&args),
+        Command::Report(args) => report::run(&args),
+        Command::Completions { shell } => completions::run(shell),
+        Command::Man { command } => man::run(command.as_deref()),
     }
 }
 
-/// Colour on stderr (diagnostics), unless NO_COLOR or not a terminal.
+/// `--color`, once parsed.
+static COLOR: std::sync::OnceLock<clap::ColorChoice> = std::sync::OnceLock::new();
+
+/// Colour on a stream that is (`tty`) or is not a terminal: `--color always` or `never`, else
+/// on a terminal unless NO_COLOR is set.
+fn color_for(tty: bool) -> bool {
+    match COLOR.get().copied().unwrap_or_default() {
+        clap::ColorChoice::Always => true,
+        clap::ColorChoice::Never => false,
+        clap::ColorChoice::Auto => tty && std::env::var_os("NO_COLOR").is_none(),
+    }
+}
+
+/// Colour on stderr (diagnostics).
 fn color() -> bool {
-    std::env::var_os("NO_COLOR").is_none() && std::io::stderr().is_terminal()
+    color_for(std::io::stderr().is_terminal())
+}
+
+/// Colour on stdout (the verdict table).
+pub fn color_stdout() -> bool {
+    color_for(std::io::stdout().is_terminal())
 }
 
 /// The terminal's width, measured (stdout, else stderr); 100 when neither is a terminal.

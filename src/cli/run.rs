@@ -43,6 +43,19 @@ pub struct RunArgs {
     pub max_parallel: usize,
     #[command(flatten)]
     pub hosts: HostArgs,
+    // ---- over time and at a glance (issue #15): baseline and metrics ----
+    /// Judge the run against a baseline run too (its directory or results.json): a value that
+    /// dropped (bandwidth) or rose (latency, time) beyond the max drop is a WARN.
+    #[arg(long, value_name = "OLD")]
+    pub baseline: Option<PathBuf>,
+    /// Largest change against the baseline that is not a regression, for metrics the plan's
+    /// `[regression]` table does not name [default: 10%].
+    #[arg(long, value_parser = crate::compare::parse_pct, value_name = "PCT", requires = "baseline")]
+    pub max_drop: Option<f64>,
+    /// Also write the results in the Prometheus text format to FILE (replaced atomically), for
+    /// node_exporter's textfile collector.
+    #[arg(long, value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
 }
 
 pub fn run(args: RunArgs) -> i32 {
@@ -121,6 +134,26 @@ fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
 
 /// Run a plan with a transport; prints progress and the verdict; returns the exit code.
 pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i32 {
+    // ---- issue #15: the baseline and the metrics file are checked before anything runs ----
+    let baseline = match &args.baseline {
+        Some(p) => match super::compare::load_baseline(p, &plan.text, args.max_drop) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return exit::USAGE;
+            }
+        },
+        None => None,
+    };
+    if let Some(m) = &args.metrics
+        && let Some(d) = m
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+    {
+        eprintln!("error: --metrics: `{}` is not a directory", d.display());
+        return exit::USAGE;
+    }
+    // ---- end issue #15 ----
     let stamp = utc_stamp();
     let run_id = format!("{}-{stamp}", plan.name);
     let dir = args
@@ -146,12 +179,27 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
         return exit::FAIL;
     };
     let mut sinks = Sinks::new(sink::run_directory(&dir));
+    // ---- issue #15: the baseline's results beside the run's, the metrics file ----
+    let mut baseline_lost = Vec::new();
+    if let Some(b) = &baseline
+        && let Err(e) = sink::write_atomic(&dir, sink::html::BASELINE_FILE, b.text.as_bytes())
+    {
+        baseline_lost.push(format!(
+            "{}: {e}",
+            dir.join(sink::html::BASELINE_FILE).display()
+        ));
+    }
+    if let Some(m) = &args.metrics {
+        sinks.push(Box::new(sink::MetricsSink::new(m)));
+    }
+    // ---- end issue #15 ----
     let front: Box<dyn Sink> = match args.format {
         Format::Text => Box::new(Terminal::new(
             transport.simulated(),
             Box::new(Stdout::new()),
             dir.display().to_string(),
             super::width(),
+            super::color_stdout(),
         )),
         Format::Json => Box::new(JsonStdout::new(Box::new(Stdout::new()))),
     };
@@ -186,8 +234,15 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
         let (r, ()) = tokio::join!(work, printer);
         r
     });
+    // ---- issue #15: judged against the baseline too, before anything reports the end ----
+    let mut results = results;
+    if let Some(b) = &baseline {
+        super::compare::judge(&mut results, b);
+    }
+    // ---- end issue #15 ----
     sinks.event(&Event::Finished(Box::new(results.clone())));
     let mut lost: Vec<String> = evidence.errors();
+    lost.extend(baseline_lost);
     lost.extend(sinks.errors().iter().map(|e| e.to_string()));
     if !lost.is_empty() {
         for l in &lost {

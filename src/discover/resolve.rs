@@ -10,7 +10,7 @@ use crate::plan::{Endpoint, NodeId, Plan};
 use crate::render::job::HalfFacts;
 
 /// What discovery concluded for one planned half.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct HalfResolution {
     pub endpoint: Endpoint,
     pub name: String,
@@ -27,19 +27,22 @@ pub struct HalfResolution {
     /// The planned address is configured on this box.
     pub address_found: bool,
     /// Problems, in words.
+    #[serde(default)]
     pub problems: Vec<String>,
     /// The first problem, as a kind: what the preflight check names.
+    #[serde(default)]
     pub issue: Option<HalfIssue>,
     /// The port the planned address really sits on, when the profile puts its netdev on another
     /// port than the plan says (the cable lands there); `None` when it is where planned, or the
     /// half is pinned.
+    #[serde(default)]
     pub landed_on: Option<String>,
     /// The exact command to run on this box when the address is missing (fabricplan runs nothing).
     pub fix_command: Option<String>,
 }
 
 /// What is wrong with a planned half, as discovery sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HalfIssue {
     /// The pinned netdev is not where the address lives.

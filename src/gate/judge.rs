@@ -8,7 +8,9 @@ use super::threshold::{Metric, Threshold};
 use super::trap::Trap;
 
 /// The outcome of one gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Outcome {
     Ok,
@@ -27,7 +29,7 @@ impl Outcome {
 }
 
 /// One gate's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Verdict {
     /// What was judged: `rdma-bw spark-b.f0.a -> spark-a.f0.a`.
     pub gate: String,
@@ -35,21 +37,24 @@ pub struct Verdict {
     pub outcome: Outcome,
     /// The measured value in `unit` (None when nothing could be measured).
     pub measured: Option<f64>,
+    #[serde(default)]
     pub unit: String,
     /// The threshold in words: `>= 89.5 Gb/s (80% of expected 111.9)`.
+    #[serde(default)]
     pub threshold: String,
     pub expected: Option<f64>,
     pub trap: Option<Trap>,
     pub trap_name: Option<String>,
     pub fix: Option<String>,
     /// Evidence in a sentence (the tool's error, the counter delta, ...).
+    #[serde(default)]
     pub detail: String,
     /// Every attempt's value, when the gate repeats.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<f64>,
     /// The earlier gate this one's failure follows from (one root cause, one FAIL: a verdict
     /// that follows from another is shown, but not counted again).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follows: Option<String>,
 }
 

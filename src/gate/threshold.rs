@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 /// A measured quantity fabricplan gates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Metric {
     /// ib_write_bw average per half, Gb/s.
@@ -66,7 +68,7 @@ pub enum Dimension {
 }
 
 /// Units a threshold may be written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Unit {
     #[serde(rename = "Gb/s")]
     Gbps,

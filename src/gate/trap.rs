@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// A known way for a fabric to look fine while it is not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trap {
     /// 8-25 Gb/s on a half: CX7 firmware throttle.

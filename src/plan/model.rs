@@ -12,7 +12,9 @@ use super::section::Section;
 use crate::gate::GateSpec;
 use crate::gate::threshold::Metric;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 pub struct NodeId(pub usize);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct SwitchId(pub usize);
@@ -188,7 +190,7 @@ pub struct Pin {
 }
 
 /// One half of one port of one node: the unit a cable lands on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct Endpoint {
     pub node: NodeId,
     pub port: String,

@@ -73,7 +73,7 @@ impl Resolution {
 }
 
 /// Which side of a job a step is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// Started detached before the clients.

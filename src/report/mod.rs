@@ -2,6 +2,7 @@
 //! run directory's files) consume its events; only the terminal reporter prints.
 
 pub mod detect;
+pub mod html;
 pub mod plan_view;
 pub mod sink;
 pub mod terminal;

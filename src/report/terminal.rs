@@ -51,12 +51,13 @@ pub struct Terminal {
 
 impl Terminal {
     /// The reporter of a run whose evidence goes to `run_dir`, writing its table to `out`, lines
-    /// wrapped to `width`.
+    /// wrapped to `width`, in colour when `color` (the CLI's `--color` and NO_COLOR decide).
     pub fn new(
         simulated: bool,
         out: Box<dyn Write + Send>,
         run_dir: String,
         width: usize,
+        color: bool,
     ) -> Terminal {
         let tty = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
         let bar = ProgressBar::new(0);
@@ -77,7 +78,7 @@ impl Terminal {
         }
         Terminal {
             bar,
-            color: std::env::var_os("NO_COLOR").is_none() && std::io::stdout().is_terminal(),
+            color,
             out,
             run_dir,
             width,

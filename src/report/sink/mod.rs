@@ -3,8 +3,10 @@
 //! of dropping them: a run whose evidence could not be written says so and exits with its own
 //! code. Adding a sink is one new file here and one line in [`run_directory`].
 
+pub mod html;
 mod jsonl;
 pub mod junit;
+pub mod metrics;
 mod results_json;
 pub mod summary;
 
@@ -13,8 +15,10 @@ use std::path::{Path, PathBuf};
 
 use crate::exec::runner::Event;
 
+pub use html::HtmlSink;
 pub use jsonl::JsonlSink;
 pub use junit::JunitSink;
+pub use metrics::MetricsSink;
 pub use results_json::ResultsJsonSink;
 pub use summary::SummarySink;
 
@@ -78,14 +82,15 @@ impl Sinks {
     }
 }
 
-/// The sinks of a run directory: results.jsonl as jobs finish, then results.json, junit.xml and
-/// summary.md.
+/// The sinks of a run directory: results.jsonl as jobs finish, then results.json, junit.xml,
+/// summary.md and report.html.
 pub fn run_directory(dir: &Path) -> Vec<Box<dyn Sink>> {
     vec![
         Box::new(JsonlSink::new(dir)),
         Box::new(ResultsJsonSink::new(dir)),
         Box::new(JunitSink::new(dir)),
         Box::new(SummarySink::new(dir)),
+        Box::new(HtmlSink::new(dir)),
     ]
 }
 

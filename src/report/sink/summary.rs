@@ -192,8 +192,46 @@ pub fn render(r: &RunResults) -> String {
         }
     }
     matrix(&mut s, r);
+    s.push_str(&against_baseline(r));
     s
 }
+
+// ---- against the baseline (issue #15, report branch) ----
+
+/// The run against its baseline (`run --baseline`): each measurement's baseline value next to
+/// it, from the baseline verdicts. Empty when the run had no baseline.
+fn against_baseline(r: &RunResults) -> String {
+    use crate::compare::baseline::{self, SUFFIX, fmt_change, fmt_val};
+    let rows = baseline::of(r);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n## Against the baseline\n\n| measurement | verdict | baseline | now | change | allowed |\n|---|---|---:|---:|---:|---|\n",
+    );
+    for (_, v) in rows {
+        let value = |x: Option<f64>| {
+            x.map(|x| format!("{} {}", fmt_val(x), cell(&v.unit)))
+                .unwrap_or_default()
+        };
+        let change = match (v.expected, v.measured) {
+            (Some(o), Some(n)) => fmt_change(crate::compare::change_pct(o, n)),
+            _ => String::new(),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            cell(v.gate.strip_suffix(SUFFIX).unwrap_or(&v.gate)),
+            v.outcome.as_str(),
+            value(v.expected),
+            value(v.measured),
+            change,
+            cell(&v.threshold)
+        ));
+    }
+    s
+}
+
+// ---- end against the baseline ----
 
 /// `summary.md` in the run directory.
 pub struct SummarySink {

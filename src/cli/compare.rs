@@ -1,0 +1,181 @@
+//! `fabricplan compare OLD NEW`: a run against a baseline run, per link, half, direction and
+//! round and per NCCL collective and message size: both values, the change, the regressions.
+//!
+//! Exit codes: 0 no regression, 1 a regression, 2 an input that cannot be read or is not a run.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use super::Stdout;
+use crate::compare::{self, Side, Thresholds};
+use crate::exit;
+use crate::results::RunResults;
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum CompareFormat {
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline: a run directory or its results.json.
+    pub old: PathBuf,
+    /// The run judged against it: a run directory or its results.json.
+    pub new: PathBuf,
+    /// Largest drop of a bandwidth (or rise of a latency or time) that is not a regression, for
+    /// every metric the new run's plan `[regression]` table does not name [default: 10%].
+    #[arg(long, value_parser = compare::parse_pct, value_name = "PCT")]
+    pub max_drop: Option<f64>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: CompareFormat,
+}
+
+/// A run read from disk.
+pub struct LoadedRun {
+    /// As the user named it.
+    pub path: String,
+    /// Its run directory (the folder of its results.json).
+    pub dir: PathBuf,
+    pub results: RunResults,
+    /// The plan copied into the run directory, when it is there.
+    pub plan_text: Option<String>,
+}
+
+/// Read a run from its directory or its results.json.
+pub fn load_run(path: &Path) -> Result<LoadedRun, String> {
+    let (file, dir) = if path.is_dir() {
+        (path.join("results.json"), path.to_path_buf())
+    } else {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        (path.to_path_buf(), dir)
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        if path.is_dir() && e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "`{}` is not a run directory: it has no results.json",
+                path.display()
+            )
+        } else {
+            format!("cannot read `{}`: {e}", file.display())
+        }
+    })?;
+    let results = compare::parse_results(&text)
+        .map_err(|e| format!("`{}` is not a run's results: {e}", file.display()))?;
+    let plan_text = std::fs::read_to_string(dir.join("plan.toml")).ok();
+    Ok(LoadedRun {
+        path: path.display().to_string(),
+        dir,
+        results,
+        plan_text,
+    })
+}
+
+/// The regression thresholds of a run: its plan's `[regression]` table and `--max-drop`.
+pub fn thresholds(run: &LoadedRun, max_drop: Option<f64>) -> Result<Thresholds, String> {
+    match &run.plan_text {
+        Some(t) => Thresholds::from_plan_text(t, max_drop)
+            .map_err(|e| format!("{}: {e}", run.dir.join("plan.toml").display())),
+        None => Ok(Thresholds::new(
+            max_drop.unwrap_or(compare::DEFAULT_MAX_DROP_PCT),
+        )),
+    }
+}
+
+pub fn run(args: &CompareArgs) -> i32 {
+    let (old, new) = match (load_run(&args.old), load_run(&args.new)) {
+        (Ok(o), Ok(n)) => (o, n),
+        (o, n) => {
+            for e in [o.err(), n.err()].into_iter().flatten() {
+                eprintln!("error: {e}");
+            }
+            return exit::USAGE;
+        }
+    };
+    let t = match thresholds(&new, args.max_drop) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let mut c = compare::compare(&old.results, &new.results, &t);
+    if new.plan_text.is_none() {
+        c.notes.push(format!(
+            "no plan.toml beside `{}`: its [regression] table is unknown, {}% applies",
+            new.path, t.default_pct
+        ));
+    }
+    let (o, n) = (
+        Side {
+            path: old.path.clone(),
+            run: &old.results,
+        },
+        Side {
+            path: new.path.clone(),
+            run: &new.results,
+        },
+    );
+    let mut out = Stdout::new();
+    match args.format {
+        CompareFormat::Text => out.write(&compare::comparison_text(&c, &o, &n, &t)),
+        CompareFormat::Markdown => out.write(&compare::comparison_markdown(&c, &o, &n, &t)),
+        CompareFormat::Json => out.write(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&compare::comparison_json(&c, &o, &n, &t))
+                .unwrap_or_default()
+        )),
+    }
+    if c.rows.is_empty() {
+        eprintln!("error: the two runs share no measurement: nothing was compared");
+        return exit::USAGE;
+    }
+    if c.regressions().next().is_some() {
+        exit::FAIL
+    } else {
+        exit::OK
+    }
+}
+
+/// A baseline a run is judged against (`run --baseline`).
+pub struct Baseline {
+    pub results: RunResults,
+    /// Its results.json as read, copied into the new run's directory.
+    pub text: String,
+    pub thresholds: Thresholds,
+}
+
+/// Read `run --baseline OLD` before anything runs; the thresholds come from the plan being run
+/// (its `[regression]` table) and `--max-drop`.
+pub fn load_baseline(
+    path: &Path,
+    plan_text: &str,
+    max_drop: Option<f64>,
+) -> Result<Baseline, String> {
+    let old = load_run(path).map_err(|e| format!("--baseline: {e}"))?;
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("--baseline: {e}"))?;
+    let thresholds = Thresholds::from_plan_text(plan_text, max_drop)
+        .map_err(|e| format!("the plan's [regression] table: {e}"))?;
+    Ok(Baseline {
+        results: old.results,
+        text,
+        thresholds,
+    })
+}
+
+/// Add the baseline's verdicts to a finished run and summarize it again.
+pub fn judge(results: &mut RunResults, b: &Baseline) {
+    let v = compare::baseline_verdicts(results, &b.results, &b.thresholds);
+    compare::baseline::apply(results, v);
+}

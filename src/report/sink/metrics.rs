@@ -1,0 +1,404 @@
+//! `run --metrics FILE`: the run's results in the Prometheus text exposition format (0.0.4),
+//! for node_exporter's textfile collector. The file is replaced atomically (a temporary file in
+//! the same directory, then a rename), so the collector never reads half of it; its temporary
+//! name does not end in `.prom`, so the collector never reads it at all.
+//!
+//! Gauges in base units (bits and bytes per second, seconds), no timestamps (the collector's
+//! scrape time applies; `fabricplan_run_start_time_seconds` says when the run was), one
+//! counter family (`_total`) for the RDMA counters' deltas. Every series carries `plan`, so the
+//! files of several plans can sit in one directory. The metric and label names are documented
+//! in the README ("Metrics for Prometheus").
+//!
+//! Series count: one bandwidth and one expected-bandwidth series per measured flow and round,
+//! one gate-outcome series per gate. An all-pairs plan measures n(n-1) flows per half: 64 nodes
+//! with two halves are 8,064 flows, about 16,000 bandwidth series and as many gate series; the
+//! per-size NCCL series add about 25 per test.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::{Sink, write_atomic};
+use crate::compare::{self, is_baseline_verdict};
+use crate::exec::runner::Event;
+use crate::gate::threshold::Metric;
+use crate::results::RunResults;
+
+/// A label value escaped as the exposition format says: `\\`, `\"` and `\n`.
+pub fn escape_label(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A HELP text escaped: `\\` and `\n`.
+fn escape_help(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+/// A sample value: Go's float formatting as Prometheus reads it (`+Inf`, `NaN`).
+fn value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `value * 10^exp` written exactly (`111.52e9`, not `111519999999.99998`).
+fn scaled(v: f64, exp: i32) -> String {
+    if v.is_finite() && v != 0.0 {
+        format!("{v}e{exp}")
+    } else {
+        value(v)
+    }
+}
+
+/// A metric family: its samples, each label set once.
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: &'static str,
+    samples: Vec<(Vec<(&'static str, String)>, String)>,
+    seen: BTreeSet<Vec<(&'static str, String)>>,
+}
+
+impl Family {
+    fn new(name: &'static str, kind: &'static str, help: &'static str) -> Family {
+        Family {
+            name,
+            help,
+            kind,
+            samples: Vec::new(),
+            seen: BTreeSet::new(),
+        }
+    }
+
+    /// Add a sample; a label set already there keeps its first value (a duplicate series makes
+    /// the collector reject the whole file).
+    fn add(&mut self, labels: Vec<(&'static str, String)>, v: f64) {
+        self.add_text(labels, value(v));
+    }
+
+    fn add_text(&mut self, labels: Vec<(&'static str, String)>, v: String) {
+        if self.seen.insert(labels.clone()) {
+            self.samples.push((labels, v));
+        }
+    }
+
+    fn write(&self, out: &mut String) {
+        if self.samples.is_empty() {
+            return;
+        }
+        out.push_str(&format!(
+            "# HELP {} {}\n# TYPE {} {}\n",
+            self.name,
+            escape_help(self.help),
+            self.name,
+            self.kind
+        ));
+        for (labels, v) in &self.samples {
+            let l: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+                .collect();
+            out.push_str(&format!("{}{{{}}} {v}\n", self.name, l.join(",")));
+        }
+    }
+}
+
+/// The run as Prometheus text.
+pub fn render(r: &RunResults) -> String {
+    let plan = || ("plan", r.plan.clone());
+    let mut bw = Family::new(
+        "fabricplan_link_bandwidth_bits_per_second",
+        "gauge",
+        "Measured RDMA bandwidth of one flow (client src to server dst), one half or both halves summed (half=\"both\").",
+    );
+    let mut bw_exp = Family::new(
+        "fabricplan_link_expected_bandwidth_bits_per_second",
+        "gauge",
+        "The capacity model's expected bandwidth of the flow in its round.",
+    );
+    let mut lat = Family::new(
+        "fabricplan_link_latency_seconds",
+        "gauge",
+        "Measured RDMA latency of one flow (ib_write_lat typical).",
+    );
+    let mut nccl_bw = Family::new(
+        "fabricplan_nccl_bus_bandwidth_bytes_per_second",
+        "gauge",
+        "NCCL in-place bus bandwidth at one message size.",
+    );
+    let mut nccl_avg = Family::new(
+        "fabricplan_nccl_average_bus_bandwidth_bytes_per_second",
+        "gauge",
+        "NCCL average bus bandwidth of a test, as nccl-tests reports it.",
+    );
+    let mut nccl_small = Family::new(
+        "fabricplan_nccl_small_message_time_seconds",
+        "gauge",
+        "NCCL in-place time at the small message size the gate judges (16 KiB).",
+    );
+    let mut outcome = Family::new(
+        "fabricplan_gate_outcome",
+        "gauge",
+        "1 for each gate, its outcome (ok, warn, fail) in the outcome label.",
+    );
+    let mut counters = Family::new(
+        "fabricplan_rdma_counter_delta_total",
+        "counter",
+        "Growth of an RDMA device counter over the run's jobs (port_xmit_data and port_rcv_data count 4-byte words).",
+    );
+    let mut start = Family::new(
+        "fabricplan_run_start_time_seconds",
+        "gauge",
+        "When the run started, seconds since the Unix epoch.",
+    );
+    let mut duration = Family::new(
+        "fabricplan_run_duration_seconds",
+        "gauge",
+        "How long the run took.",
+    );
+    let mut verdict = Family::new(
+        "fabricplan_run_verdict",
+        "gauge",
+        "1, with the run's one-line verdict in the verdict label (ALL GREEN, PASS with N warning(s), N FAIL, NOTHING MEASURED).",
+    );
+    let mut failures = Family::new(
+        "fabricplan_run_failures",
+        "gauge",
+        "Gates that failed in the run.",
+    );
+    let mut warnings = Family::new(
+        "fabricplan_run_warnings",
+        "gauge",
+        "Gates that warned in the run.",
+    );
+    let mut not_measured = Family::new(
+        "fabricplan_run_jobs_not_measured",
+        "gauge",
+        "Jobs of the run that could not measure or were skipped.",
+    );
+    let mut exit_code = Family::new(
+        "fabricplan_run_exit_code",
+        "gauge",
+        "The run's exit code (0 green or warnings, 1 a failure, 130 interrupted).",
+    );
+    let mut simulated = Family::new(
+        "fabricplan_run_simulated",
+        "gauge",
+        "1 when the run was on the simulated fabric (--sim), else 0.",
+    );
+
+    for v in &r.preflight {
+        outcome.add(
+            vec![
+                plan(),
+                ("gate", v.gate.clone()),
+                ("outcome", v.outcome.as_str().to_ascii_lowercase()),
+            ],
+            1.0,
+        );
+    }
+    let nodes = compare::node_names(r);
+    for j in &r.jobs {
+        for v in &j.verdicts {
+            outcome.add(
+                vec![
+                    plan(),
+                    ("gate", v.gate.clone()),
+                    ("outcome", v.outcome.as_str().to_ascii_lowercase()),
+                ],
+                1.0,
+            );
+            if is_baseline_verdict(v) {
+                continue;
+            }
+            let (Some(metric), Some(m)) = (v.metric, v.measured) else {
+                continue;
+            };
+            let flow_labels = || -> Option<Vec<(&'static str, String)>> {
+                let f = compare::flow_of(&v.gate, &nodes)?;
+                Some(vec![
+                    plan(),
+                    ("kind", j.kind.clone()),
+                    ("round", j.round_name.clone()),
+                    ("src", f.src),
+                    ("src_port", f.src_port),
+                    ("dst", f.dst),
+                    ("dst_port", f.dst_port),
+                    ("half", f.half),
+                ])
+            };
+            match metric {
+                Metric::RdmaBw | Metric::RdmaBwBoth | Metric::Iperf3 => {
+                    if let Some(l) = flow_labels() {
+                        bw.add_text(l.clone(), scaled(m, 9));
+                        if let Some(e) = v.expected {
+                            bw_exp.add_text(l, scaled(e, 9));
+                        }
+                    }
+                }
+                Metric::RdmaLat => {
+                    if let Some(l) = flow_labels() {
+                        lat.add_text(l, scaled(m, -6));
+                    }
+                }
+                Metric::NcclBusbw => nccl_avg.add_text(nccl_labels(r, j, None), scaled(m, 9)),
+                Metric::NcclSmallTime => {
+                    nccl_small.add_text(nccl_labels(r, j, Some(16384)), scaled(m, -6))
+                }
+            }
+        }
+        for row in compare::nccl_rows_of(j) {
+            if let Some(b) = row.busbw_gbs {
+                nccl_bw.add_text(nccl_labels(r, j, Some(row.size_bytes)), scaled(b, 9));
+            }
+        }
+    }
+    // counters: summed per host, device and counter over the run
+    let mut sums: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+    for j in &r.jobs {
+        for c in &j.counters {
+            *sums
+                .entry((c.host.clone(), c.device.clone(), c.counter.clone()))
+                .or_insert(0) += c.delta;
+        }
+    }
+    for ((host, device, counter), d) in sums {
+        counters.add(
+            vec![
+                plan(),
+                ("host", host),
+                ("device", device),
+                ("counter", counter),
+            ],
+            d.max(0) as f64,
+        );
+    }
+    start.add(vec![plan()], r.started_unix_ms as f64 / 1000.0);
+    duration.add(
+        vec![plan()],
+        r.finished_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
+    );
+    verdict.add(vec![plan(), ("verdict", r.summary.verdict.clone())], 1.0);
+    failures.add(vec![plan()], r.summary.fail as f64);
+    warnings.add(vec![plan()], r.summary.warn as f64);
+    not_measured.add(vec![plan()], r.summary.jobs_not_measured as f64);
+    exit_code.add(vec![plan()], f64::from(r.summary.exit_code));
+    simulated.add(vec![plan()], if r.simulated { 1.0 } else { 0.0 });
+
+    let mut out = String::new();
+    for f in [
+        &verdict,
+        &failures,
+        &warnings,
+        &not_measured,
+        &exit_code,
+        &simulated,
+        &start,
+        &duration,
+        &outcome,
+        &bw,
+        &bw_exp,
+        &lat,
+        &nccl_avg,
+        &nccl_small,
+        &nccl_bw,
+        &counters,
+    ] {
+        f.write(&mut out);
+    }
+    out
+}
+
+fn nccl_labels(
+    r: &RunResults,
+    j: &crate::results::JobResult,
+    size: Option<u64>,
+) -> Vec<(&'static str, String)> {
+    let collective = j
+        .parsed
+        .as_ref()
+        .and_then(|p| p.get("collective"))
+        .and_then(|c| c.as_str())
+        .unwrap_or_default()
+        .trim_end_matches("_perf")
+        .to_string();
+    let test = j
+        .round_name
+        .strip_prefix("nccl ")
+        .unwrap_or(&j.round_name)
+        .to_string();
+    let mut l = vec![
+        ("plan", r.plan.clone()),
+        ("test", test),
+        ("collective", collective),
+        ("ranks", j.hosts.len().to_string()),
+    ];
+    if let Some(s) = size {
+        l.push(("size_bytes", s.to_string()));
+    }
+    l
+}
+
+/// The metrics file of a run, replaced atomically when the run finishes.
+pub struct MetricsSink {
+    path: PathBuf,
+}
+
+impl MetricsSink {
+    pub fn new(path: &Path) -> MetricsSink {
+        MetricsSink {
+            path: path.to_path_buf(),
+        }
+    }
+}
+
+impl Sink for MetricsSink {
+    fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn event(&mut self, e: &Event) -> io::Result<()> {
+        let Event::Finished(r) = e else {
+            return Ok(());
+        };
+        let dir = match self.path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = self
+            .path
+            .file_name()
+            .ok_or_else(|| io::Error::other("the metrics path names no file"))?
+            .to_string_lossy()
+            .into_owned();
+        write_atomic(&dir, &name, render(r).as_bytes()).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_escaped_per_the_format() {
+        assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        assert_eq!(value(f64::INFINITY), "+Inf");
+        assert_eq!(scaled(111.52, 9), "111.52e9");
+        assert_eq!(scaled(0.0, 9), "0");
+    }
+}

@@ -1,0 +1,69 @@
+//! Helpers shared by the end-to-end tests of compare, history, metrics and the HTML report: the
+//! binary, simulated runs into a temporary folder, JSON read back as data.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn fabricplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .env_remove("CI")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run fabricplan")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `fabricplan run PLAN --sim --out DIR EXTRA...` (never without `--sim`: the shipped plans'
+/// nodes do not exist); returns the run directory and the process output.
+pub fn sim_run(dir: &Path, name: &str, plan: &str, extra: &[&str]) -> (PathBuf, Output) {
+    let out = dir.join(name);
+    let o = out.to_string_lossy().into_owned();
+    let mut args = vec!["run", plan, "--sim", "--out", &o];
+    args.extend_from_slice(extra);
+    let r = fabricplan(&args);
+    (out, r)
+}
+
+pub fn json(path: &Path) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
+pub fn write_json(path: &Path, v: &serde_json::Value) {
+    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
+}
+
+/// A copy of run directory `from` at `to` (results.json and plan.toml only).
+pub fn copy_run(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for f in ["results.json", "plan.toml"] {
+        std::fs::copy(from.join(f), to.join(f)).unwrap();
+    }
+}
+
+/// Multiply the measured value of the gate named `gate` in a results document by `factor`.
+pub fn scale_gate(results: &mut serde_json::Value, gate: &str, factor: f64) {
+    let mut found = false;
+    for j in results["jobs"].as_array_mut().unwrap() {
+        for v in j["verdicts"].as_array_mut().unwrap() {
+            if v["gate"] == gate {
+                let m = v["measured"].as_f64().unwrap();
+                v["measured"] = serde_json::json!(m * factor);
+                found = true;
+            }
+        }
+    }
+    assert!(found, "no gate `{gate}`");
+}
