@@ -119,8 +119,8 @@ fn expected_pairs(results: &Value) -> BTreeSet<String> {
 fn check_in_browser(browser: &Path, dir: &Path, nodes: usize) {
     let results = json(&dir.join("results.json"));
     let file = dir.join("report.html");
+    // (a run whose hosts all failed measures no pair: an empty set, and no heatmap cell)
     let want = expected_pairs(&results);
-    assert!(!want.is_empty());
     for (w, h) in [(1400, 1000), (1280, 720)] {
         let (f, err) = facts(browser, &file, w, h);
         let errors = f["errors"].as_array().unwrap();
