@@ -558,3 +558,51 @@ fn cli_refuses_a_bad_fault() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Regression: two-spark measured spark-b -> spark-a only: a transmit fault on spark-a was never
+/// seen and half the matrix stayed empty.
+#[tokio::test]
+async fn both_directions_by_default_and_bidirectional_on_request() {
+    let r = run("two-spark", &[]).await;
+    let bw: Vec<&str> = r
+        .jobs
+        .iter()
+        .filter(|j| j.kind == "rdma-bw")
+        .map(|j| j.label.as_str())
+        .collect();
+    for half in ["a", "b"] {
+        for (c, s) in [("spark-b", "spark-a"), ("spark-a", "spark-b")] {
+            let label = format!("{c}.f0.{half} -> {s}.f0.{half}");
+            assert!(bw.contains(&label.as_str()), "{label} not in {bw:?}");
+        }
+    }
+    let m = r.bandwidth_matrix();
+    for key in [("spark-a", "spark-b"), ("spark-b", "spark-a")] {
+        let k = (key.0.to_string(), key.1.to_string());
+        assert!(m.contains_key(&k), "{k:?} missing from {m:?}");
+    }
+    assert_eq!(r.summary.verdict, "ALL GREEN");
+    // bidirectional: one job per half, both ways at once (-b), judged on the sum
+    let text = std::fs::read_to_string(plan_path("two-spark"))
+        .unwrap()
+        .replace(
+            "[tests.rdma-bw]",
+            "[tests.rdma-bw]\ndirection = \"bidirectional\"",
+        );
+    let plan = fabricplan::kinds::load_str(&plan_path("two-spark"), &text, Path::new("."))
+        .unwrap()
+        .plan;
+    let r = run_plan(&plan, &[]).await;
+    let jobs: Vec<_> = r.jobs.iter().filter(|j| j.kind == "rdma-bw").collect();
+    assert_eq!(jobs.len(), 2, "{jobs:#?}");
+    for j in jobs {
+        assert!(j.label.contains(" <-> "), "{}", j.label);
+        assert!(j.steps.iter().all(|s| s.command.contains(" -b ")));
+        let expected = j.expected_gbps.unwrap();
+        assert!((expected - 2.0 * 111.9).abs() < 1.0, "{expected}");
+        assert_eq!(j.worst(), Some(Outcome::Ok));
+    }
+    // near miss: an unknown direction is a plan error
+    let bad = text.replace("\"bidirectional\"", "\"sideways\"");
+    assert!(fabricplan::kinds::load_str(&plan_path("two-spark"), &bad, Path::new(".")).is_err());
+}

@@ -83,23 +83,43 @@ pub fn expected<'a>(plan: &Plan, round: &'a Round) -> Vec<Option<f64>> {
                 caps.len() - 1
             })
         };
-        let mut res = Vec::with_capacity(pair.path.hops.len() * 2);
-        for h in &pair.path.hops {
-            match h {
-                Hop::Tx { endpoint } | Hop::Rx { endpoint } => {
-                    let tx = matches!(h, Hop::Tx { .. });
-                    let hr = Res::Half(endpoint.node, &endpoint.port, &endpoint.half, tx);
-                    res.push(add(hr, rate));
-                    if let Some(port_rate) = plan.profile_of(endpoint.node).port_rate_gbps {
-                        res.push(add(Res::Port(endpoint.node, &endpoint.port, tx), port_rate));
+        // a bidirectional job is two flows, one each way; its reading is their sum
+        let ways: &[bool] = if pair.bidirectional {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        for &back in ways {
+            let mut res = Vec::with_capacity(pair.path.hops.len() * 2);
+            let hops: Box<dyn Iterator<Item = &'a Hop>> = if back {
+                Box::new(pair.path.hops.iter().rev())
+            } else {
+                Box::new(pair.path.hops.iter())
+            };
+            for h in hops {
+                match h {
+                    Hop::Tx { endpoint } | Hop::Rx { endpoint } => {
+                        // the other way, the receiving end sends
+                        let tx = matches!(h, Hop::Tx { .. }) != back;
+                        let hr = Res::Half(endpoint.node, &endpoint.port, &endpoint.half, tx);
+                        res.push(add(hr, rate));
+                        if let Some(port_rate) = plan.profile_of(endpoint.node).port_rate_gbps {
+                            res.push(add(Res::Port(endpoint.node, &endpoint.port, tx), port_rate));
+                        }
+                    }
+                    Hop::Isl { isl, from } => {
+                        let i = &plan.isls[isl.0];
+                        let from = match (back, i.a == *from) {
+                            (false, _) => *from,
+                            (true, true) => i.b,
+                            (true, false) => i.a,
+                        };
+                        res.push(add(Res::Isl(*isl, from), i.capacity_gbps));
                     }
                 }
-                Hop::Isl { isl, from } => {
-                    res.push(add(Res::Isl(*isl, *from), plan.isls[isl.0].capacity_gbps));
-                }
             }
+            flows.push(Flow { job: i, rate, res });
         }
-        flows.push(Flow { job: i, rate, res });
     }
     // the flows crossing each resource, each once, in flow order
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); caps.len()];
@@ -120,13 +140,12 @@ pub fn expected<'a>(plan: &Plan, round: &'a Round) -> Vec<Option<f64>> {
         }
     }
     let rates = max_min(&flows, &caps, &users);
-    let mut out = vec![None; round.jobs.len()];
+    let mut out: Vec<Option<f64>> = vec![None; round.jobs.len()];
     for (f, r) in flows.iter().zip(rates) {
-        out[f.job] = Some(r);
+        out[f.job] = Some(out[f.job].unwrap_or(0.0) + r);
     }
     out
 }
-
 /// Progressive filling: raise every unfrozen flow together until a resource (or the flow's
 /// own standalone rate) saturates; freeze the flows on it; repeat. Each step is linear in
 /// flows, hops and resources: a resource's count of unfrozen users is kept, not recounted.

@@ -12,6 +12,7 @@ use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
+use crate::plan::Direction;
 use crate::plan::raw::RawIperfTest;
 use crate::plan::section::SectionData;
 use crate::plan::{IperfTest, Plan, SectionKind, SectionReader};
@@ -86,7 +87,13 @@ impl TestKind for Iperf3 {
 
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         match plan.section::<IperfTest>(ID.name()) {
-            Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],
+            Some(t) => vec![per_link(
+                plan,
+                ID,
+                &selected_segments(plan, &t.halves),
+                // one way: a ping-pong, or an informational TCP stream
+                Direction::One,
+            )],
             None => Vec::new(),
         }
     }

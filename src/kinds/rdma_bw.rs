@@ -29,6 +29,7 @@ pub struct RdmaBw;
 /// The variables of the perftest bandwidth templates.
 const BW_VARS: &[&str] = &[
     "tool",
+    "bidirectional",
     "device",
     "gid_index",
     "port",
@@ -93,9 +94,11 @@ pub(super) fn perftest_bw_commands(
         timeout_s: section.timeout_s,
         needs_device: true,
     };
+    let bidirectional = job.pair.as_ref().is_some_and(|p| p.bidirectional);
     pair_commands(plan, renderer, style, res, job, run_id, &t, |end| {
         context! {
-            tool => tool, device => end.device.value.clone(), gid_index => end.gid.value.clone(),
+            tool => tool, bidirectional => bidirectional,
+            device => end.device.value.clone(), gid_index => end.gid.value.clone(),
             port => end.port, duration_s => section.duration_s, size_bytes => section.size_bytes,
             qps => section.qps, netdev => end.netdev.value.clone(),
             local_ip => end.local_ip.to_string(), server_ip => end.server_ip.to_string(),
@@ -127,9 +130,9 @@ impl TestKind for RdmaBw {
         };
         let segs = selected_segments(plan, &t.halves);
         vec![match t.schedule {
-            ScheduleKind::PerLink => per_link(plan, ID, &segs),
-            ScheduleKind::Rounds => declared(ID, &t.rounds),
-            ScheduleKind::AllPairs => all_pairs(plan, ID, segs),
+            ScheduleKind::PerLink => per_link(plan, ID, &segs, t.direction),
+            ScheduleKind::Rounds => declared(ID, &t.rounds, t.direction),
+            ScheduleKind::AllPairs => all_pairs(plan, ID, segs, t.direction),
         }]
     }
 

@@ -67,7 +67,7 @@ impl TestKind for RdmaBwBoth {
 
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         match plan.section::<BwTest>(ID.name()) {
-            Some(t) => vec![both_halves(plan, ID, &t.halves)],
+            Some(t) => vec![both_halves(plan, ID, &t.halves, t.direction)],
             None => Vec::new(),
         }
     }

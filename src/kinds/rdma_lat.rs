@@ -12,6 +12,7 @@ use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::{Parsed, Tool};
+use crate::plan::Direction;
 use crate::plan::raw::RawLatTest;
 use crate::plan::section::SectionData;
 use crate::plan::{LatTest, Plan, SectionKind, SectionReader};
@@ -90,7 +91,13 @@ impl TestKind for RdmaLat {
 
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         match plan.section::<LatTest>(ID.name()) {
-            Some(t) => vec![per_link(plan, ID, &selected_segments(plan, &t.halves))],
+            Some(t) => vec![per_link(
+                plan,
+                ID,
+                &selected_segments(plan, &t.halves),
+                // one way: a ping-pong, or an informational TCP stream
+                Direction::One,
+            )],
             None => Vec::new(),
         }
     }

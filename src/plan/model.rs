@@ -248,6 +248,18 @@ pub struct Member {
     pub switch: Option<SwitchId>,
 }
 
+/// Which way a pair's bandwidth is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// One way: the second end sends to the first (the declared flows, for declared rounds).
+    One,
+    /// Each way in turn, each alone: a transmit fault on either end shows.
+    Both,
+    /// Both ways at once (perftest's `-b`): the full-duplex sum.
+    Bidirectional,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScheduleKind {
@@ -276,6 +288,8 @@ pub struct BwTest {
     pub size_bytes: u64,
     pub qps: u32,
     pub schedule: ScheduleKind,
+    /// Which way each pair is measured.
+    pub direction: Direction,
     /// Halves to measure; empty = all.
     pub halves: Vec<String>,
     pub rounds: Vec<DeclaredRound>,

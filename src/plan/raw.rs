@@ -312,6 +312,11 @@ pub struct RawBwTest {
     /// `per-link` (default: each link alone), `rounds` (declared below) or `all-pairs`.
     #[schemars(with = "Option<ScheduleSchema>")]
     pub schedule: Option<Spanned<String>>,
+    /// `both` (default: each way in turn, each alone), `one` (the second end of a link sends to
+    /// the first) or `bidirectional` (both ways at once, perftest's `-b`). Declared rounds run
+    /// as declared (`one`) unless this is given.
+    #[schemars(with = "Option<DirectionSchema>")]
+    pub direction: Option<Spanned<String>>,
     /// Halves to measure (default all cabled).
     #[schemars(with = "Option<Vec<String>>")]
     pub halves: Option<Vec<Spanned<String>>>,
@@ -321,6 +326,15 @@ pub struct RawBwTest {
     /// Per-job timeout in seconds, 1 to 86400 (default: duration + 30).
     #[schemars(range(min = 1, max = 86400))]
     pub timeout_s: Option<u32>,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum DirectionSchema {
+    One,
+    Both,
+    Bidirectional,
 }
 
 #[allow(dead_code)]

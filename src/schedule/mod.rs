@@ -47,6 +47,8 @@ pub struct Pair {
     pub server: Endpoint,
     pub segment: SegmentId,
     pub path: Path,
+    /// Both ways at once (perftest's `-b`): the client's reading is the sum of both directions.
+    pub bidirectional: bool,
 }
 
 /// A job over a set of nodes launched together (an NCCL test): which test of its kind, its
@@ -82,8 +84,9 @@ impl Job {
     pub fn label(&self, plan: &Plan) -> String {
         if let Some(p) = &self.pair {
             format!(
-                "{} -> {}",
+                "{} {} {}",
                 plan.endpoint_name(&p.client),
+                if p.bidirectional { "<->" } else { "->" },
                 plan.endpoint_name(&p.server)
             )
         } else if let Some(r) = &self.ranks {

@@ -2,7 +2,7 @@
 //! declared concurrent rounds, all pairs round robin, both halves of each cable at once, and one
 //! job over a set of ranks. A kind picks its shapes; a stage turns into rounds on demand.
 
-use crate::plan::{Endpoint, Plan, SegmentId};
+use crate::plan::{Direction, Endpoint, Plan, SegmentId};
 use crate::topology::{Fabric, Path};
 
 use super::{BASE_PORT, Job, KindId, Pair, Ranks, Round, round_count, round_pairs};
@@ -15,6 +15,54 @@ pub struct PairSpec {
     pub segment: SegmentId,
     /// Jobs with the same group are judged together.
     pub group: Option<String>,
+    /// Both ways at once.
+    pub bidirectional: bool,
+}
+
+impl PairSpec {
+    /// The same flow the other way.
+    fn reversed(&self) -> PairSpec {
+        PairSpec {
+            client: self.server.clone(),
+            server: self.client.clone(),
+            ..self.clone()
+        }
+    }
+}
+
+/// Rounds the other way, after the rounds as given, when `direction` is `both`; every flow
+/// both ways at once when it is `bidirectional`.
+fn with_direction(
+    rounds: Vec<(String, Vec<PairSpec>)>,
+    direction: Direction,
+) -> Vec<(String, Vec<PairSpec>)> {
+    match direction {
+        Direction::One => rounds,
+        Direction::Bidirectional => rounds
+            .into_iter()
+            .map(|(n, specs)| {
+                (
+                    n,
+                    specs
+                        .into_iter()
+                        .map(|s| PairSpec {
+                            bidirectional: true,
+                            ..s
+                        })
+                        .collect(),
+                )
+            })
+            .collect(),
+        Direction::Both => {
+            let mut out = Vec::with_capacity(rounds.len() * 2);
+            for (n, specs) in rounds {
+                let back: Vec<PairSpec> = specs.iter().map(PairSpec::reversed).collect();
+                out.push((n.clone(), specs));
+                out.push((format!("{n} reverse"), back));
+            }
+            out
+        }
+    }
 }
 
 /// One stage of a schedule: a list of rounds, materialised or generated on demand.
@@ -25,11 +73,14 @@ pub enum Stage {
         kind: KindId,
         rounds: Vec<(String, Vec<PairSpec>)>,
     },
-    /// All pairs of each segment's members, round robin, generated per round.
+    /// All pairs of each segment's members, round robin, generated per round; with `both`,
+    /// the same rounds again the other way.
     AllPairs {
         kind: KindId,
         segments: Vec<SegmentId>,
+        /// Round-robin rounds (one way).
         rounds: usize,
+        direction: Direction,
     },
     /// One job over a set of ranks (one round).
     Ranks {
@@ -45,7 +96,15 @@ impl Stage {
     pub fn rounds(&self) -> usize {
         match self {
             Stage::Pairs { rounds, .. } => rounds.len(),
-            Stage::AllPairs { rounds, .. } => *rounds,
+            Stage::AllPairs {
+                rounds, direction, ..
+            } => {
+                if *direction == Direction::Both {
+                    rounds * 2
+                } else {
+                    *rounds
+                }
+            }
             Stage::Ranks { .. } => 1,
         }
     }
@@ -67,21 +126,32 @@ impl Stage {
                 kind,
                 segments,
                 rounds,
+                direction,
             } => {
+                // with `both`, the second pass runs every pair of the first the other way
+                let back = local >= *rounds;
+                let r = local % (*rounds).max(1);
                 let mut specs = Vec::new();
                 for seg in segments {
                     let members = &plan.segment(*seg).members;
-                    for (c, s) in round_pairs(members.len(), local) {
+                    for (c, s) in round_pairs(members.len(), r) {
+                        let (c, s) = if back { (s, c) } else { (c, s) };
                         specs.push(PairSpec {
                             client: members[c].endpoint.clone(),
                             server: members[s].endpoint.clone(),
                             segment: *seg,
                             group: None,
+                            bidirectional: *direction == Direction::Bidirectional,
                         });
                     }
                 }
+                let total = if back || *direction == Direction::Both {
+                    rounds * 2
+                } else {
+                    *rounds
+                };
                 (
-                    format!("{} all-pairs {}/{}", kind.name(), local + 1, rounds),
+                    format!("{} all-pairs {}/{}", kind.name(), local + 1, total),
                     *kind,
                     specs,
                 )
@@ -130,6 +200,7 @@ impl Stage {
                         server: spec.server,
                         segment: spec.segment,
                         path,
+                        bidirectional: spec.bidirectional,
                     }),
                     ranks: None,
                     group: spec.group,
@@ -154,8 +225,9 @@ pub fn selected_segments(plan: &Plan, halves: &[String]) -> Vec<SegmentId> {
         .collect()
 }
 
-/// One job per link alone. A switched segment's "links" are its member pairs, one at a time.
-pub fn per_link(plan: &Plan, kind: KindId, segs: &[SegmentId]) -> Stage {
+/// One job per link alone. A switched segment's "links" are its member pairs, one at a time;
+/// `direction` runs each the other way too, or both ways at once.
+pub fn per_link(plan: &Plan, kind: KindId, segs: &[SegmentId], direction: Direction) -> Stage {
     let mut rounds = Vec::new();
     for s in segs {
         let seg = plan.segment(*s);
@@ -181,16 +253,21 @@ pub fn per_link(plan: &Plan, kind: KindId, segs: &[SegmentId]) -> Stage {
                         server: m[i].endpoint.clone(),
                         segment: *s,
                         group: None,
+                        bidirectional: false,
                     }],
                 ));
             }
         }
     }
-    Stage::Pairs { kind, rounds }
+    Stage::Pairs {
+        kind,
+        rounds: with_direction(rounds, direction),
+    }
 }
 
-/// All pairs of each segment, round robin: n-1 concurrent rounds for n members.
-pub fn all_pairs(plan: &Plan, kind: KindId, segs: Vec<SegmentId>) -> Stage {
+/// All pairs of each segment, round robin: n-1 concurrent rounds for n members (twice that
+/// with `both`).
+pub fn all_pairs(plan: &Plan, kind: KindId, segs: Vec<SegmentId>, direction: Direction) -> Stage {
     let rounds = segs
         .iter()
         .map(|s| round_count(plan.segment(*s).members.len()))
@@ -200,36 +277,43 @@ pub fn all_pairs(plan: &Plan, kind: KindId, segs: Vec<SegmentId>) -> Stage {
         kind,
         segments: segs,
         rounds,
+        direction,
     }
 }
 
-/// Rounds the plan declares, flow by flow.
-pub fn declared(kind: KindId, rounds: &[crate::plan::DeclaredRound]) -> Stage {
+/// Rounds the plan declares, flow by flow (each mirrored after it with `both`).
+pub fn declared(
+    kind: KindId,
+    rounds: &[crate::plan::DeclaredRound],
+    direction: Direction,
+) -> Stage {
+    let rounds = rounds
+        .iter()
+        .map(|r| {
+            (
+                r.name.clone(),
+                r.flows
+                    .iter()
+                    .map(|f| PairSpec {
+                        client: f.client.clone(),
+                        server: f.server.clone(),
+                        segment: f.segment,
+                        group: None,
+                        bidirectional: false,
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
     Stage::Pairs {
         kind,
-        rounds: rounds
-            .iter()
-            .map(|r| {
-                (
-                    r.name.clone(),
-                    r.flows
-                        .iter()
-                        .map(|f| PairSpec {
-                            client: f.client.clone(),
-                            server: f.server.clone(),
-                            segment: f.segment,
-                            group: None,
-                        })
-                        .collect(),
-                )
-            })
-            .collect(),
+        rounds: with_direction(rounds, direction),
     }
 }
 
 /// Both halves of each cable at once: one round per node pair, one job per half, the jobs of a
-/// round grouped by their (node, port) ends.
-pub fn both_halves(plan: &Plan, kind: KindId, halves: &[String]) -> Stage {
+/// round grouped by their (node, port) ends; `direction` as for the other shapes.
+pub fn both_halves(plan: &Plan, kind: KindId, halves: &[String], direction: Direction) -> Stage {
     // group 2-member segments by their (node, port) ends; switched segments pair members
     // (0,1), (2,3), ...
     let mut groups: Vec<(String, Vec<PairSpec>)> = Vec::new();
@@ -257,6 +341,7 @@ pub fn both_halves(plan: &Plan, kind: KindId, halves: &[String]) -> Stage {
                 server: m[s].endpoint.clone(),
                 segment: seg.id,
                 group: Some(key.clone()),
+                bidirectional: false,
             };
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => v.push(spec),
@@ -264,11 +349,41 @@ pub fn both_halves(plan: &Plan, kind: KindId, halves: &[String]) -> Stage {
             }
         }
     }
-    Stage::Pairs {
-        kind,
-        rounds: groups
-            .into_iter()
-            .map(|(k, v)| (format!("{} {k}", kind.name()), v))
-            .collect(),
+    let mut rounds: Vec<(String, Vec<PairSpec>)> = groups
+        .into_iter()
+        .map(|(k, v)| (format!("{} {k}", kind.name()), v))
+        .collect();
+    if direction == Direction::Both {
+        // the other way: its own group, named the way it runs
+        let mut out = Vec::with_capacity(rounds.len() * 2);
+        for (n, specs) in rounds {
+            let back: Vec<PairSpec> = specs
+                .iter()
+                .map(|s| {
+                    let mut r = s.reversed();
+                    r.group = s.group.as_ref().map(|g| reverse_group(g));
+                    r
+                })
+                .collect();
+            let back_name = back
+                .first()
+                .and_then(|s| s.group.clone())
+                .map(|g| format!("{} {g}", kind.name()))
+                .unwrap_or_else(|| format!("{n} reverse"));
+            out.push((n, specs));
+            out.push((back_name, back));
+        }
+        rounds = out;
+    } else if direction == Direction::Bidirectional {
+        rounds = with_direction(rounds, direction);
+    }
+    Stage::Pairs { kind, rounds }
+}
+
+/// `a.f0 -> b.f0` the other way: `b.f0 -> a.f0`.
+fn reverse_group(g: &str) -> String {
+    match g.split_once(" -> ") {
+        Some((a, b)) => format!("{b} -> {a}"),
+        None => format!("{g} reverse"),
     }
 }

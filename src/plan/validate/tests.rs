@@ -497,11 +497,29 @@ fn bw_test(ctx: &mut Ctx, t: &RawBwTest, both: bool, scope: &Scope) -> Option<Bw
     }
     let rounds = declared_rounds(ctx, &t.round, scope);
     let duration_s = t.duration_s.unwrap_or(6).max(1);
+    let direction = match &t.direction {
+        // declared rounds are declared flows: they run the way they are written
+        None if schedule == ScheduleKind::Rounds => Direction::One,
+        None => Direction::Both,
+        Some(d) => keyword(
+            ctx,
+            "plan::direction",
+            "direction",
+            d,
+            &[
+                ("one", Direction::One),
+                ("both", Direction::Both),
+                ("bidirectional", Direction::Bidirectional),
+            ],
+        )
+        .unwrap_or(Direction::Both),
+    };
     Some(BwTest {
         duration_s,
         size_bytes: t.size_bytes.unwrap_or(65536),
         qps: t.qps.unwrap_or(1).max(1),
         schedule,
+        direction,
         halves: test_halves(ctx, t.halves.as_ref(), segments),
         rounds,
         timeout_s: t.timeout_s.unwrap_or(duration_s.saturating_add(30)),
