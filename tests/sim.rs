@@ -413,7 +413,14 @@ async fn dead_host_is_one_fail_and_the_run_goes_on() {
 async fn server_that_dies_names_the_detached_server_trap() {
     let r = run("two-spark", &["server-dies:spark-a"]).await;
     assert_eq!(r.summary.exit_code, 1);
-    for j in r.jobs.iter().filter(|j| j.kind.starts_with("rdma")) {
+    // the jobs whose server is on spark-a (hosts are server, client); the other way is healthy
+    let served_by_a: Vec<_> = r
+        .jobs
+        .iter()
+        .filter(|j| j.kind.starts_with("rdma") && j.hosts[0] == "spark-a")
+        .collect();
+    assert!(!served_by_a.is_empty());
+    for j in served_by_a {
         assert_eq!(j.verdicts[0].outcome, Outcome::Fail, "{:#?}", j.verdicts);
         assert_eq!(j.verdicts[0].trap, Some(Trap::ServerGoneOrFirewall));
         // no client was launched against the dead server

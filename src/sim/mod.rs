@@ -185,7 +185,7 @@ impl SimTransport {
         }
         if let Some(inv) = shell::invocation(script) {
             return Ok(match inv.tool.as_str() {
-                "ib_write_bw" | "ib_write_lat" => self.perf_client(node, &inv.tool, &inv.args),
+                t if perftest::is_perftest(t) => self.perf_client(node, &inv.tool, &inv.args),
                 "mpirun" => {
                     let (out, traffic) = nccl::run(w, node, &inv.args, &inv.env);
                     let mut st = self.lock();
@@ -239,7 +239,7 @@ impl SimTransport {
             return Output::default();
         };
         let (kind, port, log, died) = match inv.tool.as_str() {
-            "ib_write_bw" | "ib_write_lat" => match perftest::parse(&inv.tool, &inv.args) {
+            t if perftest::is_perftest(t) => match perftest::parse(&inv.tool, &inv.args) {
                 Err(e) => (None, 0, e, true),
                 Ok(a) => {
                     let dev = match &a.dev {
@@ -365,7 +365,8 @@ impl SimTransport {
             }
             let mut healthy = sub.clone();
             healthy.jobs.retain(|j| faulted(&sub, j).is_none());
-            let rates = capacity::expected(plan, &healthy);
+            // the kind's own expected value (its share of the line rate, both ways summed)
+            let rates = crate::kinds::expected(plan, &healthy);
             if let Some(Some(r)) = healthy
                 .jobs
                 .iter()

@@ -25,13 +25,41 @@ pub(crate) struct Args {
     pub port: u16,
     pub server: Option<String>,
     pub gbits: bool,
+    /// The operation in the banner's title: `RDMA_Write`, `RDMA_Read`, `Send`.
+    pub verb: &'static str,
+    /// `-b`: both ways at once.
+    pub bidirectional: bool,
+}
+
+/// Is `tool` one of perftest's bandwidth or latency tests?
+pub(crate) fn is_perftest(tool: &str) -> bool {
+    matches!(
+        crate::parse::Tool::from_name(tool),
+        Some(
+            crate::parse::Tool::IbWriteBw
+                | crate::parse::Tool::IbReadBw
+                | crate::parse::Tool::IbSendBw
+                | crate::parse::Tool::IbWriteLat
+                | crate::parse::Tool::IbReadLat
+                | crate::parse::Tool::IbSendLat
+        )
+    )
 }
 
 /// Read perftest's arguments; `Err` holds the parser's error lines.
 pub(crate) fn parse(tool: &str, words: &[String]) -> Result<Args, String> {
     let lat = tool.contains("_lat");
+    let verb = if tool.starts_with("ib_read") {
+        "RDMA_Read"
+    } else if tool.starts_with("ib_send") {
+        "Send"
+    } else {
+        "RDMA_Write"
+    };
     let mut a = Args {
         lat,
+        verb,
+        bidirectional: false,
         dev: None,
         ib_port: 1,
         gid: None,
@@ -78,7 +106,8 @@ pub(crate) fn parse(tool: &str, words: &[String]) -> Result<Args, String> {
             }
             "--report_gbits" | "--report-gbits" => a.gbits = true,
             "-F" | "--CPU-freq" | "-N" | "--noPeak" | "-e" | "--events" | "-R" | "--rdma_cm"
-            | "-z" | "--comm_rdma_cm" | "-a" | "--all" | "-b" | "--bidirectional" => {}
+            | "-z" | "--comm_rdma_cm" | "-a" | "--all" => {}
+            "-b" | "--bidirectional" => a.bidirectional = true,
             _ if w.starts_with('-') => return Err(bad(w.trim_start_matches('-'))),
             _ => a.server = Some(w.to_string()),
         }
@@ -114,11 +143,12 @@ pub(crate) fn banner(a: &Args, dev: &str, mtu: u32, gid: u32, server: bool) -> S
     let mut s = String::new();
     s.push_str(DASHES);
     s.push('\n');
-    if a.lat {
-        s.push_str("                    RDMA_Write Latency Test\n");
-    } else {
-        s.push_str("                    RDMA_Write BW Test\n");
-    }
+    let title = match (a.lat, a.bidirectional) {
+        (true, _) => format!("{} Latency Test", a.verb),
+        (false, true) => format!("{} Bidirectional BW Test", a.verb),
+        (false, false) => format!("{} BW Test", a.verb),
+    };
+    let _ = writeln!(s, "                    {title}");
     let _ = writeln!(s, " Dual-port       : OFF\t\tDevice         : {dev}");
     let _ = writeln!(s, " Number of qps   : {}\t\tTransport type : IB", a.qps);
     s.push_str(" Connection type : RC\t\tUsing SRQ      : OFF\n");
