@@ -13,6 +13,7 @@ pub mod preflight;
 mod rdma_bw;
 mod rdma_bw_both;
 mod rdma_lat;
+mod rdma_read_bw;
 
 use crate::gate::classify::Context;
 use crate::gate::judge::{Outcome, Verdict};
@@ -78,6 +79,7 @@ pub trait TestKind: SectionKind {
 /// makes every later number meaningless), both halves, latency, iperf3, NCCL.
 pub static ALL: &[&dyn TestKind] = &[
     &rdma_bw::RdmaBw,
+    &rdma_read_bw::RdmaReadBw,
     &rdma_bw_both::RdmaBwBoth,
     &rdma_lat::RdmaLat,
     &iperf3::Iperf3,

@@ -1,0 +1,123 @@
+//! `rdma-read-bw`: ib_read_bw per half: the responder's NIC reads the requester's memory, the
+//! path a storage or parameter-server fetch takes. Scheduled, gated and trapped like `rdma-bw`
+//! (its `[gates.rdma-bw]`, the throttle, RSTP and software-forwarding signatures), against its
+//! own expected value: a read carries a request each way, and ConnectX-7 reads reach ~97% of
+//! what writes do on the same half.
+
+use std::sync::Arc;
+
+use schemars::{Schema, SchemaGenerator};
+use toml::de::ValueDeserializer;
+
+use super::{TestKind, mismatch};
+use crate::gate::classify::{self, Context};
+use crate::gate::judge::Verdict;
+use crate::gate::threshold::Metric;
+use crate::parse::{Parsed, Tool};
+use crate::plan::raw::RawBwTest;
+use crate::plan::section::SectionData;
+use crate::plan::{BwTest, Plan, ScheduleKind, SectionKind, SectionReader};
+use crate::render::job::{JobCommands, Resolution};
+use crate::render::launch::LaunchStyle;
+use crate::render::{RenderError, Renderer, Template};
+use crate::schedule::stages::{all_pairs, declared, per_link, selected_segments};
+use crate::schedule::{Job, KindId, Round, Stage};
+
+pub const ID: KindId = KindId("rdma-read-bw");
+
+/// What an RDMA read reaches of the line rate a write reaches on the same half.
+const READ_SHARE: f64 = 0.97;
+
+pub struct RdmaReadBw;
+
+impl SectionKind for RdmaReadBw {
+    fn key(&self) -> &'static str {
+        ID.name()
+    }
+
+    fn describe(&self) -> &'static str {
+        "RDMA read bandwidth per half (`ib_read_bw`), scheduled like `rdma-bw`."
+    }
+
+    fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        generator.subschema_for::<RawBwTest>()
+    }
+
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+        let raw: RawBwTest = r.deserialize(table)?;
+        let t = r.bw(&raw, ID.name(), false)?;
+        Some(Arc::new(t))
+    }
+}
+
+impl TestKind for RdmaReadBw {
+    fn id(&self) -> KindId {
+        ID
+    }
+
+    fn tool(&self) -> Tool {
+        Tool::IbReadBw
+    }
+
+    fn metric(&self) -> Metric {
+        Metric::RdmaBw
+    }
+
+    fn templates(&self) -> &'static [Template] {
+        // the perftest bandwidth pair, with `tool = ib_read_bw`
+        super::rdma_bw::TEMPLATES
+    }
+
+    fn stages(&self, plan: &Plan) -> Vec<Stage> {
+        let Some(t) = plan.section::<BwTest>(ID.name()) else {
+            return Vec::new();
+        };
+        let segs = selected_segments(plan, &t.halves);
+        vec![match t.schedule {
+            ScheduleKind::PerLink => per_link(plan, ID, &segs, t.direction),
+            ScheduleKind::Rounds => declared(ID, &t.rounds, t.direction),
+            ScheduleKind::AllPairs => all_pairs(plan, ID, segs, t.direction),
+        }]
+    }
+
+    fn commands(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        style: &dyn LaunchStyle,
+        res: &Resolution,
+        job: &Job,
+        run_id: &str,
+    ) -> Result<JobCommands, RenderError> {
+        let Some(t) = plan.section::<BwTest>(ID.name()) else {
+            return Err(RenderError {
+                name: job.id.clone(),
+                message: "the plan has no [tests.rdma-read-bw]".into(),
+            });
+        };
+        super::rdma_bw::perftest_bw_commands(
+            plan,
+            renderer,
+            style,
+            res,
+            job,
+            run_id,
+            t,
+            "ib_read_bw",
+        )
+    }
+
+    fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+        crate::capacity::expected(plan, round)
+            .into_iter()
+            .map(|e| e.map(|e| e * READ_SHARE))
+            .collect()
+    }
+
+    fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
+        match parsed {
+            Parsed::PerftestBw(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            other => mismatch(ctx, other),
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! `rdma-read-bw`, the kind added as one file: its plan section, its commands (`ib_read_bw`),
+//! its expected value and its verdicts, on the simulated fabric.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use fabricplan::exec::evidence::Evidence;
+use fabricplan::exec::launch::SshLauncher;
+use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::gate::judge::Outcome;
+use fabricplan::gate::trap::Trap;
+use fabricplan::results::RunResults;
+use fabricplan::sim::SimTransport;
+use fabricplan::topology::Fabric;
+
+fn fixture() -> (std::path::PathBuf, String) {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kinds/rdma-read-bw.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    (p, text)
+}
+
+async fn run(text: &str, faults: &[&str]) -> RunResults {
+    let (p, _) = fixture();
+    let plan = fabricplan::kinds::load_str(&p, text, Path::new("."))
+        .unwrap()
+        .plan;
+    let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
+    let t = Arc::new(SimTransport::new(&plan, &faults).unwrap());
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_c, cancel) = tokio::sync::watch::channel(false);
+    let opts = RunOptions {
+        run_id: "read".into(),
+        only: vec![],
+        skip: vec![],
+        max_parallel: 8,
+    };
+    runner::run(
+        &plan,
+        &Fabric::build(&plan),
+        &fabricplan::kinds::schedule(&plan),
+        Arc::new(SshLauncher::new(t)),
+        &opts,
+        &Evidence::none(),
+        tx,
+        cancel,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn reads_both_ways_per_half_green_on_a_healthy_pair() {
+    let (_, text) = fixture();
+    let r = run(&text, &[]).await;
+    let jobs: Vec<_> = r.jobs.iter().filter(|j| j.kind == "rdma-read-bw").collect();
+    // each half, each way
+    assert_eq!(jobs.len(), 4, "{jobs:#?}");
+    for j in &jobs {
+        assert!(j.steps.iter().all(|s| s.command.starts_with("ib_read_bw ")));
+        assert!((j.expected_gbps.unwrap() - 0.97 * 111.9).abs() < 0.2);
+        assert_eq!(j.worst(), Some(Outcome::Ok), "{:#?}", j.verdicts);
+    }
+    assert_eq!(r.summary.verdict, "ALL GREEN");
+}
+
+#[tokio::test]
+async fn a_throttled_half_is_the_firmware_throttle() {
+    let (_, text) = fixture();
+    let r = run(&text, &["throttle:spark-a.f0.a"]).await;
+    let v = r
+        .jobs
+        .iter()
+        .filter(|j| j.kind == "rdma-read-bw" && j.label.contains("f0.a"))
+        .flat_map(|j| j.verdicts.iter())
+        .next()
+        .unwrap();
+    assert_eq!(v.outcome, Outcome::Fail);
+    assert_eq!(v.trap, Some(Trap::FirmwareThrottle));
+}
+
+#[test]
+fn the_section_is_validated_and_in_the_schema() {
+    let (p, text) = fixture();
+    let bad = text.replace("duration-s = 2", "duraton-s = 2");
+    let err = match fabricplan::kinds::load_str(&p, &bad, Path::new(".")) {
+        Err(fabricplan::plan::LoadError::Invalid(d)) => d.render(false, 100),
+        other => panic!("{other:?}"),
+    };
+    assert!(err.contains("did you mean `duration-s`?"), "{err}");
+    let schema: serde_json::Value =
+        serde_json::from_str(&fabricplan::kinds::json_schema()).unwrap();
+    assert!(
+        schema["definitions"]["RawTests"]["properties"]["rdma-read-bw"].is_object(),
+        "{schema}"
+    );
+}
