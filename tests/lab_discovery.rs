@@ -229,7 +229,7 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
     assert!(
         fails
             .iter()
-            .any(|f| f.contains("[no-device]") && f.contains("names differ per box")),
+            .any(|f| f.contains("[pinned-name-wrong]") && f.contains("names differ per box")),
         "{fails:#?}"
     );
     for h in ["host-a", "host-b"] {
