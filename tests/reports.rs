@@ -23,6 +23,7 @@ ends = ["spark-a.f0", "spark-b.f0"]
 subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
 [tests.rdma-bw]
 duration-s = 2
+direction = "one"
 "#;
 
 fn probe(host: &str, a: &str, b: &str) -> String {
