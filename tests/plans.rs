@@ -325,7 +325,11 @@ fn all_pairs_takes_n_minus_1_rounds_even_n_odd_and_never_doubles_a_half() {
                 assert!(pairs.insert(key), "n = {n}: {key:?} measured twice");
             }
         }
-        assert_eq!(pairs.len(), n * (n - 1), "n = {n}: every pair once each way");
+        assert_eq!(
+            pairs.len(),
+            n * (n - 1),
+            "n = {n}: every pair once each way"
+        );
     }
 }
 

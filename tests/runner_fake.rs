@@ -29,6 +29,7 @@ halves = ["a"]
 subnets = { a = "198.51.100.0/30" }
 [tests.rdma-bw]
 duration-s = 2
+direction = "one"
 "#;
 
 fn probe(host: &str, ip: &str, gid_hex: &str) -> String {

@@ -47,10 +47,8 @@ fn check_round(n: usize, round: &Round) -> Vec<(NodeId, NodeId)> {
         }
         let p = j.pair.as_ref().expect("all-pairs jobs are pairs");
         assert_eq!(p.client.half, "a", "the test measures half a only");
-        pairs.push((
-            p.client.node.min(p.server.node),
-            p.client.node.max(p.server.node),
-        ));
+        // ordered: client, server (each pair runs each way)
+        pairs.push((p.client.node, p.server.node));
     }
     pairs
 }
@@ -71,7 +69,8 @@ fn all_pairs_round_counts_are_exact() {
     ] {
         let plan = load(n, 2);
         let schedule = fabricplan::kinds::schedule(&plan);
-        // the all-pairs stage, then one NCCL round
+        // the all-pairs stage each way, then one NCCL round
+        let rounds = 2 * rounds;
         assert_eq!(schedule.len(), rounds + 1, "{n} nodes");
         let fabric = Fabric::build(&plan);
         let kinds: Vec<KindId> = schedule.rounds(&plan, &fabric).map(|r| r.kind).collect();
@@ -101,7 +100,11 @@ fn every_pair_once_no_half_twice() {
                 assert!(seen.insert(pair), "{n} nodes: pair {pair:?} twice");
             }
         }
-        assert_eq!(seen.len(), n * (n - 1) / 2, "{n} nodes: every pair once");
+        assert_eq!(
+            seen.len(),
+            n * (n - 1),
+            "{n} nodes: every pair once each way"
+        );
     }
 }
 
@@ -145,15 +148,18 @@ fn four_thousand_nodes_expand_lazily() {
     assert_eq!(plan.nodes.len(), n);
     let fabric = Fabric::build(&plan);
     let schedule = fabricplan::kinds::schedule(&plan);
-    assert_eq!(schedule.len(), n - 1 + 1);
-    for r in [0, n / 2 - 1, n - 2] {
+    // every pair each way, then the NCCL round
+    assert_eq!(schedule.len(), 2 * (n - 1) + 1);
+    for r in [0, n / 2 - 1, n - 2, n - 1, 2 * n - 3] {
         let round = schedule.round(&plan, &fabric, r).expect("round");
         assert_eq!(round.kind, KindId("rdma-bw"));
         assert_eq!(round.jobs.len(), n / 2);
         check_round(n, &round);
     }
-    let nccl = schedule.round(&plan, &fabric, n - 1).expect("nccl round");
+    let nccl = schedule
+        .round(&plan, &fabric, 2 * (n - 1))
+        .expect("nccl round");
     assert_eq!(nccl.kind, KindId("nccl"));
     assert_eq!(nccl.jobs[0].resources.len(), n, "every rank's half a");
-    assert!(schedule.round(&plan, &fabric, n).is_none());
+    assert!(schedule.round(&plan, &fabric, 2 * n - 1).is_none());
 }
