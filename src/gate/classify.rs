@@ -237,29 +237,8 @@ pub fn nccl(
         }
         out.push(v);
     }
-    let rows = &parsed.rows;
-    match parsed.transport.as_deref() {
-        Some("NET/IB") => out.push(Verdict::check(
-            g("transport"),
-            Outcome::Ok,
-            "NET/IB: NCCL rode the RDMA fabric",
-            None,
-        )),
-        Some(t) => out.push(Verdict::check(
-            g("transport"),
-            Outcome::Fail,
-            format!("{t}: NCCL fell back to TCP sockets"),
-            Some(Trap::TcpFallback),
-        )),
-        None if !rows.is_empty() => out.push(Verdict::check(
-            g("transport"),
-            Outcome::Fail,
-            "the log does not show NET/IB (NCCL_DEBUG=INFO lines missing)",
-            Some(Trap::TcpFallback),
-        )),
-        None => {}
-    }
-    if rows.is_empty() {
+    out.extend(nccl_transport(&g("transport"), parsed));
+    if parsed.rows.is_empty() {
         if out.is_empty() {
             out.push(Verdict::check(
                 g("run"),
@@ -270,117 +249,16 @@ pub fn nccl(
         }
         return out;
     }
-    let wrong = parsed.wrong_total.unwrap_or(0);
-    let oob = parsed.out_of_bounds.unwrap_or(0);
-    if wrong > 0 || oob > 0 {
-        out.push(Verdict::check(
-            g("correctness"),
-            Outcome::Fail,
-            format!("#wrong {wrong} elements, out of bounds {oob}"),
-            Some(Trap::WrongResults),
-        ));
-    } else {
-        out.push(Verdict::check(
-            g("correctness"),
-            Outcome::Ok,
-            "#wrong 0 at every size, out of bounds 0",
-            None,
-        ));
-    }
+    out.push(nccl_correctness(&g("correctness"), parsed));
     // 16 KiB in-place time, when the sweep covers it, against the model's time for these ranks
-    if let Some(row) = rows.iter().find(|r| r.size_bytes == 16384)
+    if let Some(row) = parsed.rows.iter().find(|r| r.size_bytes == 16384)
         && let Some(t) = row.in_place.as_ref().map(|h| h.time_us)
     {
         out.push(small.judge(g("16 KiB time"), &[t], model.small_time_us));
     }
-    // bus bandwidth at the largest sizes (the average over every size is mostly latency)
-    let large = large_rows(parsed);
-    if !large.is_empty() {
-        let best = |r: &crate::parse::nccl_tests::Row| {
-            [&r.out_of_place, &r.in_place]
-                .into_iter()
-                .flatten()
-                .map(|h| h.busbw_gbs)
-                .fold(0.0, f64::max)
-        };
-        let n = large.len() as f64;
-        let measured = large.iter().map(|r| best(r)).sum::<f64>() / n;
-        let expected = large
-            .iter()
-            .map(|r| (model.busbw_gbs)(r.size_bytes))
-            .sum::<f64>()
-            / n;
-        let (lo, hi) = (
-            large.iter().map(|r| r.size_bytes).min().unwrap_or(0),
-            large.iter().map(|r| r.size_bytes).max().unwrap_or(0),
-        );
-        let what = if lo == hi {
-            format!("busbw at {}", size_name(hi))
-        } else {
-            format!("busbw at {}-{}", size_name(lo), size_name(hi))
-        };
-        let mut v = busbw.judge(g(&what), &[measured], Some(expected).filter(|e| *e > 0.0));
-        let avg = parsed
-            .avg_busbw_gbs
-            .map(|a| format!("; average over every size {a:.2} GB/s"))
-            .unwrap_or_default();
-        v.detail = format!(
-            "{measured:.2} GB/s of the {expected:.2} expected at the largest sizes{avg}{}",
-            if v.outcome == Outcome::Ok || v.detail.is_empty() {
-                String::new()
-            } else {
-                format!("; {}", v.detail)
-            }
-        );
-        out.push(v);
-    }
-    // did the fabric carry it?
-    let dead: Vec<&str> = ctx
-        .fabric_bytes_per_rank
-        .iter()
-        .filter(|(_, d)| d.is_some_and(|d| d <= 0))
-        .map(|(h, _)| h.as_str())
-        .collect();
-    if !ctx.fabric_bytes_per_rank.is_empty() {
-        if dead.is_empty() && ctx.fabric_bytes_per_rank.iter().all(|(_, d)| d.is_some()) {
-            out.push(Verdict::check(
-                g("fabric counters"),
-                Outcome::Ok,
-                "RDMA byte counters moved on every rank",
-                None,
-            ));
-        } else if !dead.is_empty() {
-            out.push(Verdict::check(
-                g("fabric counters"),
-                Outcome::Fail,
-                format!("RDMA byte counters did not move on {}", dead.join(", ")),
-                Some(Trap::FabricNotUsed),
-            ));
-        }
-    }
-    if let Some(hca) = &ctx.nccl_hca {
-        let listed: Vec<&str> = hca.split(',').map(str::trim).collect();
-        let missing: Vec<&String> = ctx
-            .cabled_devices
-            .iter()
-            .filter(|d| !listed.contains(&d.as_str()))
-            .collect();
-        if !missing.is_empty() {
-            out.push(Verdict::check(
-                g("NCCL_IB_HCA"),
-                Outcome::Warn,
-                format!(
-                    "NCCL_IB_HCA leaves out cabled device(s) {}",
-                    missing
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                Some(Trap::HalfMissingFromHca),
-            ));
-        }
-    }
+    out.extend(nccl_busbw(busbw, &g, parsed, model));
+    out.extend(fabric_counters(&g("fabric counters"), ctx));
+    out.extend(hca_covers_every_half(&g("NCCL_IB_HCA"), ctx));
     if parsed.gdr == Some(false) {
         out.push(Verdict::check(
             g("GPUDirect RDMA"),
@@ -389,26 +267,180 @@ pub fn nccl(
             None,
         ));
     }
-    // one root cause, one FAIL: over TCP sockets the bandwidth, the small-message time and the
-    // counters are all what the fallback makes them
-    let fallback = g("transport");
-    if out
+    follow_the_fallback(&g("transport"), &mut out);
+    out
+}
+
+/// NET/IB, or the fallback to TCP sockets (or no INFO lines to tell).
+fn nccl_transport(gate: &str, parsed: &NcclReport) -> Option<Verdict> {
+    match parsed.transport.as_deref() {
+        Some("NET/IB") => Some(Verdict::check(
+            gate,
+            Outcome::Ok,
+            "NET/IB: NCCL rode the RDMA fabric",
+            None,
+        )),
+        Some(t) => Some(Verdict::check(
+            gate,
+            Outcome::Fail,
+            format!("{t}: NCCL fell back to TCP sockets"),
+            Some(Trap::TcpFallback),
+        )),
+        None if !parsed.rows.is_empty() => Some(Verdict::check(
+            gate,
+            Outcome::Fail,
+            "the log does not show NET/IB (NCCL_DEBUG=INFO lines missing)",
+            Some(Trap::TcpFallback),
+        )),
+        None => None,
+    }
+}
+
+/// `#wrong` 0 at every size and no value out of bounds.
+fn nccl_correctness(gate: &str, parsed: &NcclReport) -> Verdict {
+    let wrong = parsed.wrong_total.unwrap_or(0);
+    let oob = parsed.out_of_bounds.unwrap_or(0);
+    if wrong > 0 || oob > 0 {
+        Verdict::check(
+            gate,
+            Outcome::Fail,
+            format!("#wrong {wrong} elements, out of bounds {oob}"),
+            Some(Trap::WrongResults),
+        )
+    } else {
+        Verdict::check(
+            gate,
+            Outcome::Ok,
+            "#wrong 0 at every size, out of bounds 0",
+            None,
+        )
+    }
+}
+
+/// Bus bandwidth at the largest sizes against the model's there (the average over every size
+/// is mostly latency).
+fn nccl_busbw(
+    busbw: &GateSpec,
+    g: &dyn Fn(&str) -> String,
+    parsed: &NcclReport,
+    model: &NcclExpectation<'_>,
+) -> Option<Verdict> {
+    let large = large_rows(parsed);
+    if large.is_empty() {
+        return None;
+    }
+    let best = |r: &crate::parse::nccl_tests::Row| {
+        [&r.out_of_place, &r.in_place]
+            .into_iter()
+            .flatten()
+            .map(|h| h.busbw_gbs)
+            .fold(0.0, f64::max)
+    };
+    let n = large.len() as f64;
+    let measured = large.iter().map(|r| best(r)).sum::<f64>() / n;
+    let expected = large
+        .iter()
+        .map(|r| (model.busbw_gbs)(r.size_bytes))
+        .sum::<f64>()
+        / n;
+    let (lo, hi) = (
+        large.iter().map(|r| r.size_bytes).min().unwrap_or(0),
+        large.iter().map(|r| r.size_bytes).max().unwrap_or(0),
+    );
+    let what = if lo == hi {
+        format!("busbw at {}", size_name(hi))
+    } else {
+        format!("busbw at {}-{}", size_name(lo), size_name(hi))
+    };
+    let mut v = busbw.judge(g(&what), &[measured], Some(expected).filter(|e| *e > 0.0));
+    let avg = parsed
+        .avg_busbw_gbs
+        .map(|a| format!("; average over every size {a:.2} GB/s"))
+        .unwrap_or_default();
+    let extra = if v.outcome == Outcome::Ok || v.detail.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", v.detail)
+    };
+    v.detail = format!(
+        "{measured:.2} GB/s of the {expected:.2} expected at the largest sizes{avg}{extra}"
+    );
+    Some(v)
+}
+
+/// Did the fabric carry it: the RDMA byte counters of every rank moved.
+fn fabric_counters(gate: &str, ctx: &Context) -> Option<Verdict> {
+    if ctx.fabric_bytes_per_rank.is_empty() {
+        return None;
+    }
+    let dead: Vec<&str> = ctx
+        .fabric_bytes_per_rank
+        .iter()
+        .filter(|(_, d)| d.is_some_and(|d| d <= 0))
+        .map(|(h, _)| h.as_str())
+        .collect();
+    if !dead.is_empty() {
+        Some(Verdict::check(
+            gate,
+            Outcome::Fail,
+            format!("RDMA byte counters did not move on {}", dead.join(", ")),
+            Some(Trap::FabricNotUsed),
+        ))
+    } else if ctx.fabric_bytes_per_rank.iter().all(|(_, d)| d.is_some()) {
+        Some(Verdict::check(
+            gate,
+            Outcome::Ok,
+            "RDMA byte counters moved on every rank",
+            None,
+        ))
+    } else {
+        None
+    }
+}
+
+/// NCCL_IB_HCA lists every cabled half of every rank (one half alone caps a cable near its rate).
+fn hca_covers_every_half(gate: &str, ctx: &Context) -> Option<Verdict> {
+    let hca = ctx.nccl_hca.as_ref()?;
+    let listed: Vec<&str> = hca.split(',').map(str::trim).collect();
+    let missing: Vec<&str> = ctx
+        .cabled_devices
+        .iter()
+        .map(String::as_str)
+        .filter(|d| !listed.contains(d))
+        .collect();
+    (!missing.is_empty()).then(|| {
+        Verdict::check(
+            gate,
+            Outcome::Warn,
+            format!(
+                "NCCL_IB_HCA leaves out cabled device(s) {}",
+                missing.join(", ")
+            ),
+            Some(Trap::HalfMissingFromHca),
+        )
+    })
+}
+
+/// One root cause, one FAIL: over TCP sockets the bandwidth, the small-message time and the
+/// counters are all what the fallback makes them.
+fn follow_the_fallback(fallback: &str, out: &mut [Verdict]) {
+    if !out
         .iter()
         .any(|v| v.gate == fallback && v.trap == Some(Trap::TcpFallback))
     {
-        for v in out.iter_mut() {
-            if v.gate != fallback
-                && v.outcome != Outcome::Ok
-                && matches!(
-                    v.trap,
-                    Some(Trap::SlowCollective | Trap::SlowBusBandwidth | Trap::FabricNotUsed)
-                )
-            {
-                v.follows = Some(fallback.clone());
-            }
+        return;
+    }
+    for v in out.iter_mut() {
+        if v.gate != fallback
+            && v.outcome != Outcome::Ok
+            && matches!(
+                v.trap,
+                Some(Trap::SlowCollective | Trap::SlowBusBandwidth | Trap::FabricNotUsed)
+            )
+        {
+            v.follows = Some(fallback.to_string());
         }
     }
-    out
 }
 
 #[cfg(test)]

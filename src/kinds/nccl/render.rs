@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 
 use minijinja::{Value, context};
 
-use crate::plan::{CableKind, Endpoint, NodeId, Plan};
+use crate::plan::{CableKind, Endpoint, NcclTest, NodeId, Plan, Segment};
 use crate::render::job::{JobCommands, Rank, Resolution, Role, Step, Val, known_or};
 use crate::render::launch::{LaunchStyle, MpiApp, MpiLaunch};
 use crate::render::{NamePart, RenderError, Renderer, name_list};
@@ -140,6 +140,225 @@ pub fn mpi_hostname(
 /// an NCCL job's own timeout would.
 pub const LAUNCH_CHECK_TIMEOUT_S: u32 = 20;
 
+/// What the ranks of an NCCL test use: each rank's halves, its device and netdev names (or the
+/// placeholders of what discovery must still find), and its GID index.
+struct RankSet {
+    ranks: Vec<Rank>,
+    /// Each rank's GID index; `None` when its halves disagree (left to NCCL).
+    gids: Vec<Option<Val>>,
+    /// Each rank's (device names, netdev names), typed for the environment.
+    names: Vec<(Vec<NamePart>, Vec<NamePart>)>,
+    notes: Vec<String>,
+    unresolved: Vec<String>,
+}
+
+impl RankSet {
+    /// The ranks of `t` over `segs`, each with its own names from `res`.
+    fn of(plan: &Plan, res: &Resolution, t: &NcclTest, segs: &[&Segment]) -> RankSet {
+        let ranked = rank_table(plan, t);
+        // each rank's members of those segments, in segment then member order
+        let mut members_of: HashMap<NodeId, Vec<&crate::plan::Member>> = HashMap::new();
+        for s in segs {
+            for m in s.members.iter().filter(|m| ranked(m.endpoint.node)) {
+                members_of.entry(m.endpoint.node).or_default().push(m);
+            }
+        }
+        let mut set = RankSet {
+            ranks: Vec::new(),
+            gids: Vec::new(),
+            names: Vec::new(),
+            notes: Vec::new(),
+            unresolved: Vec::new(),
+        };
+        let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
+        for n in &t.nodes {
+            let mut endpoints: Vec<Endpoint> = Vec::new();
+            for m in members_of.get(n).into_iter().flatten() {
+                if !endpoints.contains(&m.endpoint) {
+                    endpoints.push(m.endpoint.clone());
+                }
+            }
+            let address = rank_address(segs, *n, launcher);
+            set.add(plan, res, *n, address, endpoints);
+        }
+        set.unresolved.sort();
+        set.unresolved.dedup();
+        set
+    }
+
+    /// One rank: its halves' facts, and one GID index for the process when its halves agree.
+    fn add(
+        &mut self,
+        plan: &Plan,
+        res: &Resolution,
+        n: NodeId,
+        address: Option<Ipv4Addr>,
+        endpoints: Vec<Endpoint>,
+    ) {
+        let mut devices = Vec::new();
+        let mut netdevs = Vec::new();
+        let mut rank_gids: Vec<Val> = Vec::new();
+        for e in &endpoints {
+            let name = plan.endpoint_name(e);
+            let f = res.facts(e);
+            let d = known_or(f.device, &name, "device");
+            let nd = known_or(f.netdev, &name, "netdev");
+            let g = known_or(f.gid_index.map(|g| g.to_string()), &name, "gid");
+            for v in [&d, &nd, &g] {
+                if let Some(p) = &v.placeholder {
+                    self.unresolved.push(p.to_string());
+                }
+            }
+            rank_gids.push(g);
+            devices.push(d.part());
+            netdevs.push(nd.part());
+        }
+        // one NCCL_IB_GID_INDEX per process: when this rank's halves map their addresses at
+        // different indices no single value is right for both, so NCCL chooses per device
+        let same = rank_gids.iter().any(|g| g.placeholder.is_some())
+            || rank_gids.windows(2).all(|w| w[0].text == w[1].text);
+        let gid = if same {
+            rank_gids.into_iter().next()
+        } else {
+            self.notes.push(format!(
+                "{}: its halves use GID indices {}; NCCL_IB_GID_INDEX is left to NCCL for this rank",
+                plan.node(n).name,
+                rank_gids.iter().map(|g| g.text.as_str()).collect::<Vec<_>>().join(" and ")
+            ));
+            None
+        };
+        self.gids.push(gid);
+        self.names.push((devices.clone(), netdevs.clone()));
+        self.ranks.push(Rank {
+            node: n,
+            address: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
+            endpoints,
+            devices: devices.iter().map(|p| p.text().to_string()).collect(),
+            netdevs: netdevs.iter().map(|p| p.text().to_string()).collect(),
+        });
+    }
+
+    /// Every rank has the same GID index (or none), and none is left to a placeholder.
+    fn gids_uniform(&self) -> bool {
+        self.gids.windows(2).all(|w| {
+            w[0].as_ref().map(|g| g.text.as_str()) == w[1].as_ref().map(|g| g.text.as_str())
+        }) && self.gids.iter().flatten().all(|g| g.placeholder.is_none())
+    }
+
+    /// One GID index for every rank, known: then a single value in the common environment.
+    fn uniform_gid(&self) -> Option<&Val> {
+        if self.gids_uniform() {
+            self.gids.first().and_then(Option::as_ref)
+        } else {
+            None
+        }
+    }
+
+    /// The environment every rank shares: NCCL on the native path with every rank's own device
+    /// and netdev names (the f0/f1 naming asymmetry between boxes), the ring playbook's settings
+    /// on a switchless ring, and the plan's own values (data: quoted, whatever they look like).
+    fn environment(&self, ring: bool, t: &NcclTest) -> BTreeMap<String, EnvValue> {
+        let mut hca: Vec<NamePart> = Vec::new();
+        let mut ifs: Vec<NamePart> = Vec::new();
+        for (devices, netdevs) in &self.names {
+            for d in devices {
+                if !hca.contains(d) {
+                    hca.push(d.clone());
+                }
+            }
+            for d in netdevs {
+                if !ifs.contains(d) {
+                    ifs.push(d.clone());
+                }
+            }
+        }
+        let data = |s: &str| EnvValue::Data(s.to_string());
+        let mut env: BTreeMap<String, EnvValue> = BTreeMap::new();
+        env.insert("NCCL_NET_PLUGIN".into(), data("none"));
+        env.insert("NCCL_DEBUG".into(), data("INFO"));
+        env.insert("NCCL_IB_HCA".into(), EnvValue::Names(hca));
+        env.insert("NCCL_SOCKET_IFNAME".into(), EnvValue::Names(ifs));
+        if ring {
+            // NVIDIA's ring playbook: without these a switchless ring fails with ibv_modify_qp 110
+            env.insert("NCCL_IB_SUBNET_AWARE_ROUTING".into(), data("1"));
+            env.insert("NCCL_IB_MERGE_NICS".into(), data("0"));
+        } else {
+            env.insert("NCCL_IB_MERGE_NICS".into(), data("1"));
+        }
+        if let Some(g) = self.uniform_gid() {
+            env.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
+        }
+        for (k, v) in &t.env {
+            env.insert(k.clone(), data(v));
+        }
+        env
+    }
+}
+
+fn env_value(env: &BTreeMap<String, EnvValue>) -> Result<Value, RenderError> {
+    let mut map: BTreeMap<String, Value> = BTreeMap::new();
+    for (k, v) in env {
+        map.insert(k.clone(), v.value()?);
+    }
+    Ok(Value::from(map))
+}
+
+/// The application contexts: one for every rank when they share a binary and an environment;
+/// one per rank otherwise (a GID index or a node's environment differs). Each rank's node
+/// environment (PATH, LD_LIBRARY_PATH, ...) travels with it: mpirun starts remote ranks with
+/// sshd's environment, not the launcher's.
+fn apps(
+    plan: &Plan,
+    t: &NcclTest,
+    set: &RankSet,
+    env: &BTreeMap<String, EnvValue>,
+    binary_of: &dyn Fn(NodeId) -> String,
+) -> Result<Vec<MpiApp>, RenderError> {
+    let node_env = |n: NodeId| -> BTreeMap<String, EnvValue> {
+        plan.node(n)
+            .env
+            .iter()
+            .filter(|(k, _)| !env.contains_key(*k))
+            .map(|(k, v)| (k.clone(), EnvValue::Data(v.clone())))
+            .collect()
+    };
+    let ranks = &set.ranks;
+    let per_rank = !set.gids_uniform()
+        || ranks.iter().any(|r| {
+            binary_of(r.node) != binary_of(ranks[0].node)
+                || node_env(r.node) != node_env(ranks[0].node)
+        });
+    if per_rank {
+        let mut apps = Vec::new();
+        for (r, g) in ranks.iter().zip(&set.gids) {
+            let mut e = env.clone();
+            e.extend(node_env(r.node));
+            if let Some(g) = g
+                && !t.env.contains_key("NCCL_IB_GID_INDEX")
+            {
+                e.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
+            }
+            apps.push(MpiApp {
+                nodes: vec![r.node],
+                hosts: vec![r.address],
+                env: env_value(&e)?,
+                binary: binary_of(r.node),
+            });
+        }
+        return Ok(apps);
+    }
+    let mut e = env.clone();
+    if let Some(r) = ranks.first() {
+        e.extend(node_env(r.node));
+    }
+    Ok(vec![MpiApp {
+        nodes: ranks.iter().map(|r| r.node).collect(),
+        hosts: ranks.iter().map(|r| r.address).collect(),
+        env: env_value(&e)?,
+        binary: binary_of(ranks[0].node),
+    }])
+}
+
 /// The MPI launch of NCCL test `ti` as `job`.
 #[allow(clippy::too_many_arguments)]
 pub fn nccl_commands(
@@ -157,172 +376,17 @@ pub fn nccl_commands(
             message: "no such NCCL test in the plan".into(),
         });
     };
-    let mut unresolved = Vec::new();
     let segs = nccl_segments(plan, t);
-    let ranked = rank_table(plan, t);
-    // each rank's members of those segments, in segment then member order
-    let mut members_of: HashMap<NodeId, Vec<&crate::plan::Member>> = HashMap::new();
-    for s in &segs {
-        for m in s.members.iter().filter(|m| ranked(m.endpoint.node)) {
-            members_of.entry(m.endpoint.node).or_default().push(m);
-        }
-    }
     let ring = segs
         .iter()
         .any(|s| plan.cables[s.cable].kind == CableKind::Ring);
-    let mut ranks = Vec::new();
-    let mut gids: Vec<Option<Val>> = Vec::new();
-    let mut rank_names: Vec<(Vec<NamePart>, Vec<NamePart>)> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let launcher = t.nodes.first().copied().unwrap_or(NodeId(0));
-    for n in &t.nodes {
-        let mut endpoints: Vec<Endpoint> = Vec::new();
-        let address = rank_address(&segs, *n, launcher);
-        for m in members_of.get(n).into_iter().flatten() {
-            if !endpoints.contains(&m.endpoint) {
-                endpoints.push(m.endpoint.clone());
-            }
-        }
-        let mut devices = Vec::new();
-        let mut netdevs = Vec::new();
-        let mut rank_gids: Vec<Val> = Vec::new();
-        for e in &endpoints {
-            let name = plan.endpoint_name(e);
-            let f = res.facts(e);
-            let d = known_or(f.device, &name, "device");
-            let nd = known_or(f.netdev, &name, "netdev");
-            let g = known_or(f.gid_index.map(|g| g.to_string()), &name, "gid");
-            for v in [&d, &nd, &g] {
-                if let Some(p) = &v.placeholder {
-                    unresolved.push(p.to_string());
-                }
-            }
-            rank_gids.push(g);
-            devices.push(d.part());
-            netdevs.push(nd.part());
-        }
-        // one NCCL_IB_GID_INDEX per process: when this rank's halves map their addresses at
-        // different indices no single value is right for both, so NCCL chooses per device
-        let same = rank_gids.iter().any(|g| g.placeholder.is_some())
-            || rank_gids.windows(2).all(|w| w[0].text == w[1].text);
-        let gid = if same {
-            rank_gids.into_iter().next()
-        } else {
-            notes.push(format!(
-                "{}: its halves use GID indices {}; NCCL_IB_GID_INDEX is left to NCCL for this rank",
-                plan.node(*n).name,
-                rank_gids.iter().map(|g| g.text.as_str()).collect::<Vec<_>>().join(" and ")
-            ));
-            None
-        };
-        gids.push(gid);
-        rank_names.push((devices.clone(), netdevs.clone()));
-        ranks.push(Rank {
-            node: *n,
-            address: address.unwrap_or(Ipv4Addr::UNSPECIFIED),
-            endpoints,
-            devices: devices.iter().map(|p| p.text().to_string()).collect(),
-            netdevs: netdevs.iter().map(|p| p.text().to_string()).collect(),
-        });
-    }
-    // every rank's own names, in rank order: each rank matches whichever one is its own (the
-    // f0/f1 naming asymmetry between boxes)
-    let mut hca: Vec<NamePart> = Vec::new();
-    let mut ifs: Vec<NamePart> = Vec::new();
-    for (devices, netdevs) in &rank_names {
-        for d in devices {
-            if !hca.contains(d) {
-                hca.push(d.clone());
-            }
-        }
-        for d in netdevs {
-            if !ifs.contains(d) {
-                ifs.push(d.clone());
-            }
-        }
-    }
-    let data = |s: &str| EnvValue::Data(s.to_string());
-    let mut env: BTreeMap<String, EnvValue> = BTreeMap::new();
-    env.insert("NCCL_NET_PLUGIN".into(), data("none"));
-    env.insert("NCCL_DEBUG".into(), data("INFO"));
-    env.insert("NCCL_IB_HCA".into(), EnvValue::Names(hca));
-    env.insert("NCCL_SOCKET_IFNAME".into(), EnvValue::Names(ifs));
-    if ring {
-        // NVIDIA's ring playbook: without these a switchless ring fails with ibv_modify_qp 110
-        env.insert("NCCL_IB_SUBNET_AWARE_ROUTING".into(), data("1"));
-        env.insert("NCCL_IB_MERGE_NICS".into(), data("0"));
-    } else {
-        env.insert("NCCL_IB_MERGE_NICS".into(), data("1"));
-    }
-    let gid_texts: Vec<Option<&str>> = gids
-        .iter()
-        .map(|g| g.as_ref().map(|g| g.text.as_str()))
-        .collect();
-    let uniform_gid = gid_texts.windows(2).all(|w| w[0] == w[1])
-        && gids.iter().flatten().all(|g| g.placeholder.is_none());
-    if uniform_gid && let Some(Some(g)) = gids.first() {
-        env.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
-    }
-    // the plan's own values are data: quoted, whatever they look like
-    for (k, v) in &t.env {
-        env.insert(k.clone(), data(v));
-    }
+    let set = RankSet::of(plan, res, t, &segs);
+    let env = set.environment(ring, t);
     let binary_of = |n: NodeId| match &plan.node(n).nccl_tests_dir {
         Some(d) => format!("{}/{}", d.trim_end_matches('/'), t.collective.binary()),
         None => t.collective.binary().to_string(),
     };
-    let env_value = |env: &BTreeMap<String, EnvValue>| -> Result<Value, RenderError> {
-        let mut map: BTreeMap<String, Value> = BTreeMap::new();
-        for (k, v) in env {
-            map.insert(k.clone(), v.value()?);
-        }
-        Ok(Value::from(map))
-    };
-    // each rank's node environment (PATH, LD_LIBRARY_PATH, ...) travels with -x: mpirun starts
-    // remote ranks with sshd's environment, not the launcher's
-    let node_env = |n: NodeId| -> BTreeMap<String, EnvValue> {
-        plan.node(n)
-            .env
-            .iter()
-            .filter(|(k, _)| !env.contains_key(*k))
-            .map(|(k, v)| (k.clone(), data(v)))
-            .collect()
-    };
-    let per_rank = !uniform_gid
-        || ranks.iter().any(|r| {
-            binary_of(r.node) != binary_of(ranks[0].node)
-                || node_env(r.node) != node_env(ranks[0].node)
-        });
-    let apps: Vec<MpiApp> = if per_rank {
-        let mut apps = Vec::new();
-        for (r, g) in ranks.iter().zip(&gids) {
-            let mut e = env.clone();
-            e.extend(node_env(r.node));
-            if let Some(g) = g
-                && !t.env.contains_key("NCCL_IB_GID_INDEX")
-            {
-                e.insert("NCCL_IB_GID_INDEX".into(), EnvValue::Names(vec![g.part()]));
-            }
-            apps.push(MpiApp {
-                nodes: vec![r.node],
-                hosts: vec![r.address],
-                env: env_value(&e)?,
-                binary: binary_of(r.node),
-            });
-        }
-        apps
-    } else {
-        let mut e = env.clone();
-        if let Some(r) = ranks.first() {
-            e.extend(node_env(r.node));
-        }
-        vec![MpiApp {
-            nodes: ranks.iter().map(|r| r.node).collect(),
-            hosts: ranks.iter().map(|r| r.address).collect(),
-            env: env_value(&e)?,
-            binary: binary_of(ranks[0].node),
-        }]
-    };
+    let apps = apps(plan, t, &set, &env, &binary_of)?;
     let mut subnets: Vec<String> = segs.iter().map(|s| s.subnet.to_string()).collect();
     subnets.dedup();
     let args: Vec<String> = [
@@ -336,6 +400,7 @@ pub fn nccl_commands(
     .into_iter()
     .flat_map(|(f, v)| [f.to_string(), v])
     .collect();
+    let ranks = set.ranks;
     let vars = context! {
         binary => binary_of(ranks.first().map(|r| r.node).unwrap_or(NodeId(0))),
         min_bytes => t.min_bytes.clone(), max_bytes => t.max_bytes.clone(),
@@ -354,23 +419,20 @@ pub fn nccl_commands(
         timeout_s: t.timeout_s,
     };
     let w = style.mpi(plan, renderer, &launch, run_id)?;
-    let (launcher, command, script) = (w.node, w.command, w.script);
-    unresolved.sort();
-    unresolved.dedup();
     Ok(JobCommands {
         job: job.id.clone(),
         steps: vec![Step {
-            node: launcher,
-            host: plan.node(launcher).name.clone(),
+            node: w.node,
+            host: plan.node(w.node).name.clone(),
             role: Role::Launcher,
-            command,
-            script,
+            command: w.command,
+            script: w.script,
             timeout_s: t.timeout_s,
         }],
-        unresolved,
+        unresolved: set.unresolved,
         ranks,
         nccl_env: env.iter().map(|(k, v)| (k.clone(), v.text())).collect(),
-        notes,
+        notes: set.notes,
     })
 }
 
