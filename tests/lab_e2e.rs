@@ -72,6 +72,13 @@ impl Run {
             .unwrap_or_else(|| panic!("no job {id} in results.json"))
     }
 
+    /// The id of the one job of `kind` (the NCCL test of a twin), whatever round it landed in.
+    fn only(&self, kind: &str) -> String {
+        let of: Vec<&Value> = self.jobs().iter().filter(|j| j["kind"] == kind).collect();
+        assert_eq!(of.len(), 1, "one {kind} job expected:\n{}", self.story());
+        of[0]["job"].as_str().unwrap_or("").to_string()
+    }
+
     fn verdict(&self) -> &str {
         self.results["summary"]["verdict"].as_str().unwrap_or("")
     }
@@ -366,7 +373,8 @@ fn two_spark_twin() {
     let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
     assert_eq!(r.verdict(), "ALL GREEN", "{}", r.story());
     assert_eq!(r.code, Some(0), "{}", r.story());
-    assert_eq!(r.jobs().len(), 7, "{}", r.story());
+    // each half each way, both halves at once each way, latency per half, and NCCL
+    assert_eq!(r.jobs().len(), 11, "{}", r.story());
     for j in r.jobs() {
         assert_eq!(j["status"], "measured", "{}", r.story());
     }
@@ -376,8 +384,8 @@ fn two_spark_twin() {
     eprintln!(
         "healthy: bw a {:.2} Gb/s, bw b {:.2}, lat a {:.1} us",
         r.value("rdma-bw-r001-j01"),
-        r.value("rdma-bw-r002-j01"),
-        r.value("rdma-lat-r004-j01")
+        r.value("rdma-bw-r003-j01"),
+        r.value("rdma-lat-r007-j01")
     );
     assert_no_leftovers(&lab, "healthy run");
 
@@ -413,14 +421,20 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
         r.story()
     );
     // what a person reads: the FAIL, the trap and its fix, and the one-line verdict last
-    let line = r
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("rdma-bw spark-b.f0.a -> spark-a.f0.a "))
-        .unwrap_or_else(|| panic!("no line for the throttled half:\n{}", r.stdout));
-    assert!(line.contains("FAIL"), "{line}");
-    assert!(line.contains(v["trap_name"].as_str().unwrap()), "{line}");
-    assert!(line.contains(v["fix"].as_str().unwrap()), "{line}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("FAIL    rdma-bw spark-b.f0.a -> spark-a.f0.a "))
+        .unwrap_or_else(|| panic!("no FAIL line for the throttled half:\n{}", r.stdout));
+    // the row, then its detail, trap and fix lines (wrapped to the terminal's width)
+    let block = lines[at..]
+        .iter()
+        .take_while(|l| l.starts_with("FAIL") || l.starts_with(' '))
+        .flat_map(|l| l.split_whitespace())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(block.contains(v["trap_name"].as_str().unwrap()), "{block}");
+    assert!(block.contains(v["fix"].as_str().unwrap()), "{block}");
     assert_eq!(r.stdout.trim_end().lines().last(), Some(r.verdict()));
     // nothing else is flagged: exactly the throttled half, alone and in the both-halves round
     let flagged = r.not_ok();
@@ -441,10 +455,20 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
         "{}",
         r.story()
     );
+    // one root cause, one FAIL: the both-halves round's failure follows the first
+    let both = r
+        .jobs()
+        .iter()
+        .flat_map(|j| j["verdicts"].as_array().unwrap())
+        .find(|v| v["gate"] == "rdma-bw-both spark-b.f0.a -> spark-a.f0.a")
+        .unwrap();
+    assert_eq!(both["follows"], "rdma-bw spark-b.f0.a -> spark-a.f0.a", "{both}");
+    assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
     assert_no_leftovers(lab, "throttled run");
 
-    // A server that dies before its client connects: every bw/lat job (spark-a serves them
-    // all) fails with the detached-server/firewall trap; the NCCL job still runs and passes.
+    // A server that dies before its client connects: every bw/lat job spark-a serves (one
+    // direction of each) fails with the detached-server/firewall trap, the other direction
+    // (spark-b serves) is measured; the NCCL job still runs and passes.
     lab.fault("spark-a", Fault::ServerDiesBeforeConnect);
     let r = run(lab, twin, &work.join("server-dies"), "json", &[]);
     lab.clear_fault("spark-a", Fault::ServerDiesBeforeConnect);
@@ -464,6 +488,8 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
                 "{}",
                 r.story()
             );
+        } else if j["hosts"][0] != "spark-a" {
+            assert_eq!(j["status"], "measured", "{id}:\n{}", r.story());
         } else {
             assert!(
                 has_verdict(&r, id, "FAIL", "server-gone-or-firewall"),
@@ -521,7 +547,7 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
     let took =
         client["finished_unix_ms"].as_u64().unwrap() - client["started_unix_ms"].as_u64().unwrap();
     assert!((7_000..20_000).contains(&took), "hung client ran {took} ms");
-    assert_eq!(r.job("nccl-r006-all_reduce")["status"], "measured");
+    assert_eq!(r.job(&r.only("nccl"))["status"], "measured");
     assert_no_leftovers(lab, "client-hangs run");
 
     // NCCL_IB_HCA naming devices neither host has cabled (f1 names copied from another box):
@@ -543,7 +569,7 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
         &["--only", "nccl"],
     );
     assert_eq!(r.code, Some(1), "{}", r.story());
-    let id = "nccl-r006-all_reduce";
+    let id = &r.only("nccl");
     assert_eq!(r.job(id)["status"], "measured", "{}", r.story());
     assert_eq!(r.job(id)["parsed"]["transport"], "NET/Socket");
     assert!(has_verdict(&r, id, "FAIL", "tcp-fallback"), "{}", r.story());
@@ -607,7 +633,7 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
     );
     // the NCCL binary path is taken literally too: no such directory, so no result
     assert_ne!(
-        r.job("nccl-r006-all_reduce")["status"],
+        r.job(&r.only("nccl"))["status"],
         "measured",
         "{}",
         r.story()
@@ -813,10 +839,10 @@ fn ring3_twin() {
     let t0 = Instant::now();
     let (twin, _, lab, work) = build_twin("ring3", "e3r");
 
-    // Healthy: six links measured one by one, all_gather across the three ranks on NET/IB.
+    // Healthy: six links measured one by one each way, all_gather across the three ranks on NET/IB.
     let r = run(&lab, &twin, &work.path().join("healthy"), "json", &[]);
     eprint!("{}", round_times(&r));
-    let nccl_id = "nccl-r007-all_gather";
+    let nccl_id = &r.only("nccl");
     // every rank is addressed on a link the launcher has (a switchless ring: spark-1 has no
     // interface on the spark-2 <-> spark-3 link), so mpirun reaches them all
     assert!(
@@ -836,11 +862,17 @@ fn ring3_twin() {
         links.into_iter().collect::<Vec<_>>(),
         [
             "rdma-bw ring.l1.a",
+            "rdma-bw ring.l1.a reverse",
             "rdma-bw ring.l1.b",
+            "rdma-bw ring.l1.b reverse",
             "rdma-bw ring.l2.a",
+            "rdma-bw ring.l2.a reverse",
             "rdma-bw ring.l2.b",
+            "rdma-bw ring.l2.b reverse",
             "rdma-bw ring.l3.a",
-            "rdma-bw ring.l3.b"
+            "rdma-bw ring.l3.a reverse",
+            "rdma-bw ring.l3.b",
+            "rdma-bw ring.l3.b reverse"
         ],
         "{}",
         r.story()
@@ -864,7 +896,16 @@ fn ring3_twin() {
         .find(|d| d["node"] == "spark-3")
         .unwrap();
     assert_eq!(d3["reachable"], false, "{}", r.story());
-    all_jobs_ran(&r);
+    // one root cause, one FAIL: the reach check names spark-3; every job that needs it is
+    // skipped with that cause, and the link without it is measured each way
+    let fails: Vec<_> = r.not_ok().into_iter().filter(|v| v.1 == "FAIL").collect();
+    assert_eq!(
+        fails,
+        [("reach spark-3".to_string(), "FAIL".to_string(), "unreachable".to_string())],
+        "{}",
+        r.story()
+    );
+    assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
     for j in r.jobs() {
         let id = j["job"].as_str().unwrap();
         let hosts: Vec<&str> = j["hosts"]
@@ -874,12 +915,9 @@ fn ring3_twin() {
             .map(|h| h.as_str().unwrap())
             .collect();
         if hosts.contains(&"spark-3") {
-            assert_eq!(j["status"], "failed", "{id}:\n{}", r.story());
-            assert!(
-                has_verdict(&r, id, "FAIL", "unreachable"),
-                "{id}:\n{}",
-                r.story()
-            );
+            assert_eq!(j["status"], "skipped", "{id}:\n{}", r.story());
+            let reason = j["reason"].as_str().unwrap_or("");
+            assert!(reason.contains("spark-3 is unreachable"), "{id}: {reason}");
         } else {
             assert_eq!(j["status"], "measured", "{id}:\n{}", r.story());
             assert!(has_verdict(&r, id, "OK", ""), "{id}:\n{}", r.story());
@@ -890,7 +928,7 @@ fn ring3_twin() {
             .iter()
             .filter(|j| j["status"] == "measured")
             .count(),
-        2,
+        4,
         "{}",
         r.story()
     );
@@ -1021,7 +1059,7 @@ fn switched6_twin() {
         "R2a {r2a} Gb/s vs ISL {isl_gbps}"
     );
 
-    let nccl = r.job("nccl-r005-all_reduce");
+    let nccl = r.job(&r.only("nccl"));
     assert_eq!(nccl["status"], "measured", "{}", r.story());
     assert_eq!(nccl["parsed"]["transport"], "NET/IB");
     assert_no_leftovers(&lab, "switched-6 healthy run");

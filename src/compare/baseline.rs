@@ -15,16 +15,10 @@ use super::threshold::Thresholds;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::results::RunResults;
 
-/// The end of every baseline verdict's gate.
-pub const SUFFIX: &str = " vs baseline";
+pub use super::entry::{SUFFIX, is_baseline_verdict};
 
 /// The trap name of a regression against the baseline.
 pub const TRAP_NAME: &str = "regression against baseline";
-
-/// Was `v` made by [`baseline_verdicts`]?
-pub fn is_baseline_verdict(v: &Verdict) -> bool {
-    v.metric.is_none() && v.gate.ends_with(SUFFIX)
-}
 
 /// `111.52`, `98.24`, `1.47`, `5681.3`: two decimals (the tools print two), one from 1000 on.
 pub fn fmt_val(v: f64) -> String {

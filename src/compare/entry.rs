@@ -13,6 +13,14 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
 use crate::results::{JobResult, RunResults};
 
+/// The end of every baseline verdict's gate.
+pub const SUFFIX: &str = " vs baseline";
+
+/// Was `v` made by [`super::baseline_verdicts`] (a comparison against the baseline run)?
+pub fn is_baseline_verdict(v: &Verdict) -> bool {
+    v.metric.is_none() && v.gate.ends_with(SUFFIX)
+}
+
 /// What a compared value is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -184,7 +192,7 @@ pub fn entries(r: &RunResults) -> Vec<Entry> {
 }
 
 fn gate_entry(j: &JobResult, v: &Verdict, nodes: &[String]) -> Option<Entry> {
-    if super::baseline::is_baseline_verdict(v) {
+    if is_baseline_verdict(v) {
         return None;
     }
     let metric = v.metric?;

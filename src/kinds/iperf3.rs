@@ -61,7 +61,7 @@ impl SectionKind for Iperf3 {
         generator.subschema_for::<RawIperfTest>()
     }
 
-    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
         let raw: RawIperfTest = r.deserialize(table)?;
         let t = r.iperf(&raw, ID.name())?;
         Some(Arc::new(t))

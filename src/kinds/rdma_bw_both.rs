@@ -40,7 +40,7 @@ impl SectionKind for RdmaBwBoth {
         generator.subschema_for::<RawBwTest>()
     }
 
-    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
         let raw: RawBwTest = r.deserialize(table)?;
         let t = r.bw(&raw, ID.name(), true)?;
         Some(Arc::new(t))

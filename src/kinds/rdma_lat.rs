@@ -65,7 +65,7 @@ impl SectionKind for RdmaLat {
         generator.subschema_for::<RawLatTest>()
     }
 
-    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
         let raw: RawLatTest = r.deserialize(table)?;
         let t = r.lat(&raw, ID.name())?;
         Some(Arc::new(t))

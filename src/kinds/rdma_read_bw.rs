@@ -43,7 +43,7 @@ impl SectionKind for RdmaReadBw {
         generator.subschema_for::<RawBwTest>()
     }
 
-    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
         let raw: RawBwTest = r.deserialize(table)?;
         let t = r.bw(&raw, ID.name(), false)?;
         Some(Arc::new(t))

@@ -19,7 +19,7 @@ use serde::Deserialize;
 pub use diag::{PlanDiagnostics, Problem};
 pub use model::*;
 pub use raw::RawPlan;
-pub use section::{Catalog, NoKinds, Section, SectionKind, SectionReader};
+pub use section::{Catalog, NoKinds, SectionKind, SectionReader};
 
 /// Why a plan could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -1,14 +1,17 @@
 //! The validated plan: no spans, no raw strings where a type fits, nothing left for later
 //! stages to re-check. IDs are indices into the plan's vectors.
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 use std::net::Ipv4Addr;
+use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use ipnet::Ipv4Net;
 use serde::Serialize;
 
-use super::section::Section;
 use crate::gate::GateSpec;
 use crate::gate::threshold::Metric;
 
@@ -455,5 +458,29 @@ impl Plan {
             .get(&metric)
             .cloned()
             .unwrap_or_else(|| GateSpec::default_for(metric))
+    }
+}
+
+/// A kind's validated section: its own type, behind `Any`.
+pub type SectionData = Arc<dyn Any + Send + Sync>;
+
+/// One validated `[tests.<key>]` table.
+#[derive(Clone)]
+pub struct Section {
+    pub key: &'static str,
+    pub data: SectionData,
+    /// Where it is in the plan.
+    pub at: Range<usize>,
+}
+
+impl Debug for Section {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Section({} at {:?})", self.key, self.at)
+    }
+}
+
+impl PartialEq for Section {
+    fn eq(&self, other: &Section) -> bool {
+        self.key == other.key && self.at == other.at && Arc::ptr_eq(&self.data, &other.data)
     }
 }

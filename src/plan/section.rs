@@ -4,16 +4,16 @@
 //! the building blocks of [`SectionReader`] (schedules, halves, declared rounds, NCCL ranks), so
 //! a new kind is one file, its section included, and no line here.
 
-use std::any::Any;
-use std::fmt::Debug;
 use std::ops::Range;
-use std::sync::Arc;
 
 use schemars::{Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
 use toml::de::ValueDeserializer;
 
 use super::diag::Problem;
+use super::model::{BwTest, IperfTest, LatTest, NcclTest};
+pub use super::model::{Section, SectionData};
+use super::raw::{RawBwTest, RawIperfTest, RawLatTest, RawNcclTest};
 
 /// A test kind's section of the plan, as the plan language sees it.
 pub trait SectionKind: Sync {
@@ -33,31 +33,7 @@ pub trait SectionKind: Sync {
 
     /// Read one table of the section (spans kept, pointing into the plan) into what the kind
     /// runs from; problems go to `r`. `None` when it is disabled or wrong.
-    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData>;
-}
-
-/// A kind's validated section: its own type, behind `Any`.
-pub type SectionData = Arc<dyn Any + Send + Sync>;
-
-/// One validated `[tests.<key>]` table.
-#[derive(Clone)]
-pub struct Section {
-    pub key: &'static str,
-    pub data: SectionData,
-    /// Where it is in the plan.
-    pub at: Range<usize>,
-}
-
-impl Debug for Section {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Section({} at {:?})", self.key, self.at)
-    }
-}
-
-impl PartialEq for Section {
-    fn eq(&self, other: &Section) -> bool {
-        self.key == other.key && self.at == other.at && Arc::ptr_eq(&self.data, &other.data)
-    }
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData>;
 }
 
 /// What the plan language needs to know of the test kinds: their sections and the templates a
@@ -97,31 +73,41 @@ impl Catalog for NoKinds {
 }
 
 /// The plan so far and the problem list, as a kind's section reader sees them: the building
-/// blocks of [`super::validate`] for test sections.
-pub struct SectionReader<'a> {
-    pub(super) inner: super::validate::SectionScope<'a>,
+/// blocks the validation offers test sections (schedules, halves, declared rounds, NCCL ranks),
+/// each of which reads one shape of section and warns about its size.
+pub trait SectionReader {
     /// Where the table being read is.
-    pub at: Range<usize>,
+    fn at(&self) -> Range<usize>;
+
+    /// Report a problem.
+    fn push(&mut self, p: Problem);
+
+    /// A bandwidth section (`rdma-bw`, `rdma-bw-both` when `both`), named `key`.
+    fn bw(&mut self, t: &RawBwTest, key: &str, both: bool) -> Option<BwTest>;
+
+    /// A latency section, named `key`.
+    fn lat(&mut self, t: &RawLatTest, key: &str) -> Option<LatTest>;
+
+    /// A TCP sanity section, named `key`.
+    fn iperf(&mut self, t: &RawIperfTest, key: &str) -> Option<IperfTest>;
+
+    /// One NCCL test (names unique across the plan's NCCL tests).
+    fn nccl(&mut self, t: &RawNcclTest) -> Option<NcclTest>;
 }
 
-impl SectionReader<'_> {
+impl dyn SectionReader + '_ {
     /// Deserialize the table into `T` (spans kept); a type the shape check let through but
     /// serde refuses is a problem at its span.
     pub fn deserialize<T: DeserializeOwned>(&mut self, table: ValueDeserializer<'_>) -> Option<T> {
         match T::deserialize(table) {
             Ok(t) => Some(t),
             Err(e) => {
-                let mut p = Problem::error("plan::toml", e.message().trim().to_string())
-                    .help("`fabricplan schema` lists every key of the section");
-                p = p.at(e.span().unwrap_or(self.at.clone()), "here");
-                self.inner.push(p);
+                let p = Problem::error("plan::toml", e.message().trim().to_string())
+                    .help("`fabricplan schema` lists every key of the section")
+                    .at(e.span().unwrap_or(self.at()), "here");
+                self.push(p);
                 None
             }
         }
-    }
-
-    /// Report a problem.
-    pub fn push(&mut self, p: Problem) {
-        self.inner.push(p);
     }
 }

@@ -122,11 +122,6 @@ pub struct JobCommands {
     pub notes: Vec<String>,
 }
 
-/// The remote directory of a run.
-pub fn remote_dir(run_id: &str) -> String {
-    format!("/tmp/fabricplan/{run_id}")
-}
-
 /// A run-time fact as a template value: known, or its placeholder.
 pub struct Val {
     pub value: Value,

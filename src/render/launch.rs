@@ -10,9 +10,13 @@ use std::net::Ipv4Addr;
 use minijinja::{Value, context};
 use serde::Serialize;
 
-use super::job::remote_dir;
 use super::{RenderError, Renderer, wrap};
 use crate::plan::{NodeId, Plan};
+
+/// The remote directory of a run.
+pub fn remote_dir(run_id: &str) -> String {
+    format!("/tmp/fabricplan/{run_id}")
+}
 
 /// One application context of an MPI launch: ranks sharing a binary and an environment.
 #[derive(Debug, Clone)]

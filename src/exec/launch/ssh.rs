@@ -12,7 +12,7 @@ use tokio::sync::{oneshot, watch};
 use super::{Launcher, Readiness, ServerHandle, Stopped};
 use crate::exec::transport::{BoxFuture, Output, Transport, TransportError};
 use crate::plan::Node;
-use crate::render::job::remote_dir;
+use crate::render::launch::remote_dir;
 use crate::render::launch::{LaunchStyle, SshStyle};
 use crate::render::wrap;
 

@@ -42,6 +42,38 @@ pub struct Collected<'j> {
     pub counters: Vec<CounterDelta>,
 }
 
+/// One root cause, one FAIL: a failure that repeats one already counted (the same half, the
+/// same direction, the same trap, seen again by another test: a throttled half fails `rdma-bw`
+/// and then `rdma-bw-both`) follows from the first, which is where it is counted and fixed.
+/// `earlier` are the run's results so far; `jobs` are a round's, in order.
+pub fn follow_repeats(earlier: &[JobResult], jobs: &mut [JobResult]) {
+    // (what was judged without its kind, trap) -> the gate it was first counted at
+    let key = |v: &Verdict| -> Option<(String, Trap)> {
+        let trap = v.trap?;
+        let subject = v.gate.split_once(' ')?.1;
+        (v.outcome == Outcome::Fail && v.follows.is_none()).then(|| (subject.to_string(), trap))
+    };
+    let mut counted: HashMap<(String, Trap), String> = HashMap::new();
+    for v in earlier.iter().flat_map(|j| &j.verdicts) {
+        if let Some(k) = key(v) {
+            counted.entry(k).or_insert_with(|| v.gate.clone());
+        }
+    }
+    for job in jobs.iter_mut() {
+        let mut first_here: Vec<((String, Trap), String)> = Vec::new();
+        for v in &mut job.verdicts {
+            let Some(k) = key(v) else { continue };
+            match counted.get(&k) {
+                Some(gate) if *gate != v.gate => v.follows = Some(gate.clone()),
+                Some(_) => {}
+                None => first_here.push((k, v.gate.clone())),
+            }
+        }
+        // a job's own verdicts never follow each other: they are counted after it
+        counted.extend(first_here);
+    }
+}
+
 /// The name a job's verdicts carry: kind, the declared round when there is one (the same flow
 /// runs in several rounds of a matrix), and the job's label.
 pub fn gate_name(plan: &Plan, round: &Round, job: &Job) -> String {
@@ -368,5 +400,100 @@ pub fn judge(plan: &Plan, round: &Round, job: &Job, attempts: Vec<Collected<'_>>
         steps: attempts.into_iter().flat_map(|c| c.steps).collect(),
         verdicts,
         attempts: attempt_list,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: &str, verdicts: Vec<Verdict>) -> JobResult {
+        JobResult {
+            format_version: RESULTS_FORMAT_VERSION,
+            job: id.into(),
+            kind: id.split("-r").next().unwrap_or(id).into(),
+            round: 0,
+            round_name: String::new(),
+            label: String::new(),
+            hosts: Vec::new(),
+            expected_gbps: None,
+            status: JobStatus::Measured,
+            reason: None,
+            steps: Vec::new(),
+            parsed: None,
+            counters: Vec::new(),
+            verdicts,
+            tool_seconds: None,
+            attempts: Vec::new(),
+        }
+    }
+
+    fn fail(gate: &str, trap: Trap) -> Verdict {
+        Verdict::check(gate, Outcome::Fail, "", Some(trap))
+    }
+
+    const HALF: &str = "spark-b.f0.a -> spark-a.f0.a";
+
+    #[test]
+    fn a_half_failing_again_in_another_test_follows_the_first() {
+        let earlier = [job(
+            "rdma-bw-r001-j01",
+            vec![fail(&format!("rdma-bw {HALF}"), Trap::FirmwareThrottle)],
+        )];
+        let mut round = [job(
+            "rdma-bw-both-r005-j01",
+            vec![fail(&format!("rdma-bw-both {HALF}"), Trap::FirmwareThrottle)],
+        )];
+        follow_repeats(&earlier, &mut round);
+        assert_eq!(
+            round[0].verdicts[0].follows.as_deref(),
+            Some(format!("rdma-bw {HALF}").as_str())
+        );
+    }
+
+    #[test]
+    fn other_halves_directions_and_traps_are_their_own_causes() {
+        let earlier = [job(
+            "rdma-bw-r001-j01",
+            vec![fail(&format!("rdma-bw {HALF}"), Trap::FirmwareThrottle)],
+        )];
+        let mut round = [
+            job(
+                "rdma-bw-r002-j01",
+                vec![fail(
+                    "rdma-bw spark-a.f0.a -> spark-b.f0.a",
+                    Trap::FirmwareThrottle,
+                )],
+            ),
+            job(
+                "rdma-lat-r007-j01",
+                vec![fail(&format!("rdma-lat {HALF}"), Trap::Timeout)],
+            ),
+            job(
+                "rdma-bw-both-r005-j01",
+                vec![Verdict::check(
+                    format!("rdma-bw-both {HALF}"),
+                    Outcome::Warn,
+                    "",
+                    Some(Trap::FirmwareThrottle),
+                )],
+            ),
+        ];
+        follow_repeats(&earlier, &mut round);
+        assert!(round.iter().all(|j| j.verdicts[0].follows.is_none()));
+    }
+
+    #[test]
+    fn within_a_round_the_first_job_counts_and_the_next_follows() {
+        let mut round = [
+            job("a-r001-j01", vec![fail(&format!("a {HALF}"), Trap::Timeout)]),
+            job("b-r001-j02", vec![fail(&format!("b {HALF}"), Trap::Timeout)]),
+        ];
+        follow_repeats(&[], &mut round);
+        assert_eq!(round[0].verdicts[0].follows, None);
+        assert_eq!(
+            round[1].verdicts[0].follows.as_deref(),
+            Some(format!("a {HALF}").as_str())
+        );
     }
 }

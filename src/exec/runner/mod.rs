@@ -144,7 +144,12 @@ pub async fn run(
             }
             continue;
         }
-        let (jobs, record) = round::run_round(&ctx, &round, schedule.len(), evidence, pick).await;
+        let (mut jobs, record) =
+            round::run_round(&ctx, &round, schedule.len(), evidence, pick).await;
+        judge::follow_repeats(&results.jobs, &mut jobs);
+        for d in &jobs {
+            ctx.emit(Event::JobDone(Box::new(d.clone())));
+        }
         results.rounds.push(record.clone());
         ctx.emit(Event::RoundDone(record));
         results.jobs.extend(jobs);

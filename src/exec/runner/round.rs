@@ -623,9 +623,6 @@ pub(crate) async fn run_round(
     if let Some(kind) = kinds::get(round.kind) {
         kind.judge_round(plan, round, &mut done);
     }
-    for d in &done {
-        ctx.emit(Event::JobDone(Box::new(d.clone())));
-    }
     let (skew, source) = launch_skew(&sent_ms, remote_ms);
     let record = RoundRecord {
         index: round.index,

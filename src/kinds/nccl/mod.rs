@@ -76,7 +76,7 @@ impl SectionKind for Nccl {
         generator.subschema_for::<RawNcclTest>()
     }
 
-    fn read(&self, table: ValueDeserializer<'_>, r: &mut SectionReader<'_>) -> Option<SectionData> {
+    fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
         let raw: RawNcclTest = r.deserialize(table)?;
         let t = r.nccl(&raw)?;
         Some(Arc::new(t))

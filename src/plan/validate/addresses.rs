@@ -7,12 +7,15 @@ use std::ops::Range;
 use ipnet::Ipv4Net;
 use toml::Spanned;
 
-use super::cables::{SegSpans, node_ref};
 use super::names::{MAX_LABELS, Places, and_list, label_places, times};
+use super::nodes::node_ref;
 use super::{Ctx, span};
 use crate::plan::diag::Problem;
 use crate::plan::model::*;
 use crate::plan::raw::*;
+
+/// Per segment: the span of its subnet, and the spans of explicit addresses by member index.
+pub(super) type SegSpans = Vec<(Range<usize>, BTreeMap<usize, Range<usize>>)>;
 
 pub(super) fn parse_net(ctx: &mut Ctx, s: &Spanned<String>) -> Option<Ipv4Net> {
     match s.get_ref().parse::<Ipv4Net>() {

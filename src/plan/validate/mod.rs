@@ -9,11 +9,11 @@ mod cables;
 mod gates;
 mod names;
 mod nodes;
+mod sections;
 mod settings;
 mod sim;
 mod switches;
 mod templates;
-mod tests;
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -30,8 +30,8 @@ use super::section::{Catalog, SectionKind};
 pub const FORMAT_VERSION: u32 = 1;
 
 pub use names::{is_safe_ifname, is_safe_name};
+pub use sections::parse_size;
 pub use sim::{SIM_FAULTS, check_sim_fault};
-pub use tests::{SectionScope, parse_size};
 
 struct Ctx {
     problems: Vec<Problem>,
@@ -141,7 +141,7 @@ fn build(
         &wired.recabled,
     );
     let gates = gates::gates(ctx, &raw.gates);
-    let tests = tests::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
+    let tests = sections::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates, catalog);
     let capacity = settings::capacity(raw.capacity.as_ref());
     let sim = sim::sim(ctx, raw.sim.as_ref(), &nodes, &switches);

@@ -1,6 +1,7 @@
 //! `[[profile]]` and `[[node]]`: hardware profiles, SSH targets, environments and pins.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use super::names::{Declared, ifname_check};
 use super::settings::resolve_path;
@@ -228,4 +229,28 @@ fn node_pins(ctx: &mut Ctx, n: &RawNode, prof: &Profile) -> BTreeMap<(String, St
         );
     }
     pins
+}
+
+/// The node a plan value names, or a problem at `at` (with the nearest declared name).
+pub(super) fn node_ref(
+    ctx: &mut Ctx,
+    name: &str,
+    at: Range<usize>,
+    nodes: &[Node],
+    what: &str,
+) -> Option<NodeId> {
+    if let Some(id) = ctx.node_ids.get(name) {
+        return Some(*id);
+    }
+    let mut p = Problem::error(
+        "plan::unknown-node",
+        format!("{what} names node `{name}`, which is not declared"),
+    )
+    .at(at, "unknown node");
+    p = match ctx.suggest(name, nodes.iter().map(|n| n.name.as_str())) {
+        Some(s) => p.help(format!("did you mean `{s}`?")),
+        None => p.help("declare it under `[[node]]`"),
+    };
+    ctx.push(p);
+    None
 }

@@ -14,8 +14,9 @@ use std::ops::Range;
 use ipnet::Ipv4Net;
 use toml::Spanned;
 
-use super::addresses::{member_address, parse_net};
+use super::addresses::{SegSpans, member_address, parse_net};
 use super::names::{Declared, Places, keyword, label_places, times};
+use super::nodes::node_ref;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
@@ -50,29 +51,6 @@ impl Cabled {
             ));
         }
     }
-}
-
-pub(super) fn node_ref(
-    ctx: &mut Ctx,
-    name: &str,
-    at: Range<usize>,
-    nodes: &[Node],
-    what: &str,
-) -> Option<NodeId> {
-    if let Some(id) = ctx.node_ids.get(name) {
-        return Some(*id);
-    }
-    let mut p = Problem::error(
-        "plan::unknown-node",
-        format!("{what} names node `{name}`, which is not declared"),
-    )
-    .at(at, "unknown node");
-    p = match ctx.suggest(name, nodes.iter().map(|n| n.name.as_str())) {
-        Some(s) => p.help(format!("did you mean `{s}`?")),
-        None => p.help("declare it under `[[node]]`"),
-    };
-    ctx.push(p);
-    None
 }
 
 pub(super) fn port_check(
@@ -196,8 +174,6 @@ pub(super) fn halves_for(
     }
     out
 }
-
-pub(super) type SegSpans = Vec<(Range<usize>, BTreeMap<usize, Range<usize>>)>;
 
 /// What the cables build, and what they are checked against: the segments so far with their
 /// spans, and where each port half was cabled.

@@ -6,11 +6,12 @@ use std::ops::Range;
 use ipnet::Ipv4Net;
 use toml::Spanned;
 
-use super::{NewSegment, Wiring, halves_for, node_ref, port_check, push_segment};
+use super::{NewSegment, Wiring, halves_for, port_check, push_segment};
 use crate::plan::diag::Problem;
 use crate::plan::model::*;
 use crate::plan::raw::*;
 use crate::plan::validate::addresses::{check_address_keys, parse_net};
+use crate::plan::validate::nodes::node_ref;
 use crate::plan::validate::{Ctx, span};
 
 type NodeList = Spanned<Vec<Spanned<String>>>;

@@ -8,8 +8,8 @@ use toml::Spanned;
 
 use toml::de::DeValue;
 
-use super::cables::node_ref;
 use super::names::{Declared, MAX_LABELS, Places, keyword, label_places};
+use super::nodes::node_ref;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
@@ -210,13 +210,11 @@ pub(super) fn tests(
         segments,
         cabling: &cabling,
     };
-    let mut reader = SectionReader {
-        inner: SectionScope {
-            ctx,
-            scope: &scope,
-            cables,
-            nccl_names: Declared::new("NCCL test", String::new()),
-        },
+    let mut reader = SectionScope {
+        ctx,
+        scope: &scope,
+        cables,
+        nccl_names: Declared::new("NCCL test", String::new()),
         at: 0..0,
     };
     let mut out = Vec::new();
@@ -229,7 +227,8 @@ pub(super) fn tests(
         for table in tables {
             reader.at = table.span();
             let at = reader.at.clone();
-            if let Some(data) = kind.read(toml::de::ValueDeserializer::from(table), &mut reader) {
+            let table = toml::de::ValueDeserializer::from(table);
+            if let Some(data) = kind.read(table, &mut reader) {
                 out.push(Section {
                     key: kind.key(),
                     data,
@@ -238,8 +237,7 @@ pub(super) fn tests(
             }
         }
     }
-    let s = reader.inner;
-    s.nccl_names.finish(s.ctx);
+    reader.nccl_names.finish(reader.ctx);
     Tests {
         preflight: raw.preflight.unwrap_or(true),
         sections: out,
@@ -247,26 +245,30 @@ pub(super) fn tests(
 }
 
 /// What a kind's section reader reaches of the validation: the plan so far and the problems.
-pub struct SectionScope<'a> {
+struct SectionScope<'a> {
     ctx: &'a mut Ctx,
     scope: &'a Scope<'a>,
     cables: &'a [RawCable],
     /// NCCL test names, unique across every `[[tests.nccl]]`.
     nccl_names: Declared,
-}
-
-impl SectionScope<'_> {
-    pub(crate) fn push(&mut self, p: Problem) {
-        self.ctx.push(p);
-    }
+    /// Where the table being read is.
+    at: Range<usize>,
 }
 
 /// The building blocks of test sections: each reads one shape of section and warns about its
 /// size; kinds call them from their [`SectionKind::read`].
-impl SectionReader<'_> {
+impl SectionReader for SectionScope<'_> {
+    fn at(&self) -> Range<usize> {
+        self.at.clone()
+    }
+
+    fn push(&mut self, p: Problem) {
+        self.ctx.push(p);
+    }
+
     /// A bandwidth section (`rdma-bw`, `rdma-bw-both` when `both`), named `key`.
-    pub fn bw(&mut self, t: &RawBwTest, key: &str, both: bool) -> Option<BwTest> {
-        let s = &mut self.inner;
+    fn bw(&mut self, t: &RawBwTest, key: &str, both: bool) -> Option<BwTest> {
+        let s = self;
         let test = bw_test(s.ctx, t, both, s.scope)?;
         if test.schedule == ScheduleKind::PerLink && !both {
             per_link_size(
@@ -283,11 +285,11 @@ impl SectionReader<'_> {
     }
 
     /// A latency section, named `key`.
-    pub fn lat(&mut self, t: &RawLatTest, key: &str) -> Option<LatTest> {
+    fn lat(&mut self, t: &RawLatTest, key: &str) -> Option<LatTest> {
         if t.enabled == Some(false) {
             return None;
         }
-        let s = &mut self.inner;
+        let s = self;
         let test = LatTest {
             size_bytes: t.size_bytes.unwrap_or(2),
             iterations: t.iterations.unwrap_or(1000),
@@ -307,11 +309,11 @@ impl SectionReader<'_> {
     }
 
     /// A TCP sanity section, named `key`.
-    pub fn iperf(&mut self, t: &RawIperfTest, key: &str) -> Option<IperfTest> {
+    fn iperf(&mut self, t: &RawIperfTest, key: &str) -> Option<IperfTest> {
         if t.enabled == Some(false) {
             return None;
         }
-        let s = &mut self.inner;
+        let s = self;
         let d = t.duration_s.unwrap_or(2).max(1);
         let test = IperfTest {
             duration_s: d,
@@ -332,8 +334,8 @@ impl SectionReader<'_> {
     }
 
     /// One NCCL test (names unique across the plan's NCCL tests).
-    pub fn nccl(&mut self, t: &RawNcclTest) -> Option<NcclTest> {
-        let s = &mut self.inner;
+    fn nccl(&mut self, t: &RawNcclTest) -> Option<NcclTest> {
+        let s = self;
         nccl_test(s.ctx, t, &mut s.nccl_names, s.scope.nodes, s.scope.segments)
     }
 }
