@@ -181,6 +181,44 @@ fn regression_table_of_the_new_runs_plan_and_max_drop() {
     assert_eq!(o.status.code(), Some(1));
 }
 
+/// The plan being run carries its own `[regression]` table: it validates, and
+/// `run --baseline` judges with it.
+#[test]
+fn run_judges_against_the_baseline_with_the_plans_own_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (healthy, _) = sim_run(tmp.path(), "healthy", TWO, &[]);
+    let h = healthy.to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(TWO).unwrap();
+    let lenient = tmp.path().join("lenient.toml");
+    std::fs::write(
+        &lenient,
+        format!("{text}\n[regression]\nrdma-bw = \"95%\"\n"),
+    )
+    .unwrap();
+    let l = lenient.to_string_lossy().into_owned();
+    let o = fabricplan(&["validate", &l]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let gate_vs = format!("{THROTTLED_GATE} vs baseline");
+    let baseline_outcome = |run: &std::path::Path| -> String {
+        json(&run.join("results.json"))["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|j| j["verdicts"].as_array().unwrap())
+            .find(|v| v["gate"] == gate_vs.as_str())
+            .map(|v| v["outcome"].as_str().unwrap().to_string())
+            .unwrap_or_else(|| panic!("no `{gate_vs}` verdict"))
+    };
+    let throttled = ["--sim-fault", "throttle:spark-a.f0.a", "--baseline", &h];
+    // a throttled half drops ~84%: a regression at the 10% default...
+    let (strict, _) = sim_run(tmp.path(), "strict", TWO, &throttled);
+    assert_eq!(baseline_outcome(&strict), "WARN");
+    // ...and none where the plan allows 95% on rdma-bw (its own gate still fails it)
+    let (loose, o) = sim_run(tmp.path(), "loose", &l, &throttled);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(baseline_outcome(&loose), "OK");
+}
+
 #[test]
 fn different_plans_compare_on_what_they_share() {
     let tmp = tempfile::tempdir().unwrap();

@@ -462,7 +462,10 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
         .flat_map(|j| j["verdicts"].as_array().unwrap())
         .find(|v| v["gate"] == "rdma-bw-both spark-b.f0.a -> spark-a.f0.a")
         .unwrap();
-    assert_eq!(both["follows"], "rdma-bw spark-b.f0.a -> spark-a.f0.a", "{both}");
+    assert_eq!(
+        both["follows"], "rdma-bw spark-b.f0.a -> spark-a.f0.a",
+        "{both}"
+    );
     assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
     assert_no_leftovers(lab, "throttled run");
 
@@ -696,9 +699,22 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
         r.story()
     );
     assert_eq!(b["reachable"], true, "{}", r.story());
+    // one FAIL, at the reach check, with the key named; every job skipped for it
+    assert!(
+        r.results["preflight"].as_array().unwrap().iter().any(|v| {
+            v["gate"] == "reach spark-a"
+                && v["outcome"] == "FAIL"
+                && v["trap"] == "unreachable"
+                && v["detail"].as_str().unwrap_or("").contains("HOST KEY CHANGED")
+        }),
+        "{}",
+        r.story()
+    );
+    assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
     for j in r.jobs() {
-        let id = j["job"].as_str().unwrap();
-        assert!(has_verdict(&r, id, "FAIL", "unreachable"), "{}", r.story());
+        assert_eq!(j["status"], "skipped", "{}", r.story());
+        let reason = j["reason"].as_str().unwrap_or("");
+        assert!(reason.contains("spark-a is unreachable"), "{reason}");
     }
     assert_no_leftovers(lab, "host-key run");
 
@@ -901,7 +917,11 @@ fn ring3_twin() {
     let fails: Vec<_> = r.not_ok().into_iter().filter(|v| v.1 == "FAIL").collect();
     assert_eq!(
         fails,
-        [("reach spark-3".to_string(), "FAIL".to_string(), "unreachable".to_string())],
+        [(
+            "reach spark-3".to_string(),
+            "FAIL".to_string(),
+            "unreachable".to_string()
+        )],
         "{}",
         r.story()
     );

@@ -152,10 +152,10 @@ pub struct Baseline {
 }
 
 /// Read `run --baseline OLD` before anything runs; the thresholds come from the plan being run
-/// (its `[regression]` table) and `--max-drop`.
+/// (its validated `[regression]` table) and `--max-drop`.
 pub fn load_baseline(
     path: &Path,
-    plan_text: &str,
+    regression: &crate::plan::Regression,
     max_drop: Option<f64>,
 ) -> Result<Baseline, String> {
     let old = load_run(path).map_err(|e| format!("--baseline: {e}"))?;
@@ -165,8 +165,7 @@ pub fn load_baseline(
         path.to_path_buf()
     };
     let text = std::fs::read_to_string(&file).map_err(|e| format!("--baseline: {e}"))?;
-    let thresholds = Thresholds::from_plan_text(plan_text, max_drop)
-        .map_err(|e| format!("the plan's [regression] table: {e}"))?;
+    let thresholds = Thresholds::from_plan(regression, max_drop);
     Ok(Baseline {
         results: old.results,
         text,

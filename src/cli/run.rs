@@ -136,7 +136,7 @@ fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
 pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i32 {
     // ---- issue #15: the baseline and the metrics file are checked before anything runs ----
     let baseline = match &args.baseline {
-        Some(p) => match super::compare::load_baseline(p, &plan.text, args.max_drop) {
+        Some(p) => match super::compare::load_baseline(p, &plan.regression, args.max_drop) {
             Ok(b) => Some(b),
             Err(e) => {
                 eprintln!("error: {e}");

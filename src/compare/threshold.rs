@@ -23,6 +23,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::gate::threshold::Metric;
+pub use crate::gate::threshold::parse_pct;
+use crate::plan::Regression;
 
 /// The default maximum drop, percent.
 pub const DEFAULT_MAX_DROP_PCT: f64 = 10.0;
@@ -85,24 +87,31 @@ impl Thresholds {
     ) -> Result<Thresholds, RegressionError> {
         let table: PlanRegression =
             toml::from_str(text).map_err(|e| RegressionError::Toml(e.message().to_string()))?;
-        let mut t = Thresholds::new(DEFAULT_MAX_DROP_PCT);
+        let mut r = Regression::default();
         for (k, v) in &table.regression {
             let pct = pct_value(v).ok_or_else(|| RegressionError::BadValue {
                 key: k.clone(),
                 value: v.to_string(),
             })?;
             if k == "max-drop" {
-                t.default_pct = pct;
+                r.max_drop_pct = Some(pct);
             } else if let Some(m) = Metric::from_name(k) {
-                t.per_metric.insert(m, pct);
+                r.per_metric.insert(m, pct);
             } else {
                 return Err(RegressionError::UnknownKey(k.clone()));
             }
         }
-        if let Some(d) = cli_default {
-            t.default_pct = d;
+        Ok(Thresholds::from_plan(&r, cli_default))
+    }
+
+    /// The thresholds of a validated plan's `[regression]` table, `cli_default` as above.
+    pub fn from_plan(r: &Regression, cli_default: Option<f64>) -> Thresholds {
+        Thresholds {
+            default_pct: cli_default
+                .or(r.max_drop_pct)
+                .unwrap_or(DEFAULT_MAX_DROP_PCT),
+            per_metric: r.per_metric.clone(),
         }
-        Ok(t)
     }
 
     /// `rdma-bw 5%, rdma-lat 20%, others 10%`.
@@ -137,18 +146,6 @@ fn pct_value(v: &toml::Value) -> Option<f64> {
         _ => return None,
     };
     (x.is_finite() && x > 0.0).then_some(x)
-}
-
-/// `"10%"`, `"10 %"` or `"10"`: a percentage, more than 0.
-pub fn parse_pct(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let t = t.strip_suffix('%').unwrap_or(t).trim();
-    match t.parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        _ => Err(format!(
-            "`{s}` is not a percentage (write 10% or 10, more than 0)"
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -171,6 +171,18 @@ pub enum ThresholdError {
 }
 
 /// Parse `"90 Gb/s"`, `"3us"`, `"90%"` for `metric`.
+/// `"10%"`, `"10 %"` or `"10"`: a percentage, more than 0.
+pub fn parse_pct(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix('%').unwrap_or(t).trim();
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{s}` is not a percentage (write 10% or 10, more than 0)"
+        )),
+    }
+}
+
 pub fn parse_threshold(text: &str, metric: Metric) -> Result<Threshold, ThresholdError> {
     let t = text.trim();
     let split = t

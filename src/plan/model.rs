@@ -51,6 +51,16 @@ pub struct Plan {
     pub capacity: CapacityConfig,
     pub sim: SimConfig,
     pub setup: Option<Setup>,
+    /// The `[regression]` table: how far a value may move against a baseline.
+    pub regression: Regression,
+}
+
+/// How far a value may move against its baseline before it is a regression, percent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Regression {
+    /// `max-drop`: every metric not named (None: the default, 10%).
+    pub max_drop_pct: Option<f64>,
+    pub per_metric: BTreeMap<Metric, f64>,
 }
 
 #[derive(Debug, Clone, Default)]

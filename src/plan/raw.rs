@@ -61,6 +61,23 @@ pub struct RawPlan {
     /// Optional setup stage, only run with `fabricplan run --setup`.
     #[serde(default)]
     pub setup: Option<RawSetup>,
+    /// How far a value may move against a baseline run (`run --baseline`, `compare`, `report`)
+    /// before it is a regression: `max-drop` for every metric, or per metric name (`rdma-bw`,
+    /// `rdma-lat`, `nccl-busbw`, ...). A bandwidth regresses when it drops by more, a latency
+    /// or a time when it rises by more. Default 10%.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, RawPct>")]
+    pub regression: BTreeMap<Spanned<String>, Spanned<RawPct>>,
+}
+
+/// A percentage, more than 0: `"5%"` or `5`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawPct {
+    /// `"5%"`.
+    Text(String),
+    /// `5`, meaning 5%.
+    Number(f64),
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -442,7 +442,10 @@ mod tests {
         )];
         let mut round = [job(
             "rdma-bw-both-r005-j01",
-            vec![fail(&format!("rdma-bw-both {HALF}"), Trap::FirmwareThrottle)],
+            vec![fail(
+                &format!("rdma-bw-both {HALF}"),
+                Trap::FirmwareThrottle,
+            )],
         )];
         follow_repeats(&earlier, &mut round);
         assert_eq!(
@@ -486,8 +489,14 @@ mod tests {
     #[test]
     fn within_a_round_the_first_job_counts_and_the_next_follows() {
         let mut round = [
-            job("a-r001-j01", vec![fail(&format!("a {HALF}"), Trap::Timeout)]),
-            job("b-r001-j02", vec![fail(&format!("b {HALF}"), Trap::Timeout)]),
+            job(
+                "a-r001-j01",
+                vec![fail(&format!("a {HALF}"), Trap::Timeout)],
+            ),
+            job(
+                "b-r001-j02",
+                vec![fail(&format!("b {HALF}"), Trap::Timeout)],
+            ),
         ];
         follow_repeats(&[], &mut round);
         assert_eq!(round[0].verdicts[0].follows, None);

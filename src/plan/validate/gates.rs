@@ -1,4 +1,5 @@
-//! `[gates.<metric>]`: thresholds with units or percentages, warn bands, attempts.
+//! `[gates.<metric>]`: thresholds with units or percentages, warn bands, attempts; and
+//! `[regression]`: how far a value may move against a baseline.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -7,9 +8,10 @@ use toml::Spanned;
 
 use super::{Ctx, span};
 use crate::gate::GateSpec;
-use crate::gate::threshold::{Metric, Threshold, ThresholdError, Unit, parse_threshold};
+use crate::gate::threshold::{Metric, Threshold, ThresholdError, Unit, parse_pct, parse_threshold};
 use crate::gate::trap::Trap;
 use crate::plan::diag::{Problem, did_you_mean};
+use crate::plan::model::Regression;
 use crate::plan::raw::*;
 
 /// The largest percentage of the expected value a threshold may ask for (the schema's maximum
@@ -42,6 +44,50 @@ pub(super) fn gates(
         };
         let spec = out.get_mut(&metric).expect("every metric has a default");
         gate(ctx, metric, g, spec);
+    }
+    out
+}
+
+/// The `[regression]` table: `max-drop` and metric names, each a percentage more than 0.
+pub(super) fn regression(
+    ctx: &mut Ctx,
+    raw: &BTreeMap<Spanned<String>, Spanned<RawPct>>,
+) -> Regression {
+    let mut out = Regression::default();
+    for (key_spanned, value) in raw {
+        let key = key_spanned.get_ref();
+        let metric = Metric::from_name(key);
+        if metric.is_none() && key != "max-drop" {
+            let mut names: Vec<&str> = vec!["max-drop"];
+            names.extend(Metric::ALL.iter().map(|m| m.name()));
+            let mut p = Problem::error(
+                "plan::unknown-metric",
+                format!("`[regression]` has no key `{key}`"),
+            )
+            .at(span(key_spanned), "not a metric");
+            p = match did_you_mean(key, names.iter().copied()) {
+                Some(s) => p.help(format!("did you mean `{s}`?")),
+                None => p.help(format!("keys: {}", names.join(", "))),
+            };
+            ctx.push(p);
+            continue;
+        }
+        let pct = match value.get_ref() {
+            RawPct::Text(t) => parse_pct(t),
+            RawPct::Number(x) if x.is_finite() && *x > 0.0 => Ok(*x),
+            RawPct::Number(x) => Err(format!("`{x}` is not a percentage more than 0")),
+        };
+        match (pct, metric) {
+            (Ok(p), Some(m)) => {
+                out.per_metric.insert(m, p);
+            }
+            (Ok(p), None) => out.max_drop_pct = Some(p),
+            (Err(e), _) => ctx.push(
+                Problem::error("plan::threshold", e)
+                    .at(span(value), "not a percentage")
+                    .help("write a percentage more than 0: `\"5%\"` or `5`"),
+            ),
+        }
     }
     out
 }

@@ -141,6 +141,7 @@ fn build(
         &wired.recabled,
     );
     let gates = gates::gates(ctx, &raw.gates);
+    let regression = gates::regression(ctx, &raw.regression);
     let tests = sections::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates, catalog);
     let capacity = settings::capacity(raw.capacity.as_ref());
@@ -166,5 +167,6 @@ fn build(
         capacity,
         sim,
         setup,
+        regression,
     })
 }
