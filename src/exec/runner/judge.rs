@@ -42,16 +42,21 @@ pub struct Collected<'j> {
     pub counters: Vec<CounterDelta>,
 }
 
-/// One root cause, one FAIL: a failure that repeats one already counted (the same half, the
-/// same direction, the same trap, seen again by another test: a throttled half fails `rdma-bw`
-/// and then `rdma-bw-both`) follows from the first, which is where it is counted and fixed.
+/// One root cause, one FAIL: a failure that repeats one already counted (the same half, either
+/// direction, the same trap, seen again: a throttled half fails `rdma-bw` each way and then
+/// `rdma-bw-both`) follows from the first, which is where it is counted and fixed.
 /// `earlier` are the run's results so far; `jobs` are a round's, in order.
 pub fn follow_repeats(earlier: &[JobResult], jobs: &mut [JobResult]) {
-    // (what was judged without its kind, trap) -> the gate it was first counted at
+    // (what was judged, without its kind and direction; trap) -> where it was first counted
     let key = |v: &Verdict| -> Option<(String, Trap)> {
         let trap = v.trap?;
         let subject = v.gate.split_once(' ')?.1;
-        (v.outcome == Outcome::Fail && v.follows.is_none()).then(|| (subject.to_string(), trap))
+        let subject = match subject.split_once(" -> ") {
+            Some((x, y)) if x > y => format!("{y} <-> {x}"),
+            Some((x, y)) => format!("{x} <-> {y}"),
+            None => subject.to_string(),
+        };
+        (v.outcome == Outcome::Fail && v.follows.is_none()).then_some((subject, trap))
     };
     let mut counted: HashMap<(String, Trap), String> = HashMap::new();
     for v in earlier.iter().flat_map(|j| &j.verdicts) {
@@ -452,19 +457,32 @@ mod tests {
             round[0].verdicts[0].follows.as_deref(),
             Some(format!("rdma-bw {HALF}").as_str())
         );
+        // the same half the other way: the same half, the same cause
+        let mut reverse = [job(
+            "rdma-bw-r002-j01",
+            vec![fail(
+                "rdma-bw spark-a.f0.a -> spark-b.f0.a",
+                Trap::FirmwareThrottle,
+            )],
+        )];
+        follow_repeats(&earlier, &mut reverse);
+        assert_eq!(
+            reverse[0].verdicts[0].follows.as_deref(),
+            Some(format!("rdma-bw {HALF}").as_str())
+        );
     }
 
     #[test]
-    fn other_halves_directions_and_traps_are_their_own_causes() {
+    fn other_halves_and_traps_are_their_own_causes() {
         let earlier = [job(
             "rdma-bw-r001-j01",
             vec![fail(&format!("rdma-bw {HALF}"), Trap::FirmwareThrottle)],
         )];
         let mut round = [
             job(
-                "rdma-bw-r002-j01",
+                "rdma-bw-r003-j01",
                 vec![fail(
-                    "rdma-bw spark-a.f0.a -> spark-b.f0.a",
+                    "rdma-bw spark-b.f0.b -> spark-a.f0.b",
                     Trap::FirmwareThrottle,
                 )],
             ),
