@@ -705,7 +705,10 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
             v["gate"] == "reach spark-a"
                 && v["outcome"] == "FAIL"
                 && v["trap"] == "unreachable"
-                && v["detail"].as_str().unwrap_or("").contains("HOST KEY CHANGED")
+                && v["detail"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("HOST KEY CHANGED")
         }),
         "{}",
         r.story()
