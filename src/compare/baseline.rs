@@ -102,10 +102,9 @@ fn was(r: &Row) -> String {
     )
 }
 
-fn fix(r: &Row, old: &RunResults) -> String {
+fn fix(old: &RunResults) -> String {
     format!(
-        "{} in baseline run `{}`: find what changed since (firmware, driver, cabling, switch configuration, other traffic) with `fabricplan compare`",
-        was(r),
+        "find what changed since baseline run `{}` (firmware, driver, cabling, switch configuration, other traffic) with `fabricplan compare`",
         old.run_id
     )
 }
@@ -122,7 +121,7 @@ fn verdict(gate: String, outcome: Outcome, r: &Row, detail: String, old: &RunRes
         expected: Some(r.old),
         trap: None,
         trap_name: (outcome != Outcome::Ok).then(|| TRAP_NAME.to_string()),
-        fix: (outcome != Outcome::Ok).then(|| fix(r, old)),
+        fix: (outcome != Outcome::Ok).then(|| fix(old)),
         detail,
         attempts: Vec::new(),
     }
@@ -177,9 +176,9 @@ fn rows_verdict(q: Quantity, rows: &[&Row], old: &RunResults) -> Verdict {
         worst.max_drop_pct,
         was(worst)
     );
-    let mut v = verdict(gate, Outcome::Warn, worst, detail.clone(), old);
+    let mut v = verdict(gate, Outcome::Warn, worst, detail, old);
     v.fix = Some(format!(
-        "{detail} (baseline run `{}`): find what changed since (NCCL and driver versions, NCCL_* settings, firmware, cabling) with `fabricplan compare`",
+        "find what changed since baseline run `{}` (NCCL and driver versions, NCCL_* settings, firmware, cabling) with `fabricplan compare`",
         old.run_id
     ));
     v
