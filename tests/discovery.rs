@@ -2,6 +2,8 @@
 //! `/sys/class/infiniband`-shaped tree (and a stand-in `ip` printing fixed iproute2 output), and
 //! resolution picks each planned half's live device, netdev and RoCE v2 GID index per box.
 
+mod support;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -114,9 +116,7 @@ subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
 "#;
 
 fn resolve(dump: &str, node: usize) -> Vec<HalfResolution> {
-    let plan = fabricplan::kinds::load_str(Path::new("p.toml"), PLAN, Path::new("."))
-        .unwrap()
-        .plan;
+    let plan = support::load_plan_text("p.toml", PLAN);
     let probe = discover::probe::parse(dump);
     assert!(probe.complete, "the probe ran to its end: {dump}");
     discover::resolve_node(&plan, NodeId(node), &probe)

@@ -21,6 +21,8 @@
 //!
 //! `FABRICPLAN_BENCH_REPS` (default 2) repeats each fabricplan run.
 
+mod support;
+
 mod lab;
 
 use std::fmt::Write as _;
@@ -50,13 +52,6 @@ fn twin_path(name: &str) -> PathBuf {
     manifest()
         .join("tests/lab/plans")
         .join(format!("{name}.toml"))
-}
-
-fn load(path: &Path) -> fabricplan::plan::Plan {
-    match fabricplan::kinds::load(path) {
-        Ok(l) => l.plan,
-        Err(e) => panic!("{} does not load: {e:?}", path.display()),
-    }
 }
 
 fn reps() -> usize {
@@ -312,7 +307,7 @@ fn assert_no_leftovers(lab: &Lab) {
 /// and without preflight.
 fn overhead(name: &str, tag: &str, durations: &[(&str, &str)]) {
     let twin = twin_path(name);
-    let plan = load(&twin);
+    let plan = support::load_plan(&twin);
     let t0 = Instant::now();
     let lab = Lab::build(&lab::twin::lab_spec(tag, &plan)).expect("lab builds");
     println!("{name}: lab built in {:?}", t0.elapsed());
@@ -432,7 +427,7 @@ fn bench_launch_skew_8() {
     let dir = work("skew-8");
     let p = dir.join("skew-8.toml");
     std::fs::write(&p, skew_plan()).unwrap();
-    let plan = load(&p);
+    let plan = support::load_plan(&p);
     let t0 = Instant::now();
     let lab = Lab::build(&lab::twin::lab_spec("bsk", &plan)).expect("lab builds");
     println!("skew-8: lab built in {:?}", t0.elapsed());

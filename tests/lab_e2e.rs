@@ -10,6 +10,8 @@
 //! clear message unless `FABRICPLAN_SKIP_LAB=1` is set (then they are skipped with a note).
 //! `twins_match_their_shipped_plans` needs no root.
 
+mod support;
+
 mod lab;
 
 use std::collections::BTreeSet;
@@ -38,17 +40,10 @@ fn twin_path(name: &str) -> PathBuf {
 fn build_twin(name: &str, tag: &str) -> (PathBuf, Plan, Lab, Work) {
     let t0 = Instant::now();
     let twin = twin_path(name);
-    let plan = load(&twin);
+    let plan = support::load_plan(&twin);
     let lab = Lab::build(&lab_spec(tag, &plan)).expect("lab builds");
     eprintln!("{name} lab built in {:?}", t0.elapsed());
     (twin, plan, lab, Work::new(name))
-}
-
-fn load(path: &Path) -> Plan {
-    match fabricplan::kinds::load(path) {
-        Ok(l) => l.plan,
-        Err(e) => panic!("{} does not load: {e:?}", path.display()),
-    }
 }
 
 /// One finished `fabricplan run`.
@@ -297,8 +292,8 @@ impl Drop for Work {
 #[test]
 fn twins_match_their_shipped_plans() {
     for name in ["two-spark", "ring3", "switched-6"] {
-        let shipped = load(&manifest().join("plans").join(format!("{name}.toml")));
-        let twin = load(&twin_path(name));
+        let shipped = support::load_plan(support::plan_path(name));
+        let twin = support::load_plan(twin_path(name));
         let names = |p: &Plan| p.nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&shipped), names(&twin), "{name}: nodes");
         let segs = |p: &Plan| {

@@ -5,6 +5,8 @@
 //! `FABRICPLAN_SKIP_LAB=1` is set, in which case they are skipped with a note. The address
 //! arithmetic tests at the end need nothing.
 
+mod support;
+
 mod lab;
 
 use lab::owner::{self, Created};
@@ -757,7 +759,7 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
     // The two-spark twin's lab, tag "co": it would take `fplco-spark-a`, `fplcobr`,
     // 198.18.0.0/24 and the twin's 198.19.1.0/30 + 198.19.1.4/30.
     let twin = twin_path("two-spark");
-    let plan = fabricplan::kinds::load(&twin).expect("twin loads").plan;
+    let plan = support::load_plan(&twin);
     let spec = lab::twin::lab_spec("co", &plan).slurm();
     let first = spec.hosts[0].name.clone();
     let spec_ip = spec.links[0].a.cidr.clone();
@@ -864,9 +866,7 @@ fn lab_builds_beside_a_foreign_namespace_on_its_names_and_addresses() {
     // The plan fabricplan gets for this lab has the lab's addresses: the lab it describes is
     // this one.
     let plan_file = lab::twin::plan_file(&lab, &twin).unwrap();
-    let moved_plan = fabricplan::kinds::load(&plan_file)
-        .expect("translated twin loads")
-        .plan;
+    let moved_plan = support::load_plan(&plan_file);
     let moved_spec = lab::twin::lab_spec("co", &moved_plan);
     for end in moved_spec.links.iter().flat_map(|l| [&l.a, &l.b]) {
         let host = lab.host(&end.host);

@@ -1,16 +1,13 @@
 //! The NCCL capacity model against the field figures it is calibrated on.
 
-use std::path::Path;
+mod support;
 
 use fabricplan::capacity::nccl::*;
 use fabricplan::plan::{Collective, Plan};
 use fabricplan::topology::Fabric;
 
 fn plan(name: &str) -> Plan {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("plans")
-        .join(format!("{name}.toml"));
-    fabricplan::kinds::load(&p).unwrap().plan
+    support::load_plan(support::plan_path(name))
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The shipped plans and the examples: they load clean, expand and render; the committed JSON
 //! Schema matches the code; and the structure of each topology is what its comments say.
 
+mod support;
+
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,11 +39,7 @@ fn load(path: &Path) -> Loaded {
 }
 
 fn load_text(name: &str, text: &str) -> Plan {
-    match fabricplan::kinds::load_str(Path::new(name), text, Path::new(".")) {
-        Ok(l) => l.plan,
-        Err(LoadError::Invalid(d)) => panic!("{}", d.render(false, 100)),
-        Err(e) => panic!("{e}"),
-    }
+    support::load_plan_text(name, text)
 }
 
 /// Every job of every round, rendered.

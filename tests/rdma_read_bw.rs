@@ -1,6 +1,8 @@
 //! `rdma-read-bw`, the kind added as one file: its plan section, its commands (`ib_read_bw`),
 //! its expected value and its verdicts, on the simulated fabric.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -21,9 +23,7 @@ fn fixture() -> (std::path::PathBuf, String) {
 
 async fn run(text: &str, faults: &[&str]) -> RunResults {
     let (p, _) = fixture();
-    let plan = fabricplan::kinds::load_str(&p, text, Path::new("."))
-        .unwrap()
-        .plan;
+    let plan = support::load_plan_text(&p, text);
     let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
     let t = Arc::new(SimTransport::new(&plan, &faults).unwrap());
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();

@@ -1,6 +1,8 @@
 //! Reports from a run: results.json decoded (not string-compared), JUnit and summary.md by
 //! snapshot with times and run ids redacted.
 
+mod support;
+
 use std::sync::Arc;
 
 use fabricplan::exec::evidence::Evidence;
@@ -65,13 +67,7 @@ fn bw(gbps: f64) -> String {
 }
 
 async fn results() -> fabricplan::results::RunResults {
-    let plan = fabricplan::kinds::load_str(
-        std::path::Path::new("pair.toml"),
-        PLAN,
-        std::path::Path::new("."),
-    )
-    .unwrap()
-    .plan;
+    let plan = support::load_plan_text("pair.toml", PLAN);
     let fabric = Fabric::build(&plan);
     let schedule = fabricplan::kinds::schedule(&plan);
     let t = FakeTransport::new()

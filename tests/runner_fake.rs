@@ -2,6 +2,8 @@
 //! clients released together, cleanup after, counters around each job), partial failure,
 //! unreachable hosts and the verdicts that come out.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -278,13 +280,7 @@ async fn hung_client_times_out_and_is_reported() {
 
 #[tokio::test]
 async fn interrupt_before_a_round_skips_it_and_exits_130() {
-    let plan = fabricplan::kinds::load_str(
-        std::path::Path::new("pair.toml"),
-        PLAN,
-        std::path::Path::new("."),
-    )
-    .expect("valid plan")
-    .plan;
+    let plan = support::load_plan_text("pair.toml", PLAN);
     let fabric = Fabric::build(&plan);
     let schedule = fabricplan::kinds::schedule(&plan);
     let t = Arc::new(fake(109.0));

@@ -2,8 +2,10 @@
 //! the six-node report, and every fault yields the verdict and trap it yields on hardware.
 //! Everything answers at once: no sleeps, no network, no processes (except the CLI binary).
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,16 +20,10 @@ use fabricplan::results::{JobResult, JobStatus, RunResults};
 use fabricplan::sim::SimTransport;
 use fabricplan::topology::Fabric;
 
-fn plan_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("plans")
-        .join(format!("{name}.toml"))
-}
+use support::plan_path;
 
 fn load(name: &str) -> Plan {
-    fabricplan::kinds::load(&plan_path(name))
-        .expect("a shipped plan is valid")
-        .plan
+    support::load_plan(plan_path(name))
 }
 
 async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
@@ -596,9 +592,7 @@ async fn both_directions_by_default_and_bidirectional_on_request() {
             "[tests.rdma-bw]",
             "[tests.rdma-bw]\ndirection = \"bidirectional\"",
         );
-    let plan = fabricplan::kinds::load_str(&plan_path("two-spark"), &text, Path::new("."))
-        .unwrap()
-        .plan;
+    let plan = support::load_plan_text(plan_path("two-spark"), &text);
     let r = run_plan(&plan, &[]).await;
     let jobs: Vec<_> = r.jobs.iter().filter(|j| j.kind == "rdma-bw").collect();
     assert_eq!(jobs.len(), 2, "{jobs:#?}");

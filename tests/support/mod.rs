@@ -67,3 +67,35 @@ pub fn scale_gate(results: &mut serde_json::Value, gate: &str, factor: f64) {
     }
     assert!(found, "no gate `{gate}`");
 }
+
+/// `plans/NAME.toml` under the package root.
+pub fn plan_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plans")
+        .join(format!("{name}.toml"))
+}
+
+/// A plan file that must load; otherwise the panic shows its diagnostics as `validate` would.
+pub fn load_plan(path: impl AsRef<Path>) -> fabricplan::plan::Plan {
+    let path = path.as_ref();
+    match fabricplan::kinds::load(path) {
+        Ok(l) => l.plan,
+        Err(e) => panic!("{} does not load: {}", path.display(), explain(e)),
+    }
+}
+
+/// Plan text that must load (read as if it were the file `path`, relative paths from `.`).
+pub fn load_plan_text(path: impl AsRef<Path>, text: &str) -> fabricplan::plan::Plan {
+    let path = path.as_ref();
+    match fabricplan::kinds::load_str(path, text, Path::new(".")) {
+        Ok(l) => l.plan,
+        Err(e) => panic!("{} does not load: {}", path.display(), explain(e)),
+    }
+}
+
+fn explain(e: fabricplan::plan::LoadError) -> String {
+    match e {
+        fabricplan::plan::LoadError::Invalid(d) => format!("\n{}", d.render(false, 100)),
+        e => e.to_string(),
+    }
+}
