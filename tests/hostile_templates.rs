@@ -104,8 +104,11 @@ fn app(field: &str, value: &str) -> Value {
 
 /// Every (variable, how to set it to a payload) of a template: scalars directly, lists through
 /// their one element, the NCCL apps through each of their fields.
-fn fields(t: &Template) -> Vec<(String, Box<dyn Fn(&str) -> (String, Value)>)> {
-    let mut out: Vec<(String, Box<dyn Fn(&str) -> (String, Value)>)> = Vec::new();
+/// Sets one field to a payload: the variable to replace, and its new value.
+type Setter = Box<dyn Fn(&str) -> (String, Value)>;
+
+fn fields(t: &Template) -> Vec<(String, Setter)> {
+    let mut out: Vec<(String, Setter)> = Vec::new();
     for v in t.variables {
         let name = v.to_string();
         match *v {
@@ -254,7 +257,7 @@ fn every_field_of_every_template_reaches_the_tool_as_data() {
                         .args
                         .unwrap_or_else(|| panic!("the tool did not run: {what}"));
                     let want = expected_arg(&field, p);
-                    let arrived = args.iter().any(|a| *a == want);
+                    let arrived = args.contains(&want);
                     assert!(arrived, "`{want}` not one argument of {args:?}: {what}");
                 }
                 checked += 1;
