@@ -2,6 +2,8 @@
 //! declared concurrent rounds, all pairs round robin, both halves of each cable at once, and one
 //! job over a set of ranks. A kind picks its shapes; a stage turns into rounds on demand.
 
+#[cfg(test)]
+use super::Schedule;
 use crate::plan::{Direction, Endpoint, Plan, SegmentId};
 use crate::topology::{Fabric, Path};
 
@@ -73,6 +75,15 @@ pub enum Stage {
         kind: KindId,
         rounds: Vec<(String, Vec<PairSpec>)>,
     },
+    /// Every member pair of each segment alone, one round each, generated per round (a switched
+    /// segment of n members has n(n-1)/2 pairs); with `both`, each pair's reverse right after it.
+    PerLink {
+        kind: KindId,
+        segments: Vec<SegmentId>,
+        /// Cumulative pair count at the start of each segment, and the total last.
+        offsets: Vec<usize>,
+        direction: Direction,
+    },
     /// All pairs of each segment's members, round robin, generated per round; with `both`,
     /// the same rounds again the other way.
     AllPairs {
@@ -96,6 +107,16 @@ impl Stage {
     pub fn rounds(&self) -> usize {
         match self {
             Stage::Pairs { rounds, .. } => rounds.len(),
+            Stage::PerLink {
+                offsets, direction, ..
+            } => {
+                let pairs = offsets.last().copied().unwrap_or(0);
+                if *direction == Direction::Both {
+                    pairs.saturating_mul(2)
+                } else {
+                    pairs
+                }
+            }
             Stage::AllPairs {
                 rounds, direction, ..
             } => {
@@ -121,6 +142,16 @@ impl Stage {
             Stage::Pairs { kind, rounds } => {
                 let (name, specs) = rounds.get(local)?;
                 (name.clone(), *kind, specs.clone())
+            }
+            Stage::PerLink {
+                kind,
+                segments,
+                offsets,
+                direction,
+            } => {
+                let (name, spec) =
+                    per_link_round(plan, *kind, segments, offsets, *direction, local)?;
+                (name, *kind, vec![spec])
             }
             Stage::AllPairs {
                 kind,
@@ -226,43 +257,87 @@ pub fn selected_segments(plan: &Plan, halves: &[String]) -> Vec<SegmentId> {
 }
 
 /// One job per link alone. A switched segment's "links" are its member pairs, one at a time;
-/// `direction` runs each the other way too, or both ways at once.
+/// `direction` runs each the other way too, or both ways at once. Rounds are generated when
+/// asked for: 5,000 members are 12.5 million pairs, counted here, never listed.
 pub fn per_link(plan: &Plan, kind: KindId, segs: &[SegmentId], direction: Direction) -> Stage {
-    let mut rounds = Vec::new();
+    let mut offsets = Vec::with_capacity(segs.len() + 1);
+    let mut total = 0usize;
     for s in segs {
-        let seg = plan.segment(*s);
-        let m = &seg.members;
-        for i in 0..m.len() {
-            for j in (i + 1)..m.len() {
-                // the second end is the client: on a direct or ring link, node[i+1] sends to node[i]
-                let name = if m.len() == 2 {
-                    format!("{} {}", kind.name(), seg.name)
-                } else {
-                    format!(
-                        "{} {} {}-{}",
-                        kind.name(),
-                        seg.name,
-                        plan.node(m[j].endpoint.node).name,
-                        plan.node(m[i].endpoint.node).name
-                    )
-                };
-                rounds.push((
-                    name,
-                    vec![PairSpec {
-                        client: m[j].endpoint.clone(),
-                        server: m[i].endpoint.clone(),
-                        segment: *s,
-                        group: None,
-                        bidirectional: false,
-                    }],
-                ));
-            }
+        offsets.push(total);
+        let m = plan.segment(*s).members.len();
+        total = total.saturating_add(m.saturating_mul(m.saturating_sub(1)) / 2);
+    }
+    offsets.push(total);
+    Stage::PerLink {
+        kind,
+        segments: segs.to_vec(),
+        offsets,
+        direction,
+    }
+}
+
+/// Pair `k` of `m` members, in the order `(0,1), (0,2) .. (0,m-1), (1,2) ..`: `(i, j)`, i < j.
+fn nth_pair(m: usize, k: usize) -> (usize, usize) {
+    // pairs before row i: i*(m-1) - i*(i-1)/2; the last row whose start is <= k
+    let start = |i: usize| i * (m - 1) - i * i.saturating_sub(1) / 2;
+    let (mut lo, mut hi) = (0usize, m - 1);
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        if start(mid) <= k {
+            lo = mid;
+        } else {
+            hi = mid;
         }
     }
-    Stage::Pairs {
-        kind,
-        rounds: with_direction(rounds, direction),
+    (lo, lo + 1 + (k - start(lo)))
+}
+
+/// Round `local` of a per-link stage: its name and its one pair.
+fn per_link_round(
+    plan: &Plan,
+    kind: KindId,
+    segments: &[SegmentId],
+    offsets: &[usize],
+    direction: Direction,
+    local: usize,
+) -> Option<(String, PairSpec)> {
+    let (pair, back) = match direction {
+        Direction::Both => (local / 2, local % 2 == 1),
+        _ => (local, false),
+    };
+    if pair >= *offsets.last()? {
+        return None;
     }
+    let si = offsets.partition_point(|o| *o <= pair) - 1;
+    let seg = plan.segment(segments[si]);
+    let m = &seg.members;
+    let (i, j) = nth_pair(m.len(), pair - offsets[si]);
+    // the second end is the client: on a direct or ring link, node[i+1] sends to node[i]
+    let mut name = if m.len() == 2 {
+        format!("{} {}", kind.name(), seg.name)
+    } else {
+        format!(
+            "{} {} {}-{}",
+            kind.name(),
+            seg.name,
+            plan.node(m[j].endpoint.node).name,
+            plan.node(m[i].endpoint.node).name
+        )
+    };
+    let (client, server) = if back { (i, j) } else { (j, i) };
+    if back {
+        name.push_str(" reverse");
+    }
+    Some((
+        name,
+        PairSpec {
+            client: m[client].endpoint.clone(),
+            server: m[server].endpoint.clone(),
+            segment: segments[si],
+            group: None,
+            bidirectional: direction == Direction::Bidirectional,
+        },
+    ))
 }
 
 /// All pairs of each segment, round robin: n-1 concurrent rounds for n members (twice that
@@ -385,5 +460,125 @@ fn reverse_group(g: &str) -> String {
     match g.split_once(" -> ") {
         Some((a, b)) => format!("{b} -> {a}"),
         None => format!("{g} reverse"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::plan::NoKinds;
+
+    /// Five nodes on one switch (two halves), and a direct pair.
+    const PLAN: &str = r#"
+format-version = 1
+name = "five"
+[[node]]
+name = "n1"
+[[node]]
+name = "n2"
+[[node]]
+name = "n3"
+[[node]]
+name = "n4"
+[[node]]
+name = "n5"
+[[switch]]
+name = "sw"
+[[cable]]
+kind = "switched"
+name = "fab"
+subnets = { a = "198.18.0.0/24", b = "198.18.1.0/24" }
+[cable.attach]
+"n1.f0" = "sw"
+"n2.f0" = "sw"
+"n3.f0" = "sw"
+"n4.f0" = "sw"
+"n5.f0" = "sw"
+[[cable]]
+kind = "direct"
+name = "pair"
+ends = ["n1.f1", "n2.f1"]
+subnets = { a = "198.18.2.0/30", b = "198.18.2.4/30" }
+"#;
+
+    /// Generated on demand, the rounds are the pairs listed in order: (i, j) for i < j, the
+    /// second member the client, each followed by its reverse with `both`.
+    #[test]
+    fn per_link_rounds_are_every_pair_in_order_each_way() {
+        let plan = crate::plan::load_str(Path::new("five.toml"), PLAN, Path::new("."), &NoKinds)
+            .unwrap()
+            .plan;
+        let fabric = Fabric::build(&plan);
+        let segs: Vec<SegmentId> = plan.segments.iter().map(|s| s.id).collect();
+        let kind = KindId("rdma-bw");
+        let mut listed: Vec<(String, String, String)> = Vec::new();
+        for s in &segs {
+            let m = &plan.segment(*s).members;
+            for i in 0..m.len() {
+                for j in (i + 1)..m.len() {
+                    let base = if m.len() == 2 {
+                        format!("rdma-bw {}", plan.segment(*s).name)
+                    } else {
+                        let node = |k: usize| plan.node(m[k].endpoint.node).name.clone();
+                        format!("rdma-bw {} {}-{}", plan.segment(*s).name, node(j), node(i))
+                    };
+                    let name = |k: usize| plan.endpoint_name(&m[k].endpoint);
+                    listed.push((base.clone(), name(j), name(i)));
+                    listed.push((format!("{base} reverse"), name(i), name(j)));
+                }
+            }
+        }
+        // 10 pairs per switched half, 1 per direct half
+        assert_eq!(listed.len(), 2 * (10 + 10 + 1 + 1));
+        let both = Schedule::new(vec![per_link(&plan, kind, &segs, Direction::Both)]);
+        let got: Vec<(String, String, String)> = both
+            .rounds(&plan, &fabric)
+            .map(|r| {
+                assert_eq!(r.jobs.len(), 1);
+                let p = r.jobs[0].pair.as_ref().unwrap();
+                (
+                    r.name,
+                    plan.endpoint_name(&p.client),
+                    plan.endpoint_name(&p.server),
+                )
+            })
+            .collect();
+        assert_eq!(got, listed);
+        let one = Schedule::new(vec![per_link(&plan, kind, &segs, Direction::One)]);
+        assert_eq!(one.len(), listed.len() / 2);
+        let forward: Vec<_> = listed.iter().step_by(2).cloned().collect();
+        let got: Vec<_> = one
+            .rounds(&plan, &fabric)
+            .map(|r| {
+                let p = r.jobs[0].pair.clone().unwrap();
+                (
+                    r.name,
+                    plan.endpoint_name(&p.client),
+                    plan.endpoint_name(&p.server),
+                )
+            })
+            .collect();
+        assert_eq!(got, forward);
+        let bidi = per_link(&plan, kind, &segs, Direction::Bidirectional);
+        let r = bidi.round(&plan, &fabric, 0, 0).unwrap();
+        assert!(r.jobs[0].pair.as_ref().unwrap().bidirectional);
+        assert!(bidi.round(&plan, &fabric, 22, 22).is_none());
+    }
+
+    #[test]
+    fn nth_pair_walks_every_pair_once_in_order() {
+        for m in 2..40 {
+            let mut k = 0;
+            for i in 0..m {
+                for j in (i + 1)..m {
+                    assert_eq!(nth_pair(m, k), (i, j), "m {m} k {k}");
+                    k += 1;
+                }
+            }
+        }
+        // the last pair of 5,000 members, without listing 12.5 million
+        assert_eq!(nth_pair(5000, 5000 * 4999 / 2 - 1), (4998, 4999));
     }
 }
