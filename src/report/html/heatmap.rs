@@ -21,6 +21,27 @@ pub(super) fn heatmaps(h: &mut String, ctx: &Ctx<'_>) {
     if items.is_empty() {
         return;
     }
+    legend(h);
+    // matrices: (kind, half) in order of appearance
+    let mut mats: Vec<(String, String)> = Vec::new();
+    for it in &items {
+        let k = (it.job.kind.clone(), it.flow.half.clone());
+        if !mats.contains(&k) {
+            mats.push(k);
+        }
+    }
+    for (kind, half) in &mats {
+        let mine: Vec<&BwItem<'_>> = items
+            .iter()
+            .filter(|it| &it.job.kind == kind && &it.flow.half == half)
+            .collect();
+        matrix(h, ctx, &mine, kind, half);
+    }
+    h.push_str("</div></section>\n");
+}
+
+/// The section's heading and colour legend; the grid of matrices opens.
+fn legend(h: &mut String) {
     h.push_str("<section id=\"heatmap\"><h2>Bandwidth, node x node</h2>\n<div class=\"legend\"><span>row: client (sends) &#8594; column: server (receives); colour: measured / expected</span>");
     for (label, f) in [
         ("&#8804; 30%", 0.3),
@@ -36,19 +57,21 @@ pub(super) fn heatmaps(h: &mut String, ctx: &Ctx<'_>) {
         );
     }
     h.push_str("<span><span class=\"swatch\" style=\"background:#fff;border:2px solid var(--fail)\"></span>FAIL</span><span><span class=\"swatch\" style=\"background:#fff;border:2px solid var(--warn)\"></span>WARN</span></div>\n<div class=\"grid\">\n");
-    // matrices: (kind, half) in order of appearance
-    let mut mats: Vec<(String, String)> = Vec::new();
-    for it in &items {
-        let k = (it.job.kind.clone(), it.flow.half.clone());
-        if !mats.contains(&k) {
-            mats.push(k);
-        }
-    }
-    for (kind, half) in &mats {
-        let mine: Vec<&BwItem<'_>> = items
-            .iter()
-            .filter(|it| &it.job.kind == kind && &it.flow.half == half)
-            .collect();
+}
+
+/// One matrix's nodes in plan order, its measured cells (row, column), and its geometry:
+/// cell width and height, the width of the row labels, the top of the first row.
+struct Grid<'i, 'a> {
+    names: Vec<&'i str>,
+    cells: BTreeMap<(usize, usize), Vec<&'i BwItem<'a>>>,
+    cw: f64,
+    chh: f64,
+    label_w: f64,
+    top: f64,
+}
+
+impl<'i, 'a> Grid<'i, 'a> {
+    fn of(ctx: &Ctx<'_>, mine: &[&'i BwItem<'a>]) -> Grid<'i, 'a> {
         let mut names: Vec<&str> = mine
             .iter()
             .flat_map(|it| [it.flow.src.as_str(), it.flow.dst.as_str()])
@@ -56,7 +79,7 @@ pub(super) fn heatmaps(h: &mut String, ctx: &Ctx<'_>) {
         names.sort_by_key(|n| (ctx.node_order(n), n.to_string()));
         names.dedup();
         let mut cells: BTreeMap<(usize, usize), Vec<&BwItem<'_>>> = BTreeMap::new();
-        for it in &mine {
+        for it in mine {
             let (Some(a), Some(b)) = (
                 names.iter().position(|n| *n == it.flow.src),
                 names.iter().position(|n| *n == it.flow.dst),
@@ -71,73 +94,100 @@ pub(super) fn heatmaps(h: &mut String, ctx: &Ctx<'_>) {
         let label_w =
             names.iter().map(|s| s.chars().count()).max().unwrap_or(4) as f64 * 7.2 + 12.0;
         let top = 22.0 + if cw < 40.0 { 60.0 } else { 18.0 };
-        let w = label_w + cw * n as f64 + 8.0;
-        let hh = top + chh * n as f64 + 8.0;
-        let what = if half == "both" {
-            "both halves, summed".to_string()
-        } else {
-            format!("half {}", esc(half))
-        };
-        let _ = write!(
-            h,
-            "<figure><figcaption>{} &#183; {what}</figcaption><svg class=\"heatmap\" width=\"{w:.0}\" height=\"{hh:.0}\" viewBox=\"0 0 {w:.0} {hh:.0}\" role=\"img\" aria-label=\"{} {what} bandwidth matrix\">",
-            esc(kind),
-            esc(kind),
-        );
-        let _ = write!(
-            h,
-            "<text x=\"{label_w:.0}\" y=\"12\" font-size=\"10.5\" fill=\"#59636e\">server &#8594;</text><text x=\"2\" y=\"{:.0}\" font-size=\"10.5\" fill=\"#59636e\">client &#8595;</text>",
-            top - 4.0
-        );
-        for (ci, name) in names.iter().enumerate() {
-            let x = label_w + cw * ci as f64 + cw / 2.0;
-            if cw < 40.0 {
-                let _ = write!(
-                    h,
-                    "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10.5\" transform=\"rotate(-55 {x:.1} {:.1})\">{}</text>",
-                    top - 4.0,
-                    top - 4.0,
-                    esc(name)
-                );
-            } else {
-                let _ = write!(
-                    h,
-                    "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-                    top - 5.0,
-                    esc(name)
-                );
-            }
+        Grid {
+            names,
+            cells,
+            cw,
+            chh,
+            label_w,
+            top,
         }
-        for (ri, name) in names.iter().enumerate() {
-            let y = top + chh * ri as f64 + chh / 2.0 + 4.0;
+    }
+}
+
+/// The matrix of one kind and half: caption, axis names, column labels, then row by row.
+fn matrix(h: &mut String, ctx: &Ctx<'_>, mine: &[&BwItem<'_>], kind: &str, half: &str) {
+    let g = Grid::of(ctx, mine);
+    let n = g.names.len();
+    let (label_w, top) = (g.label_w, g.top);
+    let w = label_w + g.cw * n as f64 + 8.0;
+    let hh = top + g.chh * n as f64 + 8.0;
+    let what = if half == "both" {
+        "both halves, summed".to_string()
+    } else {
+        format!("half {}", esc(half))
+    };
+    let _ = write!(
+        h,
+        "<figure><figcaption>{} &#183; {what}</figcaption><svg class=\"heatmap\" width=\"{w:.0}\" height=\"{hh:.0}\" viewBox=\"0 0 {w:.0} {hh:.0}\" role=\"img\" aria-label=\"{} {what} bandwidth matrix\">",
+        esc(kind),
+        esc(kind),
+    );
+    let _ = write!(
+        h,
+        "<text x=\"{label_w:.0}\" y=\"12\" font-size=\"10.5\" fill=\"#59636e\">server &#8594;</text><text x=\"2\" y=\"{:.0}\" font-size=\"10.5\" fill=\"#59636e\">client &#8595;</text>",
+        top - 4.0
+    );
+    column_labels(h, &g);
+    for ri in 0..n {
+        matrix_row(h, ctx, &g, ri);
+    }
+    h.push_str("</svg></figure>\n");
+}
+
+/// The servers over the columns, slanted when the columns are narrow.
+fn column_labels(h: &mut String, g: &Grid<'_, '_>) {
+    let (cw, top) = (g.cw, g.top);
+    for (ci, name) in g.names.iter().enumerate() {
+        let x = g.label_w + cw * ci as f64 + cw / 2.0;
+        if cw < 40.0 {
             let _ = write!(
                 h,
-                "<text x=\"{:.1}\" y=\"{y:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-                label_w - 6.0,
+                "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10.5\" transform=\"rotate(-55 {x:.1} {:.1})\">{}</text>",
+                top - 4.0,
+                top - 4.0,
                 esc(name)
             );
-            for ci in 0..n {
-                let x = label_w + cw * ci as f64;
-                let y0 = top + chh * ri as f64;
-                match cells.get(&(ri, ci)) {
-                    None => {
-                        let fill = if ri == ci { "#eaeef2" } else { "#fff" };
-                        let _ = write!(
-                            h,
-                            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\" stroke=\"#d1d9e0\"/>",
-                            x + 1.0,
-                            y0 + 1.0,
-                            cw - 2.0,
-                            chh - 2.0
-                        );
-                    }
-                    Some(list) => heat_cell(h, ctx, list, x, y0, cw, chh),
-                }
-            }
+        } else {
+            let _ = write!(
+                h,
+                "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+                top - 5.0,
+                esc(name)
+            );
         }
-        h.push_str("</svg></figure>\n");
     }
-    h.push_str("</div></section>\n");
+}
+
+/// Row `ri`: the client's name, then a cell per server (blank where nothing was measured,
+/// grey on the diagonal).
+fn matrix_row(h: &mut String, ctx: &Ctx<'_>, g: &Grid<'_, '_>, ri: usize) {
+    let (cw, chh, top) = (g.cw, g.chh, g.top);
+    let y = top + chh * ri as f64 + chh / 2.0 + 4.0;
+    let _ = write!(
+        h,
+        "<text x=\"{:.1}\" y=\"{y:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+        g.label_w - 6.0,
+        esc(g.names[ri])
+    );
+    for ci in 0..g.names.len() {
+        let x = g.label_w + cw * ci as f64;
+        let y0 = top + chh * ri as f64;
+        match g.cells.get(&(ri, ci)) {
+            None => {
+                let fill = if ri == ci { "#eaeef2" } else { "#fff" };
+                let _ = write!(
+                    h,
+                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\" stroke=\"#d1d9e0\"/>",
+                    x + 1.0,
+                    y0 + 1.0,
+                    cw - 2.0,
+                    chh - 2.0
+                );
+            }
+            Some(list) => heat_cell(h, ctx, list, x, y0, cw, chh),
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

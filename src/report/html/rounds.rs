@@ -115,6 +115,13 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
     h.push_str("</section>\n");
 }
 
+/// The bar chart's columns: the flow's label, the bar, the value; one row per verdict.
+const LABEL_W: f64 = 320.0;
+const BAR_W: f64 = 440.0;
+const RIGHT_W: f64 = 420.0;
+const ROW_H: f64 = 34.0;
+
+/// A round's bars, one per verdict, on the report's scale for its unit.
 fn round_bars(
     h: &mut String,
     ctx: &Ctx<'_>,
@@ -124,133 +131,152 @@ fn round_bars(
     if rows.is_empty() {
         return;
     }
-    let label_w = 320.0;
-    let bar_w = 440.0;
-    let right_w = 420.0;
-    let row_h = 34.0;
-    let w = label_w + bar_w + right_w;
-    let hh = row_h * rows.len() as f64 + 4.0;
+    let w = LABEL_W + BAR_W + RIGHT_W;
+    let hh = ROW_H * rows.len() as f64 + 4.0;
     let _ = write!(
         h,
         "<svg class=\"bars\" width=\"100%\" viewBox=\"0 0 {w:.0} {hh:.0}\" preserveAspectRatio=\"xMinYMin meet\" role=\"img\">"
     );
     for (i, (_, v)) in rows.iter().enumerate() {
-        let y = row_h * i as f64 + 2.0;
+        let y = ROW_H * i as f64 + 2.0;
         let max = scale.get(&v.unit).copied().unwrap_or(1.0).max(1e-9) * 1.04;
-        let x_of = |val: f64| label_w + (val / max).clamp(0.0, 1.0) * bar_w;
-        let flow = compare::flow_of(&v.gate, &ctx.nodes);
-        let label = match &flow {
-            Some(f) => format!(
-                "{} &#8594; {}",
-                esc(&f.src_endpoint()),
-                esc(&f.dst_endpoint())
-            ),
-            None => esc(&v.gate),
-        };
-        let via = match flow.as_ref().and_then(|f| ctx.isls(f)) {
-            Some(isls) if isls.is_empty() => "no ISL".to_string(),
-            Some(isls) => format!("via {}", isls.join(", ")),
-            None => String::new(),
-        };
-        let kind = v.metric.map(|m| m.name()).unwrap_or("");
-        let _ = write!(
-            h,
-            "<g class=\"bar {}\"><title>{}: {}{}; gate {}: {}</title>",
-            class(v.outcome),
-            esc(&v.gate),
-            v.measured
-                .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
-                .unwrap_or_else(|| "not measured".into()),
-            v.expected
-                .map(|e| format!(", expected {}", fmt_val(e)))
-                .unwrap_or_default(),
-            esc(&v.threshold),
-            v.outcome.as_str()
-        );
-        let _ = write!(
-            h,
-            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\"><tspan fill=\"#59636e\">{}</tspan> {label}</text><text x=\"0\" y=\"{:.1}\" font-size=\"10.5\" fill=\"#59636e\">{}</text>",
-            y + 12.0,
-            esc(kind),
-            y + 26.0,
-            via
-        );
-        let _ = write!(
-            h,
-            "<rect x=\"{label_w}\" y=\"{:.1}\" width=\"{bar_w}\" height=\"18\" fill=\"#f6f8fa\"/>",
-            y + 4.0
-        );
+        let x_of = |val: f64| LABEL_W + (val / max).clamp(0.0, 1.0) * BAR_W;
+        bar_label(h, ctx, v, y);
         let color = match v.outcome {
             Outcome::Ok => "#2da44e",
             Outcome::Warn => "#bf8700",
             Outcome::Fail => "#cf222e",
         };
-        if let Some(m) = v.measured {
-            let _ = write!(
-                h,
-                "<rect x=\"{label_w}\" y=\"{:.1}\" width=\"{:.1}\" height=\"18\" fill=\"{color}\" rx=\"2\"/>",
-                y + 4.0,
-                (x_of(m) - label_w).max(1.0)
-            );
-        }
-        if let Some(e) = v.expected {
-            let x = x_of(e);
-            let _ = write!(
-                h,
-                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"3\" height=\"26\" fill=\"#1f2328\"/>",
-                x - 1.5,
-                y
-            );
-        }
-        if let Some(metric) = v.metric
-            && let Some(p) = ctx.pass_bound(metric, v.expected)
-        {
-            let x = x_of(p);
-            let _ = write!(
-                h,
-                "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#1f2328\" stroke-dasharray=\"3 2\"/>",
-                y + 1.0,
-                y + 25.0
-            );
-        }
-        if let Some(o) = ctx.was.get(&v.gate) {
-            let x = x_of(*o);
-            let yc = y + 13.0;
-            let _ = write!(
-                h,
-                "<path d=\"M{x:.1} {:.1} L{:.1} {yc:.1} L{x:.1} {:.1} L{:.1} {yc:.1} Z\" fill=\"#8250df\" stroke=\"#fff\"/>",
-                yc - 6.0,
-                x + 6.0,
-                yc + 6.0,
-                x - 6.0
-            );
-        }
-        let mut right = match v.measured {
-            Some(m) => format!(
-                "<tspan font-weight=\"600\">{} {}</tspan>",
-                fmt_val(m),
-                esc(&v.unit)
-            ),
-            None => "not measured".into(),
-        };
-        if let (Some(m), Some(e)) = (v.measured, v.expected) {
-            let _ = write!(right, " of {} ({:.0}%)", fmt_val(e), m / e * 100.0);
-        }
-        if let Some(o) = ctx.was.get(&v.gate) {
-            let _ = write!(
-                right,
-                " &#183; was {} ({})",
-                fmt_val(*o),
-                base::fmt_change(v.measured.and_then(|m| compare::change_pct(*o, m)))
-            );
-        }
-        let _ = write!(
-            h,
-            "<text x=\"{:.0}\" y=\"{:.1}\" font-size=\"12\"><tspan fill=\"{color}\" font-weight=\"700\">{}</tspan> {right}</text></g>",
-            label_w + bar_w + 10.0,
-            y + 17.0,
-            v.outcome.as_str()
-        );
+        bar_marks(h, ctx, v, y, color, x_of);
+        bar_value(h, ctx, v, y, color);
     }
     h.push_str("</svg>");
+}
+
+/// A bar's group opens with its title; the metric, the flow and the ISLs it crossed.
+fn bar_label(h: &mut String, ctx: &Ctx<'_>, v: &Verdict, y: f64) {
+    let flow = compare::flow_of(&v.gate, &ctx.nodes);
+    let label = match &flow {
+        Some(f) => format!(
+            "{} &#8594; {}",
+            esc(&f.src_endpoint()),
+            esc(&f.dst_endpoint())
+        ),
+        None => esc(&v.gate),
+    };
+    let via = match flow.as_ref().and_then(|f| ctx.isls(f)) {
+        Some(isls) if isls.is_empty() => "no ISL".to_string(),
+        Some(isls) => format!("via {}", isls.join(", ")),
+        None => String::new(),
+    };
+    let kind = v.metric.map(|m| m.name()).unwrap_or("");
+    let _ = write!(
+        h,
+        "<g class=\"bar {}\"><title>{}: {}{}; gate {}: {}</title>",
+        class(v.outcome),
+        esc(&v.gate),
+        v.measured
+            .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
+            .unwrap_or_else(|| "not measured".into()),
+        v.expected
+            .map(|e| format!(", expected {}", fmt_val(e)))
+            .unwrap_or_default(),
+        esc(&v.threshold),
+        v.outcome.as_str()
+    );
+    let _ = write!(
+        h,
+        "<text x=\"0\" y=\"{:.1}\" font-size=\"12\"><tspan fill=\"#59636e\">{}</tspan> {label}</text><text x=\"0\" y=\"{:.1}\" font-size=\"10.5\" fill=\"#59636e\">{}</text>",
+        y + 12.0,
+        esc(kind),
+        y + 26.0,
+        via
+    );
+}
+
+/// The bar: its track, the measured value, the expected value, the pass gate, the baseline.
+fn bar_marks(
+    h: &mut String,
+    ctx: &Ctx<'_>,
+    v: &Verdict,
+    y: f64,
+    color: &str,
+    x_of: impl Fn(f64) -> f64,
+) {
+    let (label_w, bar_w) = (LABEL_W, BAR_W);
+    let _ = write!(
+        h,
+        "<rect x=\"{label_w}\" y=\"{:.1}\" width=\"{bar_w}\" height=\"18\" fill=\"#f6f8fa\"/>",
+        y + 4.0
+    );
+    if let Some(m) = v.measured {
+        let _ = write!(
+            h,
+            "<rect x=\"{label_w}\" y=\"{:.1}\" width=\"{:.1}\" height=\"18\" fill=\"{color}\" rx=\"2\"/>",
+            y + 4.0,
+            (x_of(m) - label_w).max(1.0)
+        );
+    }
+    if let Some(e) = v.expected {
+        let x = x_of(e);
+        let _ = write!(
+            h,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"3\" height=\"26\" fill=\"#1f2328\"/>",
+            x - 1.5,
+            y
+        );
+    }
+    if let Some(metric) = v.metric
+        && let Some(p) = ctx.pass_bound(metric, v.expected)
+    {
+        let x = x_of(p);
+        let _ = write!(
+            h,
+            "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#1f2328\" stroke-dasharray=\"3 2\"/>",
+            y + 1.0,
+            y + 25.0
+        );
+    }
+    if let Some(o) = ctx.was.get(&v.gate) {
+        let x = x_of(*o);
+        let yc = y + 13.0;
+        let _ = write!(
+            h,
+            "<path d=\"M{x:.1} {:.1} L{:.1} {yc:.1} L{x:.1} {:.1} L{:.1} {yc:.1} Z\" fill=\"#8250df\" stroke=\"#fff\"/>",
+            yc - 6.0,
+            x + 6.0,
+            yc + 6.0,
+            x - 6.0
+        );
+    }
+}
+
+/// The outcome and the value against the expected and the baseline's; the bar's group closes.
+fn bar_value(h: &mut String, ctx: &Ctx<'_>, v: &Verdict, y: f64, color: &str) {
+    let mut right = match v.measured {
+        Some(m) => format!(
+            "<tspan font-weight=\"600\">{} {}</tspan>",
+            fmt_val(m),
+            esc(&v.unit)
+        ),
+        None => "not measured".into(),
+    };
+    if let (Some(m), Some(e)) = (v.measured, v.expected) {
+        let _ = write!(right, " of {} ({:.0}%)", fmt_val(e), m / e * 100.0);
+    }
+    if let Some(o) = ctx.was.get(&v.gate) {
+        let _ = write!(
+            right,
+            " &#183; was {} ({})",
+            fmt_val(*o),
+            base::fmt_change(v.measured.and_then(|m| compare::change_pct(*o, m)))
+        );
+    }
+    let _ = write!(
+        h,
+        "<text x=\"{:.0}\" y=\"{:.1}\" font-size=\"12\"><tspan fill=\"{color}\" font-weight=\"700\">{}</tspan> {right}</text></g>",
+        LABEL_W + BAR_W + 10.0,
+        y + 17.0,
+        v.outcome.as_str()
+    );
 }
