@@ -225,38 +225,7 @@ fn heat_cell(
         "{}|{}|{}|{}",
         it0.job.kind, it0.flow.half, it0.flow.src, it0.flow.dst
     );
-    let mut title = String::new();
-    for it in list {
-        let v = it.v;
-        let _ = write!(
-            title,
-            "{} &#8594; {} (round {}): {}",
-            esc(&it.flow.src_endpoint()),
-            esc(&it.flow.dst_endpoint()),
-            esc(&it.job.round_name),
-            v.measured
-                .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
-                .unwrap_or_else(|| "not measured".into()),
-        );
-        if let (Some(m), Some(e)) = (v.measured, v.expected) {
-            let _ = write!(title, ", expected {} ({:.0}%)", fmt_val(e), m / e * 100.0);
-        }
-        let _ = write!(
-            title,
-            "; gate {}: {}",
-            esc(&v.threshold),
-            v.outcome.as_str()
-        );
-        if let Some(o) = ctx.was.get(&v.gate) {
-            let _ = write!(
-                title,
-                "; baseline {} ({})",
-                fmt_val(*o),
-                base::fmt_change(v.measured.and_then(|m| compare::change_pct(*o, m)))
-            );
-        }
-        title.push('\n');
-    }
+    let title = cell_title(ctx, list);
     let stroke = match worst {
         Outcome::Fail => "stroke=\"#cf222e\" stroke-width=\"3\"",
         Outcome::Warn => "stroke=\"#9a6700\" stroke-width=\"3\"",
@@ -301,4 +270,42 @@ fn heat_cell(
         }
     }
     h.push_str("</g>");
+}
+
+/// A cell's tooltip: one line per measurement of the pair (round, value, expected, gate,
+/// baseline).
+fn cell_title(ctx: &Ctx<'_>, list: &[&BwItem<'_>]) -> String {
+    let mut title = String::new();
+    for it in list {
+        let v = it.v;
+        let _ = write!(
+            title,
+            "{} &#8594; {} (round {}): {}",
+            esc(&it.flow.src_endpoint()),
+            esc(&it.flow.dst_endpoint()),
+            esc(&it.job.round_name),
+            v.measured
+                .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
+                .unwrap_or_else(|| "not measured".into()),
+        );
+        if let (Some(m), Some(e)) = (v.measured, v.expected) {
+            let _ = write!(title, ", expected {} ({:.0}%)", fmt_val(e), m / e * 100.0);
+        }
+        let _ = write!(
+            title,
+            "; gate {}: {}",
+            esc(&v.threshold),
+            v.outcome.as_str()
+        );
+        if let Some(o) = ctx.was.get(&v.gate) {
+            let _ = write!(
+                title,
+                "; baseline {} ({})",
+                fmt_val(*o),
+                base::fmt_change(v.measured.and_then(|m| compare::change_pct(*o, m)))
+            );
+        }
+        title.push('\n');
+    }
+    title
 }

@@ -11,26 +11,17 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
 use crate::results::{JobResult, JobStatus};
 
-pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
-    // rounds in order, with their bandwidth and latency verdicts
-    let mut order: Vec<(usize, String)> = Vec::new();
-    for j in &ctx.r.jobs {
-        let k = (j.round, j.round_name.clone());
-        if !order.contains(&k) {
-            order.push(k);
-        }
-    }
-    let gated = |v: &Verdict| {
-        matches!(
-            v.metric,
-            Some(Metric::RdmaBw | Metric::RdmaBwBoth | Metric::RdmaLat | Metric::Iperf3)
-        )
-    };
-    let any = ctx.r.jobs.iter().any(|j| !compare::is_nccl(j));
-    if !any {
-        return;
-    }
-    // one scale per unit across the report, so rounds compare at a glance
+/// A verdict the round bars draw: bandwidth and latency.
+fn gated(v: &Verdict) -> bool {
+    matches!(
+        v.metric,
+        Some(Metric::RdmaBw | Metric::RdmaBwBoth | Metric::RdmaLat | Metric::Iperf3)
+    )
+}
+
+/// One scale per unit across the report, so rounds compare at a glance: the largest value
+/// drawn (measured, expected, baseline, pass gate).
+fn scales(ctx: &Ctx<'_>) -> HashMap<String, f64> {
     let mut scale: HashMap<String, f64> = HashMap::new();
     for j in &ctx.r.jobs {
         for v in j.verdicts.iter().filter(|v| gated(v)) {
@@ -43,6 +34,23 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
             *e = e.max(m);
         }
     }
+    scale
+}
+
+pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
+    // rounds in order, with their bandwidth and latency verdicts
+    let mut order: Vec<(usize, String)> = Vec::new();
+    for j in &ctx.r.jobs {
+        let k = (j.round, j.round_name.clone());
+        if !order.contains(&k) {
+            order.push(k);
+        }
+    }
+    let any = ctx.r.jobs.iter().any(|j| !compare::is_nccl(j));
+    if !any {
+        return;
+    }
+    let scale = scales(ctx);
     h.push_str("<section id=\"rounds\"><h2>Rounds: measured against expected</h2>\n<div class=\"legend\"><span><span class=\"swatch\" style=\"background:var(--ok)\"></span>measured (OK / <span style=\"color:var(--warn)\">WARN</span> / <span style=\"color:var(--fail)\">FAIL</span>)</span><span>&#9646; expected (capacity model)</span><span>&#8942; pass gate</span><span>&#9670; baseline</span></div>\n");
     if ctx.plan.is_none() {
         let _ = writeln!(

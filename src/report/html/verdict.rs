@@ -68,11 +68,34 @@ pub(super) fn header(h: &mut String, r: &RunResults) {
 /// FAIL and WARN verdicts grouped by trap, worst first; skipped jobs with their reason.
 pub(super) fn fix_list(h: &mut String, r: &RunResults) {
     h.push_str("<section id=\"fix\"><h2>What to fix</h2>\n");
-    struct Group<'a> {
-        trap: String,
-        worst: Outcome,
-        items: Vec<&'a Verdict>,
+    let groups = trap_groups(r);
+    let skipped: Vec<&JobResult> = r
+        .jobs
+        .iter()
+        .filter(|j| j.status != JobStatus::Measured && j.verdicts.is_empty())
+        .collect();
+    if groups.is_empty() && skipped.is_empty() {
+        h.push_str("<div class=\"good\">Nothing to fix: every gate passed.</div>\n");
     }
+    for g in &groups {
+        fix_group(h, g);
+    }
+    if !skipped.is_empty() {
+        skipped_jobs(h, &skipped);
+    }
+    h.push_str("</section>\n");
+}
+
+/// The verdicts of one trap, and the worst of them.
+struct Group<'a> {
+    trap: String,
+    worst: Outcome,
+    items: Vec<&'a Verdict>,
+}
+
+/// The verdicts that did not pass, grouped by trap (in order of appearance), worst first,
+/// then the largest.
+fn trap_groups(r: &RunResults) -> Vec<Group<'_>> {
     let mut groups: Vec<Group<'_>> = Vec::new();
     for v in r.verdicts().filter(|v| v.outcome != Outcome::Ok) {
         let trap = v
@@ -96,82 +119,79 @@ pub(super) fn fix_list(h: &mut String, r: &RunResults) {
             .cmp(&a.worst)
             .then(b.items.len().cmp(&a.items.len()))
     });
-    let skipped: Vec<&JobResult> = r
-        .jobs
-        .iter()
-        .filter(|j| j.status != JobStatus::Measured && j.verdicts.is_empty())
-        .collect();
-    if groups.is_empty() && skipped.is_empty() {
-        h.push_str("<div class=\"good\">Nothing to fix: every gate passed.</div>\n");
+    groups
+}
+
+/// One trap's group: its badge and name, the fix once when its verdicts share one, then
+/// every verdict (with its own fix when they differ).
+fn fix_group(h: &mut String, g: &Group<'_>) {
+    let fixes: BTreeSet<&str> = if g.trap == base::TRAP_NAME {
+        // each baseline fix repeats its own numbers: one fix for the group, numbers per item
+        BTreeSet::from([BASELINE_FIX])
+    } else {
+        g.items.iter().filter_map(|v| v.fix.as_deref()).collect()
+    };
+    let _ = write!(
+        h,
+        "<div class=\"fix-group {}\"><div><span class=\"badge {}\">{}</span> <span class=\"trap\">{}</span> <span class=\"note\">{} gate(s)</span></div>",
+        class(g.worst),
+        class(g.worst),
+        g.worst.as_str(),
+        esc(&g.trap),
+        g.items.len()
+    );
+    let one_fix = fixes.len() == 1;
+    if let (true, Some(f)) = (one_fix, fixes.iter().next()) {
+        let _ = write!(h, "<div class=\"fixtext\"><b>Fix:</b> {}</div>", esc(f));
     }
-    for g in &groups {
-        let fixes: BTreeSet<&str> = if g.trap == base::TRAP_NAME {
-            // each baseline fix repeats its own numbers: one fix for the group, numbers per item
-            BTreeSet::from([BASELINE_FIX])
+    h.push_str("<ul>");
+    for v in &g.items {
+        let measured = v
+            .measured
+            .map(|m| format!(" &#8212; {} {}", fmt_val(m), esc(&v.unit)))
+            .unwrap_or_default();
+        let threshold = if v.threshold.is_empty() {
+            String::new()
         } else {
-            g.items.iter().filter_map(|v| v.fix.as_deref()).collect()
+            format!(" <span class=\"note\">(gate {})</span>", esc(&v.threshold))
+        };
+        let detail = if v.detail.is_empty() {
+            String::new()
+        } else {
+            format!("<br><span class=\"note\">{}</span>", esc(&v.detail))
+        };
+        let fix = match (&v.fix, one_fix) {
+            (Some(f), false) => format!("<br><b>Fix:</b> {}", esc(f)),
+            _ => String::new(),
         };
         let _ = write!(
             h,
-            "<div class=\"fix-group {}\"><div><span class=\"badge {}\">{}</span> <span class=\"trap\">{}</span> <span class=\"note\">{} gate(s)</span></div>",
-            class(g.worst),
-            class(g.worst),
-            g.worst.as_str(),
-            esc(&g.trap),
-            g.items.len()
+            "<li><span class=\"badge {}\">{}</span> <b>{}</b>{measured}{threshold}{detail}{fix}</li>",
+            class(v.outcome),
+            v.outcome.as_str(),
+            esc(&v.gate)
         );
-        let one_fix = fixes.len() == 1;
-        if let (true, Some(f)) = (one_fix, fixes.iter().next()) {
-            let _ = write!(h, "<div class=\"fixtext\"><b>Fix:</b> {}</div>", esc(f));
-        }
-        h.push_str("<ul>");
-        for v in &g.items {
-            let measured = v
-                .measured
-                .map(|m| format!(" &#8212; {} {}", fmt_val(m), esc(&v.unit)))
-                .unwrap_or_default();
-            let threshold = if v.threshold.is_empty() {
-                String::new()
-            } else {
-                format!(" <span class=\"note\">(gate {})</span>", esc(&v.threshold))
-            };
-            let detail = if v.detail.is_empty() {
-                String::new()
-            } else {
-                format!("<br><span class=\"note\">{}</span>", esc(&v.detail))
-            };
-            let fix = match (&v.fix, one_fix) {
-                (Some(f), false) => format!("<br><b>Fix:</b> {}", esc(f)),
-                _ => String::new(),
-            };
-            let _ = write!(
-                h,
-                "<li><span class=\"badge {}\">{}</span> <b>{}</b>{measured}{threshold}{detail}{fix}</li>",
-                class(v.outcome),
-                v.outcome.as_str(),
-                esc(&v.gate)
-            );
-        }
-        h.push_str("</ul></div>\n");
     }
-    if !skipped.is_empty() {
+    h.push_str("</ul></div>\n");
+}
+
+/// The jobs that measured nothing and judged nothing, with their reason.
+fn skipped_jobs(h: &mut String, skipped: &[&JobResult]) {
+    let _ = write!(
+        h,
+        "<div class=\"fix-group fail\"><div><span class=\"badge fail\">SKIP</span> <span class=\"trap\">not measured</span> <span class=\"note\">{} job(s)</span></div><ul>",
+        skipped.len()
+    );
+    for j in skipped {
         let _ = write!(
             h,
-            "<div class=\"fix-group fail\"><div><span class=\"badge fail\">SKIP</span> <span class=\"trap\">not measured</span> <span class=\"note\">{} job(s)</span></div><ul>",
-            skipped.len()
+            "<li><b>{} {}</b><br><span class=\"note\">{}</span></li>",
+            esc(&j.kind),
+            esc(&j.label),
+            esc(j.reason.as_deref().unwrap_or("no reason recorded"))
         );
-        for j in skipped {
-            let _ = write!(
-                h,
-                "<li><b>{} {}</b><br><span class=\"note\">{}</span></li>",
-                esc(&j.kind),
-                esc(&j.label),
-                esc(j.reason.as_deref().unwrap_or("no reason recorded"))
-            );
-        }
-        h.push_str("</ul></div>\n");
     }
-    h.push_str("</section>\n");
+    h.push_str("</ul></div>\n");
 }
 
 /// The fix of the baseline group in the report (each verdict's own fix repeats its numbers).
