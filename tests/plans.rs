@@ -529,6 +529,39 @@ fn plan_validation_stays_split_by_section() {
     }
 }
 
+/// Issue "architecture": the HTML report, the metrics file, the simulated fabric (its NCCL
+/// most of all) and command rendering are split into named pieces as well: no file of
+/// `src/report`, `src/sim` or `src/render` over 900 lines, no function over 150.
+#[test]
+fn report_sim_and_render_stay_split() {
+    let mut files = Vec::new();
+    for dir in ["src/report", "src/sim", "src/render"] {
+        rust_files(Path::new(dir), &mut files);
+    }
+    assert!(
+        files.iter().any(|f| f.ends_with("report/html/mod.rs"))
+            && files.iter().any(|f| f.ends_with("sim/nccl/mod.rs")),
+        "{files:?}"
+    );
+    let mut problems = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let n = text.lines().count();
+        if n > 900 {
+            problems.push(format!("{}: {n} lines (at most 900)", f.display()));
+        }
+        for (name, line, len) in function_lengths(&text) {
+            if len > 150 {
+                problems.push(format!(
+                    "{}:{line}: fn {name} is {len} lines (at most 150)",
+                    f.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
 /// Issue "hardening": every number a plan can hold has a documented range in the schema (a
 /// minimum and a maximum, in its doc comment too), which the shape check enforces.
 #[test]

@@ -434,39 +434,85 @@ mod tests {
         assert!(out.contains("'1.2.3.4; rm -rf /'"), "{out}");
     }
 
+    /// The POSIX shells found here (dash is Debian/Ubuntu's /bin/sh).
+    fn shells() -> impl Iterator<Item = &'static str> {
+        ["/bin/sh", "/bin/dash", "/bin/bash"]
+            .into_iter()
+            .filter(|s| std::path::Path::new(s).exists())
+    }
+
+    /// A scratch folder of this test process, for `what` under `shell`.
+    fn scratch(what: &str, shell: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "fabricplan-{what}-{}-{}",
+            std::process::id(),
+            shell.replace('/', "_")
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `script` run by `shell`, its output once stdout and stderr close.
+    fn sh(shell: &str, script: &str) -> std::process::Output {
+        std::process::Command::new(shell)
+            .arg("-c")
+            .arg(script)
+            .output()
+            .unwrap()
+    }
+
+    /// The state letter of a `/proc/PID/stat` line and the fields after it (the command
+    /// name, in parentheses, may hold spaces).
+    fn stat_fields(stat: &str) -> Vec<&str> {
+        stat.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect()
+    }
+
+    /// Whether the process group has a member that is not a zombie, from /proc.
+    fn group_alive(pgid: u32) -> bool {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
+            .any(|stat| {
+                let rest = stat_fields(&stat);
+                rest.len() > 2 && rest[2] == pgid.to_string() && rest[0] != "Z"
+            })
+    }
+
+    /// Whether `kill -0` reaches the group (a zombie member still answers).
+    fn answers_kill0(pgid: u32) -> bool {
+        // procps kill (not a shell builtin) needs `--` before a negative pid
+        std::process::Command::new("/bin/kill")
+            .args(["-0", "--", &format!("-{pgid}")])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    }
+
     /// The wrappers' process-group kill really kills, and its liveness check really sees a
-    /// live group, under every POSIX shell found here (dash is Debian/Ubuntu's /bin/sh).
+    /// live group, under every POSIX shell found here.
     #[test]
     fn kill_group_and_ready_work_under_real_shells() {
-        use std::process::Command;
-        for shell in ["/bin/sh", "/bin/dash", "/bin/bash"] {
-            if !std::path::Path::new(shell).exists() {
-                continue;
-            }
-            let dir = std::env::temp_dir().join(format!(
-                "fabricplan-wrap-{}-{}",
-                std::process::id(),
-                shell.replace('/', "_")
-            ));
-            std::fs::create_dir_all(&dir).unwrap();
+        for shell in shells() {
+            let dir = scratch("wrap", shell);
             let d = dir.to_string_lossy().into_owned();
             // a detached "server" that never listens: the readiness poll must see it alive
             // (exit 4 after its limit), then the kill must take its whole group
             let start = wrap::detached(&d, "job", 30, &BTreeMap::new(), "sleep 30");
             let t = std::time::Instant::now();
             // output(): waits until stdout and stderr close, like an SSH channel does
-            let out = Command::new(shell).arg("-c").arg(&start).output().unwrap();
+            let out = sh(shell, &start);
             assert!(out.status.success(), "{shell}: {out:?}");
             assert!(
                 t.elapsed() < std::time::Duration::from_secs(10),
                 "{shell}: starting a detached server held the session's output for {:?}",
                 t.elapsed()
             );
-            let ready = Command::new(shell)
-                .arg("-c")
-                .arg(wrap::ready(&d, "job", 1, 1))
-                .output()
-                .unwrap();
+            let ready = sh(shell, &wrap::ready(&d, "job", 1, 1));
             assert_eq!(
                 ready.status.code(),
                 Some(4),
@@ -477,107 +523,89 @@ mod tests {
                 .trim()
                 .parse()
                 .unwrap();
-            // members of a process group that are not zombies, from /proc
-            let alive = |pgid: u32| {
-                std::fs::read_dir("/proc")
-                    .unwrap()
-                    .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("stat")).ok())
-                    .any(|stat| {
-                        let rest: Vec<&str> = stat
-                            .rsplit(')')
-                            .next()
-                            .unwrap_or("")
-                            .split_whitespace()
-                            .collect();
-                        rest.len() > 2 && rest[2] == pgid.to_string() && rest[0] != "Z"
-                    })
-            };
-            let answers_kill0 = |pgid: u32| {
-                // procps kill (not a shell builtin) needs `--` before a negative pid
-                Command::new("/bin/kill")
-                    .args(["-0", "--", &format!("-{pgid}")])
-                    .stderr(std::process::Stdio::null())
-                    .status()
-                    .map(|s| s.success())
-                    .unwrap_or(false)
-            };
-            assert!(alive(pgid), "{shell}: the group {pgid} should be alive");
-            let kill = Command::new(shell)
-                .arg("-c")
-                .arg(wrap::kill_group(pgid))
-                .output()
-                .unwrap();
+            assert!(
+                group_alive(pgid),
+                "{shell}: the group {pgid} should be alive"
+            );
+            let kill = sh(shell, &wrap::kill_group(pgid));
             assert_eq!(kill.status.code(), Some(0), "{shell}: {kill:?}");
             assert!(
-                !alive(pgid),
+                !group_alive(pgid),
                 "{shell}: the group {pgid} survived kill_group"
             );
             // a group that is gone: ready says died (3)
-            let ready = Command::new(shell)
-                .arg("-c")
-                .arg(wrap::ready(&d, "job", 1, 1))
-                .output()
-                .unwrap();
+            let ready = sh(shell, &wrap::ready(&d, "job", 1, 1));
             assert_eq!(ready.status.code(), Some(3), "{shell}: {ready:?}");
-            // a group whose only member is a zombie (its parent never reaps) is gone
-            let zpg = dir.join("zombie.pgid");
-            let mut parent = Command::new(shell)
-                .arg("-c")
-                .arg(format!(
-                    "setsid /bin/sh -c 'echo $$ > {}' & exec sleep 5",
-                    zpg.display()
-                ))
-                .spawn()
-                .unwrap();
-            let mut zpgid = 0u32;
-            for _ in 0..250 {
-                if let Some(p) = std::fs::read_to_string(&zpg)
-                    .ok()
-                    .and_then(|t| t.trim().parse().ok())
-                {
-                    zpgid = p;
-                    let stat =
-                        std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                    if stat
-                        .rsplit(')')
-                        .next()
-                        .unwrap_or("")
-                        .trim_start()
-                        .starts_with('Z')
-                    {
-                        break;
-                    }
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    /// A process group whose only member is a zombie (its parent, started here, never reaps
+    /// it): the parent, to kill when done, and the group.
+    fn zombie_group(shell: &str, dir: &std::path::Path) -> (std::process::Child, u32) {
+        let zpg = dir.join("zombie.pgid");
+        let parent = std::process::Command::new(shell)
+            .arg("-c")
+            .arg(format!(
+                "setsid /bin/sh -c 'echo $$ > {}' & exec sleep 5",
+                zpg.display()
+            ))
+            .spawn()
+            .unwrap();
+        let mut zpgid = 0u32;
+        for _ in 0..250 {
+            if let Some(p) = std::fs::read_to_string(&zpg)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+            {
+                zpgid = p;
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                if stat_fields(&stat).first() == Some(&"Z") {
+                    break;
                 }
-                std::thread::sleep(std::time::Duration::from_millis(20));
             }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        (parent, zpgid)
+    }
+
+    /// A `sleep` first on PATH that only records it was called, in the file returned.
+    fn recording_sleep(dir: &std::path::Path) -> (String, std::path::PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let fake = dir.join("fakebin");
+        std::fs::create_dir_all(&fake).unwrap();
+        let waited = dir.join("waited");
+        std::fs::write(
+            fake.join("sleep"),
+            format!("#!/bin/sh\necho \"$@\" >> {}\n", waited.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(fake.join("sleep"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let path = format!(
+            "{}:{}",
+            fake.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        (path, waited)
+    }
+
+    /// A group whose only member is a zombie is gone at the first look: the kill loop never
+    /// waits, where a zombie read alive waited for SIGKILL and then failed.
+    #[test]
+    fn kill_group_does_not_wait_for_a_zombie_only_group() {
+        for shell in shells() {
+            let dir = scratch("zombie", shell);
+            let (mut parent, zpgid) = zombie_group(shell, &dir);
             assert!(
-                answers_kill0(zpgid) && !alive(zpgid),
+                answers_kill0(zpgid) && !group_alive(zpgid),
                 "{shell}: {zpgid} should be a zombie that answers kill -0"
             );
-            // gone at the first look: the kill loop never waits (a `sleep` first on PATH
-            // records any wait), where a zombie read alive waited for SIGKILL and then failed
-            let fake = dir.join("fakebin");
-            std::fs::create_dir_all(&fake).unwrap();
-            let waited = dir.join("waited");
-            std::fs::write(
-                fake.join("sleep"),
-                format!("#!/bin/sh\necho \"$@\" >> {}\n", waited.display()),
-            )
-            .unwrap();
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(fake.join("sleep"), std::fs::Permissions::from_mode(0o755))
-                .unwrap();
-            let kill = Command::new(shell)
+            let (path, waited) = recording_sleep(&dir);
+            let kill = std::process::Command::new(shell)
                 .arg("-c")
                 .arg(wrap::kill_group(zpgid))
-                .env(
-                    "PATH",
-                    format!(
-                        "{}:{}",
-                        fake.display(),
-                        std::env::var("PATH").unwrap_or_default()
-                    ),
-                )
+                .env("PATH", path)
                 .output()
                 .unwrap();
             assert_eq!(kill.status.code(), Some(0), "{shell}: {kill:?}");

@@ -23,11 +23,11 @@ mod fault;
 mod nccl;
 mod noise;
 mod perftest;
+mod ping;
 mod shell;
 mod world;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -195,7 +195,7 @@ impl SimTransport {
                     }
                     out
                 }
-                "ping" => self.ping(node, &inv.args),
+                "ping" => ping::run(w, node, &inv.args),
                 "iperf3" => self.iperf_client(node, &inv.args),
                 other => Output {
                     status: 127,
@@ -549,160 +549,6 @@ impl SimTransport {
             0,
         );
         Output::ok(client)
-    }
-
-    fn ping(&self, node: NodeId, args: &[String]) -> Output {
-        let w = &self.world;
-        let mut count = 3u32;
-        let mut iface = None;
-        let mut df = false;
-        let mut size = 56u32;
-        let mut dst = None;
-        let mut i = 0;
-        while i < args.len() {
-            match args[i].as_str() {
-                "-c" => count = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(3),
-                "-I" => iface = args.get(i + 1).cloned(),
-                "-s" => size = args.get(i + 1).and_then(|v| v.parse().ok()).unwrap_or(56),
-                "-M" => df = args.get(i + 1).map(String::as_str) == Some("do"),
-                "-W" | "-i" | "-w" | "-t" => {}
-                a if a.starts_with('-') => {
-                    i += 1;
-                    continue;
-                }
-                a => {
-                    dst = Some(a.to_string());
-                    i += 1;
-                    continue;
-                }
-            }
-            i += 2;
-        }
-        let Some(dst_text) = dst else {
-            return Output {
-                status: 2,
-                stdout: String::new(),
-                stderr: "ping: usage error: Destination address required\n".into(),
-            };
-        };
-        let Ok(dst) = dst_text.parse::<Ipv4Addr>() else {
-            return Output {
-                status: 2,
-                stdout: String::new(),
-                stderr: format!("ping: {dst_text}: Name or service not known\n"),
-            };
-        };
-        let src = match &iface {
-            Some(nd) => w.dev_by_netdev(node, nd),
-            None => w.route(node, dst),
-        };
-        let Some(src) = src else {
-            return Output {
-                status: 2,
-                stdout: String::new(),
-                stderr: format!(
-                    "ping: SO_BINDTODEVICE {}: No such device\n",
-                    iface.unwrap_or_default()
-                ),
-            };
-        };
-        let src_ip = src
-            .address
-            .map(|(a, _)| a.to_string())
-            .unwrap_or_else(|| w.mgmt_ip(node).to_string());
-        let total = size + 28;
-        let mut out = format!(
-            "PING {dst} ({dst}) from {src_ip} {}: {size}({total}) bytes of data.\n",
-            src.netdev
-        );
-        let mut err = String::new();
-        let stats = |out: &mut String, rx: u32, errors: u32| {
-            let loss = if count == 0 {
-                0.0
-            } else {
-                100.0 * f64::from(count - rx) / f64::from(count)
-            };
-            let _ = writeln!(out, "\n--- {dst} ping statistics ---");
-            let _ = write!(out, "{count} packets transmitted, {rx} received");
-            if errors > 0 {
-                let _ = write!(out, ", +{errors} errors");
-            }
-            let _ = writeln!(
-                out,
-                ", {}% packet loss, time {}ms",
-                nccl::fmt_g(loss),
-                1000 * count.saturating_sub(1) + 3
-            );
-        };
-        if df && total > src.mtu {
-            for _ in 0..count {
-                let _ = writeln!(err, "ping: local error: message too long, mtu={}", src.mtu);
-            }
-            stats(&mut out, 0, count);
-            return Output {
-                status: 1,
-                stdout: out,
-                stderr: err,
-            };
-        }
-        let peer = w.dev_by_ip(dst);
-        let reached = w.reaches(src, dst);
-        if !reached {
-            for s in 1..=count {
-                let _ = writeln!(
-                    out,
-                    "From {src_ip} icmp_seq={s} Destination Host Unreachable"
-                );
-            }
-            stats(&mut out, 0, count);
-            return Output {
-                status: 1,
-                stdout: out,
-                stderr: err,
-            };
-        }
-        let peer = peer.expect("reached implies a peer");
-        if df && total > peer.mtu {
-            for s in 1..=count {
-                let _ = writeln!(
-                    out,
-                    "From {dst} icmp_seq={s} Frag needed and DF set (mtu = {})",
-                    peer.mtu
-                );
-            }
-            stats(&mut out, 0, count);
-            return Output {
-                status: 1,
-                stdout: out,
-                stderr: err,
-            };
-        }
-        let slow = w.isl_hops(src, peer).iter().any(|(i, _)| w.isl_blocked(*i));
-        let mut rng = Rng::keyed(w.seed, &["ping", w.name(node), &args.join(" ")]);
-        let mut times = Vec::new();
-        for s in 1..=count {
-            let t = if slow {
-                rng.jitter(2.4, 0.2)
-            } else {
-                rng.jitter(if size > 1000 { 0.12 } else { 0.06 }, 0.3)
-            };
-            times.push(t);
-            let _ = writeln!(
-                out,
-                "{} bytes from {dst}: icmp_seq={s} ttl=64 time={t:.3} ms",
-                size + 8
-            );
-        }
-        stats(&mut out, count, 0);
-        let min = times.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = times.iter().copied().fold(0.0, f64::max);
-        let avg = times.iter().sum::<f64>() / times.len().max(1) as f64;
-        let _ = writeln!(
-            out,
-            "rtt min/avg/max/mdev = {min:.3}/{avg:.3}/{max:.3}/{:.3} ms",
-            (max - min) / 2.0
-        );
-        Output::ok(out)
     }
 
     fn iperf_client(&self, node: NodeId, args: &[String]) -> Output {

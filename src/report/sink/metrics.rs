@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 use super::{Sink, write_atomic};
 use crate::compare::{self, is_baseline_verdict};
 use crate::exec::runner::Event;
+use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
-use crate::results::RunResults;
+use crate::results::{JobResult, RunResults};
 
 /// A label value escaped as the exposition format says: `\\`, `\"` and `\n`.
 pub fn escape_label(s: &str) -> String {
@@ -65,13 +66,16 @@ fn scaled(v: f64, exp: i32) -> String {
     }
 }
 
+/// The labels of one sample, in order.
+type Labels = Vec<(&'static str, String)>;
+
 /// A metric family: its samples, each label set once.
 struct Family {
     name: &'static str,
     help: &'static str,
     kind: &'static str,
-    samples: Vec<(Vec<(&'static str, String)>, String)>,
-    seen: BTreeSet<Vec<(&'static str, String)>>,
+    samples: Vec<(Labels, String)>,
+    seen: BTreeSet<Labels>,
 }
 
 impl Family {
@@ -85,42 +89,181 @@ impl Family {
         }
     }
 
+    /// A gauge with one sample.
+    fn single(name: &'static str, help: &'static str, labels: Labels, v: f64) -> Family {
+        let mut f = Family::new(name, "gauge", help);
+        f.add(labels, v);
+        f
+    }
+
     /// Add a sample; a label set already there keeps its first value (a duplicate series makes
     /// the collector reject the whole file).
-    fn add(&mut self, labels: Vec<(&'static str, String)>, v: f64) {
+    fn add(&mut self, labels: Labels, v: f64) {
         self.add_text(labels, value(v));
     }
 
-    fn add_text(&mut self, labels: Vec<(&'static str, String)>, v: String) {
+    fn add_text(&mut self, labels: Labels, v: String) {
         if self.seen.insert(labels.clone()) {
             self.samples.push((labels, v));
         }
     }
+}
 
-    fn write(&self, out: &mut String) {
-        if self.samples.is_empty() {
+/// The exposition text, written family after family: its HELP and TYPE lines, then one line
+/// per sample. A family without samples is left out.
+#[derive(Default)]
+struct Writer {
+    out: String,
+}
+
+impl Writer {
+    fn families(&mut self, families: &[Family]) {
+        for f in families {
+            self.family(f);
+        }
+    }
+
+    fn family(&mut self, f: &Family) {
+        if f.samples.is_empty() {
             return;
         }
-        out.push_str(&format!(
-            "# HELP {} {}\n# TYPE {} {}\n",
-            self.name,
-            escape_help(self.help),
-            self.name,
-            self.kind
-        ));
-        for (labels, v) in &self.samples {
-            let l: Vec<String> = labels
-                .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
-                .collect();
-            out.push_str(&format!("{}{{{}}} {v}\n", self.name, l.join(",")));
+        self.help_and_type(f);
+        for (labels, v) in &f.samples {
+            self.sample(f.name, labels, v);
         }
+    }
+
+    fn help_and_type(&mut self, f: &Family) {
+        self.out.push_str(&format!(
+            "# HELP {} {}\n# TYPE {} {}\n",
+            f.name,
+            escape_help(f.help),
+            f.name,
+            f.kind
+        ));
+    }
+
+    fn sample(&mut self, name: &str, labels: &Labels, v: &str) {
+        let l: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+            .collect();
+        self.out
+            .push_str(&format!("{name}{{{}}} {v}\n", l.join(",")));
     }
 }
 
 /// The run as Prometheus text.
 pub fn render(r: &RunResults) -> String {
-    let plan = || ("plan", r.plan.clone());
+    let mut w = Writer::default();
+    w.families(&run_families(r));
+    w.family(&gate_family(r));
+    w.families(&link_families(r));
+    w.families(&nccl_families(r));
+    w.family(&counter_family(r));
+    w.out
+}
+
+/// The `plan` label every series carries.
+fn plan_label(r: &RunResults) -> (&'static str, String) {
+    ("plan", r.plan.clone())
+}
+
+/// The run as a whole: its verdict, failure, warning and not-measured counts, exit code,
+/// whether it was simulated, when it started and how long it took.
+fn run_families(r: &RunResults) -> Vec<Family> {
+    let plan = || vec![plan_label(r)];
+    vec![
+        Family::single(
+            "fabricplan_run_verdict",
+            "1, with the run's one-line verdict in the verdict label (ALL GREEN, PASS with N warning(s), N FAIL, NOTHING MEASURED).",
+            vec![plan_label(r), ("verdict", r.summary.verdict.clone())],
+            1.0,
+        ),
+        Family::single(
+            "fabricplan_run_failures",
+            "Gates that failed in the run.",
+            plan(),
+            r.summary.fail as f64,
+        ),
+        Family::single(
+            "fabricplan_run_warnings",
+            "Gates that warned in the run.",
+            plan(),
+            r.summary.warn as f64,
+        ),
+        Family::single(
+            "fabricplan_run_jobs_not_measured",
+            "Jobs of the run that could not measure or were skipped.",
+            plan(),
+            r.summary.jobs_not_measured as f64,
+        ),
+        Family::single(
+            "fabricplan_run_exit_code",
+            "The run's exit code (0 green or warnings, 1 a failure, 130 interrupted).",
+            plan(),
+            f64::from(r.summary.exit_code),
+        ),
+        Family::single(
+            "fabricplan_run_simulated",
+            "1 when the run was on the simulated fabric (--sim), else 0.",
+            plan(),
+            if r.simulated { 1.0 } else { 0.0 },
+        ),
+        Family::single(
+            "fabricplan_run_start_time_seconds",
+            "When the run started, seconds since the Unix epoch.",
+            plan(),
+            r.started_unix_ms as f64 / 1000.0,
+        ),
+        Family::single(
+            "fabricplan_run_duration_seconds",
+            "How long the run took.",
+            plan(),
+            r.finished_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
+        ),
+    ]
+}
+
+/// One series per gate, preflight first: 1, its outcome in a label.
+fn gate_family(r: &RunResults) -> Family {
+    let mut outcome = Family::new(
+        "fabricplan_gate_outcome",
+        "gauge",
+        "1 for each gate, its outcome (ok, warn, fail) in the outcome label.",
+    );
+    let verdicts = r
+        .preflight
+        .iter()
+        .chain(r.jobs.iter().flat_map(|j| j.verdicts.iter()));
+    for v in verdicts {
+        outcome.add(
+            vec![
+                plan_label(r),
+                ("gate", v.gate.clone()),
+                ("outcome", v.outcome.as_str().to_ascii_lowercase()),
+            ],
+            1.0,
+        );
+    }
+    outcome
+}
+
+/// Every job's verdicts that measured a value (the baseline's verdicts left out), with their
+/// metric and value.
+fn measured(r: &RunResults) -> impl Iterator<Item = (&JobResult, &Verdict, Metric, f64)> {
+    r.jobs.iter().flat_map(|j| {
+        j.verdicts.iter().filter_map(move |v| {
+            if is_baseline_verdict(v) {
+                return None;
+            }
+            Some((j, v, v.metric?, v.measured?))
+        })
+    })
+}
+
+/// Per flow: measured and expected bandwidth, latency.
+fn link_families(r: &RunResults) -> Vec<Family> {
     let mut bw = Family::new(
         "fabricplan_link_bandwidth_bits_per_second",
         "gauge",
@@ -136,11 +279,44 @@ pub fn render(r: &RunResults) -> String {
         "gauge",
         "Measured RDMA latency of one flow (ib_write_lat typical).",
     );
-    let mut nccl_bw = Family::new(
-        "fabricplan_nccl_bus_bandwidth_bytes_per_second",
-        "gauge",
-        "NCCL in-place bus bandwidth at one message size.",
-    );
+    let nodes = compare::node_names(r);
+    for (j, v, metric, m) in measured(r) {
+        let flow_labels = || -> Option<Labels> {
+            let f = compare::flow_of(&v.gate, &nodes)?;
+            Some(vec![
+                plan_label(r),
+                ("kind", j.kind.clone()),
+                ("round", j.round_name.clone()),
+                ("src", f.src),
+                ("src_port", f.src_port),
+                ("dst", f.dst),
+                ("dst_port", f.dst_port),
+                ("half", f.half),
+            ])
+        };
+        match metric {
+            Metric::RdmaBw | Metric::RdmaBwBoth | Metric::Iperf3 => {
+                if let Some(l) = flow_labels() {
+                    bw.add_text(l.clone(), scaled(m, 9));
+                    if let Some(e) = v.expected {
+                        bw_exp.add_text(l, scaled(e, 9));
+                    }
+                }
+            }
+            Metric::RdmaLat => {
+                if let Some(l) = flow_labels() {
+                    lat.add_text(l, scaled(m, -6));
+                }
+            }
+            Metric::NcclBusbw | Metric::NcclSmallTime => {}
+        }
+    }
+    vec![bw, bw_exp, lat]
+}
+
+/// Per NCCL test: the average bus bandwidth, the small-message time, the bus bandwidth at
+/// each size.
+fn nccl_families(r: &RunResults) -> Vec<Family> {
     let mut nccl_avg = Family::new(
         "fabricplan_nccl_average_bus_bandwidth_bytes_per_second",
         "gauge",
@@ -151,124 +327,37 @@ pub fn render(r: &RunResults) -> String {
         "gauge",
         "NCCL in-place time at the small message size the gate judges (16 KiB).",
     );
-    let mut outcome = Family::new(
-        "fabricplan_gate_outcome",
+    let mut nccl_bw = Family::new(
+        "fabricplan_nccl_bus_bandwidth_bytes_per_second",
         "gauge",
-        "1 for each gate, its outcome (ok, warn, fail) in the outcome label.",
+        "NCCL in-place bus bandwidth at one message size.",
     );
-    let mut counters = Family::new(
-        "fabricplan_rdma_counter_delta_total",
-        "counter",
-        "Growth of an RDMA device counter over the run's jobs (port_xmit_data and port_rcv_data count 4-byte words).",
-    );
-    let mut start = Family::new(
-        "fabricplan_run_start_time_seconds",
-        "gauge",
-        "When the run started, seconds since the Unix epoch.",
-    );
-    let mut duration = Family::new(
-        "fabricplan_run_duration_seconds",
-        "gauge",
-        "How long the run took.",
-    );
-    let mut verdict = Family::new(
-        "fabricplan_run_verdict",
-        "gauge",
-        "1, with the run's one-line verdict in the verdict label (ALL GREEN, PASS with N warning(s), N FAIL, NOTHING MEASURED).",
-    );
-    let mut failures = Family::new(
-        "fabricplan_run_failures",
-        "gauge",
-        "Gates that failed in the run.",
-    );
-    let mut warnings = Family::new(
-        "fabricplan_run_warnings",
-        "gauge",
-        "Gates that warned in the run.",
-    );
-    let mut not_measured = Family::new(
-        "fabricplan_run_jobs_not_measured",
-        "gauge",
-        "Jobs of the run that could not measure or were skipped.",
-    );
-    let mut exit_code = Family::new(
-        "fabricplan_run_exit_code",
-        "gauge",
-        "The run's exit code (0 green or warnings, 1 a failure, 130 interrupted).",
-    );
-    let mut simulated = Family::new(
-        "fabricplan_run_simulated",
-        "gauge",
-        "1 when the run was on the simulated fabric (--sim), else 0.",
-    );
-
-    for v in &r.preflight {
-        outcome.add(
-            vec![
-                plan(),
-                ("gate", v.gate.clone()),
-                ("outcome", v.outcome.as_str().to_ascii_lowercase()),
-            ],
-            1.0,
-        );
-    }
-    let nodes = compare::node_names(r);
-    for j in &r.jobs {
-        for v in &j.verdicts {
-            outcome.add(
-                vec![
-                    plan(),
-                    ("gate", v.gate.clone()),
-                    ("outcome", v.outcome.as_str().to_ascii_lowercase()),
-                ],
-                1.0,
-            );
-            if is_baseline_verdict(v) {
-                continue;
+    for (j, _, metric, m) in measured(r) {
+        match metric {
+            Metric::NcclBusbw => nccl_avg.add_text(nccl_labels(r, j, None), scaled(m, 9)),
+            Metric::NcclSmallTime => {
+                nccl_small.add_text(nccl_labels(r, j, Some(16384)), scaled(m, -6))
             }
-            let (Some(metric), Some(m)) = (v.metric, v.measured) else {
-                continue;
-            };
-            let flow_labels = || -> Option<Vec<(&'static str, String)>> {
-                let f = compare::flow_of(&v.gate, &nodes)?;
-                Some(vec![
-                    plan(),
-                    ("kind", j.kind.clone()),
-                    ("round", j.round_name.clone()),
-                    ("src", f.src),
-                    ("src_port", f.src_port),
-                    ("dst", f.dst),
-                    ("dst_port", f.dst_port),
-                    ("half", f.half),
-                ])
-            };
-            match metric {
-                Metric::RdmaBw | Metric::RdmaBwBoth | Metric::Iperf3 => {
-                    if let Some(l) = flow_labels() {
-                        bw.add_text(l.clone(), scaled(m, 9));
-                        if let Some(e) = v.expected {
-                            bw_exp.add_text(l, scaled(e, 9));
-                        }
-                    }
-                }
-                Metric::RdmaLat => {
-                    if let Some(l) = flow_labels() {
-                        lat.add_text(l, scaled(m, -6));
-                    }
-                }
-                Metric::NcclBusbw => nccl_avg.add_text(nccl_labels(r, j, None), scaled(m, 9)),
-                Metric::NcclSmallTime => {
-                    nccl_small.add_text(nccl_labels(r, j, Some(16384)), scaled(m, -6))
-                }
-            }
+            Metric::RdmaBw | Metric::RdmaBwBoth | Metric::Iperf3 | Metric::RdmaLat => {}
         }
+    }
+    for j in &r.jobs {
         for row in compare::nccl_rows_of(j) {
             if let Some(b) = row.busbw_gbs {
                 nccl_bw.add_text(nccl_labels(r, j, Some(row.size_bytes)), scaled(b, 9));
             }
         }
     }
-    // counters: summed per host, device and counter over the run
+    vec![nccl_avg, nccl_small, nccl_bw]
+}
+
+/// The RDMA counters' growth, summed per host, device and counter over the run.
+fn counter_family(r: &RunResults) -> Family {
+    let mut counters = Family::new(
+        "fabricplan_rdma_counter_delta_total",
+        "counter",
+        "Growth of an RDMA device counter over the run's jobs (port_xmit_data and port_rcv_data count 4-byte words).",
+    );
     let mut sums: BTreeMap<(String, String, String), i64> = BTreeMap::new();
     for j in &r.jobs {
         for c in &j.counters {
@@ -280,7 +369,7 @@ pub fn render(r: &RunResults) -> String {
     for ((host, device, counter), d) in sums {
         counters.add(
             vec![
-                plan(),
+                plan_label(r),
                 ("host", host),
                 ("device", device),
                 ("counter", counter),
@@ -288,47 +377,11 @@ pub fn render(r: &RunResults) -> String {
             d.max(0) as f64,
         );
     }
-    start.add(vec![plan()], r.started_unix_ms as f64 / 1000.0);
-    duration.add(
-        vec![plan()],
-        r.finished_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
-    );
-    verdict.add(vec![plan(), ("verdict", r.summary.verdict.clone())], 1.0);
-    failures.add(vec![plan()], r.summary.fail as f64);
-    warnings.add(vec![plan()], r.summary.warn as f64);
-    not_measured.add(vec![plan()], r.summary.jobs_not_measured as f64);
-    exit_code.add(vec![plan()], f64::from(r.summary.exit_code));
-    simulated.add(vec![plan()], if r.simulated { 1.0 } else { 0.0 });
-
-    let mut out = String::new();
-    for f in [
-        &verdict,
-        &failures,
-        &warnings,
-        &not_measured,
-        &exit_code,
-        &simulated,
-        &start,
-        &duration,
-        &outcome,
-        &bw,
-        &bw_exp,
-        &lat,
-        &nccl_avg,
-        &nccl_small,
-        &nccl_bw,
-        &counters,
-    ] {
-        f.write(&mut out);
-    }
-    out
+    counters
 }
 
-fn nccl_labels(
-    r: &RunResults,
-    j: &crate::results::JobResult,
-    size: Option<u64>,
-) -> Vec<(&'static str, String)> {
+/// The labels of an NCCL test's series (and the size, for a per-size one).
+fn nccl_labels(r: &RunResults, j: &JobResult, size: Option<u64>) -> Labels {
     let collective = j
         .parsed
         .as_ref()

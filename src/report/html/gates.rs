@@ -1,0 +1,32 @@
+//! Every gate of the run, in a table folded away.
+
+use std::fmt::Write as _;
+
+use super::format::{class, esc, fmt_val};
+use crate::results::RunResults;
+
+pub(super) fn all_gates(h: &mut String, r: &RunResults) {
+    let _ = writeln!(
+        h,
+        "<section id=\"gates\"><h2>Every gate</h2><details><summary>{} gate(s): show the table</summary><table><tr><th>gate</th><th></th><th class=\"num\">measured</th><th>threshold</th><th>trap and fix, or evidence</th></tr>",
+        r.verdicts().count()
+    );
+    for v in r.verdicts() {
+        let trap = match (&v.trap_name, &v.fix) {
+            (Some(t), Some(f)) => format!("<b>{}</b>: {}", esc(t), esc(f)),
+            _ => esc(&v.detail),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"num\">{}</td><td>{}</td><td>{trap}</td></tr>",
+            esc(&v.gate),
+            class(v.outcome),
+            v.outcome.as_str(),
+            v.measured
+                .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
+                .unwrap_or_default(),
+            esc(&v.threshold),
+        );
+    }
+    h.push_str("</table></details></section>\n");
+}
