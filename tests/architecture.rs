@@ -1,0 +1,300 @@
+//! The shape of the house, checked: one way through it, in layers; files and functions small
+//! enough to read; printing only where printing belongs.
+//!
+//! The layers run from the bottom (plain text and exit codes, the parsers) to the top (the
+//! CLI). A module may use what lies below it, never what lies above: a parser knows nothing of
+//! plans, the executor nothing of reports. A new module is added to `LAYERS` where it belongs.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Bottom first. Every top-level module of `src/` appears exactly once.
+const LAYERS: &[&str] = &[
+    "text", "exit", "parse", "gate", "plan", "topology", "schedule", "capacity", "render",
+    "discover", "results", "kinds", "exec", "sim", "compare", "report", "cli",
+];
+
+/// The longest a source file may grow before it is split.
+const MAX_FILE_LINES: usize = 900;
+/// The longest a function may grow before it is split into named steps.
+const MAX_FN_LINES: usize = 150;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).expect("readable source dir") {
+            let p = e.expect("dir entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The top-level module a file belongs to: `src/exec/runner/mod.rs` -> `exec`.
+fn module_of(file: &Path) -> String {
+    let rel = file.strip_prefix(src()).expect("under src");
+    let first = rel.components().next().expect("a component");
+    first
+        .as_os_str()
+        .to_string_lossy()
+        .trim_end_matches(".rs")
+        .to_string()
+}
+
+/// Source text without `//` comments (doc comments included), so that prose naming another
+/// module is not taken for a use of it. String literals containing `//` are cut too, which
+/// can only hide a dependency inside a literal, never invent one.
+fn code_only(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("//") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The top-level modules a piece of code names through `crate::`, including grouped imports
+/// (`use crate::{plan::Plan, gate::Outcome}`).
+fn crate_uses(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = matching_brace(group);
+            for part in split_top_level(&group[..end]) {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.push(name);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// Index of the `}` closing a group whose `{` was just consumed.
+fn matching_brace(s: &str) -> usize {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => return i,
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    s.len()
+}
+
+/// Split a `use` group on the commas at its own level.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    let mut modules: Vec<String> = fs::read_dir(src())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
+        .map(|p| module_of(&p))
+        .filter(|m| m != "lib" && m != "main")
+        .collect();
+    modules.sort();
+    let mut layered: Vec<String> = LAYERS.iter().map(|s| s.to_string()).collect();
+    layered.sort();
+    assert_eq!(
+        modules, layered,
+        "src/ and LAYERS disagree: give every module its layer"
+    );
+}
+
+#[test]
+fn modules_use_only_the_layers_below_them() {
+    let rank: BTreeMap<&str, usize> = LAYERS.iter().enumerate().map(|(i, m)| (*m, i)).collect();
+    let mut upward = Vec::new();
+    for file in rust_files(&src()) {
+        let module = module_of(&file);
+        let Some(&mine) = rank.get(module.as_str()) else {
+            continue; // lib.rs and main.rs sit above everything
+        };
+        let code = code_only(&fs::read_to_string(&file).unwrap());
+        for used in crate_uses(&code) {
+            if let Some(&theirs) = rank.get(used.as_str())
+                && theirs > mine
+            {
+                upward.push(format!(
+                    "{} ({module}) uses crate::{used}, a layer above it",
+                    file.strip_prefix(src()).unwrap().display()
+                ));
+            }
+        }
+    }
+    upward.sort();
+    upward.dedup();
+    assert!(
+        upward.is_empty(),
+        "arrows that run back up:\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_grouped_and_plain_uses() {
+    let code = "use crate::{plan::{Plan, NodeId}, gate::Outcome};\nlet x = crate::report::y();";
+    assert_eq!(crate_uses(code), ["plan", "gate", "report"]);
+    assert_eq!(code_only("a // crate::cli"), "a ");
+}
+
+#[test]
+fn files_stay_readable() {
+    let long: Vec<String> = rust_files(&src())
+        .into_iter()
+        .filter_map(|f| {
+            let n = fs::read_to_string(&f).unwrap().lines().count();
+            (n > MAX_FILE_LINES).then(|| format!("{} has {n} lines", f.display()))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "split these into a folder of files (at most {MAX_FILE_LINES} lines each):\n{}",
+        long.join("\n")
+    );
+}
+
+/// Functions longer than `limit` lines in `text`: a `fn` item at some indentation runs to the
+/// first line that is exactly that indentation followed by `}` (rustfmt's layout).
+fn long_functions(text: &str, limit: usize) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let indent = &line[..line.len() - line.trim_start().len()];
+        let mut words = line.trim_start();
+        if let Some(rest) = words.strip_prefix("pub(in ") {
+            words = rest.split_once(") ").map_or(rest, |x| x.1);
+        }
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "async ",
+            "const ",
+            "unsafe ",
+        ] {
+            words = words.strip_prefix(prefix).unwrap_or(words);
+        }
+        let Some(after) = words.strip_prefix("fn ") else {
+            continue;
+        };
+        if line.trim_end().ends_with(';') {
+            continue; // a declaration in a trait
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == close) {
+            let n = end + 2;
+            if n > limit {
+                let name: String = after
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                out.push((i + 1, name, n));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn functions_stay_readable() {
+    let mut long = Vec::new();
+    for f in rust_files(&src()) {
+        for (line, name, n) in long_functions(&fs::read_to_string(&f).unwrap(), MAX_FN_LINES) {
+            long.push(format!("{}:{line} fn {name}: {n} lines", f.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "split these into named steps (at most {MAX_FN_LINES} lines each):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_checker_counts_what_rustfmt_writes() {
+    let body = "    x();\n".repeat(5);
+    let text = format!("pub fn short() {{\n}}\n\nfn long() {{\n{body}}}\n");
+    assert_eq!(long_functions(&text, 6), [(4, "long".to_string(), 7)]);
+    assert!(long_functions(&text, 7).is_empty());
+    assert!(long_functions("trait T {\n    fn f(&self);\n}\n", 0).is_empty());
+    let scoped = "pub(in crate::x) fn f() {\n    x();\n}\n";
+    assert_eq!(long_functions(scoped, 2), [(1, "f".to_string(), 3)]);
+}
+
+/// Only the CLI and the reporters print; everything else returns what it has to say. The
+/// library denies printing through clippy (`print_stdout`, `print_stderr`), and only these
+/// files may lift that.
+#[test]
+fn only_the_cli_and_the_reporters_print() {
+    let lib = fs::read_to_string(src().join("lib.rs")).unwrap();
+    assert!(
+        lib.contains("clippy::print_stdout") && lib.contains("clippy::print_stderr"),
+        "lib.rs no longer warns on printing"
+    );
+    let mut lifted = Vec::new();
+    for f in rust_files(&src()) {
+        let text = code_only(&fs::read_to_string(&f).unwrap());
+        if text.contains("allow(clippy::print_stdout")
+            || text.contains("allow(clippy::print_stderr")
+        {
+            let module = module_of(&f);
+            if module != "cli" && module != "report" {
+                lifted.push(f.display().to_string());
+            }
+        }
+    }
+    assert!(
+        lifted.is_empty(),
+        "printing allowed outside the CLI and the reporters:\n{}",
+        lifted.join("\n")
+    );
+}
