@@ -182,7 +182,7 @@ fn run_families(r: &RunResults) -> Vec<Family> {
         ),
         Family::single(
             "fabricplan_run_failures",
-            "Gates that failed in the run.",
+            "Root causes that failed in the run (a FAIL that follows from another is not counted again).",
             plan(),
             r.summary.fail as f64,
         ),
