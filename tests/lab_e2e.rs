@@ -1081,5 +1081,39 @@ fn switched6_twin() {
     assert_eq!(nccl["status"], "measured", "{}", r.story());
     assert_eq!(nccl["parsed"]["transport"], "NET/IB");
     assert_no_leftovers(&lab, "switched-6 healthy run");
+
+    // MTU 1500 on the ISL: jumbo frames no longer cross the switches. One FAIL, at the
+    // preflight ping across the ISL; the flows that cross it are skipped for it, those within
+    // a switch are measured; the mpirun launch check hangs and times out (it follows the ISL),
+    // and mpirun's ssh children on the launching host are stopped with it: nothing is left.
+    lab.set_isl_mtu(0, 1500).unwrap();
+    let r = run(&lab, &twin, &work.path().join("isl-mtu"), "json", &[]);
+    lab.set_isl_mtu(0, 9000).unwrap();
+    assert_eq!(r.code, Some(1), "{}", r.story());
+    assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
+    let fails: Vec<_> = r.not_ok().into_iter().filter(|v| v.1 == "FAIL").collect();
+    assert!(
+        fails[0].0.starts_with("jumbo ping across") && fails[0].2 == "mtu-mismatch",
+        "{fails:?}\n{}",
+        r.story()
+    );
+    let (mut measured, mut skipped) = (0, 0);
+    for j in r.jobs().iter().filter(|j| j["kind"] == "rdma-bw") {
+        let id = j["job"].as_str().unwrap();
+        if j["status"] == "skipped" {
+            skipped += 1;
+            let reason = j["reason"].as_str().unwrap_or("");
+            assert!(reason.contains("jumbo ping across"), "{id}: {reason}");
+        } else {
+            measured += 1;
+            assert!(has_verdict(&r, id, "OK", ""), "{id}:\n{}", r.story());
+        }
+    }
+    assert!(
+        measured >= 1 && skipped >= 1,
+        "{measured} measured, {skipped} skipped"
+    );
+    assert_eq!(r.job(&r.only("nccl"))["status"], "skipped", "{}", r.story());
+    assert_no_leftovers(&lab, "switched-6 ISL at MTU 1500");
     eprintln!("switched-6 total {:?}", t0.elapsed());
 }

@@ -43,7 +43,7 @@ pub struct RunArgs {
     pub max_parallel: usize,
     #[command(flatten)]
     pub hosts: HostArgs,
-    // ---- over time and at a glance (issue #15): baseline and metrics ----
+    // over time and at a glance: baseline and metrics
     /// Judge the run against a baseline run too (its directory or results.json): a value that
     /// dropped (bandwidth) or rose (latency, time) beyond the max drop is a WARN.
     #[arg(long, value_name = "OLD")]
@@ -91,24 +91,11 @@ fn default_dir(plan: &str, stamp: &str) -> PathBuf {
     dir
 }
 
+/// `20261201T074501Z`: now, in UTC, as run ids and run directories carry it.
 fn utc_stamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = secs / 86400;
-    let (h, m, s) = ((secs % 86400) / 3600, (secs % 3600) / 60, secs % 60);
-    // civil date from days since 1970-01-01 (Howard Hinnant's algorithm)
-    let z = days as i64 + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
-    format!("{y:04}{mo:02}{d:02}T{h:02}{m:02}{s:02}Z")
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(['-', ':'], "")
 }
 
 /// Ctrl-C or SIGTERM: stop launching, clean up what started, write partial results.
@@ -134,7 +121,7 @@ fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
 
 /// Run a plan with a transport; prints progress and the verdict; returns the exit code.
 pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i32 {
-    // ---- issue #15: the baseline and the metrics file are checked before anything runs ----
+    // the baseline and the metrics file are checked before anything runs
     let baseline = match &args.baseline {
         Some(p) => match super::compare::load_baseline(p, &plan.regression, args.max_drop) {
             Ok(b) => Some(b),
@@ -153,7 +140,6 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
         eprintln!("error: --metrics: `{}` is not a directory", d.display());
         return exit::USAGE;
     }
-    // ---- end issue #15 ----
     let stamp = utc_stamp();
     let run_id = format!("{}-{stamp}", plan.name);
     let dir = args
@@ -179,7 +165,7 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
         return exit::FAIL;
     };
     let mut sinks = Sinks::new(sink::run_directory(&dir));
-    // ---- issue #15: the baseline's results beside the run's, the metrics file ----
+    // the baseline's results beside the run's, the metrics file
     let mut baseline_lost = Vec::new();
     if let Some(b) = &baseline
         && let Err(e) = sink::write_atomic(&dir, sink::html::BASELINE_FILE, b.text.as_bytes())
@@ -192,7 +178,6 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
     if let Some(m) = &args.metrics {
         sinks.push(Box::new(sink::MetricsSink::new(m)));
     }
-    // ---- end issue #15 ----
     let front: Box<dyn Sink> = match args.format {
         Format::Text => Box::new(Terminal::new(
             transport.simulated(),
@@ -234,12 +219,11 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
         let (r, ()) = tokio::join!(work, printer);
         r
     });
-    // ---- issue #15: judged against the baseline too, before anything reports the end ----
+    // judged against the baseline too, before anything reports the end
     let mut results = results;
     if let Some(b) = &baseline {
         super::compare::judge(&mut results, b);
     }
-    // ---- end issue #15 ----
     sinks.event(&Event::Finished(Box::new(results.clone())));
     let mut lost: Vec<String> = evidence.errors();
     lost.extend(baseline_lost);

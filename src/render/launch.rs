@@ -160,7 +160,13 @@ impl LaunchStyle for SshStyle {
         let ctx =
             context! { apps => apps, subnets => launch.subnets.clone(), ..launch.vars.clone() };
         let command = renderer.render(launch.template, ctx)?;
-        let script = self.foreground(plan, launch.first, run_id, launch.timeout_s, &command);
+        // mpirun's ssh children outlive it when it is killed: its session is reaped after it
+        let script = wrap::foreground_session(
+            &remote_dir(run_id),
+            launch.timeout_s,
+            &plan.node(launch.first).env,
+            &command,
+        );
         Ok(Written {
             node: launch.first,
             command,

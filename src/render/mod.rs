@@ -336,6 +336,34 @@ pub mod wrap {
         )
     }
 
+    /// Run a launcher (`mpirun`) in the foreground, like [`foreground`], but in a session of
+    /// its own, and stop whatever is left of that session when it ends: a launcher starts
+    /// children (`ssh` to every other rank) that put themselves in process groups of their own
+    /// and outlive it when it is killed (a launch that hangs on an MTU 1500 ISL and times out
+    /// left three `ssh` running). The session is what we recorded: the launcher's own pid, as
+    /// `setsid` gives it a session without forking (a background job of a shell without job
+    /// control is no group leader). The launcher's exit status is the script's.
+    pub fn foreground_session(
+        dir: &str,
+        timeout_s: u32,
+        env: &BTreeMap<String, String>,
+        cmd: &str,
+    ) -> String {
+        format!(
+            "{}mkdir -p {d} && cd {d} && printf '{START_MARK} %s\\n' \"$(date +%s%N)\" >&2 && {{ setsid timeout -k 5 {timeout_s} {cmd} & s=$!; wait $s; rc=$?; {REAP} reap $s; exit $rc; }}",
+            exports(env),
+            d = quote(dir).unwrap_or_default(),
+        )
+    }
+
+    /// `reap SID`: stop every live process of session SID (TERM, then KILL after a second),
+    /// found by its session id, never by name; a zombie is already gone. Without `ps` nothing
+    /// can be found and nothing is done.
+    const REAP: &str = "reap() { left() { ps -eo sid=,pid=,stat= 2>/dev/null | \
+awk -v s=\"$1\" '$1 == s && $3 !~ /^Z/ { print $2 }'; }; l=$(left \"$1\"); [ -n \"$l\" ] || return 0; \
+kill -TERM $l 2>/dev/null; n=0; while [ $n -lt 50 ]; do l=$(left \"$1\"); [ -n \"$l\" ] || return 0; \
+sleep 0.02; n=$((n+1)); done; kill -KILL $l 2>/dev/null; };";
+
     /// Poll until the server of `job` listens on `port` (or died): prints its pgid on ready.
     /// Exit 0 ready, 3 died, 4 gave up after `limit_s`. Polls every 10 ms; never a fixed sleep.
     ///
@@ -536,6 +564,74 @@ mod tests {
             // a group that is gone: ready says died (3)
             let ready = sh(shell, &wrap::ready(&d, "job", 1, 1));
             assert_eq!(ready.status.code(), Some(3), "{shell}: {ready:?}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    /// Whether any process is alive (not a zombie) with this pid, from /proc.
+    fn pid_alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|stat| stat_fields(&stat).first() != Some(&"Z"))
+            .unwrap_or(false)
+    }
+
+    /// A launcher (mpirun) whose children put themselves in process groups of their own
+    /// (mpirun's `ssh` to the other ranks): run by [`wrap::foreground_session`], the launcher's
+    /// exit status is the script's, and the children are gone when the script returns, whether
+    /// the launcher ended by itself or by its timeout. A plain [`wrap::foreground`] leaves them.
+    #[test]
+    fn a_launchers_children_in_their_own_groups_end_with_it() {
+        if !std::path::Path::new("/usr/bin/python3").exists() {
+            eprintln!("note: no python3: the session reap is not exercised");
+            return;
+        }
+        for shell in shells() {
+            let dir = scratch("session", shell);
+            let d = dir.to_string_lossy().into_owned();
+            // a child that leaves its parent's process group (not its session), as ssh is
+            // left by mpirun, records its pid, and would live for five minutes
+            std::fs::write(
+                dir.join("child.py"),
+                format!(
+                    "import os, time\nos.setpgid(0, 0)\nopen('{d}/child.pid', 'w').write(str(os.getpid()))\ntime.sleep(300)\n"
+                ),
+            )
+            .unwrap();
+            let child = format!("python3 {d}/child.py");
+            for (body, code) in [
+                // ends by itself with status 7 once its child runs
+                (
+                    format!(
+                        "{child} &\nwhile [ ! -s {d}/child.pid ]; do sleep 0.01; done\nexit 7\n"
+                    ),
+                    Some(7),
+                ),
+                // hangs until its timeout (1 s): 124, as `timeout` says
+                (format!("{child} &\nwait\n"), Some(124)),
+            ] {
+                let _ = std::fs::remove_file(dir.join("child.pid"));
+                std::fs::write(dir.join("launcher.sh"), &body).unwrap();
+                let launcher = format!("/bin/sh {d}/launcher.sh");
+                let script = wrap::foreground_session(&d, 1, &BTreeMap::new(), &launcher);
+                // not waiting for stdout to close: a child left behind would hold it open
+                let status = std::process::Command::new(shell)
+                    .arg("-c")
+                    .arg(&script)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .unwrap();
+                assert_eq!(status.code(), code, "{shell}: {body}");
+                let pid: u32 = std::fs::read_to_string(dir.join("child.pid"))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap();
+                assert!(
+                    !pid_alive(pid),
+                    "{shell}: {body}: the child {pid} outlived its launcher"
+                );
+            }
             let _ = std::fs::remove_dir_all(&dir);
         }
     }

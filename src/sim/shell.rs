@@ -137,7 +137,7 @@ pub(crate) fn invocation(script: &str) -> Option<Invocation> {
         }
         loop {
             match w.first().map(String::as_str) {
-                Some("exec") | Some("nohup") | Some("setsid") => w = &w[1..],
+                Some("exec") | Some("nohup") | Some("setsid") | Some("{") => w = &w[1..],
                 Some("env") => {
                     w = &w[1..];
                     while let Some((k, v)) = w.first().and_then(|x| x.split_once('=')) {

@@ -423,6 +423,8 @@ pub struct Lab {
     addressing: Addressing,
     hosts: Vec<Host>,
     switch_ns: BTreeMap<String, String>,
+    /// Each ISL's two switch namespaces, in the spec's order (its veth is `isl<k>` in both).
+    isl_ns: Vec<(String, String)>,
     void_ns: String,
     /// Namespaces this lab created (only those are ever deleted).
     created_ns: Vec<String>,
@@ -592,6 +594,7 @@ impl Lab {
             addressing,
             hosts: Vec::new(),
             switch_ns: BTreeMap::new(),
+            isl_ns: Vec::new(),
             void_ns: format!("{prefix}-void"),
             created_ns: Vec::new(),
             root_links: Vec::new(),
@@ -984,6 +987,7 @@ impl Lab {
             "ip", "-n", &a, "link", "add", &name, "type", "veth", "peer", "name", &name, "netns",
             &b,
         ])?;
+        self.isl_ns.push((a.clone(), b.clone()));
         for ns in [&a, &b] {
             sh::run_ok(&[
                 "ip", "-n", ns, "link", "set", &name, "mtu", "9000", "master", "br0", "up",
@@ -1436,6 +1440,27 @@ impl Lab {
         argv.extend(tbf_args(rate));
         let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
         sh::run_ok(&refs).map(|_| ())
+    }
+
+    /// Sets the MTU of ISL `k` (the k-th of the spec's ISLs), both ends: 1500 is the hop that
+    /// drops every jumbo frame crossing the switches.
+    pub fn set_isl_mtu(&self, k: usize, mtu: u32) -> Result<(), String> {
+        let (a, b) = self.isl_ns.get(k).ok_or_else(|| format!("no ISL {k}"))?;
+        let name = format!("isl{k}");
+        for ns in [a, b] {
+            sh::run_ok(&[
+                "ip",
+                "-n",
+                ns,
+                "link",
+                "set",
+                "dev",
+                &name,
+                "mtu",
+                &mtu.to_string(),
+            ])?;
+        }
+        Ok(())
     }
 
     /// Sets the MTU of the host's `netdev`.
