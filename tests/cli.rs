@@ -284,6 +284,44 @@ fn parse_unknown_tool_exits_2() {
     );
 }
 
+/// `-` reads stdin, like an absent file: a NCCL log cut before its results table is
+/// `incomplete` and still says what its INFO lines prove.
+#[test]
+fn parse_reads_stdin_for_a_dash() {
+    let log =
+        std::fs::read_to_string("tests/fixtures/parse/nccl-tests/allreduce-2node-ib-2025.txt")
+            .unwrap();
+    let cut: String = log
+        .lines()
+        .take_while(|l| !l.contains("size         count"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for args in [
+        &["parse", "nccl-tests", "-"][..],
+        &["parse", "nccl-tests"][..],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(cut.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}");
+        let out = stdout(&o);
+        assert!(out.contains("incomplete"), "{args:?}: {out}");
+        assert!(out.contains("2 ranks") && out.contains("NET/IB"), "{out}");
+    }
+}
+
 #[test]
 fn plan_and_graph_refuse_an_invalid_plan() {
     for args in [

@@ -91,6 +91,7 @@ pub enum Command {
     /// recognisable or it is empty, 2 when it cannot be read.
     Parse {
         tool: crate::parse::Tool,
+        /// The saved output; stdin when absent or `-`.
         file: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,

@@ -23,6 +23,8 @@ impl ValueEnum for Tool {
 }
 
 pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> i32 {
+    // `-` is stdin, as for most tools
+    let file = file.filter(|f| f.as_os_str() != "-");
     let bytes = match file {
         Some(f) => match std::fs::read(f) {
             Ok(b) => b,
