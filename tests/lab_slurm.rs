@@ -95,6 +95,16 @@ impl Bg {
     }
 }
 
+impl Drop for Bg {
+    /// A client still running when its test fails is killed with it.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// `scontrol show node`'s State= of a node (e.g. `IDLE`, `DOWN+NOT_RESPONDING`, `IDLE+DRAIN`).
 fn node_state(lab: &Lab, host: &str) -> String {
     let out = lab.slurm(&format!("scontrol show node {host}"));
@@ -215,7 +225,7 @@ fn slurm_steps_run_inside_the_lab_hosts() {
     );
     let mut step = String::new();
     assert!(
-        lab::wait(Duration::from_secs(10), || {
+        lab::wait(Duration::from_secs(60), || {
             step = stdout(&lab.slurm(&format!("squeue -h -s -j {job} -o %i")))
                 .lines()
                 .map(str::trim)
@@ -234,7 +244,7 @@ fn slurm_steps_run_inside_the_lab_hosts() {
     let t = Instant::now();
     slurm_ok(&lab, &format!("scancel {step}"));
     assert!(
-        lab::wait(Duration::from_secs(10), || !lab
+        lab::wait(Duration::from_secs(60), || !lab
             .processes("host-b")
             .iter()
             .any(|p| p.contains("sleep 300"))),
@@ -242,7 +252,7 @@ fn slurm_steps_run_inside_the_lab_hosts() {
         lab.processes("host-b")
     );
     let gone = t.elapsed();
-    let (code, said, _) = bg.finish(Duration::from_secs(20));
+    let (code, said, _) = bg.finish(Duration::from_secs(60));
     eprintln!("scancel {step}: processes gone after {gone:?}; its srun exited {code:?}:\n{said}");
     assert_ne!(code, Some(0));
     slurm_ok(&lab, &format!("scancel {job}"));
@@ -310,7 +320,14 @@ fn slurm_steps_run_inside_the_lab_hosts() {
         &lab,
         "scontrol update nodename=host-b state=drain reason='lab drain test'",
     );
-    assert_eq!(lab.slurm_state("host-b"), "drained");
+    // "draining" until the step before has fully completed on host-b (its epilog), then
+    // "drained": waited for, not assumed.
+    let mut state = String::new();
+    let drained = lab::wait(Duration::from_secs(60), || {
+        state = lab.slurm_state("host-b");
+        state == "drained"
+    });
+    assert!(drained, "host-b never drained; sinfo says {state:?}");
     eprintln!(
         "drained: scontrol State={}; sinfo -R:\n{}",
         node_state(&lab, "host-b"),
@@ -333,22 +350,22 @@ fn slurm_steps_run_inside_the_lab_hosts() {
         text(&out)
     );
     let pending = Bg::spawn(&lab, "pending", "srun -J fpl-pending -w host-b hostname");
-    let said = pending.wait_stderr("queued and waiting for resources", Duration::from_secs(10));
+    let said = pending.wait_stderr("queued and waiting for resources", Duration::from_secs(60));
     eprintln!("srun to a drained node (no -I), pending:\n{said}");
     assert!(
         said.contains("srun: Required node not available (down, drained or reserved)"),
         "{said}"
     );
     slurm_ok(&lab, "scancel -n fpl-pending");
-    let (code, said, _) = pending.finish(Duration::from_secs(15));
+    let (code, said, _) = pending.finish(Duration::from_secs(60));
     eprintln!("... after scancel: exit {code:?}:\n{said}");
     slurm_ok(&lab, "scontrol update nodename=host-b state=resume");
-    assert!(lab::wait(Duration::from_secs(10), || lab
+    assert!(lab::wait(Duration::from_secs(60), || lab
         .slurm_state("host-b")
         == "idle"));
 
     // Nothing of any step is left on the hosts; then nothing of the lab at all.
-    let left = lab.leftovers(Duration::from_secs(10));
+    let left = lab.leftovers(Duration::from_secs(60));
     assert!(left.is_empty(), "left on the hosts: {left:?}");
     let t = Instant::now();
     drop(lab);
@@ -375,7 +392,7 @@ fn slurm_failures_dead_slurmd_and_time_limit() {
     // A job with a 1-minute limit (the smallest: Slurm keeps limits in minutes, and the
     // controller checks them every 30 s), running while the rest of the test goes on.
     let limited = Bg::spawn(&lab, "limited", "srun -t 1 -w c sleep 300");
-    assert!(lab::wait(Duration::from_secs(10), || lab
+    assert!(lab::wait(Duration::from_secs(60), || lab
         .processes("c")
         .iter()
         .any(|p| p.contains("sleep 300"))));
@@ -426,10 +443,10 @@ fn slurm_failures_dead_slurmd_and_time_limit() {
         text(&out)
     );
     let pending = Bg::spawn(&lab, "pending", "srun -J fpl-pending -w b hostname");
-    let said = pending.wait_stderr("queued and waiting for resources", Duration::from_secs(10));
+    let said = pending.wait_stderr("queued and waiting for resources", Duration::from_secs(60));
     eprintln!("srun to a DOWN node (no -I), pending:\n{said}");
     slurm_ok(&lab, "scancel -n fpl-pending");
-    pending.finish(Duration::from_secs(15));
+    pending.finish(Duration::from_secs(60));
 
     // Back: a restarted slurmd makes the node usable again.
     let t = Instant::now();
@@ -449,7 +466,7 @@ fn slurm_failures_dead_slurmd_and_time_limit() {
         after >= Duration::from_secs(60),
         "killed before its limit: {after:?}"
     );
-    let left = lab.leftovers(Duration::from_secs(10));
+    let left = lab.leftovers(Duration::from_secs(60));
     assert!(left.is_empty(), "left on the hosts: {left:?}");
     let t = Instant::now();
     drop(lab);
@@ -471,13 +488,30 @@ fn crash_helper_builds_a_slurm_lab_and_waits_to_be_killed() {
         .expect("slurm lab builds");
     // A batch job running on b too (sbatch: no client left behind in the root namespace).
     slurm_ok(&lab, "sbatch -w b -o /dev/null --wrap 'sleep 300'");
-    assert!(lab::wait(Duration::from_secs(10), || lab
+    assert!(lab::wait(Duration::from_secs(60), || lab
         .processes("b")
         .iter()
         .any(|p| p.contains("sleep 300"))));
     std::fs::write(&report, lab.dir().display().to_string()).unwrap();
-    loop {
-        std::thread::sleep(Duration::from_secs(1));
+    // Waits to be killed, but never outlives the test that started it: once that test is gone
+    // (this process re-parented), or after ten minutes, it takes its lab down and ends.
+    let parent = std::os::unix::process::parent_id();
+    let orphaned = lab::wait(Duration::from_secs(600), || {
+        std::os::unix::process::parent_id() != parent
+    });
+    eprintln!("crash helper: ending on its own (orphaned: {orphaned})");
+    drop(lab);
+    std::process::exit(1);
+}
+
+/// The crash helper's process, killed and reaped however the test ends (a failed assertion
+/// included), so no helper outlives the test binary.
+struct Helper(Child);
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -491,25 +525,43 @@ fn a_crashed_slurm_labs_leftovers_go_at_the_next_build() {
         std::process::id()
     ));
     let _ = std::fs::remove_file(&report);
-    let mut helper = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "crash_helper_builds_a_slurm_lab_and_waits_to_be_killed",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CRASH_HELPER, &report)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn the helper");
+    // Its output goes to a file (read back when it fails), never to the pipes the test
+    // runner reads: a process that held those would keep the whole test run from ending.
+    let log_path = PathBuf::from(format!(
+        "/var/tmp/fabricplan-lab-crash-helper-{}.log",
+        std::process::id()
+    ));
+    let log = std::fs::File::create(&log_path).expect("the helper's log");
+    let mut helper = Helper(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--ignored",
+                "--exact",
+                "crash_helper_builds_a_slurm_lab_and_waits_to_be_killed",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CRASH_HELPER, &report)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn the helper"),
+    );
     let mut dir = String::new();
-    let ready = lab::wait(Duration::from_secs(60), || {
+    // Building a Slurm lab takes seconds on an idle machine, much longer on a loaded 2-core
+    // one with other labs building beside it: the deadline is generous, the wait a poll.
+    let ready = lab::wait(Duration::from_secs(600), || {
         dir = std::fs::read_to_string(&report).unwrap_or_default();
-        !dir.is_empty() || !matches!(helper.try_wait(), Ok(None))
+        !dir.is_empty() || !matches!(helper.0.try_wait(), Ok(None))
     });
     let _ = std::fs::remove_file(&report);
-    assert!(ready && !dir.is_empty(), "the helper never built its lab");
+    let helper_log = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&log_path);
+    assert!(
+        ready && !dir.is_empty(),
+        "the helper never built its lab; it printed:\n{helper_log}"
+    );
     let dir = PathBuf::from(dir);
     let crashed = lab::Footprint {
         created: lab::owner::manifest(&dir),
@@ -517,8 +569,7 @@ fn a_crashed_slurm_labs_leftovers_go_at_the_next_build() {
         dir,
     };
     // The crash: no teardown runs. Its daemons, steps and namespaces stay.
-    helper.kill().unwrap();
-    helper.wait().unwrap();
+    drop(helper);
     let daemons = crashed
         .created
         .iter()
