@@ -599,21 +599,24 @@ mod tests {
             )
             .unwrap();
             let child = format!("python3 {d}/child.py");
-            for (body, code) in [
+            // The timeouts leave python3 time to start on a loaded machine: the first is never
+            // reached, the second is reached once the child has written its pid.
+            for (body, timeout, code) in [
                 // ends by itself with status 7 once its child runs
                 (
                     format!(
                         "{child} &\nwhile [ ! -s {d}/child.pid ]; do sleep 0.01; done\nexit 7\n"
                     ),
+                    300,
                     Some(7),
                 ),
-                // hangs until its timeout (1 s): 124, as `timeout` says
-                (format!("{child} &\nwait\n"), Some(124)),
+                // hangs until its timeout: 124, as `timeout` says
+                (format!("{child} &\nwait\n"), 10, Some(124)),
             ] {
                 let _ = std::fs::remove_file(dir.join("child.pid"));
                 std::fs::write(dir.join("launcher.sh"), &body).unwrap();
                 let launcher = format!("/bin/sh {d}/launcher.sh");
-                let script = wrap::foreground_session(&d, 1, &BTreeMap::new(), &launcher);
+                let script = wrap::foreground_session(&d, timeout, &BTreeMap::new(), &launcher);
                 // not waiting for stdout to close: a child left behind would hold it open
                 let status = std::process::Command::new(shell)
                     .arg("-c")
@@ -639,18 +642,36 @@ mod tests {
 
     /// A process group whose only member is a zombie (its parent, started here, never reaps
     /// it): the parent, to kill when done, and the group.
-    fn zombie_group(shell: &str, dir: &std::path::Path) -> (std::process::Child, u32) {
+    /// A process killed and reaped when dropped, however the test ends.
+    struct Reaped(std::process::Child);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    /// A process group whose only member is a zombie: its parent never reaps it (it waits to
+    /// be killed, which the returned guard does). Polls until the member is a zombie.
+    fn zombie_group(shell: &str, dir: &std::path::Path) -> (Reaped, u32) {
         let zpg = dir.join("zombie.pgid");
-        let parent = std::process::Command::new(shell)
-            .arg("-c")
-            .arg(format!(
-                "setsid /bin/sh -c 'echo $$ > {}' & exec sleep 5",
-                zpg.display()
-            ))
-            .spawn()
-            .unwrap();
+        let parent = Reaped(
+            std::process::Command::new(shell)
+                .arg("-c")
+                .arg(format!(
+                    "setsid /bin/sh -c 'echo $$ > {}' & exec sleep 600",
+                    zpg.display()
+                ))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         let mut zpgid = 0u32;
-        for _ in 0..250 {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while std::time::Instant::now() < deadline {
             if let Some(p) = std::fs::read_to_string(&zpg)
                 .ok()
                 .and_then(|t| t.trim().parse().ok())
@@ -693,7 +714,7 @@ mod tests {
     fn kill_group_does_not_wait_for_a_zombie_only_group() {
         for shell in shells() {
             let dir = scratch("zombie", shell);
-            let (mut parent, zpgid) = zombie_group(shell, &dir);
+            let (parent, zpgid) = zombie_group(shell, &dir);
             assert!(
                 answers_kill0(zpgid) && !group_alive(zpgid),
                 "{shell}: {zpgid} should be a zombie that answers kill -0"
@@ -711,8 +732,7 @@ mod tests {
                 "{shell}: a zombie-only group was waited for: {:?}",
                 std::fs::read_to_string(&waited)
             );
-            let _ = parent.kill();
-            let _ = parent.wait();
+            drop(parent);
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
