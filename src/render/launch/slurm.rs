@@ -356,3 +356,298 @@ mkdir -p {d} && cd {d} && {STEP_PRINTF} && printf \"{start} %s\\n\" \"$(date +%s
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{NodeId, SlurmConfig};
+    use crate::render::launch::{MpiApp, MpiLaunch};
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    /// Values a hostile plan or host could hand over (the same spirit as the hostile templates
+    /// test): substitutions, separators, quotes of both kinds, a newline, globs, an option.
+    const PAYLOADS: &[&str] = &[
+        "$(pwned)",
+        "`pwned`",
+        "x; pwned",
+        "x && pwned",
+        "x | pwned",
+        "x\npwned",
+        "'; pwned; '",
+        "\"; pwned; \"",
+        "x'\"'\"'$(pwned)",
+        "> written-by-redirect",
+        "*",
+        "${IFS}pwned",
+        "$HOME",
+        "~root",
+        "-o /tmp/fabricplan-hostile-option",
+        "\\$(pwned)",
+        "",
+    ];
+
+    fn plan(env: &BTreeMap<String, String>) -> Plan {
+        let env_line: String = env
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", toml::Value::from(v.clone())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = format!(
+            r#"format-version = 1
+name = "s"
+[[node]]
+name = "spark-a"
+env = {{ {env_line} }}
+[[node]]
+name = "spark-b"
+[[cable]]
+kind = "direct"
+ends = ["spark-a.f0", "spark-b.f0"]
+subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
+"#
+        );
+        crate::kinds::load_str(Path::new("s.toml"), &text, Path::new("."))
+            .unwrap()
+            .plan
+    }
+
+    fn words(line: &str) -> Vec<String> {
+        shlex::split(line).unwrap_or_else(|| panic!("not one line of words: {line}"))
+    }
+
+    #[test]
+    fn every_command_is_a_step_of_the_allocation() {
+        let p = plan(&BTreeMap::new());
+        let s = SlurmStyle::new(Some(77), SlurmMpi::Pmix);
+        let a = NodeId(0);
+        let lines = [
+            s.server(&p, a, "j", "r", 8, "ib_write_bw -p 18515"),
+            s.foreground(&p, a, "r", 8, "ib_write_bw -p 18515 198.51.100.1"),
+            s.oneshot(p.node(a), "cat /sys/class/infiniband/*/ports/1/state"),
+            s.listening("spark-a", 18515, 15),
+        ];
+        for l in &lines {
+            let w = words(l);
+            assert_eq!(
+                w[..9],
+                [
+                    "srun",
+                    "--overlap",
+                    "--jobid=77",
+                    "-w",
+                    "spark-a",
+                    "-N1",
+                    "-n1",
+                    "/bin/sh",
+                    "-c"
+                ],
+                "{l}"
+            );
+            assert_eq!(w.len(), 10, "{l}");
+            // the step says its id before anything else it does
+            assert!(w[9].contains("@fabricplan-step %s.%s"), "{l}");
+        }
+        let client = &words(&lines[1])[9];
+        let (step, armed, start, exec) = (
+            client.find("@fabricplan-step").unwrap(),
+            client.find(wrap::ARMED_MARK).unwrap(),
+            client.find(wrap::START_MARK).unwrap(),
+            client.find("exec timeout -k 5 8 ib_write_bw").unwrap(),
+        );
+        assert!(step < armed && armed < start && start < exec, "{client}");
+        assert!(client.contains("read -r _"), "{client}");
+        // a server neither waits nor is detached: its step is what lives on
+        let server = &words(&lines[0])[9];
+        assert!(!server.contains(wrap::ARMED_MARK) && !server.contains("setsid"));
+        // before the allocation exists: the placeholder, visible
+        let dry = SlurmStyle::new(None, SlurmMpi::Pmix).oneshot(p.node(a), "true");
+        assert!(
+            dry.starts_with("srun --overlap --jobid=<allocation> -w spark-a "),
+            "{dry}"
+        );
+    }
+
+    #[test]
+    fn step_marks_are_taken_off() {
+        let (id, rest) = take_step_mark(
+            "@fabricplan-step 12.3\nCouldn't connect\n@fabricplan-step 12.3\n@fabricplan-step 1.x\n",
+        );
+        assert_eq!(id.as_deref(), Some("12.3"));
+        assert_eq!(rest, "Couldn't connect\n");
+        assert!(is_step_id("4294967293.4294967293"));
+        for bad in ["12", "12.", ".3", "12.3.4", "12.3; rm", "a.b", ""] {
+            assert!(!is_step_id(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn salloc_allocates_whole_nodes_and_keeps_them_on_a_failure() {
+        let cfg = SlurmConfig {
+            partition: Some("gpu".into()),
+            account: Some("net-ops".into()),
+            time_limit: Some("1:30:00".into()),
+            ..SlurmConfig::default()
+        };
+        let argv = salloc(&cfg, &["spark-a", "spark-b"], "fabricplan-s", 60);
+        assert_eq!(
+            display(&argv),
+            "salloc --no-shell --exclusive --no-kill --immediate=60 --job-name=fabricplan-s --nodes=2 -w spark-a,spark-b -p gpu -A net-ops -t 1:30:00"
+        );
+        assert_eq!(words(&display(&argv)), argv);
+    }
+
+    /// A directory with PATH stand-ins: `srun` records its arguments (NUL-separated) to `$ARGS`
+    /// and runs the step's script (its last argument) as a task would, with Slurm's variables;
+    /// `recorder` records its arguments and `$HOSTILE` to `$SEEN`; `pwned` leaves `$MARK`.
+    fn stand_ins(dir: &Path) -> PathBuf {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let write = |name: &str, text: &str| {
+            let p = bin.join(name);
+            std::fs::write(&p, text).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        write(
+            "srun",
+            "#!/bin/sh\nprintf '%s\\0' \"$@\" > \"$ARGS\"\nfor last; do :; done\nSLURM_JOB_ID=77 SLURM_STEP_ID=3 SLURMD_NODENAME=\"$NODE\" exec /bin/sh -c \"$last\"\n",
+        );
+        write(
+            "recorder",
+            "#!/bin/sh\nprintf '%s\\0' \"$@\" \"$HOSTILE\" > \"$SEEN\"\n",
+        );
+        write("pwned", "#!/bin/sh\n: > \"$MARK\"\n");
+        bin
+    }
+
+    /// Run `line` as the launcher would (its words, no shell), with `srun` a stand-in.
+    fn run_line(dir: &Path, bin: &Path, line: &str, node: &str) -> (Vec<String>, Vec<String>) {
+        let w = words(line);
+        let args = dir.join("args");
+        let seen = dir.join("seen");
+        let _ = std::fs::remove_file(&args);
+        let _ = std::fs::remove_file(&seen);
+        let mut child = std::process::Command::new(bin.join(&w[0]))
+            .args(&w[1..])
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("ARGS", &args)
+            .env("SEEN", &seen)
+            .env("MARK", dir.join("pwned-mark"))
+            .env("NODE", node)
+            .current_dir(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // a client waits for its release: one line
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(b"\n");
+        let out = child.wait_with_output().unwrap();
+        let split = |p: &Path| -> Vec<String> {
+            std::fs::read(p)
+                .map(|b| {
+                    b.split(|c| *c == 0)
+                        .map(|s| String::from_utf8_lossy(s).into_owned())
+                        .collect::<Vec<_>>()
+                })
+                .map(|mut v| {
+                    v.pop();
+                    v
+                })
+                .unwrap_or_default()
+        };
+        assert!(
+            !dir.join("pwned-mark").exists(),
+            "a value ran as a command:\n{line}\n{out:?}"
+        );
+        assert!(!dir.join("written-by-redirect").exists(), "{line}");
+        (split(&args), split(&seen))
+    }
+
+    #[test]
+    fn hostile_values_reach_slurm_and_the_step_as_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = stand_ins(dir.path());
+        let run_id = format!("fabricplan-slurm-style-{}", std::process::id());
+        for payload in PAYLOADS {
+            // a node's environment, and a node named on the command line (`detect --host`)
+            let env = BTreeMap::from([("HOSTILE".to_string(), payload.to_string())]);
+            let p = plan(&env);
+            let s = SlurmStyle::new(Some(77), SlurmMpi::Pmix);
+            for line in [
+                s.server(&p, NodeId(0), "j", &run_id, 8, "recorder one"),
+                s.foreground(&p, NodeId(0), &run_id, 8, "recorder one"),
+            ] {
+                let (argv, seen) = run_line(dir.path(), &bin, &line, "spark-a");
+                // srun's own arguments: `--overlap --jobid=77 -w NODE ...`
+                assert_eq!(argv[3], "spark-a", "{line}");
+                assert_eq!(seen, ["one", payload], "{line}");
+            }
+            let host = Node::alias(NodeId(0), payload);
+            let line = s.oneshot(&host, "recorder probe");
+            let (argv, seen) = run_line(dir.path(), &bin, &line, payload);
+            assert_eq!(
+                argv[2..4],
+                ["-w".to_string(), payload.to_string()],
+                "{line}"
+            );
+            assert_eq!(seen[0], "probe", "{line}");
+        }
+        let _ = std::fs::remove_dir_all(format!("/tmp/fabricplan/{run_id}"));
+    }
+
+    #[test]
+    fn hostile_values_in_an_mpi_step_stay_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = stand_ins(dir.path());
+        // a binary under a directory no shell word holds as it is
+        let odd = dir.path().join("it's $(pwned) `pwned`; x");
+        std::fs::create_dir_all(&odd).unwrap();
+        std::fs::copy(bin.join("recorder"), odd.join("all_reduce_perf")).unwrap();
+        let binary = odd.join("all_reduce_perf").display().to_string();
+        let p = plan(&BTreeMap::new());
+        let run_id = format!("fabricplan-slurm-mpi-{}", std::process::id());
+        for payload in PAYLOADS {
+            let env = Value::from(BTreeMap::from([(
+                "HOSTILE".to_string(),
+                Value::from(payload.to_string()),
+            )]));
+            let app = |n: usize| MpiApp {
+                nodes: vec![NodeId(n)],
+                hosts: vec![std::net::Ipv4Addr::new(198, 51, 100, n as u8 + 1)],
+                env: env.clone(),
+                binary: binary.clone(),
+            };
+            // one app for both ranks, and one per rank (told apart by SLURMD_NODENAME)
+            for apps in [
+                vec![MpiApp {
+                    nodes: vec![NodeId(0), NodeId(1)],
+                    ..app(0)
+                }],
+                vec![app(0), app(1)],
+            ] {
+                let launch = MpiLaunch {
+                    first: NodeId(0),
+                    apps,
+                    subnets: vec!["198.51.100.0/30".into()],
+                    args: vec!["-b".into(), payload.to_string()],
+                    template: "nccl",
+                    vars: Value::from(()),
+                    timeout_s: 8,
+                };
+                let renderer = Renderer::new(&[], &BTreeMap::new());
+                let w = SlurmStyle::new(Some(77), SlurmMpi::Pmi2)
+                    .mpi(&p, &renderer, &launch, &run_id)
+                    .unwrap();
+                let (argv, seen) = run_line(dir.path(), &bin, &w.script, "spark-b");
+                assert!(argv.contains(&"--mpi=pmi2".to_string()), "{argv:?}");
+                let at = argv.iter().position(|a| a == "-w").unwrap();
+                assert_eq!(argv[at + 1], "spark-a,spark-b");
+                assert_eq!(seen, ["-b", payload, payload], "{}", w.script);
+            }
+        }
+        let _ = std::fs::remove_dir_all(format!("/tmp/fabricplan/{run_id}"));
+    }
+}
