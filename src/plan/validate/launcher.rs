@@ -321,7 +321,7 @@ mod tests {
 
 #[cfg(test)]
 mod plans {
-    use crate::plan::{LauncherKind, SlurmMpi};
+    use crate::plan::{LauncherKind, NoKinds, SlurmMpi};
     use std::path::Path;
 
     const BASE: &str = r#"format-version = 1
@@ -341,7 +341,7 @@ subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
         let text = format!(
             "{BASE}[launcher]\nkind = \"slurm\"\npartition = \"gpu\"\naccount = \"net-ops\"\ntime-limit = 45\nallocation = \"1234\"\nmpi = \"pmi2\"\n"
         );
-        let plan = crate::kinds::load_str(Path::new("s.toml"), &text, Path::new("."))
+        let plan = crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."), &NoKinds)
             .unwrap()
             .plan;
         let l = &plan.launcher;
@@ -352,7 +352,7 @@ subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
         assert_eq!(l.slurm.allocation, Some(1234));
         assert_eq!(l.slurm.mpi, SlurmMpi::Pmi2);
         // no table: SSH, Slurm's defaults kept for `--launcher slurm`
-        let plan = crate::kinds::load_str(Path::new("s.toml"), BASE, Path::new("."))
+        let plan = crate::plan::load_str(Path::new("s.toml"), BASE, Path::new("."), &NoKinds)
             .unwrap()
             .plan;
         assert_eq!(plan.launcher.kind, LauncherKind::Ssh);
@@ -363,6 +363,8 @@ subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
     #[test]
     fn a_hostile_partition_is_refused() {
         let text = format!("{BASE}[launcher]\nkind = \"slurm\"\npartition = \"gpu; rm -rf /\"\n");
-        assert!(crate::kinds::load_str(Path::new("s.toml"), &text, Path::new(".")).is_err());
+        assert!(
+            crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."), &NoKinds).is_err()
+        );
     }
 }

@@ -360,7 +360,7 @@ mkdir -p {d} && cd {d} && {STEP_PRINTF} && printf \"{start} %s\\n\" \"$(date +%s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{NodeId, SlurmConfig};
+    use crate::plan::{NoKinds, NodeId, SlurmConfig};
     use crate::render::launch::{MpiApp, MpiLaunch};
     use std::collections::BTreeMap;
     use std::os::unix::fs::PermissionsExt;
@@ -408,7 +408,7 @@ ends = ["spark-a.f0", "spark-b.f0"]
 subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
 "#
         );
-        crate::kinds::load_str(Path::new("s.toml"), &text, Path::new("."))
+        crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."), &NoKinds)
             .unwrap()
             .plan
     }
