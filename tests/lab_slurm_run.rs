@@ -12,8 +12,10 @@ mod support;
 
 mod lab;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use lab::twin::lab_spec;
@@ -158,11 +160,132 @@ fn finish(out: Output, dir: &Path) -> Run {
     }
 }
 
+/// How long one run may take before the test gives up on it (and kills it with all it
+/// started). A healthy two-spark run takes under 20 s on an idle 2-core machine; CI is slower
+/// and runs other labs beside this one, so the bound is generous: it only ends a hang.
+const RUN_DEADLINE: Duration = Duration::from_secs(300);
+
+/// How long Slurm and the hosts get to settle after a run (steps gone, jobs released):
+/// polled, so a generous bound costs nothing when they settle at once.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// A fabricplan the test started. Its output is read as it comes (a full pipe never stalls
+/// it); it is waited for within a deadline; and on every other path (a failed assertion, a
+/// missed deadline) it is killed, with every process it started (the `srun`s run in process
+/// groups of their own, so they are found by parent, not by group), and reaped.
+struct Started {
+    child: Option<Child>,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Started {
+    fn spawn(mut c: Command) -> Started {
+        let mut child = c
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn fabricplan");
+        let reader = |mut r: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut b = Vec::new();
+                let _ = r.read_to_end(&mut b);
+                b
+            })
+        };
+        let stdout = child.stdout.take().map(|o| reader(Box::new(o)));
+        let stderr = child.stderr.take().map(|e| reader(Box::new(e)));
+        Started {
+            child: Some(child),
+            stdout,
+            stderr,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().expect("started").id()
+    }
+
+    /// Whether it has exited (it is not reaped: `wait` still reads its status).
+    fn exited(&mut self) -> bool {
+        let child = self.child.as_mut().expect("started");
+        // try_wait reaps it, and std keeps the status for `wait`'s next try_wait
+        matches!(child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Its output once it exits; a panic (after which `Drop` kills it) if it has not exited
+    /// within `deadline`.
+    fn wait(mut self, deadline: Duration) -> Output {
+        let mut status = None;
+        let child = self.child.as_mut().expect("started");
+        let exited = lab::wait(deadline, || {
+            status = child.try_wait().expect("try_wait fabricplan");
+            status.is_some()
+        });
+        assert!(exited, "fabricplan did not finish within {deadline:?}");
+        self.child = None;
+        let join = |h: Option<JoinHandle<Vec<u8>>>| {
+            h.map(|h| h.join().expect("output reader"))
+                .unwrap_or_default()
+        };
+        Output {
+            status: status.expect("exited"),
+            stdout: join(self.stdout.take()),
+            stderr: join(self.stderr.take()),
+        }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        // the whole tree, gathered before any of it dies (orphans are re-parented away)
+        let mut tree = vec![child.id()];
+        let mut i = 0;
+        while i < tree.len() {
+            tree.extend(children_of(tree[i]));
+            i += 1;
+        }
+        for pid in &tree[1..] {
+            let _ = lab::run(&["kill", "-KILL", &pid.to_string()]);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!(
+            "fabricplan (pid {}) killed with {} process(es) it started",
+            tree[0],
+            tree.len() - 1
+        );
+    }
+}
+
+/// The pids whose parent is `pid` (from /proc/PID/stat; the command name in parentheses may
+/// hold spaces, so the fields are read after its closing one).
+fn children_of(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|st| {
+                    let after = &st[st.rfind(')')? + 1..];
+                    after.split_whitespace().nth(1)?.parse::<u32>().ok()
+                })
+                == Some(pid)
+        })
+        .collect()
+}
+
 fn run(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&str]) -> Run {
     let t = Instant::now();
-    let o = fabricplan(lab, plan, out, format, extra)
-        .output()
-        .expect("run fabricplan");
+    let o = Started::spawn(fabricplan(lab, plan, out, format, extra)).wait(RUN_DEADLINE);
     let r = finish(o, out);
     eprintln!(
         "run --launcher slurm {extra:?}: exit {:?} in {:?}: {}",
@@ -186,13 +309,13 @@ fn queue(lab: &Lab) -> (String, String) {
 /// Nothing fabricplan started is left: no process on a host (steps, tools, slurmstepd), no
 /// step, and no job but those in `keep`.
 fn assert_nothing_left(lab: &Lab, keep: &[String], when: &str) {
-    let left = lab.leftovers(Duration::from_secs(10));
+    let left = lab.leftovers(SETTLE);
     assert!(
         left.is_empty(),
         "{when}: processes left on the hosts: {left:#?}"
     );
     let mut q = queue(lab);
-    lab::wait(Duration::from_secs(10), || {
+    lab::wait(SETTLE, || {
         q = queue(lab);
         q.1.is_empty()
             && q.0
@@ -231,6 +354,48 @@ impl Drop for Work {
         } else {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+}
+
+/// The guard itself, with no lab: a child that started a process in a process group (and
+/// session) of its own, as fabricplan starts its `srun`s, and then hangs: a missed deadline is
+/// a panic, and by the time it is caught both processes are gone.
+#[test]
+fn a_started_run_is_killed_with_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("setsid sleep 600 & echo $$ $! > \"$1\"; sleep 600")
+        .arg("sh")
+        .arg(&pids)
+        .stdin(Stdio::null());
+    let started = Started::spawn(c);
+    let mut written = String::new();
+    assert!(lab::wait(Duration::from_secs(60), || {
+        written = std::fs::read_to_string(&pids).unwrap_or_default();
+        written.ends_with('\n')
+    }));
+    let t = Instant::now();
+    let missed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        started.wait(Duration::from_millis(200))
+    }));
+    assert!(missed.is_err(), "a hang must not pass");
+    assert!(t.elapsed() < Duration::from_secs(60));
+    for pid in written.split_whitespace() {
+        let gone = lab::wait(Duration::from_secs(60), || {
+            !Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+                    st.rsplit(')')
+                        .next()
+                        .is_some_and(|r| r.trim_start().starts_with('Z'))
+                })
+        });
+        assert!(
+            gone,
+            "pid {pid} ({}) outlived the guard",
+            lab::cmdline(pid.parse().unwrap())
+        );
     }
 }
 
@@ -302,7 +467,8 @@ fn two_spark_twin_runs_green_through_slurm() {
     assert_nothing_left(&lab, &[], "healthy run");
 
     // An allocation the test made: fabricplan runs in it and leaves it as it was.
-    let out = lab.slurm("salloc --no-shell -N2 -w spark-a,spark-b");
+    // granted at once on an idle lab; refused rather than waited for if it is not
+    let out = lab.slurm("salloc --no-shell --immediate=120 -N2 -w spark-a,spark-b");
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{said}");
     let given: String = said
@@ -360,11 +526,7 @@ fn two_spark_twin_runs_green_through_slurm() {
 /// skipped, exit 130, and the allocation fabricplan made is released.
 fn interrupted_run(lab: &Lab, plan: &Path, work: &Path) {
     let out = work.join("interrupted");
-    let child = fabricplan(lab, plan, &out, "json", &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn fabricplan");
+    let mut child = Started::spawn(fabricplan(lab, plan, &out, "json", &[]));
     let jsonl = out.join("results.jsonl");
     let lines = || {
         std::fs::read_to_string(&jsonl)
@@ -372,17 +534,19 @@ fn interrupted_run(lab: &Lab, plan: &Path, work: &Path) {
             .unwrap_or(0)
     };
     // round 1 finished, and round 2's server is up on spark-b: we are inside round 2
-    let inside = lab::wait(Duration::from_secs(60), || {
-        lines() >= 1
+    let mut inside = false;
+    lab::wait(RUN_DEADLINE, || {
+        inside = lines() >= 1
             && lab
                 .processes("spark-b")
                 .iter()
-                .any(|p| p.contains("ib_write_bw"))
+                .any(|p| p.contains("ib_write_bw"));
+        inside || child.exited()
     });
-    assert!(inside, "round 2 never started");
-    let pid = child.id().to_string();
+    assert!(inside, "round 2 never started (or the run ended before it)");
+    let pid = child.pid().to_string();
     assert!(lab::run(&["kill", "-INT", &pid]).status.success());
-    let r = finish(child.wait_with_output().expect("wait fabricplan"), &out);
+    let r = finish(child.wait(RUN_DEADLINE), &out);
     eprintln!("interrupted run: exit {:?}: {}", r.code, r.verdict());
     assert_eq!(r.code, Some(130), "{}", r.story());
     assert_eq!(r.results["interrupted"], true);
@@ -410,7 +574,7 @@ fn ring3_twin_with_a_dead_slurmd_is_one_fail() {
     let (plan, lab, work) = build("ring3", "s3r");
     lab.stop_slurmd("spark-3").unwrap();
     let mut state = String::new();
-    let noticed = lab::wait(Duration::from_secs(60), || {
+    let noticed = lab::wait(Duration::from_secs(180), || {
         state = lab.slurm_state("spark-3");
         state.ends_with('*') || state.starts_with("down")
     });
