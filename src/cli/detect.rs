@@ -7,9 +7,11 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::hosts::HostArgs;
+use super::launcher::LauncherArgs;
 use super::{Format, Stdout, load_or_report, runtime};
-use crate::exec::launch::{Launcher, SshLauncher};
+use crate::exec::launch::Launcher;
 use crate::exec::runner::discovery;
+use crate::exec::transport::TransportError;
 use crate::exit;
 use crate::plan::{Node, NodeId};
 use crate::report::detect::NodeReport;
@@ -28,6 +30,8 @@ pub struct DetectArgs {
     pub max_parallel: usize,
     #[command(flatten)]
     pub hosts: HostArgs,
+    #[command(flatten)]
+    pub launcher: LauncherArgs,
 }
 
 pub fn run(args: DetectArgs) -> i32 {
@@ -52,22 +56,48 @@ pub fn run(args: DetectArgs) -> i32 {
             .map(|(i, h)| Node::alias(NodeId(i), h))
             .collect(),
     };
-    let transport = match args.hosts.transport(plan) {
-        Ok(t) => t,
+    let launcher: Arc<dyn Launcher> = match args.launcher.launcher(plan, &args.hosts) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("error: {e}");
             return exit::USAGE;
         }
     };
-    let launcher: Arc<dyn Launcher> = Arc::new(SshLauncher::new(transport));
     let Some(rt) = runtime() else {
         return exit::FAIL;
     };
     let found = rt.block_on(async {
         let refs: Vec<&Node> = nodes.iter().collect();
-        let r = discovery::probe(launcher.as_ref(), &refs, args.max_parallel).await;
+        // Slurm allocates the nodes first; a node it cannot use is not probed
+        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+        super::run::on_interrupt(cancel_tx);
+        let opening = launcher.open(&refs, cancel_rx).await;
+        let usable: Vec<&Node> = refs
+            .iter()
+            .copied()
+            .filter(|n| !opening.unavailable.iter().any(|u| u.node == n.name))
+            .collect();
+        let mut probed = discovery::probe(launcher.as_ref(), &usable, args.max_parallel)
+            .await
+            .into_iter();
         launcher.close().await;
-        r
+        refs.iter()
+            .map(
+                |n| match opening.unavailable.iter().find(|u| u.node == n.name) {
+                    Some(u) => Err(TransportError::Launch {
+                        host: n.name.clone(),
+                        reason: u.reason.clone(),
+                        trap: u.trap,
+                    }),
+                    None => probed.next().unwrap_or_else(|| {
+                        Err(TransportError::Lost {
+                            host: n.name.clone(),
+                            reason: "not probed".into(),
+                        })
+                    }),
+                },
+            )
+            .collect::<Vec<_>>()
     });
     let reports: Vec<NodeReport> = nodes
         .iter()

@@ -9,6 +9,7 @@ mod detect;
 mod graph;
 mod history;
 mod hosts;
+mod launcher;
 mod man;
 mod parse;
 mod plan;
@@ -67,11 +68,14 @@ pub enum Command {
     },
     /// Print the plan's JSON Schema (draft-07).
     Schema,
-    /// Dry run: the rounds, jobs and exact command lines each host would run. Runs nothing.
+    /// Dry run: the rounds, jobs and exact command lines each host would run (under Slurm: the
+    /// allocation and the exact srun lines). Runs nothing.
     Plan {
         plan: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        #[command(flatten)]
+        launcher: launcher::LauncherArgs,
     },
     /// Print the fabric graph.
     Graph {
@@ -117,7 +121,11 @@ pub fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Validate { plans } => validate::run(&plans),
         Command::Schema => schema::run(),
-        Command::Plan { plan, format } => plan::run(&plan, format),
+        Command::Plan {
+            plan,
+            format,
+            launcher,
+        } => plan::run(&plan, format, &launcher),
         Command::Graph { plan, format } => graph::run(&plan, format),
         Command::Run(args) => run::run(args),
         Command::Detect(args) => detect::run(args),

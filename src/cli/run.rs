@@ -7,10 +7,10 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::hosts::HostArgs;
+use super::launcher::LauncherArgs;
 use super::{Format, Stdout, load_or_report, runtime};
-use crate::exec::Transport;
 use crate::exec::evidence::Evidence;
-use crate::exec::launch::{Launcher, SshLauncher};
+use crate::exec::launch::Launcher;
 use crate::exec::runner::{self, Event, RunOptions};
 use crate::exit;
 use crate::plan::Plan;
@@ -43,6 +43,8 @@ pub struct RunArgs {
     pub max_parallel: usize,
     #[command(flatten)]
     pub hosts: HostArgs,
+    #[command(flatten)]
+    pub launcher: LauncherArgs,
     // over time and at a glance: baseline and metrics
     /// Judge the run against a baseline run too (its directory or results.json): a value that
     /// dropped (bandwidth) or rose (latency, time) beyond the max drop is a WARN.
@@ -63,20 +65,20 @@ pub fn run(args: RunArgs) -> i32 {
         return exit::INVALID_PLAN;
     };
     if args.dry_run {
-        return super::plan::run(&args.plan, args.format);
+        return super::plan::run(&args.plan, args.format, &args.launcher);
     }
     if args.setup && l.plan.setup.is_none() {
         eprintln!("error: --setup given but the plan declares no [setup] stage");
         return exit::USAGE;
     }
-    let transport = match args.hosts.transport(Some(&l.plan)) {
-        Ok(t) => t,
+    let launcher = match args.launcher.launcher(Some(&l.plan), &args.hosts) {
+        Ok(l) => l,
         Err(e) => {
             eprintln!("error: {e}");
             return exit::USAGE;
         }
     };
-    execute(&l.plan, transport, &args)
+    execute(&l.plan, launcher, &args)
 }
 
 /// `runs/<plan>/<stamp>`, or `<stamp>-2`, `-3`... when a run of the same second is there.
@@ -99,7 +101,7 @@ fn utc_stamp() -> String {
 }
 
 /// Ctrl-C or SIGTERM: stop launching, clean up what started, write partial results.
-fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
+pub(super) fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
     tokio::spawn(async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -119,8 +121,8 @@ fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
     });
 }
 
-/// Run a plan with a transport; prints progress and the verdict; returns the exit code.
-pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i32 {
+/// Run a plan with a launcher; prints progress and the verdict; returns the exit code.
+pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 {
     // the baseline and the metrics file are checked before anything runs
     let baseline = match &args.baseline {
         Some(p) => match super::compare::load_baseline(p, &plan.regression, args.max_drop) {
@@ -180,7 +182,7 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
     }
     let front: Box<dyn Sink> = match args.format {
         Format::Text => Box::new(Terminal::new(
-            transport.simulated(),
+            launcher.simulated(),
             Box::new(Stdout::new()),
             dir.display().to_string(),
             super::width(),
@@ -189,7 +191,6 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
         Format::Json => Box::new(JsonStdout::new(Box::new(Stdout::new()))),
     };
     sinks.push(front);
-    let launcher: Arc<dyn Launcher> = Arc::new(SshLauncher::new(transport.clone()));
     let results = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
@@ -200,14 +201,24 @@ pub fn execute(plan: &Plan, transport: Arc<dyn Transport>, args: &RunArgs) -> i3
             }
         };
         let work = async {
-            // the setup stage changes hosts: only with --setup, before anything is measured
+            // the setup stage changes hosts: only with --setup, before anything is measured (on
+            // the nodes the launcher opens the run on: under Slurm, once they are allocated)
             let setup_verdicts = if args.setup {
-                crate::exec::setup::run(plan, transport.as_ref()).await
+                let nodes: Vec<&crate::plan::Node> = plan.nodes.iter().collect();
+                let opening = launcher.open(&nodes, cancel_rx.clone()).await;
+                crate::exec::setup::run(plan, launcher.as_ref(), &opening).await
             } else {
                 Vec::new()
             };
             let mut r = runner::run(
-                plan, &fabric, &schedule, launcher, &opts, &evidence, tx, cancel_rx,
+                plan,
+                &fabric,
+                &schedule,
+                launcher.clone(),
+                &opts,
+                &evidence,
+                tx,
+                cancel_rx,
             )
             .await;
             if !setup_verdicts.is_empty() {

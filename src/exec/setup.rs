@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 
-use super::transport::Transport;
+use super::launch::{Launcher, Opening};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
 use crate::plan::{NodeId, Plan};
@@ -61,16 +61,19 @@ MPI_HOME=/usr/lib/$(uname -m)-linux-gnu/openmpi; make -C {c} MPI=1 MPI_HOME=\"$M
     Some(s)
 }
 
-/// Run the setup stage on every node; one verdict per node.
-pub async fn run(plan: &Plan, transport: &dyn Transport) -> Vec<Verdict> {
+/// Run the setup stage on every node the launcher opened the run on (`opening`: those it
+/// cannot reach are reported by the run itself), written the way it runs one-shot scripts;
+/// one verdict per node.
+pub async fn run(plan: &Plan, launcher: &dyn Launcher, opening: &Opening) -> Vec<Verdict> {
     let jobs: Vec<(NodeId, String)> = plan
         .nodes
         .iter()
-        .filter_map(|n| script(plan, n.id).map(|s| (n.id, s)))
+        .filter(|n| !opening.unavailable.iter().any(|u| u.node == n.name))
+        .filter_map(|n| script(plan, n.id).map(|s| (n.id, launcher.style().oneshot(n, &s))))
         .collect();
     let outs = join_all(
         jobs.iter()
-            .map(|(n, s)| transport.exec(plan.node(*n), s, Duration::from_secs(3600))),
+            .map(|(n, s)| launcher.exec(plan.node(*n), s, Duration::from_secs(3600))),
     )
     .await;
     jobs.iter()
@@ -96,9 +99,12 @@ pub async fn run(plan: &Plan, transport: &dyn Transport) -> Vec<Verdict> {
                     ),
                     Some(Trap::ToolError),
                 ),
-                Err(e) => {
-                    Verdict::check(gate, Outcome::Fail, e.to_string(), Some(Trap::Unreachable))
-                }
+                Err(e) => Verdict::check(
+                    gate,
+                    Outcome::Fail,
+                    e.to_string(),
+                    Some(e.trap().unwrap_or(Trap::Unreachable)),
+                ),
             }
         })
         .collect()

@@ -48,6 +48,14 @@ pub enum TransportError {
     /// A staged command was withdrawn before its release: it never ran.
     #[error("{host}: withdrawn before it ran")]
     Withdrawn { host: String },
+    /// The launcher could not run it there, for a reason it names with its trap (Slurm: the
+    /// node is down or drained, the step could not be launched, the time limit ended it).
+    #[error("{host}: {reason}")]
+    Launch {
+        host: String,
+        reason: String,
+        trap: crate::gate::trap::Trap,
+    },
 }
 
 impl TransportError {
@@ -57,7 +65,16 @@ impl TransportError {
             | TransportError::HostKey { host, .. }
             | TransportError::Timeout { host, .. }
             | TransportError::Lost { host, .. }
-            | TransportError::Withdrawn { host } => host,
+            | TransportError::Withdrawn { host }
+            | TransportError::Launch { host, .. } => host,
+        }
+    }
+
+    /// The trap the launcher named, when it named one.
+    pub fn trap(&self) -> Option<crate::gate::trap::Trap> {
+        match self {
+            TransportError::Launch { trap, .. } => Some(*trap),
+            _ => None,
         }
     }
 }

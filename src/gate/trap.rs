@@ -75,6 +75,16 @@ pub enum Trap {
     RoutingTrap,
     /// Kernel CMA too small: memory registration fails.
     MemoryRegistration,
+    /// Slurm will not run steps on the node: down, drained, not responding, or not in the
+    /// allocation.
+    SlurmNodeUnavailable,
+    /// Slurm could not launch a job step on the node (its slurmd did not answer, or refused).
+    SlurmStepLaunch,
+    /// The allocation's time limit ended the step.
+    SlurmTimeLimit,
+    /// Slurm refused the allocation (partition, account, time limit, nodes), or did not grant
+    /// it in time.
+    SlurmAllocationRefused,
     /// A site-specific trap named in the plan.
     Site,
 }
@@ -116,6 +126,10 @@ impl Trap {
             Trap::NcclEnvMismatch => "NCCL environment disagrees with discovery",
             Trap::RoutingTrap => "route through the fabric",
             Trap::MemoryRegistration => "memory registration failed",
+            Trap::SlurmNodeUnavailable => "Slurm node not available",
+            Trap::SlurmStepLaunch => "Slurm could not launch the step",
+            Trap::SlurmTimeLimit => "Slurm time limit reached",
+            Trap::SlurmAllocationRefused => "Slurm refused the allocation",
             Trap::Site => "site trap",
         }
     }
@@ -215,6 +229,18 @@ impl Trap {
             }
             Trap::MemoryRegistration => {
                 "give the kernel contiguous memory (cma=) so ibv_reg_mr succeeds"
+            }
+            Trap::SlurmNodeUnavailable => {
+                "bring the node back in Slurm: `sinfo -R` says why it is out; start its slurmd, then `scontrol update nodename=NODE state=resume`"
+            }
+            Trap::SlurmStepLaunch => {
+                "check the node's slurmd (running, its log, munge and clock in step with the controller's) and `scontrol show node NODE`"
+            }
+            Trap::SlurmTimeLimit => {
+                "raise `time-limit` under `[launcher]` (at most the partition's, `sinfo -o %l`), or run part of the plan (`--only`)"
+            }
+            Trap::SlurmAllocationRefused => {
+                "check `partition`, `account` and `time-limit` under `[launcher]` against `sinfo -s` and your associations, and that the node names are Slurm's (`sinfo -N`)"
             }
             Trap::Site => "see the plan's gate for the fix",
         }

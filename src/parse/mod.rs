@@ -40,6 +40,7 @@ pub mod nccl_log;
 pub mod nccl_tests;
 pub mod perftest;
 pub mod ping;
+pub mod slurm;
 mod text;
 
 pub use invariants::check_invariants;

@@ -37,6 +37,8 @@ pub struct Plan {
     pub path: PathBuf,
     pub text: String,
     pub ssh: SshDefaults,
+    /// How commands reach the nodes (`[launcher]`).
+    pub launcher: LauncherConfig,
     pub profiles: Vec<Profile>,
     pub nodes: Vec<Node>,
     pub switches: Vec<Switch>,
@@ -69,6 +71,63 @@ pub struct SshDefaults {
     pub known_hosts: Option<PathBuf>,
     pub config: Option<PathBuf>,
     pub connect_timeout_s: u32,
+}
+
+/// `[launcher]`: which launcher a run uses unless the command line says otherwise, and the
+/// Slurm launcher's settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LauncherConfig {
+    pub kind: LauncherKind,
+    pub slurm: SlurmConfig,
+}
+
+/// How commands reach the nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LauncherKind {
+    /// Over SSH from this machine.
+    #[default]
+    Ssh,
+    /// As job steps of one Slurm allocation.
+    Slurm,
+}
+
+impl LauncherKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LauncherKind::Ssh => "ssh",
+            LauncherKind::Slurm => "slurm",
+        }
+    }
+}
+
+/// The Slurm launcher's settings, validated: names are Slurm-safe, the time limit is in one of
+/// Slurm's formats, the allocation is a job id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SlurmConfig {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    /// As written (`30`, `1:30:00`, `2-00`), checked.
+    pub time_limit: Option<String>,
+    /// An existing allocation's job id: run in it, never release it.
+    pub allocation: Option<u32>,
+    pub mpi: SlurmMpi,
+}
+
+/// `srun --mpi=...` for NCCL's ranks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SlurmMpi {
+    #[default]
+    Pmix,
+    Pmi2,
+}
+
+impl SlurmMpi {
+    pub fn name(self) -> &'static str {
+        match self {
+            SlurmMpi::Pmix => "pmix",
+            SlurmMpi::Pmi2 => "pmi2",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -26,6 +26,10 @@ pub struct RawPlan {
     /// SSH settings that apply to every node.
     #[serde(default)]
     pub ssh: Option<RawSshDefaults>,
+    /// How commands reach the nodes: over SSH from this machine (the default) or as Slurm job
+    /// steps.
+    #[serde(default)]
+    pub launcher: Option<RawLauncher>,
     /// Hardware profiles beyond the built-in `gb10`.
     #[serde(default)]
     pub profile: Vec<RawProfile>,
@@ -92,6 +96,80 @@ pub struct RawSshDefaults {
     /// Connect timeout in seconds, 1 to 300 (default 10).
     #[schemars(range(min = 1, max = 300))]
     pub connect_timeout_s: Option<u32>,
+}
+
+/// `[launcher]`: how every command reaches its node. Every key but `kind` is a setting of the
+/// Slurm launcher and needs `kind = "slurm"` (`fabricplan run --launcher ssh` still runs such a
+/// plan over SSH).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawLauncher {
+    /// `ssh` (default: every command over SSH from this machine) or `slurm` (every command a
+    /// job step of one allocation; node names are Slurm node names).
+    #[serde(default)]
+    #[schemars(with = "Option<LauncherKindSchema>")]
+    pub kind: Option<Spanned<String>>,
+    /// slurm: the partition to allocate in (`salloc -p`). Default: the cluster's default
+    /// partition.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub partition: Option<Spanned<String>>,
+    /// slurm: the account the allocation is charged to (`salloc -A`).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub account: Option<Spanned<String>>,
+    /// slurm: the allocation's time limit, in Slurm's format (`salloc -t`): minutes (`30`),
+    /// `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM` or `D-HH:MM:SS`. It also bounds how long the
+    /// allocation outlives a fabricplan that was killed outright. Default: the partition's.
+    #[serde(default)]
+    #[schemars(with = "Option<RawTimeLimit>")]
+    pub time_limit: Option<Spanned<RawTimeLimit>>,
+    /// slurm: run in this existing allocation (its job id) instead of allocating the plan's
+    /// nodes; fabricplan neither allocates nor releases it. Default: fabricplan allocates
+    /// exactly the nodes the run needs (`salloc --no-shell -w ...`) and releases them when the
+    /// run ends.
+    #[serde(default)]
+    #[schemars(with = "Option<RawJobId>")]
+    pub allocation: Option<Spanned<RawJobId>>,
+    /// slurm: how NCCL's ranks are started: `pmix` (default) or `pmi2`, whichever the cluster
+    /// offers (`srun --mpi=list`).
+    #[serde(default)]
+    #[schemars(with = "Option<SlurmMpiSchema>")]
+    pub mpi: Option<Spanned<String>>,
+}
+
+/// A Slurm job id, as a number (`allocation = 1234`) or as text (`"1234"`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawJobId {
+    /// The job id, 1 to 4294967293.
+    Number(#[schemars(range(min = 1, max = 4294967293u32))] i64),
+    Text(String),
+}
+
+/// A Slurm time limit, as minutes (`time-limit = 30`) or in Slurm's text formats (`"1:30:00"`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RawTimeLimit {
+    /// Minutes, 1 to 5256000 (ten years).
+    Minutes(#[schemars(range(min = 1, max = 5256000))] i64),
+    Text(String),
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum LauncherKindSchema {
+    Ssh,
+    Slurm,
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum SlurmMpiSchema {
+    Pmix,
+    Pmi2,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -86,6 +86,20 @@ pub fn write_text(
     style: &dyn LaunchStyle,
     run_id: &str,
 ) -> io::Result<()> {
+    write_text_with(w, plan, fabric, schedule, style, run_id, &[])
+}
+
+/// Write the dry run as text, with what the launcher does to open the run (`opening`: lines,
+/// e.g. the Slurm allocation) before the preflight.
+pub fn write_text_with(
+    w: &mut dyn Write,
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    style: &dyn LaunchStyle,
+    run_id: &str,
+    opening: &[String],
+) -> io::Result<()> {
     let renderer = kinds::renderer(plan);
     let res = Resolution::from_plan(plan);
     writeln!(
@@ -126,22 +140,40 @@ pub fn write_text(
             i.name, "ISL", plan.switches[i.a.0].name, plan.switches[i.b.0].name, i.capacity_gbps
         )?;
     }
+    if !opening.is_empty() {
+        writeln!(w)?;
+        for l in opening {
+            writeln!(w, "{l}")?;
+        }
+    }
     if plan.tests.preflight {
         writeln!(w)?;
         writeln!(w, "preflight (read-only, before any measurement)")?;
         writeln!(
             w,
-            "  discover every node's RDMA devices, GIDs, MTUs and counters (one SSH round trip per node)"
+            "  discover every node's RDMA devices, GIDs, MTUs and counters (one {} per node)",
+            if style.name() == "slurm" {
+                "job step"
+            } else {
+                "SSH round trip"
+            }
         )?;
         writeln!(
             w,
             "  per link: small ping and `ping -M do -s 8972` out of the planned netdev; cabling; RoCE v2 GID; MTU 9000 both ends"
         )?;
         if !kinds::nccl_tests(plan).is_empty() {
-            writeln!(
-                w,
-                "  per NCCL job: mpirun launches `hostname` on every rank over the fabric subnet"
-            )?;
+            if style.name() == "slurm" {
+                writeln!(
+                    w,
+                    "  per NCCL job: one srun step starts `hostname` on every rank through Slurm's MPI plugin"
+                )?;
+            } else {
+                writeln!(
+                    w,
+                    "  per NCCL job: mpirun launches `hostname` on every rank over the fabric subnet"
+                )?;
+            }
         }
     }
     for round in schedule.rounds(plan, fabric) {
@@ -225,9 +257,15 @@ fn write_round_text(
         for v in &views {
             if let Some(c) = &v.commands {
                 for s in c.steps.iter().filter(|s| s.role == role) {
+                    let slurm = style.name() == "slurm";
                     let what = match role {
+                        crate::render::job::Role::Server if slurm => "server, its own step",
                         crate::render::job::Role::Server => "server, detached",
+                        crate::render::job::Role::Client if slurm => {
+                            "client, released with the others"
+                        }
                         crate::render::job::Role::Client => "client",
+                        crate::render::job::Role::Launcher if slurm => "srun over the ranks",
                         crate::render::job::Role::Launcher => "mpirun",
                     };
                     writeln!(w, "    [{}] {} ({}):", s.host, what, v.id)?;
@@ -272,11 +310,33 @@ pub fn write_json(
     style: &dyn LaunchStyle,
     run_id: &str,
 ) -> io::Result<()> {
+    write_json_with(w, plan, fabric, schedule, style, run_id, &[])
+}
+
+/// [`write_json`], with what the launcher does to open the run: when `opening` has lines, the
+/// document also holds `"launcher": { "kind": NAME, "opening": [LINE] }` after `plan`.
+pub fn write_json_with(
+    w: &mut dyn Write,
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    style: &dyn LaunchStyle,
+    run_id: &str,
+    opening: &[String],
+) -> io::Result<()> {
     let renderer = kinds::renderer(plan);
     let res = Resolution::from_plan(plan);
+    let launcher = if opening.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ",\"launcher\":{}",
+            serde_json::json!({ "kind": style.name(), "opening": opening })
+        )
+    };
     write!(
         w,
-        "{{\"format_version\":{PLAN_JSON_VERSION},\"plan\":{},\"round_count\":{},\"rounds\":[",
+        "{{\"format_version\":{PLAN_JSON_VERSION},\"plan\":{}{launcher},\"round_count\":{},\"rounds\":[",
         serde_json::to_string(&plan.name).unwrap_or_default(),
         schedule.len()
     )?;

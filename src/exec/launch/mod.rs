@@ -4,6 +4,7 @@
 //! fabric, a test fake). Adding a launcher is one file here implementing both traits, plus one
 //! line where the CLI picks it.
 
+pub mod slurm;
 pub mod ssh;
 
 use std::time::Duration;
@@ -11,11 +12,33 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 use super::transport::{BoxFuture, Output, TransportError};
+use crate::gate::judge::Verdict;
+use crate::gate::trap::Trap;
 use crate::plan::Node;
 use crate::render::launch::LaunchStyle;
 
-pub use crate::render::launch::SshStyle;
+pub use crate::render::launch::{SlurmStyle, SshStyle};
+pub use slurm::SlurmLauncher;
 pub use ssh::SshLauncher;
+
+/// What a launcher found when it opened the run, before any command: for the preflight.
+#[derive(Debug, Clone, Default)]
+pub struct Opening {
+    /// What it did (Slurm: the allocation granted, or refused), as verdicts.
+    pub verdicts: Vec<Verdict>,
+    /// Nodes it will run nothing on, each one FAIL (`reach NODE`) with its trap.
+    pub unavailable: Vec<Unavailable>,
+}
+
+/// A node a launcher will run nothing on.
+#[derive(Debug, Clone)]
+pub struct Unavailable {
+    pub node: String,
+    pub reason: String,
+    pub trap: Trap,
+    /// The gate of an earlier failure this one follows from (`slurm allocation`).
+    pub follows: Option<String>,
+}
 
 /// What identifies a started server, so exactly it can be stopped (never a name).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,11 +54,13 @@ pub enum ServerHandle {
 pub enum Readiness {
     /// It listens on its port.
     Ready(ServerHandle),
-    /// It is not ready: why, its log so far, and its handle when it still has one to stop.
+    /// It is not ready: why, its log so far, its handle when it still has one to stop, and the
+    /// trap when the launcher knows a more specific one than a server gone or firewalled.
     NotReady {
         why: String,
         log: String,
         handle: Option<ServerHandle>,
+        trap: Option<Trap>,
     },
 }
 
@@ -61,6 +86,19 @@ pub trait Launcher: Send + Sync {
     /// True when the commands are answered by a model rather than real hosts.
     fn simulated(&self) -> bool;
 
+    /// Before any command: make `nodes` reachable (Slurm: allocate them, or check the given
+    /// allocation) and say which of them are not. Called again, it answers what it found the
+    /// first time. `cancel` turning true gives up a wait (an allocation pending). Default:
+    /// nothing to do.
+    fn open<'a>(
+        &'a self,
+        nodes: &'a [&'a Node],
+        cancel: watch::Receiver<bool>,
+    ) -> BoxFuture<'a, Opening> {
+        let _ = (nodes, cancel);
+        Box::pin(async { Opening::default() })
+    }
+
     /// Run a one-shot script on a node (probes, counter snapshots, pings).
     fn exec<'a>(
         &'a self,
@@ -80,10 +118,12 @@ pub trait Launcher: Send + Sync {
         go: watch::Receiver<bool>,
     ) -> BoxFuture<'a, Result<Output, TransportError>>;
 
-    /// Start a server written by [`LaunchStyle::server`]; answers once it is started.
+    /// Start the server of `job` written by [`LaunchStyle::server`]; answers once it is
+    /// started.
     fn start<'a>(
         &'a self,
         node: &'a Node,
+        job: &'a str,
         script: &'a str,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>>;

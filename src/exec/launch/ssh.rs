@@ -77,6 +77,7 @@ impl Launcher for SshLauncher {
     fn start<'a>(
         &'a self,
         node: &'a Node,
+        _job: &'a str,
         script: &'a str,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
@@ -130,6 +131,7 @@ impl Launcher for SshLauncher {
                 handle: pgid
                     .and_then(|p| p.trim().parse().ok())
                     .map(ServerHandle::ProcessGroup),
+                trap: None,
             }
         })
     }

@@ -89,16 +89,30 @@ impl Ctx<'_> {
             .await
     }
 
-    /// Start a server, under the cap.
-    pub(crate) async fn start(
+    /// A one-shot script on a node (probe, snapshot, ping) as the launcher writes it, under the
+    /// cap.
+    pub(crate) async fn exec_oneshot(
         &self,
         node: NodeId,
         script: &str,
         timeout: Duration,
     ) -> Result<Output, TransportError> {
+        let n = self.plan.node(node);
+        let written = self.launcher.style().oneshot(n, script);
+        self.exec(node, &written, timeout).await
+    }
+
+    /// Start the server of `job`, under the cap.
+    pub(crate) async fn start(
+        &self,
+        node: NodeId,
+        job: &str,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<Output, TransportError> {
         let _permit = self.sem.acquire().await;
         self.launcher
-            .start(self.plan.node(node), script, timeout)
+            .start(self.plan.node(node), job, script, timeout)
             .await
     }
 

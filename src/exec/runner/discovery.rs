@@ -24,13 +24,62 @@ pub async fn probe(
         let sem = &sem;
         async move {
             let _permit = sem.acquire().await;
+            let script = launcher.style().oneshot(n, discover::PROBE_SCRIPT);
             launcher
-                .exec(n, discover::PROBE_SCRIPT, discover::PROBE_TIMEOUT)
+                .exec(n, &script, discover::PROBE_TIMEOUT)
                 .await
                 .map(|o| discover::probe::parse(&o.stdout))
         }
     }))
     .await
+}
+
+/// Open the run on the needed nodes ([`Launcher::open`]: Slurm allocates them) and record what
+/// the launcher found: its verdicts, and each node it will run nothing on as one FAIL (`reach
+/// NODE`, with the launcher's trap). Returns the nodes left to probe.
+pub(crate) async fn open(
+    ctx: &mut Ctx<'_>,
+    needed: &[NodeId],
+    results: &mut RunResults,
+) -> Vec<NodeId> {
+    let nodes: Vec<&Node> = needed.iter().map(|n| ctx.plan.node(*n)).collect();
+    let opening = ctx.launcher.open(&nodes, ctx.cancel.clone()).await;
+    for v in opening.verdicts {
+        ctx.emit(Event::Preflight(v.clone()));
+        results.preflight.push(v);
+    }
+    let mut left = needed.to_vec();
+    for u in opening.unavailable {
+        let Some(pos) = left.iter().position(|n| ctx.plan.node(*n).name == u.node) else {
+            continue;
+        };
+        let n = left.remove(pos);
+        ctx.emit(Event::Discovered {
+            node: u.node.clone(),
+            ok: false,
+            detail: u.reason.clone(),
+        });
+        let mut v = Verdict::check(
+            format!("reach {}", u.node),
+            Outcome::Fail,
+            u.reason.clone(),
+            Some(u.trap),
+        );
+        if let Some(f) = u.follows {
+            v = v.following(f);
+        }
+        ctx.emit(Event::Preflight(v.clone()));
+        results.preflight.push(v);
+        results.discovery.push(NodeDiscovery {
+            node: u.node,
+            reachable: false,
+            error: Some(u.reason.clone()),
+            hostname: None,
+            halves: Vec::new(),
+        });
+        ctx.unreachable.insert(n, u.reason);
+    }
+    left
 }
 
 /// Probe the needed nodes and record what was found: each planned half's device, netdev and
@@ -80,7 +129,7 @@ pub(crate) async fn discover_needed(
                     format!("reach {name}"),
                     Outcome::Fail,
                     e.to_string(),
-                    Some(Trap::Unreachable),
+                    Some(e.trap().unwrap_or(Trap::Unreachable)),
                 );
                 ctx.emit(Event::Preflight(v.clone()));
                 results.preflight.push(v);

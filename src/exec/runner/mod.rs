@@ -116,13 +116,15 @@ pub async fn run(
     let sel = selection(plan, fabric, schedule, opts);
     let needed = &sel.needed;
 
+    // the launcher first: what it cannot reach is one FAIL per node, never probed
+    let reachable = discovery::open(&mut ctx, needed, &mut results).await;
     // the launch checks depend on the plan alone: they start with the discovery probes
     let launches = plan.tests.preflight.then(|| {
         let checks = preflight::launch_checks(&ctx, &sel.nccl_tests);
         let answers = preflight::start_launch_checks(&ctx, &checks);
         (checks, answers)
     });
-    discovery::discover_needed(&mut ctx, needed, &mut results).await;
+    discovery::discover_needed(&mut ctx, &reachable, &mut results).await;
     if plan.tests.preflight {
         preflight::preflight(&mut ctx, needed, &mut results, launches).await;
     }

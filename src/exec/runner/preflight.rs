@@ -17,12 +17,17 @@ use crate::results::RunResults;
 /// What the launch checks answered, in their order.
 pub(crate) type LaunchAnswers = tokio::task::JoinHandle<Vec<Result<Output, TransportError>>>;
 
-/// The launch checks of the NCCL tests that have a selected job and can all be reached. They
-/// depend on the plan alone, not on discovery, so the runner starts them together with the
-/// discovery probes.
+/// The launch checks of the NCCL tests that have a selected job and can all be reached (none of
+/// their ranks is one the launcher said it cannot reach). They depend on the plan alone, not on
+/// discovery, so the runner starts them together with the discovery probes.
 pub(crate) fn launch_checks(ctx: &Ctx<'_>, tests: &[usize]) -> Vec<LaunchCheck> {
+    let all = crate::kinds::nccl_tests(ctx.plan);
     tests
         .iter()
+        .filter(|i| {
+            all.get(**i)
+                .is_none_or(|t| !t.nodes.iter().any(|n| ctx.unreachable.contains_key(n)))
+        })
         .filter_map(|i| {
             launch_check(
                 ctx.plan,
@@ -124,7 +129,7 @@ pub(crate) async fn preflight(
     let (outs, answers) = tokio::join!(
         join_all(
             list.iter()
-                .map(|p| async { ctx.exec(p.node(), &p.command, SHORT).await })
+                .map(|p| async { ctx.exec_oneshot(p.node(), &p.command, SHORT).await })
         ),
         async {
             match launches {
@@ -169,7 +174,7 @@ pub(crate) async fn preflight(
                 stdout: &o.stdout,
                 stderr: &o.stderr,
             }),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err((e.to_string(), e.trap())),
         };
         let earlier = failure_on_path(ctx, check.test, &verdicts).cloned();
         let v = judge_launch(ctx.plan, &check, answer, earlier.as_ref());

@@ -176,7 +176,8 @@ async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> Counters {
     let outs = join_all(by_host.iter().map(|(n, devs)| async move {
         (
             *n,
-            ctx.exec(*n, &discover::counters_script(devs), SHORT).await,
+            ctx.exec_oneshot(*n, &discover::counters_script(devs), SHORT)
+                .await,
         )
     }))
     .await;
@@ -201,7 +202,7 @@ async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, Strin
             let mut recs = Vec::new();
             for s in servers(r) {
                 let sent_ms = now_ms();
-                let answer = ctx.start(s.node, &s.script, SHORT).await;
+                let answer = ctx.start(s.node, &r.c.job.id, &s.script, SHORT).await;
                 recs.push(ServerStart {
                     step: s.clone(),
                     sent_ms,
@@ -376,7 +377,7 @@ fn record_setup(
                     gate_name(ctx.plan, round, r.c.job),
                     Outcome::Fail,
                     format!("could not start the server: {e}"),
-                    Some(Trap::Unreachable),
+                    Some(e.trap().unwrap_or(Trap::Unreachable)),
                 ));
             }
             let mut rec = step_record(ctx, evidence, &r.c, &s.step, s.sent_ms, &s.answer);
@@ -388,14 +389,22 @@ fn record_setup(
     for (r, rd) in running.iter_mut().zip(ready) {
         match rd {
             Some((node, Readiness::Ready(handle))) => r.server = Some((node, handle)),
-            Some((node, Readiness::NotReady { why, log, handle })) => {
+            Some((
+                node,
+                Readiness::NotReady {
+                    why,
+                    log,
+                    handle,
+                    trap,
+                },
+            )) => {
                 r.server = handle.map(|h| (node, h));
                 r.c.server_log = Some(log);
                 r.c.failure = Some(Verdict::check(
                     gate_name(ctx.plan, round, r.c.job),
                     Outcome::Fail,
                     why,
-                    Some(Trap::ServerGoneOrFirewall),
+                    Some(trap.unwrap_or(Trap::ServerGoneOrFirewall)),
                 ));
             }
             None => {}
@@ -451,7 +460,7 @@ fn record_launches(
                 Err(e) => {
                     let trap = match e {
                         TransportError::Timeout { .. } => Trap::Timeout,
-                        _ => Trap::Unreachable,
+                        _ => e.trap().unwrap_or(Trap::Unreachable),
                     };
                     r.c.failure.get_or_insert(Verdict::check(
                         gate,

@@ -84,7 +84,7 @@ impl SectionKind for Nccl {
 }
 
 /// The launch check of one NCCL test: mpirun on the launching host starts `hostname` on every
-/// rank over the fabric subnets.
+/// rank over the fabric subnets (under Slurm: one `srun --mpi=...` step over the ranks).
 #[derive(Debug, Clone)]
 pub struct LaunchCheck {
     /// Index of the test among the plan's NCCL tests ([`tests`]).
@@ -92,6 +92,8 @@ pub struct LaunchCheck {
     pub step: Step,
     /// Ranks expected to answer.
     pub ranks: usize,
+    /// What starts the ranks (`mpirun`, `srun`): the gate's first word.
+    pub starter: &'static str,
 }
 
 /// The launch check of NCCL test `test`.
@@ -103,7 +105,17 @@ pub fn launch_check(
     run_id: &str,
 ) -> Result<LaunchCheck, RenderError> {
     let (step, ranks) = render::mpi_hostname(plan, renderer, style, test, run_id)?;
-    Ok(LaunchCheck { test, step, ranks })
+    let starter = if style.name() == "slurm" {
+        "srun"
+    } else {
+        "mpirun"
+    };
+    Ok(LaunchCheck {
+        test,
+        step,
+        ranks,
+        starter,
+    })
 }
 
 /// What the launch check's command answered.
@@ -114,13 +126,15 @@ pub struct Answer<'a> {
     pub stderr: &'a str,
 }
 
-/// The launch check's verdict. `earlier` is a preflight failure on the check's path (a port or
-/// an ISL between its ranks): a launch that fails after it follows from it and says so, with its
-/// trap (mpirun's TCP traffic over an MTU 1500 hop hangs, it is not an SSH problem).
+/// The launch check's verdict. `answer` is what the command answered, or why it could not run
+/// (with the launcher's trap when it named one). `earlier` is a preflight failure on the
+/// check's path (a port or an ISL between its ranks): a launch that fails after it follows from
+/// it and says so, with its trap (mpirun's TCP traffic over an MTU 1500 hop hangs, it is not an
+/// SSH problem).
 pub fn judge_launch(
     plan: &Plan,
     check: &LaunchCheck,
-    answer: Result<Answer<'_>, String>,
+    answer: Result<Answer<'_>, (String, Option<Trap>)>,
     earlier: Option<&Verdict>,
 ) -> Verdict {
     let Some(t) = tests(plan).get(check.test).copied() else {
@@ -131,10 +145,15 @@ pub fn judge_launch(
             Some(Trap::ToolError),
         );
     };
-    let gate = format!("mpirun launch {}", t.name);
+    let gate = format!("{} launch {}", check.starter, t.name);
     let n = check.ranks;
     let v = match answer {
-        Err(e) => Verdict::check(&gate, Outcome::Fail, e, Some(Trap::MpiLaunch)),
+        Err((e, trap)) => Verdict::check(
+            &gate,
+            Outcome::Fail,
+            e,
+            Some(trap.unwrap_or(Trap::MpiLaunch)),
+        ),
         Ok(a) => {
             let text = format!("{}{}", a.stdout, a.stderr);
             let lines = a.stdout.lines().filter(|l| !l.trim().is_empty()).count();
@@ -181,7 +200,8 @@ pub fn judge_launch(
                     &gate,
                     Outcome::Fail,
                     format!(
-                        "mpirun exit {}, {lines} of {n} ranks answered: {}",
+                        "{} exit {}, {lines} of {n} ranks answered: {}",
+                        check.starter,
                         a.status,
                         text.lines().last().unwrap_or("").trim()
                     ),

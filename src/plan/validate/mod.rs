@@ -7,6 +7,7 @@
 mod addresses;
 mod cables;
 mod gates;
+mod launcher;
 mod names;
 mod nodes;
 mod sections;
@@ -29,6 +30,7 @@ use super::section::{Catalog, SectionKind};
 
 pub const FORMAT_VERSION: u32 = 1;
 
+pub use launcher::{MPIRUN_TEMPLATES, job_id_text, parse_job_id};
 pub use names::{is_safe_ifname, is_safe_name};
 pub use sections::parse_size;
 pub use sim::{SIM_FAULTS, check_sim_fault};
@@ -147,6 +149,7 @@ fn build(
     let capacity = settings::capacity(raw.capacity.as_ref());
     let sim = sim::sim(ctx, raw.sim.as_ref(), &nodes, &switches);
     let ssh = settings::ssh_defaults(raw.ssh.as_ref(), &ctx.base_dir);
+    let launcher = launcher::launcher(ctx, raw.launcher.as_ref(), &raw.templates);
     let setup = raw.setup.as_ref().map(settings::setup);
 
     Some(Plan {
@@ -155,6 +158,7 @@ fn build(
         path: path.to_path_buf(),
         text: text.to_string(),
         ssh,
+        launcher,
         profiles,
         nodes,
         switches,

@@ -1,17 +1,23 @@
 //! How a launcher writes commands: the seam between what a test kind runs and how it gets
 //! started where it runs. A kind renders its tool's command line; the launcher's
-//! [`LaunchStyle`] wraps it (SSH: a detached server under `setsid` with its process group
-//! recorded, a foreground client under a remote timeout, `mpirun` over the fabric subnets) or
-//! writes it another way (Slurm: job steps). Pure: the executing half of a launcher lives in
-//! `crate::exec::launch`.
+//! [`LaunchStyle`] wraps it ([`SshStyle`]: a detached server under `setsid` with its process
+//! group recorded, a foreground client under a remote timeout, `mpirun` over the fabric subnets)
+//! or writes it another way ([`SlurmStyle`]: every command a job step of one allocation). Pure:
+//! the executing half of a launcher lives in `crate::exec::launch`.
+
+mod slurm;
+mod ssh;
 
 use std::net::Ipv4Addr;
 
-use minijinja::{Value, context};
+use minijinja::Value;
 use serde::Serialize;
 
-use super::{RenderError, Renderer, wrap};
-use crate::plan::{NodeId, Plan};
+use super::{RenderError, Renderer};
+use crate::plan::{Node, NodeId, Plan};
+
+pub use slurm::{STEP_MARK, SlurmStyle, display, is_step_id, salloc, take_step_mark};
+pub use ssh::SshStyle;
 
 /// The remote directory of a run.
 pub fn remote_dir(run_id: &str) -> String {
@@ -84,6 +90,10 @@ pub trait LaunchStyle: Send + Sync {
         command: &str,
     ) -> String;
 
+    /// A one-shot script on a node (a discovery probe, a counter snapshot, a ping), written
+    /// the way this launcher runs it there.
+    fn oneshot(&self, node: &Node, script: &str) -> String;
+
     /// An MPI launch over ranks.
     fn mpi(
         &self,
@@ -92,85 +102,4 @@ pub trait LaunchStyle: Send + Sync {
         launch: &MpiLaunch,
         run_id: &str,
     ) -> Result<Written, RenderError>;
-}
-
-/// How the SSH launcher writes commands: `setsid` servers, `timeout` clients, `mpirun`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SshStyle;
-
-impl LaunchStyle for SshStyle {
-    fn name(&self) -> &'static str {
-        "ssh"
-    }
-
-    fn server(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        job: &str,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        wrap::detached(
-            &remote_dir(run_id),
-            job,
-            timeout_s,
-            &plan.node(node).env,
-            command,
-        )
-    }
-
-    fn foreground(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        wrap::foreground(
-            &remote_dir(run_id),
-            timeout_s,
-            &plan.node(node).env,
-            command,
-        )
-    }
-
-    /// `mpirun` on the first rank, from the plan's `nccl` / `mpi-hostname` template.
-    fn mpi(
-        &self,
-        plan: &Plan,
-        renderer: &Renderer,
-        launch: &MpiLaunch,
-        run_id: &str,
-    ) -> Result<Written, RenderError> {
-        let apps: Vec<Value> = launch
-            .apps
-            .iter()
-            .map(|a| {
-                context! {
-                    np => a.hosts.len(),
-                    hosts => a.hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
-                    env => a.env.clone(),
-                    binary => a.binary.clone(),
-                }
-            })
-            .collect();
-        let ctx =
-            context! { apps => apps, subnets => launch.subnets.clone(), ..launch.vars.clone() };
-        let command = renderer.render(launch.template, ctx)?;
-        // mpirun's ssh children outlive it when it is killed: its session is reaped after it
-        let script = wrap::foreground_session(
-            &remote_dir(run_id),
-            launch.timeout_s,
-            &plan.node(launch.first).env,
-            &command,
-        );
-        Ok(Written {
-            node: launch.first,
-            command,
-            script,
-        })
-    }
 }

@@ -1,0 +1,171 @@
+//! `--launcher ssh|slurm` and `--allocation JOBID`: which launcher a command uses, over the
+//! plan's `[launcher]`, and the launcher itself.
+
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+
+use super::hosts::HostArgs;
+use crate::exec::launch::{Launcher, SlurmLauncher, SshLauncher, slurm};
+use crate::plan::validate::{MPIRUN_TEMPLATES, job_id_text};
+use crate::plan::{LauncherKind, Plan, SlurmConfig};
+use crate::render::launch::{LaunchStyle, SlurmStyle, SshStyle, display, salloc};
+
+/// The launchers a command line can name.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum LauncherChoice {
+    /// Every command over SSH from this machine.
+    Ssh,
+    /// Every command a job step of one Slurm allocation.
+    Slurm,
+}
+
+/// The options that pick the launcher.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LauncherArgs {
+    /// How commands reach the nodes: `ssh`, or `slurm` (each one a job step of one allocation;
+    /// node names are Slurm node names). Default: the plan's `[launcher] kind`, else ssh.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub launcher: Option<LauncherChoice>,
+    /// Run in this existing Slurm allocation (its job id) instead of allocating the nodes
+    /// (implies `--launcher slurm`); fabricplan does not release it.
+    #[arg(long, value_name = "JOBID", value_parser = parse_allocation)]
+    pub allocation: Option<u32>,
+}
+
+fn parse_allocation(s: &str) -> Result<u32, String> {
+    job_id_text(s).ok_or_else(|| {
+        format!(
+            "`{s}` is not a Slurm job id (the number `salloc` printed, as `squeue --me` lists it)"
+        )
+    })
+}
+
+/// The launcher a command runs with, settled.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub kind: LauncherKind,
+    pub slurm: SlurmConfig,
+}
+
+impl LauncherArgs {
+    /// The launcher the options and the plan name; `Err` is said to the user (exit 2).
+    pub fn choice(&self, plan: Option<&Plan>) -> Result<Choice, String> {
+        let planned = plan.map(|p| p.launcher.clone()).unwrap_or_default();
+        let kind = match (self.launcher, self.allocation) {
+            (Some(LauncherChoice::Ssh), Some(_)) => {
+                return Err(
+                    "--allocation names a Slurm allocation: it does not go with --launcher ssh"
+                        .into(),
+                );
+            }
+            (Some(LauncherChoice::Ssh), None) => LauncherKind::Ssh,
+            (Some(LauncherChoice::Slurm), _) | (None, Some(_)) => LauncherKind::Slurm,
+            (None, None) => planned.kind,
+        };
+        let mut slurm = planned.slurm;
+        if let Some(a) = self.allocation {
+            slurm.allocation = Some(a);
+        }
+        if kind == LauncherKind::Slurm
+            && let Some(p) = plan
+            && let Some(t) = MPIRUN_TEMPLATES
+                .iter()
+                .find(|t| p.templates.contains_key(**t))
+        {
+            return Err(format!(
+                "the plan overrides template `{t}`, an mpirun line the slurm launcher does not run (NCCL's ranks are one `srun --mpi={}` step): remove the override, or use --launcher ssh",
+                slurm.mpi.name()
+            ));
+        }
+        Ok(Choice { kind, slurm })
+    }
+
+    /// Whether the command line itself asks for Slurm.
+    fn asks_slurm(&self) -> bool {
+        self.launcher == Some(LauncherChoice::Slurm) || self.allocation.is_some()
+    }
+
+    /// The launcher for a command reaching nodes: Slurm's, or SSH over the transport
+    /// `hosts` names (SSH, this machine, or the simulated fabric, which answer without Slurm).
+    pub fn launcher(
+        &self,
+        plan: Option<&Plan>,
+        hosts: &HostArgs,
+    ) -> Result<Arc<dyn Launcher>, String> {
+        let choice = self.choice(plan)?;
+        if hosts.sim || hosts.local {
+            let flag = if hosts.sim { "--sim" } else { "--local" };
+            if self.asks_slurm() {
+                return Err(format!(
+                    "{flag} answers every command on this machine, without Slurm: drop --launcher slurm / --allocation"
+                ));
+            }
+            if choice.kind == LauncherKind::Slurm {
+                eprintln!(
+                    "note: {flag} answers every command on this machine: the plan's Slurm launcher is not used"
+                );
+            }
+            return Ok(Arc::new(SshLauncher::new(hosts.transport(plan)?)));
+        }
+        match choice.kind {
+            LauncherKind::Ssh => Ok(Arc::new(SshLauncher::new(hosts.transport(plan)?))),
+            LauncherKind::Slurm => {
+                let conf = slurm::slurm_conf()?;
+                let name = plan.map_or("detect", |p| p.name.as_str());
+                Ok(Arc::new(SlurmLauncher::new(&choice.slurm, name, conf)))
+            }
+        }
+    }
+}
+
+impl Choice {
+    /// How a dry run writes the commands.
+    pub fn style(&self) -> Box<dyn LaunchStyle> {
+        match self.kind {
+            LauncherKind::Ssh => Box::new(SshStyle),
+            LauncherKind::Slurm => Box::new(SlurmStyle::new(self.slurm.allocation, self.slurm.mpi)),
+        }
+    }
+
+    /// What a dry run says about how the run is opened: under Slurm, the allocation (the exact
+    /// `salloc`, or the one given) and the shape of every one-task step.
+    pub fn opening(&self, plan: &Plan) -> Vec<String> {
+        if self.kind != LauncherKind::Slurm {
+            return Vec::new();
+        }
+        let mut out = vec![
+            "launcher slurm: every command on a node is a job step of one allocation, started from this machine".to_string(),
+        ];
+        match self.slurm.allocation {
+            Some(job) => out.push(format!(
+                "  allocation {job} (given): it must be RUNNING and hold the nodes; it is not released"
+            )),
+            None => {
+                let names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
+                out.push(format!(
+                    "  allocate (the nodes a run needs; these for the whole plan): {}",
+                    display(&salloc(
+                        &self.slurm,
+                        &names,
+                        &format!("fabricplan-{}", plan.name),
+                        slurm::ALLOCATION_WAIT_S
+                    ))
+                ));
+                out.push(
+                    "  released when the run ends, on error or interrupt too: scancel JOB"
+                        .to_string(),
+                );
+            }
+        }
+        out.push(
+            "  discovery probe, counter snapshots, pings: srun --overlap --jobid=<allocation> -w NODE -N1 -n1 /bin/sh -c SCRIPT"
+                .to_string(),
+        );
+        out.push(
+            "  servers are stopped by cancelling their step (scancel JOB.STEP); clients wait for one line on stdin and are released together"
+                .to_string(),
+        );
+        out
+    }
+}

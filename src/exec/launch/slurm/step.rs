@@ -1,0 +1,256 @@
+//! A Slurm client process run from this machine (`srun`, `salloc`, `scancel`, `sinfo`): started
+//! from its argument vector (no shell), in a process group of its own (a Ctrl-C at the terminal
+//! is fabricplan's to handle, not srun's), its output read as it comes: the step's id the moment
+//! its script writes it, and whether a staged client says it is armed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::ChildStdin;
+use tokio::sync::watch;
+
+use crate::render::launch::{STEP_MARK, is_step_id};
+use crate::render::wrap;
+
+/// What a finished client left: its exit status (128 + n for a signal, like a shell), its
+/// output.
+#[derive(Debug, Clone)]
+pub(super) struct Finished {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// How a client is to be ended.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    /// SIGTERM: srun ends its step (`srun: forcing job termination`), salloc gives up.
+    Term,
+    /// SIGINT: salloc withdraws a pending allocation.
+    Int,
+    /// SIGKILL: the last resort, the process alone.
+    Kill,
+}
+
+/// A running client.
+pub(super) struct Proc {
+    stdin: Option<ChildStdin>,
+    /// The step id its script wrote, once written.
+    pub step: watch::Receiver<Option<String>>,
+    /// Whether its script said it is armed (waiting for its release).
+    pub armed: watch::Receiver<bool>,
+    /// Set once it exited and its output is read.
+    pub done: watch::Receiver<Option<Arc<Finished>>>,
+    end: Option<tokio::sync::mpsc::UnboundedSender<End>>,
+}
+
+/// Start `argv` with `env`; `stdin`: a pipe to write to (a staged client), else /dev/null.
+pub(super) fn spawn(
+    argv: &[String],
+    env: &[(String, String)],
+    stdin: bool,
+) -> Result<Proc, String> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err("an empty command".into());
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdin(if stdin {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    let pid = child.id();
+    let input = child.stdin.take();
+    let mut out = child.stdout.take();
+    let err = child.stderr.take();
+    let (step_tx, step) = watch::channel(None);
+    let (armed_tx, armed) = watch::channel(false);
+    let (done_tx, done) = watch::channel(None);
+    let (end_tx, mut end_rx) = tokio::sync::mpsc::unbounded_channel::<End>();
+    tokio::spawn(async move {
+        let read_out = async {
+            let mut b = Vec::new();
+            if let Some(o) = out.as_mut() {
+                let _ = o.read_to_end(&mut b).await;
+            }
+            b
+        };
+        let read_err = async {
+            let mut all = Vec::new();
+            let Some(e) = err else { return all };
+            let mut r = BufReader::new(e);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match r.read_until(b'\n', &mut line).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let text = String::from_utf8_lossy(&line);
+                let t = text.trim_end();
+                if let Some(id) = t.strip_prefix(STEP_MARK).map(str::trim)
+                    && is_step_id(id)
+                {
+                    step_tx.send_if_modified(|s| {
+                        let first = s.is_none();
+                        if first {
+                            *s = Some(id.to_string());
+                        }
+                        first
+                    });
+                } else if t == wrap::ARMED_MARK {
+                    armed_tx.send_replace(true);
+                }
+                all.extend_from_slice(&line);
+            }
+            all
+        };
+        let wait = async {
+            loop {
+                tokio::select! {
+                    s = child.wait() => return s,
+                    e = end_rx.recv() => match e {
+                        Some(End::Kill) => { let _ = child.start_kill(); }
+                        Some(End::Term) => signal(pid, libc::SIGTERM),
+                        Some(End::Int) => signal(pid, libc::SIGINT),
+                        // every handle dropped, the client still running: it ends its step
+                        None => {
+                            signal(pid, libc::SIGTERM);
+                            return child.wait().await;
+                        }
+                    },
+                }
+            }
+        };
+        let (so, se, status) = tokio::join!(read_out, read_err, wait);
+        let status = match status {
+            Ok(s) => {
+                use std::os::unix::process::ExitStatusExt;
+                s.code()
+                    .or_else(|| s.signal().map(|n| 128 + n))
+                    .unwrap_or(-1)
+            }
+            Err(_) => -1,
+        };
+        done_tx.send_replace(Some(Arc::new(Finished {
+            status,
+            stdout: String::from_utf8_lossy(&so).into_owned(),
+            stderr: String::from_utf8_lossy(&se).into_owned(),
+        })));
+    });
+    Ok(Proc {
+        stdin: input,
+        step,
+        armed,
+        done,
+        end: Some(end_tx),
+    })
+}
+
+/// Send `sig` to exactly the process we started (its pid, never a name).
+fn signal(pid: Option<u32>, sig: i32) {
+    if let Some(p) = pid.and_then(|p| i32::try_from(p).ok()) {
+        // SAFETY: kill(2) on the pid of a child this process started and has not reaped yet
+        // (the task reaping it is the one asking, before its wait returned).
+        unsafe {
+            libc::kill(p, sig);
+        }
+    }
+}
+
+impl Proc {
+    /// Its output once it has exited.
+    pub async fn finished(&mut self) -> Arc<Finished> {
+        loop {
+            if let Some(f) = self.done.borrow().clone() {
+                return f;
+            }
+            if self.done.changed().await.is_err() {
+                // the reading task ended without a result (it cannot): report a lost process
+                return Arc::new(Finished {
+                    status: -1,
+                    stdout: String::new(),
+                    stderr: "the client process was lost".into(),
+                });
+            }
+        }
+    }
+
+    /// Its output, if it exits within `limit`.
+    pub async fn finished_within(&mut self, limit: Duration) -> Option<Arc<Finished>> {
+        tokio::time::timeout(limit, self.finished()).await.ok()
+    }
+
+    /// Whether it has exited.
+    pub fn is_done(&self) -> bool {
+        self.done.borrow().is_some()
+    }
+
+    /// The step id its script wrote, if it did.
+    pub fn step_id(&self) -> Option<String> {
+        self.step.borrow().clone()
+    }
+
+    /// Release a staged client: one line on its stdin, then end of input.
+    pub async fn release(&mut self) {
+        if let Some(mut s) = self.stdin.take() {
+            let _ = s.write_all(b"\n").await;
+            let _ = s.flush().await;
+        }
+    }
+
+    /// Withdraw a staged client: end of input before its line, so its script stops unrun.
+    pub fn withdraw(&mut self) {
+        self.stdin.take();
+    }
+
+    fn send(&self, e: End) {
+        if let Some(t) = &self.end {
+            let _ = t.send(e);
+        }
+    }
+
+    /// SIGTERM: srun ends its step itself, salloc gives up its request.
+    pub fn terminate(&self) {
+        self.send(End::Term);
+    }
+
+    /// SIGINT (salloc withdraws a pending allocation).
+    pub fn interrupt(&self) {
+        self.send(End::Int);
+    }
+
+    /// SIGKILL, the process alone.
+    pub fn kill(&self) {
+        self.send(End::Kill);
+    }
+}
+
+/// Wait for it to be armed (true) or to exit first (false).
+pub(super) async fn armed_or_done(p: &mut Proc) -> bool {
+    let mut armed = p.armed.clone();
+    let mut done = p.done.clone();
+    tokio::select! {
+        a = armed.wait_for(|a| *a) => a.is_ok(),
+        _ = done.wait_for(Option::is_some) => *p.armed.borrow(),
+    }
+}
+
+/// Wait for its step id (true) or its exit first (false).
+pub(super) async fn launched_or_done(p: &mut Proc) -> bool {
+    let mut step = p.step.clone();
+    let mut done = p.done.clone();
+    tokio::select! {
+        s = step.wait_for(Option::is_some) => s.is_ok(),
+        _ = done.wait_for(Option::is_some) => p.step.borrow().is_some(),
+    }
+}

@@ -1,0 +1,94 @@
+//! How the SSH launcher writes commands: `setsid` servers, `timeout` clients, `mpirun` from the
+//! first rank.
+
+use minijinja::{Value, context};
+
+use super::{LaunchStyle, MpiLaunch, Written, remote_dir};
+use crate::plan::{Node, NodeId, Plan};
+use crate::render::{RenderError, Renderer, wrap};
+
+/// How the SSH launcher writes commands: `setsid` servers, `timeout` clients, `mpirun`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SshStyle;
+
+impl LaunchStyle for SshStyle {
+    fn name(&self) -> &'static str {
+        "ssh"
+    }
+
+    fn server(
+        &self,
+        plan: &Plan,
+        node: NodeId,
+        job: &str,
+        run_id: &str,
+        timeout_s: u32,
+        command: &str,
+    ) -> String {
+        wrap::detached(
+            &remote_dir(run_id),
+            job,
+            timeout_s,
+            &plan.node(node).env,
+            command,
+        )
+    }
+
+    fn foreground(
+        &self,
+        plan: &Plan,
+        node: NodeId,
+        run_id: &str,
+        timeout_s: u32,
+        command: &str,
+    ) -> String {
+        wrap::foreground(
+            &remote_dir(run_id),
+            timeout_s,
+            &plan.node(node).env,
+            command,
+        )
+    }
+
+    /// Run as it is, under `/bin/sh -c` on the node.
+    fn oneshot(&self, _node: &Node, script: &str) -> String {
+        script.to_string()
+    }
+
+    /// `mpirun` on the first rank, from the plan's `nccl` / `mpi-hostname` template.
+    fn mpi(
+        &self,
+        plan: &Plan,
+        renderer: &Renderer,
+        launch: &MpiLaunch,
+        run_id: &str,
+    ) -> Result<Written, RenderError> {
+        let apps: Vec<Value> = launch
+            .apps
+            .iter()
+            .map(|a| {
+                context! {
+                    np => a.hosts.len(),
+                    hosts => a.hosts.iter().map(|h| h.to_string()).collect::<Vec<_>>(),
+                    env => a.env.clone(),
+                    binary => a.binary.clone(),
+                }
+            })
+            .collect();
+        let ctx =
+            context! { apps => apps, subnets => launch.subnets.clone(), ..launch.vars.clone() };
+        let command = renderer.render(launch.template, ctx)?;
+        // mpirun's ssh children outlive it when it is killed: its session is reaped after it
+        let script = wrap::foreground_session(
+            &remote_dir(run_id),
+            launch.timeout_s,
+            &plan.node(launch.first).env,
+            &command,
+        );
+        Ok(Written {
+            node: launch.first,
+            command,
+            script,
+        })
+    }
+}
