@@ -2,10 +2,26 @@
 //! stderr and the servers' logs, so a person can check the tool's reading. A directory holds one
 //! run: creating evidence where another run left its own is refused. Write failures are kept
 //! and reported at the end of the run, never dropped.
+//!
+//! A job's outputs are held until it is judged, then kept ([`Evidence::keep`]) as files, or
+//! with `--keep-evidence failed` as digests when the job was OK: a failure's evidence is always
+//! a file.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use crate::results::{CounterDelta, JobResult, KeepEvidence, OutputDigest};
+
+/// One output of a job (a step's stdout or stderr, a server's log), held until the job is
+/// judged.
+#[derive(Debug, Clone)]
+pub struct Captured {
+    /// Its file name in the job's folder.
+    pub name: String,
+    pub text: String,
+}
 
 /// Why a run directory cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +97,41 @@ impl Evidence {
                     .push(format!("{}: {e}", path.display()));
                 None
             }
+        }
+    }
+
+    /// Keep a judged job's outputs: as files under `jobs/JOB/` with `all`, or for a job with a
+    /// problem (see [`JobResult::troubled`]); else as digests in `job.digests`, and then the
+    /// job also sheds what every job repeats (its steps' wrapped scripts), the counters that
+    /// do not matter ([`CounterDelta::matters`]) and the verbatim banner of its parsed output
+    /// (perftest's key-value header, whose values the parsed fields keep).
+    pub fn keep(&self, mode: KeepEvidence, job: &mut JobResult, outputs: Vec<Captured>) {
+        if mode == KeepEvidence::All || job.troubled() {
+            let mut written: HashMap<String, String> = HashMap::new();
+            for c in outputs {
+                if let Some(rel) = self.save(&job.job, &c.name, &c.text) {
+                    written.insert(c.name, rel);
+                }
+            }
+            for s in &mut job.steps {
+                let [out, err] = s.output_names();
+                s.stdout_file = written.get(&out).cloned();
+                s.stderr_file = written.get(&err).cloned();
+            }
+            return;
+        }
+        job.digests = outputs
+            .iter()
+            .filter(|c| !c.text.is_empty())
+            .map(|c| OutputDigest::of(&c.name, &c.text))
+            .collect();
+        for s in &mut job.steps {
+            s.script = String::new();
+        }
+        job.counters.retain(CounterDelta::matters);
+        if let Some(serde_json::Value::Object(parsed)) = job.parsed.as_mut() {
+            // perftest's banner as printed: its values are read into the parsed fields
+            parsed.remove("banner");
         }
     }
 

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::sink::Sink;
 use crate::exec::runner::Event;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::RunResults;
+use crate::results::{KeepEvidence, RunResults};
 use crate::text::inert;
 
 /// The verdict column, and the measured value's.
@@ -338,7 +338,13 @@ impl Terminal {
         self.what_to_fix(r)?;
         writeln!(self.out)?;
         if !self.run_dir.is_empty() {
-            writeln!(self.out, "evidence: {}", self.run_dir)?;
+            let kept = match r.keep_evidence {
+                Some(KeepEvidence::Failed) => {
+                    " (--keep-evidence failed: full outputs of WARN and FAIL jobs; OK jobs' as digests in results.json)"
+                }
+                _ => " (--keep-evidence all: every job's outputs)",
+            };
+            writeln!(self.out, "evidence: {}{kept}", self.run_dir)?;
         }
         let line = if r.simulated {
             format!("{} (simulated)", r.summary.verdict)
@@ -398,8 +404,11 @@ impl Sink for JsonStdout {
         let Event::Finished(r) = e else {
             return Ok(());
         };
-        serde_json::to_writer_pretty(&mut self.out, r.as_ref()).map_err(io::Error::other)?;
-        writeln!(self.out)?;
+        let mut w = io::BufWriter::with_capacity(1 << 16, &mut self.out);
+        super::sink::results_json::write(r, &mut w)?;
+        writeln!(w)?;
+        w.flush()?;
+        drop(w);
         self.out.flush()
     }
 }
