@@ -16,7 +16,8 @@
 //! - `RunResults.keep_evidence` (`all` | `failed`): which outputs the run kept as files (see
 //!   [`KeepEvidence`]); missing means `all`. `RunResults.counter_totals`: each counter's growth
 //!   summed over every job of the run, per host and device, taken before any job's counters
-//!   were trimmed.
+//!   were trimmed. `RunResults.keep_evidence_chosen` (`option` | `default`) and
+//!   `RunResults.keep_evidence_failed_above_jobs` (the default's threshold, 256): why.
 //! - `JobResult.digests`: the outputs of a job kept as a digest instead of a file (name, bytes,
 //!   sha256). A digested job (`failed` mode, a job that was OK) also has an empty `script` in
 //!   its steps (every job's wrapped script has the same shape around the `command`, which is
@@ -70,6 +71,16 @@ impl KeepEvidence {
             KeepEvidence::Failed => "failed",
         }
     }
+}
+
+/// How a run's [`KeepEvidence`] was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepChosen {
+    /// `--keep-evidence` said so.
+    Option,
+    /// [`KeepEvidence::default_for`] the run's number of jobs.
+    Default,
 }
 
 /// One output of a job kept as a digest instead of a file.
@@ -332,6 +343,13 @@ pub struct RunResults {
     /// `all`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_evidence: Option<KeepEvidence>,
+    /// How `keep_evidence` was chosen: `option` (`--keep-evidence`) or `default` (by the run's
+    /// size, see `keep_evidence_failed_above_jobs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_evidence_chosen: Option<KeepChosen>,
+    /// The size above which the default is `failed`, in jobs ([`LINE_PER_JOB_ABOVE`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_evidence_failed_above_jobs: Option<usize>,
     /// Each counter's growth over the run, per host and device (empty in older files: sum the
     /// jobs' counters then).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -425,4 +443,27 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod keep_tests {
+    use super::{KeepEvidence, LINE_PER_JOB_ABOVE, OutputDigest};
+
+    #[test]
+    fn the_default_switches_above_the_threshold() {
+        assert_eq!(LINE_PER_JOB_ABOVE, 256);
+        assert_eq!(KeepEvidence::default_for(0), KeepEvidence::All);
+        assert_eq!(KeepEvidence::default_for(256), KeepEvidence::All);
+        assert_eq!(KeepEvidence::default_for(257), KeepEvidence::Failed);
+    }
+
+    #[test]
+    fn a_digest_is_the_sha256_and_size() {
+        let d = OutputDigest::of("x.client.stdout", "abc");
+        assert_eq!(d.bytes, 3);
+        assert_eq!(
+            d.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 }

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::sink::Sink;
 use crate::exec::runner::Event;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::{KeepEvidence, RunResults};
+use crate::results::{KeepChosen, KeepEvidence, RunResults};
 use crate::text::inert;
 
 /// The verdict column, and the measured value's.
@@ -338,13 +338,8 @@ impl Terminal {
         self.what_to_fix(r)?;
         writeln!(self.out)?;
         if !self.run_dir.is_empty() {
-            let kept = match r.keep_evidence {
-                Some(KeepEvidence::Failed) => {
-                    " (--keep-evidence failed: full outputs of WARN and FAIL jobs; OK jobs' as digests in results.json)"
-                }
-                _ => " (--keep-evidence all: every job's outputs)",
-            };
-            writeln!(self.out, "evidence: {}{kept}", self.run_dir)?;
+            writeln!(self.out, "evidence: {}", self.run_dir)?;
+            writeln!(self.out, "  {}", kept_line(r))?;
         }
         let line = if r.simulated {
             format!("{} (simulated)", r.summary.verdict)
@@ -411,4 +406,23 @@ impl Sink for JsonStdout {
         drop(w);
         self.out.flush()
     }
+}
+
+/// What the run directory holds of the jobs' outputs, and why: the line under `evidence:`.
+pub fn kept_line(r: &RunResults) -> String {
+    let what = match r.keep_evidence {
+        Some(KeepEvidence::Failed) => {
+            "--keep-evidence failed: full outputs of WARN, FAIL and unmeasured jobs under jobs/, \
+             OK jobs' as sha256 digests in results.json"
+        }
+        _ => "--keep-evidence all: every job's outputs under jobs/",
+    };
+    let why = match (r.keep_evidence_chosen, r.keep_evidence_failed_above_jobs) {
+        (Some(KeepChosen::Default), Some(n)) => {
+            format!(" (the default by the run's size: all up to {n} jobs, failed above)")
+        }
+        (Some(KeepChosen::Option), _) => " (as asked)".to_string(),
+        _ => String::new(),
+    };
+    format!("{what}{why}")
 }

@@ -19,7 +19,8 @@ use super::launch::Launcher;
 use crate::plan::{NodeId, Plan};
 use crate::render::job::Resolution;
 use crate::results::{
-    CounterTotal, KeepEvidence, RESULTS_FORMAT_VERSION, RunResults, Summary, now_ms,
+    CounterTotal, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION, RunResults,
+    Summary, now_ms,
 };
 use crate::schedule::{Job, Round, Schedule};
 use crate::topology::Fabric;
@@ -121,12 +122,20 @@ pub async fn run(
         summary: Summary::default(),
         keep_evidence: None,
         counter_totals: Vec::new(),
+        keep_evidence_chosen: None,
+        keep_evidence_failed_above_jobs: None,
     };
     let sel = selection(plan, fabric, schedule, opts);
     let keep = opts
         .keep_evidence
         .unwrap_or_else(|| KeepEvidence::default_for(sel.jobs));
     results.keep_evidence = Some(keep);
+    results.keep_evidence_chosen = Some(if opts.keep_evidence.is_some() {
+        KeepChosen::Option
+    } else {
+        KeepChosen::Default
+    });
+    results.keep_evidence_failed_above_jobs = Some(LINE_PER_JOB_ABOVE);
     let mut causes = judge::Causes::default();
     let mut totals: BTreeMap<(String, String, String), i64> = BTreeMap::new();
     let needed = &sel.needed;
