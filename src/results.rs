@@ -22,7 +22,8 @@
 //!   sha256). A digested job (`failed` mode, a job that was OK) also has an empty `script` in
 //!   its steps (every job's wrapped script has the same shape around the `command`, which is
 //!   kept), only the counters that matter (see [`CounterDelta::matters`]) and no `banner` in
-//!   its `parsed` output (perftest's header as printed; the values read from it stay).
+//!   its `parsed` output (perftest's header as printed; the values read from it stay), nor
+//!   a single `rows` entry that only repeats the parsed fields.
 //!
 //! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
 //! (the top level still indented), so the file opens, greps and diffs line by line.

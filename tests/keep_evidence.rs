@@ -91,7 +91,7 @@ fn all_keeps_every_jobs_output() {
     }
     let out = stdout(&o);
     assert!(
-        out.contains("--keep-evidence all: every job's outputs under jobs/ (as asked)"),
+        out.contains("--keep-evidence all (as asked): every job's outputs under jobs/"),
         "{out}"
     );
 }
@@ -152,7 +152,7 @@ fn failed_keeps_a_digest_of_an_ok_jobs_outputs_equal_to_the_files_all_keeps() {
     assert!(digests >= jobs(&r).len());
     let out = stdout(&o);
     assert!(
-        out.contains("--keep-evidence failed: full outputs of WARN, FAIL and unmeasured jobs under jobs/, OK jobs' as sha256 digests in results.json (as asked)"),
+        out.contains("--keep-evidence failed (as asked):\n  outputs of WARN, FAIL and unmeasured jobs under jobs/, OK jobs' as sha256 digests in results.json"),
         "{out}"
     );
 }
@@ -259,9 +259,9 @@ fn the_default_is_all_up_to_256_jobs_and_failed_above() {
         }
         let out = stdout(&o);
         assert!(
-            out.contains(&format!("--keep-evidence {keep}"))
-                && out
-                    .contains("(the default by the run's size: all up to 256 jobs, failed above)"),
+            out.contains(&format!(
+                "--keep-evidence {keep} (the default: all up to 256 jobs, failed above)"
+            )),
             "{out}"
         );
     }

@@ -104,7 +104,8 @@ impl Evidence {
     /// problem (see [`JobResult::troubled`]); else as digests in `job.digests`, and then the
     /// job also sheds what every job repeats (its steps' wrapped scripts), the counters that
     /// do not matter ([`CounterDelta::matters`]) and the verbatim banner of its parsed output
-    /// (perftest's key-value header, whose values the parsed fields keep).
+    /// (perftest's key-value header, whose values the parsed fields keep), and its one parsed
+    /// row when that row only repeats the parsed fields.
     pub fn keep(&self, mode: KeepEvidence, job: &mut JobResult, outputs: Vec<Captured>) {
         if mode == KeepEvidence::All || job.troubled() {
             let mut written: HashMap<String, String> = HashMap::new();
@@ -132,6 +133,19 @@ impl Evidence {
         if let Some(serde_json::Value::Object(parsed)) = job.parsed.as_mut() {
             // perftest's banner as printed: its values are read into the parsed fields
             parsed.remove("banner");
+            // a single row whose every figure is the parsed fields' own repeats them
+            let repeated = match parsed.get("rows") {
+                Some(serde_json::Value::Array(rows)) => match rows.as_slice() {
+                    [serde_json::Value::Object(row)] => {
+                        row.iter().all(|(k, v)| parsed.get(k) == Some(v))
+                    }
+                    _ => false,
+                },
+                _ => false,
+            };
+            if repeated {
+                parsed.remove("rows");
+            }
         }
     }
 
@@ -185,7 +199,12 @@ mod tests {
             job: "r01-a-b".to_string(),
             status: JobStatus::Measured,
             steps: vec![step("b", Role::Server), step("a", Role::Client)],
-            parsed: Some(serde_json::json!({"bw_avg_gbps": 97.1, "banner": "RDMA_Write BW Test"})),
+            parsed: Some(serde_json::json!({
+                "bw_avg_gbps": 97.1,
+                "bytes": 65536,
+                "rows": [{"bw_avg_gbps": 97.1, "bytes": 65536}],
+                "banner": "RDMA_Write BW Test"
+            })),
             counters: vec![
                 counter("port_xmit_data", 100),
                 counter("port_xmit_packets", 7),
@@ -266,6 +285,7 @@ mod tests {
         let parsed = j.parsed.as_ref().unwrap();
         assert_eq!(parsed["bw_avg_gbps"], 97.1);
         assert!(parsed.get("banner").is_none());
+        assert!(parsed.get("rows").is_none());
         let kept: Vec<&str> = j.counters.iter().map(|c| c.counter.as_str()).collect();
         assert_eq!(kept, ["port_xmit_data"]);
     }

@@ -408,21 +408,21 @@ impl Sink for JsonStdout {
     }
 }
 
-/// What the run directory holds of the jobs' outputs, and why: the line under `evidence:`.
+/// What the run directory holds of the jobs' outputs, and why: the two lines under
+/// `evidence:`.
 pub fn kept_line(r: &RunResults) -> String {
-    let what = match r.keep_evidence {
-        Some(KeepEvidence::Failed) => {
-            "--keep-evidence failed: full outputs of WARN, FAIL and unmeasured jobs under jobs/, \
-             OK jobs' as sha256 digests in results.json"
-        }
-        _ => "--keep-evidence all: every job's outputs under jobs/",
-    };
     let why = match (r.keep_evidence_chosen, r.keep_evidence_failed_above_jobs) {
         (Some(KeepChosen::Default), Some(n)) => {
-            format!(" (the default by the run's size: all up to {n} jobs, failed above)")
+            format!(" (the default: all up to {n} jobs, failed above)")
         }
         (Some(KeepChosen::Option), _) => " (as asked)".to_string(),
         _ => String::new(),
     };
-    format!("{what}{why}")
+    match r.keep_evidence {
+        Some(KeepEvidence::Failed) => format!(
+            "--keep-evidence failed{why}:\n  outputs of WARN, FAIL and unmeasured jobs under jobs/, \
+             OK jobs' as sha256 digests in results.json"
+        ),
+        _ => format!("--keep-evidence all{why}: every job's outputs under jobs/"),
+    }
 }
