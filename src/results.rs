@@ -11,6 +11,22 @@
 //!   JSON of the tool output), `counters` (per device deltas), `verdicts`.
 //! - `Verdict`: `gate`, `metric`, `outcome` (`OK` | `WARN` | `FAIL`), `measured`, `unit`,
 //!   `threshold`, `expected`, `trap`, `trap_name`, `fix`, `detail`.
+//!
+//! Added later, all optional (a file without them reads as before):
+//! - `RunResults.keep_evidence` (`all` | `failed`): which outputs the run kept as files (see
+//!   [`KeepEvidence`]); missing means `all`. `RunResults.counter_totals`: each counter's growth
+//!   summed over every job of the run, per host and device, taken before any job's counters
+//!   were trimmed. `RunResults.keep_evidence_chosen` (`option` | `default`) and
+//!   `RunResults.keep_evidence_failed_above_jobs` (the default's threshold, 256): why.
+//! - `JobResult.digests`: the outputs of a job kept as a digest instead of a file (name, bytes,
+//!   sha256). A digested job (`failed` mode, a job that was OK) also has an empty `script` in
+//!   its steps (every job's wrapped script has the same shape around the `command`, which is
+//!   kept), only the counters that matter (see [`CounterDelta::matters`]) and no `banner` in
+//!   its `parsed` output (perftest's header as printed; the values read from it stay), nor
+//!   a single `rows` entry that only repeats the parsed fields.
+//!
+//! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
+//! (the top level still indented), so the file opens, greps and diffs line by line.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +37,83 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::render::job::Role;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
+
+/// Runs of more than this many jobs write `results.json` one job per line, and default to
+/// `--keep-evidence failed`. At 256 jobs (a 17-node all-pairs plan both ways, or 128 nodes'
+/// single round) `all` writes about 1,300 output files and 10-15 MB; past it the per-job files
+/// outgrow everything else in the run directory (a 64-node all-pairs run: 4,000 folders, 48 MB),
+/// while no shipped plan comes near it.
+pub const LINE_PER_JOB_ABOVE: usize = 256;
+
+/// Which outputs of its jobs a run keeps as files under `jobs/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepEvidence {
+    /// Every job's stdout, stderr and server log.
+    All,
+    /// Full outputs only for jobs with a WARN or FAIL, that could not measure, or whose repeated
+    /// gate saw an attempt fail; an OK job keeps a digest of each output in `digests`.
+    Failed,
+}
+
+impl KeepEvidence {
+    /// The default for a run of `jobs` jobs: `all` up to [`LINE_PER_JOB_ABOVE`], `failed` above.
+    pub fn default_for(jobs: usize) -> KeepEvidence {
+        if jobs > LINE_PER_JOB_ABOVE {
+            KeepEvidence::Failed
+        } else {
+            KeepEvidence::All
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeepEvidence::All => "all",
+            KeepEvidence::Failed => "failed",
+        }
+    }
+}
+
+/// How a run's [`KeepEvidence`] was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepChosen {
+    /// `--keep-evidence` said so.
+    Option,
+    /// [`KeepEvidence::default_for`] the run's number of jobs.
+    Default,
+}
+
+/// One output of a job kept as a digest instead of a file.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct OutputDigest {
+    /// The file name it would have had in the job's folder (`n00001.client.stdout`,
+    /// `n00002.server.log`).
+    pub name: String,
+    pub bytes: u64,
+    /// Lowercase hex.
+    pub sha256: String,
+}
+
+impl OutputDigest {
+    pub fn of(name: &str, text: &str) -> OutputDigest {
+        use sha2::Digest;
+        OutputDigest {
+            name: name.to_string(),
+            bytes: text.len() as u64,
+            sha256: data_encoding::HEXLOWER.encode(&sha2::Sha256::digest(text.as_bytes())),
+        }
+    }
+}
+
+/// One counter's growth summed over a run's jobs, on one host's device.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct CounterTotal {
+    pub host: String,
+    pub device: String,
+    pub counter: String,
+    pub delta: i64,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -42,6 +135,8 @@ pub struct StepRecord {
     pub host: String,
     pub role: Role,
     pub command: String,
+    /// The full wrapped script; empty in a digested job (see the module doc).
+    #[serde(default)]
     pub script: String,
     pub exit_status: Option<i32>,
     pub error: Option<String>,
@@ -56,6 +151,27 @@ pub struct StepRecord {
     pub stderr_file: Option<String>,
 }
 
+impl StepRecord {
+    /// The names its stdout and stderr have in the job's folder: `HOST.ROLE.stdout`, with the
+    /// attempt after the role from the second on (`HOST.client.2.stdout`).
+    pub fn output_names(&self) -> [String; 2] {
+        let role = match self.role {
+            Role::Server => "server",
+            Role::Client => "client",
+            Role::Launcher => "mpirun",
+        };
+        let tag = if self.attempt > 1 {
+            format!("{role}.{}", self.attempt)
+        } else {
+            role.to_string()
+        };
+        [
+            format!("{}.{tag}.stdout", self.host),
+            format!("{}.{tag}.stderr", self.host),
+        ]
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CounterDelta {
     /// Which attempt of the job it was read around.
@@ -67,6 +183,28 @@ pub struct CounterDelta {
     pub before: u64,
     pub after: u64,
     pub delta: i64,
+}
+
+/// Counts of packets carried, which follow from the data counters.
+const TRAFFIC_PACKETS: [&str; 6] = [
+    "port_xmit_packets",
+    "port_rcv_packets",
+    "unicast_xmit_packets",
+    "unicast_rcv_packets",
+    "multicast_xmit_packets",
+    "multicast_rcv_packets",
+];
+
+impl CounterDelta {
+    /// Kept in a digested job: the data counters (the bytes the fabric carried),
+    /// `packet_seq_err` ("did not move" is evidence too) and every other counter that moved,
+    /// except the counts of packets carried, which follow from the data counters.
+    pub fn matters(&self) -> bool {
+        matches!(
+            self.counter.as_str(),
+            "port_xmit_data" | "port_rcv_data" | "packet_seq_err"
+        ) || (self.delta != 0 && !TRAFFIC_PACKETS.contains(&self.counter.as_str()))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
@@ -91,6 +229,10 @@ pub struct JobResult {
     /// Every attempt of a job whose gate repeats (`attempts = N`), in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<Attempt>,
+    /// Outputs kept as a digest instead of a file (`--keep-evidence failed`, a job that was
+    /// OK); an empty output is not listed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub digests: Vec<OutputDigest>,
 }
 
 /// One attempt of a job whose gate repeats.
@@ -108,6 +250,14 @@ pub struct Attempt {
 impl JobResult {
     pub fn worst(&self) -> Option<Outcome> {
         self.verdicts.iter().map(|v| v.outcome).max()
+    }
+
+    /// A job whose outputs are evidence of a problem: it has a WARN or FAIL, could not measure,
+    /// or an attempt of its repeated gate did not pass.
+    pub fn troubled(&self) -> bool {
+        self.status != JobStatus::Measured
+            || self.worst().is_some_and(|o| o != Outcome::Ok)
+            || self.attempts.iter().any(|a| a.outcome != Outcome::Ok)
     }
 
     /// The measured value of the job's main gate (bandwidth, latency).
@@ -190,6 +340,21 @@ pub struct RunResults {
     pub jobs: Vec<JobResult>,
     pub rounds: Vec<RoundRecord>,
     pub summary: Summary,
+    /// Which outputs the run kept as files; `None` (files written before it was recorded) is
+    /// `all`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_evidence: Option<KeepEvidence>,
+    /// How `keep_evidence` was chosen: `option` (`--keep-evidence`) or `default` (by the run's
+    /// size, see `keep_evidence_failed_above_jobs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_evidence_chosen: Option<KeepChosen>,
+    /// The size above which the default is `failed`, in jobs ([`LINE_PER_JOB_ABOVE`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_evidence_failed_above_jobs: Option<usize>,
+    /// Each counter's growth over the run, per host and device (empty in older files: sum the
+    /// jobs' counters then).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counter_totals: Vec<CounterTotal>,
 }
 
 impl RunResults {
@@ -279,4 +444,27 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod keep_tests {
+    use super::{KeepEvidence, LINE_PER_JOB_ABOVE, OutputDigest};
+
+    #[test]
+    fn the_default_switches_above_the_threshold() {
+        assert_eq!(LINE_PER_JOB_ABOVE, 256);
+        assert_eq!(KeepEvidence::default_for(0), KeepEvidence::All);
+        assert_eq!(KeepEvidence::default_for(256), KeepEvidence::All);
+        assert_eq!(KeepEvidence::default_for(257), KeepEvidence::Failed);
+    }
+
+    #[test]
+    fn a_digest_is_the_sha256_and_size() {
+        let d = OutputDigest::of("x.client.stdout", "abc");
+        assert_eq!(d.bytes, 3);
+        assert_eq!(
+            d.sha256,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 }

@@ -33,6 +33,7 @@ async fn run(text: &str, faults: &[&str]) -> RunResults {
         only: vec![],
         skip: vec![],
         max_parallel: 8,
+        keep_evidence: None,
     };
     runner::run(
         &plan,

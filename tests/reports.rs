@@ -100,6 +100,7 @@ async fn results() -> fabricplan::results::RunResults {
         only: vec![],
         skip: vec![],
         max_parallel: 8,
+        keep_evidence: None,
     };
     runner::run(
         &plan,

@@ -118,6 +118,7 @@ async fn run_plan(
         only: vec![],
         skip: vec![],
         max_parallel,
+        keep_evidence: None,
     };
     let r = runner::run(
         &plan,
@@ -293,6 +294,7 @@ async fn interrupt_before_a_round_skips_it_and_exits_130() {
         only: vec![],
         skip: vec![],
         max_parallel: 8,
+        keep_evidence: None,
     };
     let r = runner::run(
         &plan,

@@ -38,6 +38,7 @@ async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
         only: vec![],
         skip: vec![],
         max_parallel: 8,
+        keep_evidence: None,
     };
     runner::run(
         plan,

@@ -16,6 +16,7 @@ use crate::exit;
 use crate::plan::Plan;
 use crate::report::sink::{self, Sink, Sinks};
 use crate::report::terminal::{JsonStdout, Terminal};
+use crate::results::KeepEvidence;
 use crate::topology::Fabric;
 
 #[derive(Debug, Clone, Args)]
@@ -41,6 +42,12 @@ pub struct RunArgs {
     /// Commands in flight at once.
     #[arg(long, default_value_t = 32)]
     pub max_parallel: usize,
+    /// Which job outputs to keep as files under jobs/: `all`, or `failed` (full stdout, stderr
+    /// and server logs only for jobs with a WARN or FAIL or that could not measure; an OK job
+    /// keeps a digest of each output in results.json) [default: all up to 256 jobs, failed
+    /// above].
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub keep_evidence: Option<KeepArg>,
     #[command(flatten)]
     pub hosts: HostArgs,
     #[command(flatten)]
@@ -58,6 +65,22 @@ pub struct RunArgs {
     /// node_exporter's textfile collector.
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
+}
+
+/// `--keep-evidence`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum KeepArg {
+    All,
+    Failed,
+}
+
+impl From<KeepArg> for KeepEvidence {
+    fn from(k: KeepArg) -> KeepEvidence {
+        match k {
+            KeepArg::All => KeepEvidence::All,
+            KeepArg::Failed => KeepEvidence::Failed,
+        }
+    }
 }
 
 pub fn run(args: RunArgs) -> i32 {
@@ -162,6 +185,7 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 
         only: args.only.clone(),
         skip: args.skip.clone(),
         max_parallel: args.max_parallel,
+        keep_evidence: args.keep_evidence.map(KeepEvidence::from),
     };
     let Some(rt) = runtime() else {
         return exit::FAIL;
@@ -235,7 +259,12 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 
     if let Some(b) = &baseline {
         super::compare::judge(&mut results, b);
     }
-    sinks.event(&Event::Finished(Box::new(results.clone())));
+    // the sinks read the results in place: a big run's results are not copied
+    let finished = Event::Finished(Box::new(results));
+    sinks.event(&finished);
+    let Event::Finished(results) = finished else {
+        unreachable!("built just above")
+    };
     let mut lost: Vec<String> = evidence.errors();
     lost.extend(baseline_lost);
     lost.extend(sinks.errors().iter().map(|e| e.to_string()));

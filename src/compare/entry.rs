@@ -140,9 +140,10 @@ pub fn flow_of(gate: &str, nodes: &[String]) -> Option<Flow> {
 /// Every node name a run knows: discovery's, and every job's hosts.
 pub fn node_names(r: &RunResults) -> Vec<String> {
     let mut v: Vec<String> = r.discovery.iter().map(|d| d.node.clone()).collect();
+    let mut seen: std::collections::HashSet<String> = v.iter().cloned().collect();
     for j in &r.jobs {
         for h in &j.hosts {
-            if !v.contains(h) {
+            if seen.insert(h.clone()) {
                 v.push(h.clone());
             }
         }

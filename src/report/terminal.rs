@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::sink::Sink;
 use crate::exec::runner::Event;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::RunResults;
+use crate::results::{KeepChosen, KeepEvidence, RunResults};
 use crate::text::inert;
 
 /// The verdict column, and the measured value's.
@@ -339,6 +339,7 @@ impl Terminal {
         writeln!(self.out)?;
         if !self.run_dir.is_empty() {
             writeln!(self.out, "evidence: {}", self.run_dir)?;
+            writeln!(self.out, "  {}", kept_line(r))?;
         }
         let line = if r.simulated {
             format!("{} (simulated)", r.summary.verdict)
@@ -398,8 +399,30 @@ impl Sink for JsonStdout {
         let Event::Finished(r) = e else {
             return Ok(());
         };
-        serde_json::to_writer_pretty(&mut self.out, r.as_ref()).map_err(io::Error::other)?;
-        writeln!(self.out)?;
+        let mut w = io::BufWriter::with_capacity(1 << 16, &mut self.out);
+        super::sink::results_json::write(r, &mut w)?;
+        writeln!(w)?;
+        w.flush()?;
+        drop(w);
         self.out.flush()
+    }
+}
+
+/// What the run directory holds of the jobs' outputs, and why: the two lines under
+/// `evidence:`.
+pub fn kept_line(r: &RunResults) -> String {
+    let why = match (r.keep_evidence_chosen, r.keep_evidence_failed_above_jobs) {
+        (Some(KeepChosen::Default), Some(n)) => {
+            format!(" (the default: all up to {n} jobs, failed above)")
+        }
+        (Some(KeepChosen::Option), _) => " (as asked)".to_string(),
+        _ => String::new(),
+    };
+    match r.keep_evidence {
+        Some(KeepEvidence::Failed) => format!(
+            "--keep-evidence failed{why}:\n  outputs of WARN, FAIL and unmeasured jobs under jobs/, \
+             OK jobs' as sha256 digests in results.json"
+        ),
+        _ => format!("--keep-evidence all{why}: every job's outputs under jobs/"),
     }
 }

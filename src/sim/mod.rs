@@ -93,9 +93,26 @@ struct State {
     counters: HashMap<(NodeId, String), BTreeMap<String, u64>>,
     /// Started and not yet killed.
     servers: Vec<Server>,
-    /// (node, file name) -> content (`JOB.log`, `JOB.pgid`).
+    /// Bumped whenever `servers` changes: the flows of a round are live together until then.
+    generation: u64,
+    /// (node, file name) -> content (`JOB.log`, `JOB.pgid`). A round's files go when a later
+    /// round starts its first server (the runner has read them by then): memory stays bounded
+    /// by a round, not by the run.
     files: HashMap<(NodeId, String), String>,
-    rounds: HashMap<usize, Round>,
+    /// The newest round a server started in.
+    files_round: Option<usize>,
+    /// The round last built (rounds run one after the other).
+    round: Option<Round>,
+    /// Every live flow's rate in one round with the servers of one generation: the capacity
+    /// model runs once per round, not once per client.
+    rates: Option<Rates>,
+}
+
+/// The rates of a round's live flows (rate, packet_seq_err growth), per job id.
+struct Rates {
+    round: usize,
+    generation: u64,
+    of_job: HashMap<String, (f64, u64)>,
 }
 
 /// The simulated fabric transport.
@@ -167,6 +184,7 @@ impl SimTransport {
         }
         if let Some(pgid) = shell::kill_pgid(script) {
             let mut st = self.lock();
+            st.generation += 1;
             st.servers.retain(|s| !(s.node == node && s.pgid == pgid));
             return Ok(Output::default());
         }
@@ -211,15 +229,14 @@ impl SimTransport {
         })
     }
 
-    fn round(&self, st: &mut State, index: usize) -> Option<Round> {
-        if let Some(r) = st.rounds.get(&index) {
-            return Some(r.clone());
+    /// Round `index` of the schedule, built once while it runs.
+    fn round<'s>(&self, st: &'s mut State, index: usize) -> Option<&'s Round> {
+        if st.round.as_ref().is_none_or(|r| r.index != index) {
+            st.round = self
+                .schedule
+                .round(&self.world.plan, &self.world.fabric, index);
         }
-        let r = self
-            .schedule
-            .round(&self.world.plan, &self.world.fabric, index)?;
-        st.rounds.insert(index, r.clone());
-        Some(r)
+        st.round.as_ref().filter(|r| r.index == index)
     }
 
     fn start_server(&self, node: NodeId, job: &str, inner: &str) -> Output {
@@ -228,6 +245,14 @@ impl SimTransport {
         let mut rng = Rng::keyed(w.seed, &["pgid", w.name(node), job]);
         let pgid = rng.range(10_000, 4_000_000) as u32;
         let mut st = self.lock();
+        st.generation += 1;
+        if let Some(r) = round
+            && st.files_round.is_none_or(|f| f < r)
+        {
+            st.files
+                .retain(|(_, name), _| round_of(name).is_none_or(|x| x >= r));
+            st.files_round = Some(r);
+        }
         st.files.remove(&(node, format!("{job}.log")));
         st.files
             .insert((node, format!("{job}.pgid")), format!("{pgid}\n"));
@@ -315,66 +340,16 @@ impl SimTransport {
         let w = &self.world;
         let plan = &w.plan;
         let mut rng = Rng::keyed(w.seed, &["seq", &server.job, w.name(server.node)]);
-        let faulted = |round: &Round, job: &crate::schedule::Job| -> Option<(f64, u64)> {
-            let pair = job.pair.as_ref()?;
-            let dev_of = |e: &crate::plan::Endpoint| w.devs.iter().find(|d| &d.endpoint == e);
-            let (c, s) = (dev_of(&pair.client)?, dev_of(&pair.server)?);
-            let mut r = Rng::keyed(w.seed, &["seqerr", &job.id]);
-            if c.ib_mtu() > s.ib_mtu() {
-                return Some((MTU_DROP_GBPS, r.range(20_000, 60_000)));
+        if let Some(index) = server.round {
+            let fresh = st
+                .rates
+                .as_ref()
+                .is_some_and(|r| r.round == index && r.generation == st.generation);
+            if !fresh {
+                st.rates = self.round_rates(st, index);
             }
-            let blocked: Vec<_> = pair
-                .path
-                .isl_hops()
-                .filter(|(isl, _)| w.isl_blocked(*isl))
-                .collect();
-            if let Some(hop) = blocked.first() {
-                let sharing = round
-                    .jobs
-                    .iter()
-                    .filter(|j| {
-                        j.pair
-                            .as_ref()
-                            .is_some_and(|p| p.path.isl_hops().any(|h| h == *hop))
-                    })
-                    .count()
-                    .max(1);
-                return Some((RSTP_GBPS / sharing as f64, r.range(400, 1500)));
-            }
-            if c.throttled || s.throttled {
-                return Some((THROTTLE_GBPS, 0));
-            }
-            None
-        };
-        let job_round = server.round.and_then(|i| self.round(st, i));
-        if let Some(round) = job_round
-            && round.jobs.iter().any(|j| j.id == server.job)
-        {
-            let live: Vec<&str> = st
-                .servers
-                .iter()
-                .filter(|s| s.round == server.round && !s.died)
-                .map(|s| s.job.as_str())
-                .collect();
-            let mut sub = round.clone();
-            sub.jobs.retain(|j| live.contains(&j.id.as_str()));
-            if let Some(j) = sub.jobs.iter().find(|j| j.id == server.job)
-                && let Some(f) = faulted(&sub, j)
-            {
-                return f;
-            }
-            let mut healthy = sub.clone();
-            healthy.jobs.retain(|j| faulted(&sub, j).is_none());
-            // the kind's own expected value (its share of the line rate, both ways summed)
-            let rates = crate::kinds::expected(plan, &healthy);
-            if let Some(Some(r)) = healthy
-                .jobs
-                .iter()
-                .zip(rates)
-                .find(|(j, _)| j.id == server.job)
-                .map(|(_, r)| r)
-            {
-                return (r, 0);
+            if let Some(r) = st.rates.as_ref().and_then(|r| r.of_job.get(&server.job)) {
+                return *r;
             }
         }
         // a flow no planned job accounts for: alone on its wire
@@ -404,6 +379,80 @@ impl SimTransport {
             seq = rng.range(20_000, 60_000);
         }
         (r, seq)
+    }
+
+    /// The rate of every flow of round `index` whose server is live now: a faulted flow at its
+    /// fault's rate, the healthy ones at their share from the kind's capacity model.
+    fn round_rates(&self, st: &mut State, index: usize) -> Option<Rates> {
+        let w = &self.world;
+        let live: std::collections::HashSet<String> = st
+            .servers
+            .iter()
+            .filter(|s| s.round == Some(index) && !s.died)
+            .map(|s| s.job.clone())
+            .collect();
+        let generation = st.generation;
+        let round = self.round(st, index)?;
+        let mut sub = Round {
+            index: round.index,
+            name: round.name.clone(),
+            kind: round.kind,
+            jobs: round
+                .jobs
+                .iter()
+                .filter(|j| live.contains(&j.id))
+                .cloned()
+                .collect(),
+        };
+        // the jobs crossing each blocked ISL direction share its trickle
+        let mut sharing: HashMap<_, usize> = HashMap::new();
+        for j in &sub.jobs {
+            for hop in j.pair.iter().flat_map(|p| p.path.isl_hops()) {
+                if w.isl_blocked(hop.0) {
+                    *sharing.entry(hop).or_default() += 1;
+                }
+            }
+        }
+        let faulted = |job: &crate::schedule::Job| -> Option<(f64, u64)> {
+            let pair = job.pair.as_ref()?;
+            let c = w.dev_of_endpoint(&pair.client)?;
+            let s = w.dev_of_endpoint(&pair.server)?;
+            let mut r = Rng::keyed(w.seed, &["seqerr", &job.id]);
+            if c.ib_mtu() > s.ib_mtu() {
+                return Some((MTU_DROP_GBPS, r.range(20_000, 60_000)));
+            }
+            if let Some(hop) = pair.path.isl_hops().find(|(isl, _)| w.isl_blocked(*isl)) {
+                let n = sharing.get(&hop).copied().unwrap_or(0).max(1);
+                return Some((RSTP_GBPS / n as f64, r.range(400, 1500)));
+            }
+            if c.throttled || s.throttled {
+                return Some((THROTTLE_GBPS, 0));
+            }
+            None
+        };
+        let mut of_job = HashMap::new();
+        let mut healthy = Vec::new();
+        for j in std::mem::take(&mut sub.jobs) {
+            match faulted(&j) {
+                Some(f) => {
+                    of_job.insert(j.id.clone(), f);
+                }
+                None => healthy.push(j),
+            }
+        }
+        sub.jobs = healthy;
+        // the kind's own expected value (its share of the line rate, both ways summed)
+        let rates = crate::kinds::expected(&w.plan, &sub);
+        for (j, r) in sub.jobs.iter().zip(rates) {
+            if let Some(r) = r {
+                of_job.insert(j.id.clone(), (r, 0));
+            }
+        }
+        Some(Rates {
+            round: index,
+            generation,
+            of_job,
+        })
     }
 
     fn perf_client(&self, node: NodeId, tool: &str, args: &[String]) -> Output {

@@ -78,6 +78,13 @@ pub(crate) struct World {
     pub devs: Vec<Dev>,
     pub faults: Vec<Fault>,
     pub seed: u64,
+    /// Indices, so that answering a command never scans every device of a big fabric: each
+    /// node's devices (built node by node, so a range of `devs`), the node of a name, the
+    /// device holding an address (the first, as a scan would find) and of an endpoint.
+    by_node: Vec<std::ops::Range<usize>>,
+    by_name: HashMap<String, NodeId>,
+    by_ip: HashMap<Ipv4Addr, usize>,
+    by_endpoint: HashMap<Endpoint, usize>,
 }
 
 const COUNTERS: [&str; 12] = [
@@ -113,7 +120,9 @@ impl World {
         let fabric = Fabric::build(&plan);
         let seed = plan.sim.seed;
         let mut devs = Vec::new();
+        let mut by_node = Vec::with_capacity(plan.nodes.len());
         for node in &plan.nodes {
+            let first = devs.len();
             let profile = plan.profile_of(node.id);
             let crossed: Vec<&str> = faults
                 .iter()
@@ -150,16 +159,16 @@ impl World {
                         half: h.name.clone(),
                     };
                     let pin = plan.pinned(&endpoint);
-                    let address = plan
-                        .member_of(&endpoint)
+                    let address = fabric
+                        .member_of(&plan, &endpoint)
                         .map(|(s, m)| (m.address, s.subnet));
                     let planned_here = Endpoint {
                         node: node.id,
                         port: land(&p.name),
                         half: h.name.clone(),
                     };
-                    let wired = plan
-                        .member_of(&planned_here)
+                    let wired = fabric
+                        .member_of(&plan, &planned_here)
                         .map(|(s, _)| (planned_here.clone(), s.id));
                     let mtu = if faults
                         .iter()
@@ -189,6 +198,19 @@ impl World {
                     ifindex += 1;
                 }
             }
+            by_node.push(first..devs.len());
+        }
+        let mut by_ip = HashMap::new();
+        let mut by_endpoint = HashMap::new();
+        for (i, d) in devs.iter().enumerate() {
+            if let Some((ip, _)) = d.address {
+                by_ip.entry(ip).or_insert(i);
+            }
+            by_endpoint.entry(d.endpoint.clone()).or_insert(i);
+        }
+        let mut by_name = HashMap::new();
+        for n in &plan.nodes {
+            by_name.entry(n.name.clone()).or_insert(n.id);
         }
         World {
             plan,
@@ -196,11 +218,15 @@ impl World {
             devs,
             faults,
             seed,
+            by_node,
+            by_name,
+            by_ip,
+            by_endpoint,
         }
     }
 
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
-        self.plan.node_by_name(name).map(|n| n.id)
+        self.by_name.get(name).copied()
     }
 
     pub fn name(&self, n: NodeId) -> &str {
@@ -234,7 +260,13 @@ impl World {
     }
 
     pub fn devs_of(&self, n: NodeId) -> impl Iterator<Item = &Dev> {
-        self.devs.iter().filter(move |d| d.node == n)
+        let range = self.by_node.get(n.0).cloned().unwrap_or(0..0);
+        self.devs[range].iter()
+    }
+
+    /// The device of an endpoint (its physical port and half).
+    pub fn dev_of_endpoint(&self, e: &Endpoint) -> Option<&Dev> {
+        self.by_endpoint.get(e).map(|i| &self.devs[*i])
     }
 
     pub fn dev(&self, n: NodeId, name: &str) -> Option<&Dev> {
@@ -247,9 +279,7 @@ impl World {
 
     /// The device holding a planned address (any node).
     pub fn dev_by_ip(&self, ip: Ipv4Addr) -> Option<&Dev> {
-        self.devs
-            .iter()
-            .find(|d| d.address.is_some_and(|(a, _)| a == ip))
+        self.by_ip.get(&ip).map(|i| &self.devs[*i])
     }
 
     /// The device node `n` routes `dst` out of (the one whose subnet holds it).

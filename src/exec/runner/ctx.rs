@@ -15,7 +15,7 @@ use crate::gate::judge::Verdict;
 use crate::plan::{Endpoint, IslId, NodeId, Plan};
 use crate::render::Renderer;
 use crate::render::job::Resolution;
-use crate::results::{JobResult, RoundRecord, RunResults};
+use crate::results::{JobResult, KeepEvidence, RoundRecord, RunResults};
 use crate::topology::Fabric;
 
 /// How a run is carried out.
@@ -28,6 +28,9 @@ pub struct RunOptions {
     pub skip: Vec<String>,
     /// At most this many commands in flight at once.
     pub max_parallel: usize,
+    /// Which outputs to keep as files; `None` decides by the run's size
+    /// ([`KeepEvidence::default_for`]).
+    pub keep_evidence: Option<KeepEvidence>,
 }
 
 /// What a run reports as it goes, in order: for the terminal and the report sinks.

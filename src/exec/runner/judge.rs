@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::capacity;
+use crate::exec::evidence::Captured;
 use crate::exec::transport::Output;
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Outcome;
@@ -40,6 +41,8 @@ pub struct Collected<'j> {
     pub tool_seconds: Option<f64>,
     /// The counters that moved on its devices during the attempt.
     pub counters: Vec<CounterDelta>,
+    /// Its outputs, until the job is judged and they are kept as files or digests.
+    pub outputs: Vec<Captured>,
 }
 
 /// One root cause, one FAIL: a failure that repeats one already counted (the same half, either
@@ -47,35 +50,63 @@ pub struct Collected<'j> {
 /// `rdma-bw-both`) follows from the first, which is where it is counted and fixed.
 /// `earlier` are the run's results so far; `jobs` are a round's, in order.
 pub fn follow_repeats(earlier: &[JobResult], jobs: &mut [JobResult]) {
-    // (what was judged, without its kind and direction; trap) -> where it was first counted
-    let key = |v: &Verdict| -> Option<(String, Trap)> {
+    let mut causes = Causes::default();
+    causes.count(earlier);
+    causes.follow(jobs);
+}
+
+/// The root causes counted so far in a run: (what was judged, without its kind and direction;
+/// trap) -> the gate where it was first counted. Kept as the run goes, so that each round is
+/// checked against it in time linear in the round (not in the run so far).
+#[derive(Debug, Default)]
+pub struct Causes {
+    counted: HashMap<(String, Trap), String>,
+}
+
+impl Causes {
+    fn key(v: &Verdict) -> Option<(String, Trap)> {
         let trap = v.trap?;
+        if v.outcome != Outcome::Fail || v.follows.is_some() {
+            return None;
+        }
         let subject = v.gate.split_once(' ')?.1;
         let subject = match subject.split_once(" -> ") {
             Some((x, y)) if x > y => format!("{y} <-> {x}"),
             Some((x, y)) => format!("{x} <-> {y}"),
             None => subject.to_string(),
         };
-        (v.outcome == Outcome::Fail && v.follows.is_none()).then_some((subject, trap))
-    };
-    let mut counted: HashMap<(String, Trap), String> = HashMap::new();
-    for v in earlier.iter().flat_map(|j| &j.verdicts) {
-        if let Some(k) = key(v) {
-            counted.entry(k).or_insert_with(|| v.gate.clone());
-        }
+        Some((subject, trap))
     }
-    for job in jobs.iter_mut() {
-        let mut first_here: Vec<((String, Trap), String)> = Vec::new();
-        for v in &mut job.verdicts {
-            let Some(k) = key(v) else { continue };
-            match counted.get(&k) {
-                Some(gate) if *gate != v.gate => v.follows = Some(gate.clone()),
-                Some(_) => {}
-                None => first_here.push((k, v.gate.clone())),
+
+    /// Count the causes of results already judged.
+    pub fn count(&mut self, jobs: &[JobResult]) {
+        for v in jobs.iter().flat_map(|j| &j.verdicts) {
+            if let Some(k) = Self::key(v) {
+                self.counted.entry(k).or_insert_with(|| v.gate.clone());
             }
         }
-        // a job's own verdicts never follow each other: they are counted after it
-        counted.extend(first_here);
+    }
+
+    /// Mark the failures of a round's `jobs` (in order) that follow from a cause counted
+    /// before them, and count the new causes.
+    pub fn follow(&mut self, jobs: &mut [JobResult]) {
+        // counted in this round, after each job
+        let mut here: HashMap<(String, Trap), String> = HashMap::new();
+        for job in jobs.iter_mut() {
+            let mut first_here: Vec<((String, Trap), String)> = Vec::new();
+            for v in &mut job.verdicts {
+                let Some(k) = Self::key(v) else { continue };
+                match self.counted.get(&k).or_else(|| here.get(&k)) {
+                    Some(gate) if *gate != v.gate => v.follows = Some(gate.clone()),
+                    Some(_) => {}
+                    None => first_here.push((k, v.gate.clone())),
+                }
+            }
+            // a job's own verdicts never follow each other: they are counted after it
+            here.extend(first_here);
+        }
+        // for the rounds after: the first gate of each cause, in job order
+        self.count(jobs);
     }
 }
 
@@ -112,6 +143,7 @@ pub fn skipped(plan: &Plan, round: &Round, job: &Job, reason: String) -> JobResu
         verdicts: Vec::new(),
         tool_seconds: None,
         attempts: Vec::new(),
+        digests: Vec::new(),
     }
 }
 
@@ -405,6 +437,7 @@ pub fn judge(plan: &Plan, round: &Round, job: &Job, attempts: Vec<Collected<'_>>
         steps: attempts.into_iter().flat_map(|c| c.steps).collect(),
         verdicts,
         attempts: attempt_list,
+        digests: Vec::new(),
     }
 }
 
@@ -430,6 +463,7 @@ mod tests {
             verdicts,
             tool_seconds: None,
             attempts: Vec::new(),
+            digests: Vec::new(),
         }
     }
 

@@ -9,7 +9,7 @@ pub mod judge;
 mod preflight;
 mod round;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -18,7 +18,10 @@ use super::evidence::Evidence;
 use super::launch::Launcher;
 use crate::plan::{NodeId, Plan};
 use crate::render::job::Resolution;
-use crate::results::{RESULTS_FORMAT_VERSION, RunResults, Summary, now_ms};
+use crate::results::{
+    CounterTotal, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION, RunResults,
+    Summary, now_ms,
+};
 use crate::schedule::{Job, Round, Schedule};
 use crate::topology::Fabric;
 
@@ -32,6 +35,8 @@ fn selected_job(plan: &Plan, round: &Round, job: &Job, opts: &RunOptions) -> boo
 /// What a run's selection covers: its rounds, the nodes their jobs need, the NCCL tests.
 struct Selection {
     rounds: Vec<usize>,
+    /// How many jobs.
+    jobs: usize,
     needed: Vec<NodeId>,
     nccl_tests: Vec<usize>,
 }
@@ -41,6 +46,7 @@ fn selection(plan: &Plan, fabric: &Fabric, schedule: &Schedule, opts: &RunOption
     let mut needed: Vec<NodeId> = Vec::new();
     let mut nccl_tests = Vec::new();
     let mut selected = Vec::new();
+    let mut jobs = 0;
     for i in 0..schedule.len() {
         let Some(r) = schedule.round(plan, fabric, i) else {
             continue;
@@ -48,6 +54,7 @@ fn selection(plan: &Plan, fabric: &Fabric, schedule: &Schedule, opts: &RunOption
         let mut any = false;
         for j in r.jobs.iter().filter(|j| selected_job(plan, &r, j, opts)) {
             any = true;
+            jobs += 1;
             needed.extend(j.nodes());
             if let Some(r) = &j.ranks
                 && !nccl_tests.contains(&r.test)
@@ -63,6 +70,7 @@ fn selection(plan: &Plan, fabric: &Fabric, schedule: &Schedule, opts: &RunOption
     needed.dedup();
     Selection {
         rounds: selected,
+        jobs,
         needed,
         nccl_tests,
     }
@@ -112,8 +120,24 @@ pub async fn run(
         jobs: Vec::new(),
         rounds: Vec::new(),
         summary: Summary::default(),
+        keep_evidence: None,
+        counter_totals: Vec::new(),
+        keep_evidence_chosen: None,
+        keep_evidence_failed_above_jobs: None,
     };
     let sel = selection(plan, fabric, schedule, opts);
+    let keep = opts
+        .keep_evidence
+        .unwrap_or_else(|| KeepEvidence::default_for(sel.jobs));
+    results.keep_evidence = Some(keep);
+    results.keep_evidence_chosen = Some(if opts.keep_evidence.is_some() {
+        KeepChosen::Option
+    } else {
+        KeepChosen::Default
+    });
+    results.keep_evidence_failed_above_jobs = Some(LINE_PER_JOB_ABOVE);
+    let mut causes = judge::Causes::default();
+    let mut totals: BTreeMap<(String, String, String), i64> = BTreeMap::new();
     let needed = &sel.needed;
 
     // the launcher first: what it cannot reach is one FAIL per node, never probed
@@ -146,10 +170,16 @@ pub async fn run(
             }
             continue;
         }
-        let (mut jobs, record) =
-            round::run_round(&ctx, &round, schedule.len(), evidence, pick).await;
-        judge::follow_repeats(&results.jobs, &mut jobs);
-        for d in &jobs {
+        let (mut jobs, mut outputs, record) =
+            round::run_round(&ctx, &round, schedule.len(), pick).await;
+        causes.follow(&mut jobs);
+        for d in &mut jobs {
+            for c in &d.counters {
+                *totals
+                    .entry((c.host.clone(), c.device.clone(), c.counter.clone()))
+                    .or_insert(0) += c.delta;
+            }
+            evidence.keep(keep, d, outputs.remove(&d.job).unwrap_or_default());
             ctx.emit(Event::JobDone(Box::new(d.clone())));
         }
         results.rounds.push(record.clone());
@@ -160,6 +190,15 @@ pub async fn run(
         results.interrupted = true;
     }
     launcher.close().await;
+    results.counter_totals = totals
+        .into_iter()
+        .map(|((host, device, counter), delta)| CounterTotal {
+            host,
+            device,
+            counter,
+            delta,
+        })
+        .collect();
     results.finished_unix_ms = now_ms();
     results.summarize();
     results

@@ -3,7 +3,7 @@
 //! together; collect; stop exactly the servers that were started; snapshot the counters again;
 //! judge. One job failing never stops its round; a lost host fails its own jobs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -15,14 +15,14 @@ use super::judge::{
     Collected, Counters, counter_deltas, failed, gate_name, job_devices, judge, skipped,
 };
 use crate::discover;
-use crate::exec::evidence::Evidence;
+use crate::exec::evidence::Captured;
 use crate::exec::launch::{Readiness, ServerHandle};
 use crate::exec::transport::{Output, TransportError};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
 use crate::kinds;
 use crate::plan::NodeId;
-use crate::render::job::{Role, Step};
+use crate::render::job::{JobCommands, Role, Step};
 use crate::render::wrap;
 use crate::results::{JobResult, RoundRecord, StepRecord, now_ms};
 use crate::schedule::{Job, Round};
@@ -135,6 +135,7 @@ fn prepare<'r>(
                     server_log: None,
                     tool_seconds: None,
                     counters: Vec::new(),
+                    outputs: Vec::new(),
                 },
                 server: None,
             }),
@@ -314,58 +315,51 @@ async fn start_and_release(
     (set, launches)
 }
 
-/// The record of one step of an attempt, its outputs saved beside it.
+/// The record of one step of an attempt; its outputs are captured beside it (a repeated job
+/// keeps every attempt's), and the file names are set once the job is judged and they are kept.
 fn step_record(
     ctx: &Ctx,
-    evidence: &Evidence,
-    c: &Collected<'_>,
+    c: &mut Collected<'_>,
     step: &Step,
     started: u64,
     out: &Result<Output, TransportError>,
 ) -> StepRecord {
-    let job = c.job.id.as_str();
-    let host = ctx.plan.node(step.node).name.clone();
-    let role = match step.role {
-        Role::Server => "server",
-        Role::Client => "client",
-        Role::Launcher => "mpirun",
-    };
-    // a repeated job keeps every attempt's outputs
-    let tag = if c.attempt > 1 {
-        format!("{role}.{}", c.attempt)
-    } else {
-        role.to_string()
-    };
-    let (status, error, so, se) = match out {
-        Ok(o) => (
-            Some(o.status),
-            None,
-            evidence.save(job, &format!("{host}.{tag}.stdout"), &o.stdout),
-            evidence.save(job, &format!("{host}.{tag}.stderr"), &o.stderr),
-        ),
-        Err(e) => (None, Some(e.to_string()), None, None),
-    };
-    StepRecord {
+    let mut rec = StepRecord {
         attempt: c.attempt,
-        host,
+        host: ctx.plan.node(step.node).name.clone(),
         role: step.role,
         command: step.command.clone(),
         script: step.script.clone(),
-        exit_status: status,
-        error,
+        exit_status: None,
+        error: None,
         started_unix_ms: started,
         finished_unix_ms: now_ms(),
         remote_started_unix_ms: None,
-        stdout_file: so,
-        stderr_file: se,
+        stdout_file: None,
+        stderr_file: None,
+    };
+    match out {
+        Ok(o) => {
+            rec.exit_status = Some(o.status);
+            let [so, se] = rec.output_names();
+            c.outputs.push(Captured {
+                name: so,
+                text: o.stdout.clone(),
+            });
+            c.outputs.push(Captured {
+                name: se,
+                text: o.stderr.clone(),
+            });
+        }
+        Err(e) => rec.error = Some(e.to_string()),
     }
+    rec
 }
 
 /// What the server starts and readiness polls said, into each job.
 fn record_setup(
     ctx: &Ctx<'_>,
     round: &Round,
-    evidence: &Evidence,
     running: &mut [Running<'_>],
     starts: Vec<Vec<ServerStart>>,
     ready: Vec<Option<(NodeId, Readiness)>>,
@@ -380,7 +374,7 @@ fn record_setup(
                     Some(e.trap().unwrap_or(Trap::Unreachable)),
                 ));
             }
-            let mut rec = step_record(ctx, evidence, &r.c, &s.step, s.sent_ms, &s.answer);
+            let mut rec = step_record(ctx, &mut r.c, &s.step, s.sent_ms, &s.answer);
             // recorded after the round: when the start itself answered
             rec.finished_unix_ms = s.answered_ms;
             r.c.steps.push(rec);
@@ -416,7 +410,6 @@ fn record_setup(
 fn record_launches(
     ctx: &Ctx<'_>,
     round: &Round,
-    evidence: &Evidence,
     running: &mut [Running<'_>],
     launches: Vec<Vec<Launched>>,
 ) -> (Vec<u64>, Vec<Option<f64>>) {
@@ -433,7 +426,7 @@ fn record_launches(
             }
             remote_ms.push(remote);
             r.c.tool_seconds = Some(l.took.as_secs_f64());
-            let mut rec = step_record(ctx, evidence, &r.c, &l.step, l.sent_ms, &l.out);
+            let mut rec = step_record(ctx, &mut r.c, &l.step, l.sent_ms, &l.out);
             rec.remote_started_unix_ms = remote;
             r.c.steps.push(rec);
             let gate = gate_name(ctx.plan, round, r.c.job);
@@ -480,7 +473,6 @@ fn record_launches(
 async fn teardown(
     ctx: &Ctx<'_>,
     round: &Round,
-    evidence: &Evidence,
     running: &mut [Running<'_>],
     devices: &[(NodeId, String)],
 ) -> Counters {
@@ -501,18 +493,22 @@ async fn teardown(
         if stopped.log.is_some() {
             r.c.server_log = stopped.log;
         }
-        if let (Some(log), Some(server)) = (&r.c.server_log, servers(r).next()) {
-            let attempt = if r.c.attempt > 1 {
-                format!(".{}", r.c.attempt)
-            } else {
-                String::new()
-            };
-            evidence.save(
-                &r.c.job.id,
-                &format!("{}.server{attempt}.log", ctx.plan.node(server.node).name),
-                log,
-            );
-        }
+        let log = match (&r.c.server_log, servers(r).next()) {
+            (Some(log), Some(server)) => {
+                let attempt = if r.c.attempt > 1 {
+                    format!(".{}", r.c.attempt)
+                } else {
+                    String::new()
+                };
+                let name = format!("{}.server{attempt}.log", ctx.plan.node(server.node).name);
+                Some(Captured {
+                    name,
+                    text: log.clone(),
+                })
+            }
+            _ => None,
+        };
+        r.c.outputs.extend(log);
         if stopped.survived {
             r.c.failure.get_or_insert(Verdict::check(
                 format!("{} cleanup", gate_name(ctx.plan, round, r.c.job)),
@@ -553,7 +549,6 @@ fn launch_skew(sent_ms: &[u64], remote_ms: Vec<Option<f64>>) -> (Option<f64>, Op
 async fn attempt(
     ctx: &Ctx<'_>,
     round: &Round,
-    evidence: &Evidence,
     running: &mut [Running<'_>],
 ) -> (Vec<u64>, Vec<Option<f64>>) {
     let devices: Vec<(NodeId, String)> = running
@@ -561,9 +556,9 @@ async fn attempt(
         .flat_map(|r| job_devices(&ctx.res, r.c.job, &r.c.cmds))
         .collect();
     let (set, launches) = start_and_release(ctx, running, &devices).await;
-    record_setup(ctx, round, evidence, running, set.starts, set.ready);
-    let skew = record_launches(ctx, round, evidence, running, launches);
-    let after = teardown(ctx, round, evidence, running, &devices).await;
+    record_setup(ctx, round, running, set.starts, set.ready);
+    let skew = record_launches(ctx, round, running, launches);
+    let after = teardown(ctx, round, running, &devices).await;
     for r in running.iter_mut() {
         let devs = job_devices(&ctx.res, r.c.job, &r.c.cmds);
         r.c.counters = counter_deltas(ctx.plan, r.c.attempt, &devs, &set.before, &after);
@@ -574,13 +569,15 @@ async fn attempt(
 /// Run one round to its jobs' results and its record. A job whose main gate has `attempts = N`
 /// runs N times in its round, a fresh server each time, with the others of the round that
 /// repeat too.
+///
+/// Each job's outputs come back beside its result, by job id, for the runner to keep
+/// ([`crate::exec::evidence::Evidence::keep`]) once every verdict of the round is in.
 pub(crate) async fn run_round(
     ctx: &Ctx<'_>,
     round: &Round,
     total: usize,
-    evidence: &Evidence,
     selected: impl Fn(&Job) -> bool,
-) -> (Vec<JobResult>, RoundRecord) {
+) -> (Vec<JobResult>, HashMap<String, Vec<Captured>>, RoundRecord) {
     let plan = ctx.plan;
     let started = now_ms();
     let (mut done, running) = prepare(ctx, round, &selected);
@@ -601,15 +598,29 @@ pub(crate) async fn run_round(
     for n in 1..=most {
         let idx: Vec<usize> = (0..jobs.len()).filter(|i| wanted[*i] >= n).collect();
         let mut now: Vec<Running> = idx.iter().filter_map(|i| jobs[*i].take()).collect();
-        let (sent, remote) = attempt(ctx, round, evidence, &mut now).await;
+        let (sent, remote) = attempt(ctx, round, &mut now).await;
         if n == 1 {
             (sent_ms, remote_ms) = (sent, remote);
         }
         for (i, mut r) in idx.into_iter().zip(now) {
+            // the commands again for the next attempt; none after the last (an NCCL job's
+            // commands are large)
+            let cmds = if n < wanted[i] {
+                r.c.cmds.clone()
+            } else {
+                JobCommands {
+                    job: r.c.cmds.job.clone(),
+                    steps: Vec::new(),
+                    unresolved: Vec::new(),
+                    ranks: Vec::new(),
+                    nccl_env: BTreeMap::new(),
+                    notes: Vec::new(),
+                }
+            };
             let next = Collected {
                 job: r.c.job,
                 attempt: n + 1,
-                cmds: r.c.cmds.clone(),
+                cmds,
                 expected: r.c.expected,
                 steps: Vec::new(),
                 failure: None,
@@ -617,14 +628,21 @@ pub(crate) async fn run_round(
                 server_log: None,
                 tool_seconds: None,
                 counters: Vec::new(),
+                outputs: Vec::new(),
             };
             finished[i].push(std::mem::replace(&mut r.c, next));
             r.server = None;
             jobs[i] = Some(r);
         }
     }
-    for (attempts, job) in finished.into_iter().zip(jobs) {
+    let mut outputs = HashMap::new();
+    for (mut attempts, job) in finished.into_iter().zip(jobs) {
         if let Some(job) = job {
+            let outs: Vec<Captured> = attempts
+                .iter_mut()
+                .flat_map(|c| std::mem::take(&mut c.outputs))
+                .collect();
+            outputs.insert(job.c.job.id.clone(), outs);
             done.push(judge(plan, round, job.c.job, attempts));
         }
     }
@@ -646,5 +664,5 @@ pub(crate) async fn run_round(
             .filter_map(|d| d.tool_seconds)
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
     };
-    (done, record)
+    (done, outputs, record)
 }

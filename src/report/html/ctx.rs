@@ -20,6 +20,10 @@ pub(super) struct Ctx<'a> {
     pub(super) fabric: Option<Fabric>,
     pub(super) baseline: Option<&'a RunResults>,
     pub(super) nodes: Vec<String>,
+    /// A node's place in `nodes` (the first).
+    order: HashMap<String, usize>,
+    /// The plan's segment members' endpoints by name (the first of a name).
+    endpoints: HashMap<String, Endpoint>,
     /// Original gate -> the baseline's value.
     pub(super) was: HashMap<String, f64>,
 }
@@ -31,9 +35,22 @@ impl<'a> Ctx<'a> {
             Some(p) => p.nodes.iter().map(|n| n.name.clone()).collect(),
             None => Vec::new(),
         };
+        let mut seen: std::collections::HashSet<String> = nodes.iter().cloned().collect();
         for n in compare::node_names(r) {
-            if !nodes.contains(&n) {
+            if seen.insert(n.clone()) {
                 nodes.push(n);
+            }
+        }
+        let mut order = HashMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            order.entry(n.clone()).or_insert(i);
+        }
+        let mut endpoints = HashMap::new();
+        if let Some(p) = i.plan {
+            for m in p.segments.iter().flat_map(|s| s.members.iter()) {
+                endpoints
+                    .entry(p.endpoint_name(&m.endpoint))
+                    .or_insert_with(|| m.endpoint.clone());
             }
         }
         let was = base::of(r)
@@ -50,18 +67,14 @@ impl<'a> Ctx<'a> {
             fabric: i.plan.map(Fabric::build),
             baseline: i.baseline,
             nodes,
+            order,
+            endpoints,
             was,
         }
     }
 
     pub(super) fn endpoint(&self, name: &str) -> Option<Endpoint> {
-        let p = self.plan?;
-        p.segments
-            .iter()
-            .flat_map(|s| s.members.iter())
-            .map(|m| &m.endpoint)
-            .find(|e| p.endpoint_name(e) == name)
-            .cloned()
+        self.endpoints.get(name).cloned()
     }
 
     /// The ISLs a flow crosses, in words (`isl-1 sw-a -> sw-b`); `None` without a plan.
@@ -107,7 +120,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn node_order(&self, n: &str) -> usize {
-        self.nodes.iter().position(|x| x == n).unwrap_or(usize::MAX)
+        self.order.get(n).copied().unwrap_or(usize::MAX)
     }
 }
 

@@ -1,17 +1,29 @@
-//! Every gate of the run, in a table folded away.
+//! Every gate of the run, in a table folded away (a big run's: those that did not pass).
 
 use std::fmt::Write as _;
 
 use super::format::{class, esc, fmt_val};
+use crate::gate::judge::Outcome;
 use crate::results::RunResults;
 
 pub(super) fn all_gates(h: &mut String, r: &RunResults) {
+    // a big run lists the gates that did not pass and counts the others
+    let big = super::big(r);
+    let ok = r.verdicts().filter(|v| v.outcome == Outcome::Ok).count();
+    let summary = if big {
+        format!(
+            "{} gate(s): {ok} OK (in results.json), the {} WARN and FAIL here",
+            r.verdicts().count(),
+            r.verdicts().count() - ok
+        )
+    } else {
+        format!("{} gate(s): show the table", r.verdicts().count())
+    };
     let _ = writeln!(
         h,
-        "<section id=\"gates\"><h2>Every gate</h2><details><summary>{} gate(s): show the table</summary><table><tr><th>gate</th><th></th><th class=\"num\">measured</th><th>threshold</th><th>trap and fix, or evidence</th></tr>",
-        r.verdicts().count()
+        "<section id=\"gates\"><h2>Every gate</h2><details><summary>{summary}</summary><table><tr><th>gate</th><th></th><th class=\"num\">measured</th><th>threshold</th><th>trap and fix, or evidence</th></tr>"
     );
-    for v in r.verdicts() {
+    for v in r.verdicts().filter(|v| !big || v.outcome != Outcome::Ok) {
         let trap = match (&v.trap_name, &v.fix) {
             (Some(t), Some(f)) => format!("<b>{}</b>: {}", esc(t), esc(f)),
             _ => esc(&v.detail),

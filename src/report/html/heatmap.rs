@@ -1,7 +1,7 @@
 //! The node x node bandwidth heatmap: one matrix per kind and half, row the client, column the
 //! server, one cell per measured pair, coloured by the fraction of the expected value.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use super::ctx::{BwItem, Ctx, bw_items};
@@ -59,10 +59,18 @@ fn legend(h: &mut String) {
     h.push_str("<span><span class=\"swatch\" style=\"background:#fff;border:2px solid var(--fail)\"></span>FAIL</span><span><span class=\"swatch\" style=\"background:#fff;border:2px solid var(--warn)\"></span>WARN</span></div>\n<div class=\"grid\">\n");
 }
 
-/// One matrix's nodes in plan order, its measured cells (row, column), and its geometry:
-/// cell width and height, the width of the row labels, the top of the first row.
+/// Up to this many nodes a matrix has a row and a column per node; above, consecutive nodes
+/// (in plan order) share one, so that it has at most this many: a cell is then the weakest
+/// flow between two groups of nodes.
+const MAX_ROWS: usize = 64;
+
+/// One matrix's rows (nodes, or groups of nodes, in plan order), its measured cells (row,
+/// column), and its geometry: cell width and height, the width of the row labels, the top of
+/// the first row.
 struct Grid<'i, 'a> {
-    names: Vec<&'i str>,
+    names: Vec<String>,
+    /// Nodes per row (1 unless grouped).
+    per_row: usize,
     cells: BTreeMap<(usize, usize), Vec<&'i BwItem<'a>>>,
     cw: f64,
     chh: f64,
@@ -72,21 +80,33 @@ struct Grid<'i, 'a> {
 
 impl<'i, 'a> Grid<'i, 'a> {
     fn of(ctx: &Ctx<'_>, mine: &[&'i BwItem<'a>]) -> Grid<'i, 'a> {
-        let mut names: Vec<&str> = mine
+        let mut nodes: Vec<&str> = mine
             .iter()
             .flat_map(|it| [it.flow.src.as_str(), it.flow.dst.as_str()])
             .collect();
-        names.sort_by_key(|n| (ctx.node_order(n), n.to_string()));
-        names.dedup();
+        nodes.sort_unstable();
+        nodes.dedup();
+        nodes.sort_by_cached_key(|n| (ctx.node_order(n), n.to_string()));
+        let at: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let per_row = nodes.len().div_ceil(MAX_ROWS).max(1);
+        let names: Vec<String> = nodes
+            .chunks(per_row)
+            .map(|c| match c {
+                [one] => one.to_string(),
+                [first, .., last] => format!("{first}\u{2013}{last}"),
+                [] => String::new(),
+            })
+            .collect();
         let mut cells: BTreeMap<(usize, usize), Vec<&BwItem<'_>>> = BTreeMap::new();
         for it in mine {
-            let (Some(a), Some(b)) = (
-                names.iter().position(|n| *n == it.flow.src),
-                names.iter().position(|n| *n == it.flow.dst),
-            ) else {
+            let (Some(a), Some(b)) = (at.get(it.flow.src.as_str()), at.get(it.flow.dst.as_str()))
+            else {
                 continue;
             };
-            cells.entry((a, b)).or_default().push(it);
+            cells
+                .entry((a / per_row, b / per_row))
+                .or_default()
+                .push(it);
         }
         let n = names.len();
         let cw = (760.0 / n as f64).clamp(16.0, 76.0);
@@ -96,6 +116,7 @@ impl<'i, 'a> Grid<'i, 'a> {
         let top = 22.0 + if cw < 40.0 { 60.0 } else { 18.0 };
         Grid {
             names,
+            per_row,
             cells,
             cw,
             chh,
@@ -117,9 +138,17 @@ fn matrix(h: &mut String, ctx: &Ctx<'_>, mine: &[&BwItem<'_>], kind: &str, half:
     } else {
         format!("half {}", esc(half))
     };
+    let grouped = if g.per_row > 1 {
+        format!(
+            " &#183; {} nodes per row and column, each cell the weakest flow between two groups",
+            g.per_row
+        )
+    } else {
+        String::new()
+    };
     let _ = write!(
         h,
-        "<figure><figcaption>{} &#183; {what}</figcaption><svg class=\"heatmap\" width=\"{w:.0}\" height=\"{hh:.0}\" viewBox=\"0 0 {w:.0} {hh:.0}\" role=\"img\" aria-label=\"{} {what} bandwidth matrix\">",
+        "<figure><figcaption>{} &#183; {what}{grouped}</figcaption><svg class=\"heatmap\" width=\"{w:.0}\" height=\"{hh:.0}\" viewBox=\"0 0 {w:.0} {hh:.0}\" role=\"img\" aria-label=\"{} {what} bandwidth matrix\">",
         esc(kind),
         esc(kind),
     );
@@ -168,7 +197,7 @@ fn matrix_row(h: &mut String, ctx: &Ctx<'_>, g: &Grid<'_, '_>, ri: usize) {
         h,
         "<text x=\"{:.1}\" y=\"{y:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
         g.label_w - 6.0,
-        esc(g.names[ri])
+        esc(&g.names[ri])
     );
     for ci in 0..g.names.len() {
         let x = g.label_w + cw * ci as f64;
@@ -185,7 +214,11 @@ fn matrix_row(h: &mut String, ctx: &Ctx<'_>, g: &Grid<'_, '_>, ri: usize) {
                     chh - 2.0
                 );
             }
-            Some(list) => heat_cell(h, ctx, list, x, y0, cw, chh),
+            Some(list) if g.per_row > 1 => {
+                let title = group_title(list, &g.names[ri], &g.names[ci]);
+                heat_cell(h, list, title, x, y0, cw, chh)
+            }
+            Some(list) => heat_cell(h, list, cell_title(ctx, list), x, y0, cw, chh),
         }
     }
 }
@@ -193,8 +226,8 @@ fn matrix_row(h: &mut String, ctx: &Ctx<'_>, g: &Grid<'_, '_>, ri: usize) {
 #[allow(clippy::too_many_arguments)]
 fn heat_cell(
     h: &mut String,
-    ctx: &Ctx<'_>,
     list: &[&BwItem<'_>],
+    title: String,
     x: f64,
     y0: f64,
     cw: f64,
@@ -225,7 +258,6 @@ fn heat_cell(
         "{}|{}|{}|{}",
         it0.job.kind, it0.flow.half, it0.flow.src, it0.flow.dst
     );
-    let title = cell_title(ctx, list);
     let stroke = match worst {
         Outcome::Fail => "stroke=\"#cf222e\" stroke-width=\"3\"",
         Outcome::Warn => "stroke=\"#9a6700\" stroke-width=\"3\"",
@@ -270,6 +302,38 @@ fn heat_cell(
         }
     }
     h.push_str("</g>");
+}
+
+/// A grouped cell's tooltip: how many flows between the two groups, how many failed or
+/// warned, and the weakest.
+fn group_title(list: &[&BwItem<'_>], rows: &str, cols: &str) -> String {
+    let count = |o: Outcome| list.iter().filter(|it| it.v.outcome == o).count();
+    let frac = |it: &&BwItem<'_>| Some(it.v.measured? / it.v.expected.filter(|e| *e > 0.0)?);
+    let mut title = format!(
+        "{} &#8594; {}: {} flow(s), {} FAIL, {} WARN",
+        esc(rows),
+        esc(cols),
+        list.len(),
+        count(Outcome::Fail),
+        count(Outcome::Warn)
+    );
+    let weakest = list
+        .iter()
+        .filter_map(|it| Some((frac(it)?, it)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    if let Some((f, it)) = weakest {
+        let _ = write!(
+            title,
+            "; weakest {} &#8594; {} (round {}): {} {}, {:.0}% of expected",
+            esc(&it.flow.src_endpoint()),
+            esc(&it.flow.dst_endpoint()),
+            esc(&it.job.round_name),
+            it.v.measured.map(fmt_val).unwrap_or_default(),
+            esc(&it.v.unit),
+            f * 100.0
+        );
+    }
+    title
 }
 
 /// A cell's tooltip: one line per measurement of the pair (round, value, expected, gate,

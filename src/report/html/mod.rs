@@ -42,6 +42,14 @@ pub struct Inputs<'a> {
     pub baseline: Option<&'a RunResults>,
 }
 
+/// A big run (more jobs than [`LINE_PER_JOB_ABOVE`](crate::results::LINE_PER_JOB_ABOVE)) is
+/// summarised so that the page stays a page: the heatmap groups nodes when there are more than
+/// it can draw one by one, the rounds show only their problems, the gates list only the WARN
+/// and FAIL ones and counts the rest.
+fn big(r: &RunResults) -> bool {
+    r.jobs.len() > crate::results::LINE_PER_JOB_ABOVE
+}
+
 /// The report.
 pub fn render(i: &Inputs<'_>) -> String {
     let r = i.results;

@@ -39,12 +39,15 @@ fn scales(ctx: &Ctx<'_>) -> HashMap<String, f64> {
 
 pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
     // rounds in order, with their bandwidth and latency verdicts
-    let mut order: Vec<(usize, String)> = Vec::new();
+    let mut order: Vec<((usize, &str), Vec<&JobResult>)> = Vec::new();
+    let mut at: HashMap<(usize, &str), usize> = HashMap::new();
     for j in &ctx.r.jobs {
-        let k = (j.round, j.round_name.clone());
-        if !order.contains(&k) {
-            order.push(k);
-        }
+        let k = (j.round, j.round_name.as_str());
+        let i = *at.entry(k).or_insert_with(|| {
+            order.push((k, Vec::new()));
+            order.len() - 1
+        });
+        order[i].1.push(j);
     }
     let any = ctx.r.jobs.iter().any(|j| !compare::is_nccl(j));
     if !any {
@@ -62,14 +65,15 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
                 .unwrap_or("the run directory has no plan.toml"))
         );
     }
-    for (idx, name) in &order {
-        let jobs: Vec<&JobResult> = ctx
-            .r
-            .jobs
-            .iter()
-            .filter(|j| j.round == *idx && &j.round_name == name)
-            .collect();
-        let rows: Vec<(&JobResult, &Verdict)> = jobs
+    let big = super::big(ctx.r);
+    if big {
+        h.push_str("<p class=\"note\">A big run: only the rounds with a WARN, FAIL or unmeasured flow are drawn, and in them only those flows; every gate is in results.json.</p>\n");
+    }
+    let records: HashMap<usize, &crate::results::RoundRecord> =
+        ctx.r.rounds.iter().rev().map(|x| (x.index, x)).collect();
+    let mut quiet = 0;
+    for ((idx, name), jobs) in &order {
+        let all_rows: Vec<(&JobResult, &Verdict)> = jobs
             .iter()
             .flat_map(|j| j.verdicts.iter().filter(|v| gated(v)).map(move |v| (*j, v)))
             .collect();
@@ -77,7 +81,16 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
             .iter()
             .filter(|j| !compare::is_nccl(j) && !j.verdicts.iter().any(gated))
             .collect();
-        if rows.is_empty() && unmeasured.is_empty() {
+        if all_rows.is_empty() && unmeasured.is_empty() {
+            continue;
+        }
+        let rows: Vec<(&JobResult, &Verdict)> = all_rows
+            .iter()
+            .filter(|(_, v)| !big || v.outcome != Outcome::Ok)
+            .copied()
+            .collect();
+        if big && rows.is_empty() && unmeasured.is_empty() {
+            quiet += 1;
             continue;
         }
         let _ = write!(
@@ -86,7 +99,7 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
             idx + 1,
             esc(name)
         );
-        if let Some(rec) = ctx.r.rounds.iter().find(|x| x.index == *idx)
+        if let Some(rec) = records.get(idx)
             && let Some(sk) = rec.launch_skew_ms
         {
             let _ = write!(
@@ -96,6 +109,13 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
             );
         }
         round_bars(h, ctx, &rows, &scale);
+        if rows.len() < all_rows.len() {
+            let _ = write!(
+                h,
+                "<div class=\"note\">and {} flow(s) OK, not drawn</div>",
+                all_rows.len() - rows.len()
+            );
+        }
         for j in unmeasured {
             let why = j
                 .verdicts
@@ -119,6 +139,12 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
             );
         }
         h.push_str("</div>\n");
+    }
+    if quiet > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{quiet} round(s) with every flow OK, not drawn.</p>"
+        );
     }
     h.push_str("</section>\n");
 }

@@ -77,8 +77,14 @@ pub(super) fn fix_list(h: &mut String, r: &RunResults) {
     if groups.is_empty() && skipped.is_empty() {
         h.push_str("<div class=\"good\">Nothing to fix: every gate passed.</div>\n");
     }
+    // a big run lists the first of each group's gates and counts the rest
+    let cap = if super::big(r) {
+        MAX_FIX_ITEMS
+    } else {
+        usize::MAX
+    };
     for g in &groups {
-        fix_group(h, g);
+        fix_group(h, g, cap);
     }
     if !skipped.is_empty() {
         skipped_jobs(h, &skipped);
@@ -124,7 +130,7 @@ fn trap_groups(r: &RunResults) -> Vec<Group<'_>> {
 
 /// One trap's group: its badge and name, the fix once when its verdicts share one, then
 /// every verdict (with its own fix when they differ).
-fn fix_group(h: &mut String, g: &Group<'_>) {
+fn fix_group(h: &mut String, g: &Group<'_>, cap: usize) {
     let fixes: BTreeSet<&str> = if g.trap == base::TRAP_NAME {
         // each baseline fix repeats its own numbers: one fix for the group, numbers per item
         BTreeSet::from([BASELINE_FIX])
@@ -145,7 +151,7 @@ fn fix_group(h: &mut String, g: &Group<'_>) {
         let _ = write!(h, "<div class=\"fixtext\"><b>Fix:</b> {}</div>", esc(f));
     }
     h.push_str("<ul>");
-    for v in &g.items {
+    for v in g.items.iter().take(cap) {
         let measured = v
             .measured
             .map(|m| format!(" &#8212; {} {}", fmt_val(m), esc(&v.unit)))
@@ -172,8 +178,18 @@ fn fix_group(h: &mut String, g: &Group<'_>) {
             esc(&v.gate)
         );
     }
+    if g.items.len() > cap {
+        let _ = write!(
+            h,
+            "<li class=\"note\">and {} more (every gate below, and in results.json)</li>",
+            g.items.len() - cap
+        );
+    }
     h.push_str("</ul></div>\n");
 }
+
+/// The gates a big run's what-to-fix group lists (the rest are counted).
+const MAX_FIX_ITEMS: usize = 50;
 
 /// The jobs that measured nothing and judged nothing, with their reason.
 fn skipped_jobs(h: &mut String, skipped: &[&JobResult]) {

@@ -1,8 +1,9 @@
-//! `results.jsonl`: one job per line, appended and flushed to disk as each finishes, so a run
-//! that dies keeps everything it measured.
+//! `results.jsonl`: one job per line, appended as each finishes and flushed to disk as each
+//! round does (a round's jobs finish together), so a run that dies keeps everything it measured
+//! up to its last round.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::Sink;
@@ -10,7 +11,7 @@ use crate::exec::runner::Event;
 
 pub struct JsonlSink {
     path: PathBuf,
-    file: Option<File>,
+    file: Option<BufWriter<File>>,
 }
 
 impl JsonlSink {
@@ -28,23 +29,38 @@ impl Sink for JsonlSink {
     }
 
     fn event(&mut self, e: &Event) -> io::Result<()> {
-        let Event::JobDone(job) = e else {
-            return Ok(());
+        let job = match e {
+            Event::JobDone(job) => job,
+            Event::RoundDone(_) | Event::Finished(_) => return self.sync(),
+            _ => return Ok(()),
         };
         if self.file.is_none() {
             // a run directory holds one run: never append to another run's lines
-            self.file = Some(
+            self.file = Some(BufWriter::with_capacity(
+                1 << 16,
                 OpenOptions::new()
                     .create_new(true)
                     .append(true)
                     .open(&self.path)?,
-            );
+            ));
         }
         let Some(f) = self.file.as_mut() else {
             return Ok(());
         };
-        let line = serde_json::to_string(job.as_ref()).map_err(io::Error::other)?;
-        writeln!(f, "{line}")?;
-        f.sync_data()
+        serde_json::to_writer(&mut *f, job.as_ref()).map_err(io::Error::other)?;
+        writeln!(f)
+    }
+}
+
+impl JsonlSink {
+    /// Everything written so far, on disk.
+    fn sync(&mut self) -> io::Result<()> {
+        match self.file.as_mut() {
+            Some(f) => {
+                f.flush()?;
+                f.get_ref().sync_data()
+            }
+            None => Ok(()),
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -82,30 +83,41 @@ pub fn render(r: &RunResults) -> String {
         pre.add_test_case(c);
     }
     report.add_test_suite(pre);
-    let mut suites: Vec<(String, TestSuite)> = Vec::new();
+    // a big run: each OK gate is counted in one passing case per suite, not listed
+    let big = r.jobs.len() > crate::results::LINE_PER_JOB_ABOVE;
+    let mut suites: Vec<(TestSuite, usize)> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
     for j in &r.jobs {
-        let name = format!("{}{label} {}", r.plan, j.round_name);
-        let idx = match suites.iter().position(|(n, _)| *n == name) {
-            Some(i) => i,
-            None => {
-                suites.push((name.clone(), TestSuite::new(name)));
-                suites.len() - 1
-            }
-        };
+        let idx = *at.entry(j.round_name.as_str()).or_insert_with(|| {
+            let name = format!("{}{label} {}", r.plan, j.round_name);
+            suites.push((TestSuite::new(name), 0));
+            suites.len() - 1
+        });
+        let (suite, ok) = &mut suites[idx];
         for v in &j.verdicts {
-            suites[idx]
-                .1
-                .add_test_case(case(v, &format!("{}.{}", r.plan, j.kind)));
+            if big && v.outcome == Outcome::Ok {
+                *ok += 1;
+            } else {
+                suite.add_test_case(case(v, &format!("{}.{}", r.plan, j.kind)));
+            }
         }
         if j.verdicts.is_empty() {
             let mut s = TestCaseStatus::skipped();
             s.set_message(j.reason.clone().unwrap_or_default());
             let mut c = TestCase::new(format!("{} {}", j.kind, j.label), s);
             c.set_classname(format!("{}.{}", r.plan, j.kind));
-            suites[idx].1.add_test_case(c);
+            suite.add_test_case(c);
         }
     }
-    for (_, s) in suites {
+    for (mut s, ok) in suites {
+        if ok > 0 {
+            let mut c = TestCase::new(
+                format!("{ok} gate(s) OK (listed in results.json)"),
+                TestCaseStatus::success(),
+            );
+            c.set_classname(format!("{}.ok", r.plan));
+            s.add_test_case(c);
+        }
         report.add_test_suite(s);
     }
     report.to_string().unwrap_or_default()

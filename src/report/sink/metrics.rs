@@ -359,11 +359,19 @@ fn counter_family(r: &RunResults) -> Family {
         "Growth of an RDMA device counter over the run's jobs (port_xmit_data and port_rcv_data count 4-byte words).",
     );
     let mut sums: BTreeMap<(String, String, String), i64> = BTreeMap::new();
-    for j in &r.jobs {
-        for c in &j.counters {
-            *sums
-                .entry((c.host.clone(), c.device.clone(), c.counter.clone()))
-                .or_insert(0) += c.delta;
+    // the run's own totals (taken before digested jobs shed counters); older results: the jobs'
+    for c in &r.counter_totals {
+        *sums
+            .entry((c.host.clone(), c.device.clone(), c.counter.clone()))
+            .or_insert(0) += c.delta;
+    }
+    if r.counter_totals.is_empty() {
+        for j in &r.jobs {
+            for c in &j.counters {
+                *sums
+                    .entry((c.host.clone(), c.device.clone(), c.counter.clone()))
+                    .or_insert(0) += c.delta;
+            }
         }
     }
     for ((host, device, counter), d) in sums {

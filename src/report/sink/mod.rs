@@ -7,7 +7,7 @@ pub mod html;
 mod jsonl;
 pub mod junit;
 pub mod metrics;
-mod results_json;
+pub mod results_json;
 pub mod summary;
 
 use std::io;
@@ -97,12 +97,25 @@ pub fn run_directory(dir: &Path) -> Vec<Box<dyn Sink>> {
 /// Write `name` in `dir` atomically: a temporary file beside it, then a rename, so a reader never
 /// sees half a file.
 pub fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> io::Result<PathBuf> {
+    write_atomic_with(dir, name, |w| w.write_all(content))
+}
+
+/// [`write_atomic`] with the content written by `write` through a buffer: a big file is never
+/// held in memory whole.
+pub fn write_atomic_with(
+    dir: &Path,
+    name: &str,
+    write: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
+) -> io::Result<PathBuf> {
     use std::io::Write;
     let target = dir.join(name);
-    let mut tmp = tempfile::Builder::new()
+    let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .tempfile_in(dir)?;
-    tmp.write_all(content)?;
+    let mut w = io::BufWriter::with_capacity(1 << 16, tmp);
+    write(&mut w)?;
+    w.flush()?;
+    let tmp = w.into_inner().map_err(|e| e.into_error())?;
     tmp.as_file().sync_data()?;
     tmp.persist(&target).map_err(|e| e.error)?;
     Ok(target)

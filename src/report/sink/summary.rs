@@ -1,7 +1,7 @@
 //! `summary.md`: failures and warnings first, then discovery and preflight, then each round's
 //! verdicts, and the node x node bandwidth matrix with its legend and failing cells marked.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::{Sink, write_atomic};
 use crate::exec::runner::Event;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::RunResults;
+use crate::results::{JobResult, RunResults};
 use crate::text::inert;
 
 /// A table cell: inert, and no `|` to split it.
@@ -54,20 +54,34 @@ const VERDICT_HEAD: &str =
 /// The node x node matrix: every measured flow of the pair, labelled by half and test, failing
 /// and warning values marked.
 fn matrix(s: &mut String, r: &RunResults) {
-    let mut cells: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for j in r
+    let measured: Vec<(&JobResult, &Verdict)> = r
         .jobs
         .iter()
         .filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
-    {
+        .filter(|j| j.hosts.len() == 2)
+        .filter_map(|j| {
+            let v = j
+                .verdicts
+                .iter()
+                .find(|v| v.metric.is_some() && v.measured.is_some())?;
+            Some((j, v))
+        })
+        .collect();
+    let nodes: BTreeSet<&str> = measured
+        .iter()
+        .flat_map(|(j, _)| j.hosts.iter().map(String::as_str))
+        .collect();
+    if nodes.len() > MATRIX_MAX_NODES {
+        s.push_str(&format!(
+            "\n## Bandwidth matrix\n\n{} nodes: too many for a table here; report.html draws \
+             the node x node heatmap.\n",
+            nodes.len()
+        ));
+        return;
+    }
+    let mut cells: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (j, v) in measured {
         let [server, client] = j.hosts.as_slice() else {
-            continue;
-        };
-        let Some(v) = j
-            .verdicts
-            .iter()
-            .find(|v| v.metric.is_some() && v.measured.is_some())
-        else {
             continue;
         };
         // the client's half: the label ends `... -> NODE.PORT.HALF`
@@ -123,7 +137,35 @@ fn matrix(s: &mut String, r: &RunResults) {
     }
 }
 
+/// At most this many rows in the failures table of a big run (every one is in results.json).
+const MAX_PROBLEM_ROWS: usize = 1000;
+
+/// The node x node matrix is drawn up to this many nodes (a wider Markdown table reads as
+/// noise; report.html's heatmap draws any size).
+const MATRIX_MAX_NODES: usize = 32;
+
+/// Is this a big run, summarised rather than listed (more jobs than
+/// [`LINE_PER_JOB_ABOVE`](crate::results::LINE_PER_JOB_ABOVE))?
+fn big(r: &RunResults) -> bool {
+    r.jobs.len() > crate::results::LINE_PER_JOB_ABOVE
+}
+
+/// The jobs of each round, rounds in run order.
+fn by_round(r: &RunResults) -> Vec<(usize, &str, Vec<&JobResult>)> {
+    let mut rounds: Vec<(usize, &str, Vec<&JobResult>)> = Vec::new();
+    let mut at: HashMap<usize, usize> = HashMap::new();
+    for j in &r.jobs {
+        let i = *at.entry(j.round).or_insert_with(|| {
+            rounds.push((j.round, &j.round_name, Vec::new()));
+            rounds.len() - 1
+        });
+        rounds[i].2.push(j);
+    }
+    rounds
+}
+
 pub fn render(r: &RunResults) -> String {
+    let big = big(r);
     let mut s = String::new();
     let sim = if r.simulated {
         " (SIMULATED fabric)"
@@ -137,37 +179,67 @@ pub fn render(r: &RunResults) -> String {
         r.transport,
         r.summary.verdict
     ));
+    if big {
+        s.push_str(&format!(
+            "\n{} jobs, {} gates OK, {} WARN, {} FAIL. A big run is summarised: failures and \
+             warnings, and only the rounds with one; every gate is in results.json.\n",
+            r.jobs.len(),
+            r.summary.ok,
+            r.summary.warn,
+            r.summary.fail + r.summary.fail_following
+        ));
+    }
     // failures first: what a reader opens the file for
     let bad: Vec<&Verdict> = r.verdicts().filter(|v| v.outcome != Outcome::Ok).collect();
     if !bad.is_empty() {
         s.push_str("\n## Failures and warnings\n\n");
         s.push_str(VERDICT_HEAD);
-        for v in bad.iter().filter(|v| v.outcome == Outcome::Fail) {
+        let cap = if big { MAX_PROBLEM_ROWS } else { usize::MAX };
+        let fails = bad.iter().filter(|v| v.outcome == Outcome::Fail);
+        let warns = bad.iter().filter(|v| v.outcome == Outcome::Warn);
+        for v in fails.chain(warns).take(cap) {
             verdict_row(&mut s, v);
         }
-        for v in bad.iter().filter(|v| v.outcome == Outcome::Warn) {
-            verdict_row(&mut s, v);
+        if bad.len() > cap {
+            s.push_str(&format!(
+                "\n{} more failures and warnings are in results.json.\n",
+                bad.len() - cap
+            ));
         }
     }
     if !r.preflight.is_empty() {
         s.push_str("\n## Discovery and preflight\n\n");
         s.push_str(VERDICT_HEAD);
-        for v in &r.preflight {
+        for v in r
+            .preflight
+            .iter()
+            .filter(|v| !big || v.outcome != Outcome::Ok)
+        {
             verdict_row(&mut s, v);
+        }
+        if big {
+            let ok = r
+                .preflight
+                .iter()
+                .filter(|v| v.outcome == Outcome::Ok)
+                .count();
+            s.push_str(&format!("\n{ok} preflight check(s) OK, not listed.\n"));
         }
     }
     // per round, in run order
-    let mut rounds: Vec<(usize, &str)> = Vec::new();
-    for j in &r.jobs {
-        if !rounds.iter().any(|(i, _)| *i == j.round) {
-            rounds.push((j.round, &j.round_name));
+    let records: HashMap<usize, &crate::results::RoundRecord> =
+        r.rounds.iter().rev().map(|x| (x.index, x)).collect();
+    let mut quiet = 0;
+    for (index, name, jobs) in by_round(r) {
+        let troubled = |j: &&JobResult| {
+            j.verdicts.is_empty() || j.verdicts.iter().any(|v| v.outcome != Outcome::Ok)
+        };
+        if big && !jobs.iter().any(troubled) {
+            quiet += 1;
+            continue;
         }
-    }
-    for (index, name) in rounds {
-        let skew = r
-            .rounds
-            .iter()
-            .find(|x| x.index == index)
+        let skew = records
+            .get(&index)
             .and_then(|x| x.launch_skew_ms)
             .map(|k| format!(" (clients released within {k:.1} ms)"))
             .unwrap_or_default();
@@ -177,7 +249,8 @@ pub fn render(r: &RunResults) -> String {
             cell(name)
         ));
         s.push_str(VERDICT_HEAD);
-        for j in r.jobs.iter().filter(|j| j.round == index) {
+        let mut ok = 0;
+        for j in jobs {
             if j.verdicts.is_empty() {
                 s.push_str(&format!(
                     "| {} {} | SKIP | | | {} | |\n",
@@ -187,9 +260,21 @@ pub fn render(r: &RunResults) -> String {
                 ));
             }
             for v in &j.verdicts {
-                verdict_row(&mut s, v);
+                if big && v.outcome == Outcome::Ok {
+                    ok += 1;
+                } else {
+                    verdict_row(&mut s, v);
+                }
             }
         }
+        if ok > 0 {
+            s.push_str(&format!("\nand {ok} gate(s) OK in this round.\n"));
+        }
+    }
+    if quiet > 0 {
+        s.push_str(&format!(
+            "\n{quiet} round(s) with every gate OK, not listed.\n"
+        ));
     }
     matrix(&mut s, r);
     s.push_str(&against_baseline(r));
@@ -286,6 +371,7 @@ mod tests {
             jobs: Vec::new(),
             rounds: Vec::new(),
             summary: Summary::default(),
+            ..RunResults::default()
         };
         let md = super::render(&r);
         assert!(!md.contains('\u{1b}') && !md.contains('\u{7}'), "{md:?}");

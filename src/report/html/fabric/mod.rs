@@ -80,6 +80,15 @@ struct Marks {
 /// member's index.
 type Members = Vec<(String, Endpoint, usize, usize)>;
 
+/// Members by name, the first of a name (as a scan finds it).
+fn index(members: &Members) -> HashMap<&str, usize> {
+    let mut at = HashMap::new();
+    for (i, (name, ..)) in members.iter().enumerate() {
+        at.entry(name.as_str()).or_insert(i);
+    }
+    at
+}
+
 impl Marks {
     /// Everything the run says about the plan's elements: unreachable nodes, the checks that
     /// name endpoints or nodes, every bandwidth flow over its cables and ISLs.
@@ -120,7 +129,12 @@ impl Marks {
 
     /// Checks (preflight) name endpoints: mark their cables and nodes.
     fn checks(&mut self, ctx: &Ctx<'_>, p: &Plan, members: &Members) {
-        let find = |name: &str| members.iter().find(|(n, ..)| n == name);
+        let index = index(members);
+        let find = |name: &str| index.get(name).map(|i| &members[*i]);
+        let mut node_at: HashMap<&str, usize> = HashMap::new();
+        for (i, n) in p.nodes.iter().enumerate() {
+            node_at.entry(n.name.as_str()).or_insert(i);
+        }
         for v in &ctx.r.preflight {
             for tok in v.gate.split_whitespace() {
                 if let Some((_, e, s, m)) = find(tok) {
@@ -132,7 +146,7 @@ impl Marks {
                     if v.outcome == Outcome::Fail {
                         self.nodes[e.node.0].notes.push(format!("{}: FAIL", v.gate));
                     }
-                } else if let Some(i) = p.nodes.iter().position(|n| n.name == tok)
+                } else if let Some(&i) = node_at.get(tok)
                     && v.outcome != Outcome::Ok
                 {
                     self.nodes[i]
@@ -145,7 +159,8 @@ impl Marks {
 
     /// Measurements: every flow marks the cables at both ends and the ISLs it crossed.
     fn measurements(&mut self, ctx: &Ctx<'_>, p: &Plan, fab: &Fabric, members: &Members) {
-        let find = |name: &str| members.iter().find(|(n, ..)| n == name);
+        let index = index(members);
+        let find = |name: &str| index.get(name).map(|i| &members[*i]);
         for it in bw_items(ctx).iter().filter(|it| it.flow.half != "both") {
             let note = format!(
                 "{} {}",
