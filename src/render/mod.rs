@@ -652,17 +652,25 @@ mod tests {
         }
     }
 
-    /// A process group whose only member is a zombie: its parent never reaps it (it waits to
-    /// be killed, which the returned guard does). Polls until the member is a zombie.
-    fn zombie_group(shell: &str, dir: &std::path::Path) -> (Reaped, u32) {
+    /// A process group whose only member is a zombie: a python3 parent forks a child that
+    /// makes itself a session (and group) leader, writes its pid and exits; the parent never
+    /// reaps it and waits to be killed, which the returned guard does. (Built in python, not
+    /// with `setsid(1)`, which forks a second time when it is a group leader, leaving an orphan
+    /// that init reaps; and with SIGCHLD's default action, so no inherited SIG_IGN reaps it.)
+    /// Polls until the member is a zombie.
+    fn zombie_group(_shell: &str, dir: &std::path::Path) -> (Reaped, u32) {
         let zpg = dir.join("zombie.pgid");
+        let script = format!(
+            "import os, signal, time\n\
+             signal.signal(signal.SIGCHLD, signal.SIG_DFL)\n\
+             if os.fork() == 0:\n    os.setsid()\n    open({:?}, 'w').write(str(os.getpid()))\n    os._exit(0)\n\
+             time.sleep(600)\n",
+            zpg.display().to_string()
+        );
         let parent = Reaped(
-            std::process::Command::new(shell)
+            std::process::Command::new("python3")
                 .arg("-c")
-                .arg(format!(
-                    "setsid /bin/sh -c 'echo $$ > {}' & exec sleep 600",
-                    zpg.display()
-                ))
+                .arg(script)
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
