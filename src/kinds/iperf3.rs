@@ -107,12 +107,7 @@ impl TestKind for Iperf3 {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(s) = plan.section::<IperfTest>(ID.name()) else {
-            return Err(RenderError {
-                name: job.id.clone(),
-                message: "the plan has no [tests.iperf3]".into(),
-            });
-        };
+        let s = super::section_of::<IperfTest>(plan, ID, job)?;
         let t = PairTemplates {
             server: "iperf3-server",
             client: "iperf3-client",

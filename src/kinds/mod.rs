@@ -86,6 +86,19 @@ pub static ALL: &[&dyn TestKind] = &[
     &nccl::Nccl,
 ];
 
+/// The plan's `[tests.ID]` section a job of kind `id` is rendered from; a job whose kind has
+/// no section in the plan cannot be rendered, and the error names the section.
+pub(crate) fn section_of<'p, T: std::any::Any>(
+    plan: &'p Plan,
+    id: KindId,
+    job: &Job,
+) -> Result<&'p T, RenderError> {
+    plan.section::<T>(id.name()).ok_or_else(|| RenderError {
+        name: job.id.clone(),
+        message: format!("the plan has no [tests.{}]", id.name()),
+    })
+}
+
 /// How many times the jobs of kind `id` run (their main gate's `attempts`).
 pub fn attempts(plan: &Plan, id: KindId) -> u32 {
     get(id).map_or(1, |k| plan.gate(k.metric()).attempts.max(1))

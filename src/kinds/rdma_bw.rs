@@ -145,12 +145,7 @@ impl TestKind for RdmaBw {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(t) = plan.section::<BwTest>(ID.name()) else {
-            return Err(RenderError {
-                name: job.id.clone(),
-                message: "the plan has no [tests.rdma-bw]".into(),
-            });
-        };
+        let t = super::section_of::<BwTest>(plan, ID, job)?;
         perftest_bw_commands(plan, renderer, style, res, job, run_id, t, "ib_write_bw")
     }
 

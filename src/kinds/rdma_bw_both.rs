@@ -81,12 +81,7 @@ impl TestKind for RdmaBwBoth {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(t) = plan.section::<BwTest>(ID.name()) else {
-            return Err(RenderError {
-                name: job.id.clone(),
-                message: "the plan has no [tests.rdma-bw-both]".into(),
-            });
-        };
+        let t = super::section_of::<BwTest>(plan, ID, job)?;
         super::rdma_bw::perftest_bw_commands(
             plan,
             renderer,

@@ -111,12 +111,7 @@ impl TestKind for RdmaLat {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(s) = plan.section::<LatTest>(ID.name()) else {
-            return Err(RenderError {
-                name: job.id.clone(),
-                message: "the plan has no [tests.rdma-lat]".into(),
-            });
-        };
+        let s = super::section_of::<LatTest>(plan, ID, job)?;
         let t = PairTemplates {
             server: "rdma-lat-server",
             client: "rdma-lat-client",

@@ -89,12 +89,7 @@ impl TestKind for RdmaReadBw {
         job: &Job,
         run_id: &str,
     ) -> Result<JobCommands, RenderError> {
-        let Some(t) = plan.section::<BwTest>(ID.name()) else {
-            return Err(RenderError {
-                name: job.id.clone(),
-                message: "the plan has no [tests.rdma-read-bw]".into(),
-            });
-        };
+        let t = super::section_of::<BwTest>(plan, ID, job)?;
         super::rdma_bw::perftest_bw_commands(
             plan,
             renderer,
