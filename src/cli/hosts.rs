@@ -46,23 +46,87 @@ impl HostArgs {
         if self.local {
             return Ok(Arc::new(crate::exec::local::LocalTransport));
         }
-        let defaults = plan.map(|p| &p.ssh);
-        let opts = crate::exec::ssh::SshOptions {
-            config: self
-                .ssh_config
-                .clone()
-                .or_else(|| defaults.and_then(|d| d.config.clone())),
-            known_hosts: self
-                .known_hosts
-                .clone()
-                .or_else(|| defaults.and_then(|d| d.known_hosts.clone())),
-            accept_new: self.accept_new_host_keys,
-            connect_timeout: std::time::Duration::from_secs(
-                defaults.map_or(10, |d| u64::from(d.connect_timeout_s)),
-            ),
-            default_user: defaults.and_then(|d| d.user.clone()),
-            ..Default::default()
-        };
+        let opts = self.ssh_options(plan);
         Ok(Arc::new(crate::exec::ssh::SshTransport::new(opts)))
+    }
+
+    /// The SSH transport's options: the command line over the plan's `[ssh]` table over the
+    /// defaults.
+    pub fn ssh_options(&self, plan: Option<&Plan>) -> crate::exec::ssh::SshOptions {
+    let fallback = crate::plan::SshDefaults::default();
+    let defaults = plan.map(|p| &p.ssh);
+    let d = defaults.unwrap_or(&fallback);
+    crate::exec::ssh::SshOptions {
+        config: self
+            .ssh_config
+            .clone()
+            .or_else(|| defaults.and_then(|d| d.config.clone())),
+        known_hosts: self
+            .known_hosts
+            .clone()
+            .or_else(|| defaults.and_then(|d| d.known_hosts.clone())),
+        accept_new: self.accept_new_host_keys,
+        connect_timeout: std::time::Duration::from_secs(u64::from(d.connect_timeout_s)),
+        default_user: d.user.clone(),
+        max_handshakes: d.max_connections as usize,
+        retry: crate::exec::ssh::Retry {
+            attempts: d.connect_attempts,
+            backoff: std::time::Duration::from_millis(u64::from(d.retry_backoff_ms)),
+        },
+        ..Default::default()
+    }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn args() -> HostArgs {
+        HostArgs {
+            accept_new_host_keys: false,
+            ssh_config: None,
+            known_hosts: None,
+            local: false,
+            sim: false,
+            sim_fault: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_plans_ssh_table_reaches_the_transport() {
+        let text = r#"
+format-version = 1
+name = "t"
+[ssh]
+connect-timeout-s = 4
+max-connections = 3
+connect-attempts = 5
+retry-backoff-ms = 40
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[cable]]
+kind = "direct"
+ends = ["a.f0", "b.f0"]
+subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
+"#;
+        let path = std::path::Path::new("t.toml");
+        let plan = crate::plan::load_str(path, text, path, &crate::plan::NoKinds)
+            .expect("valid plan")
+            .plan;
+        let o = args().ssh_options(Some(&plan));
+        assert_eq!(o.connect_timeout, Duration::from_secs(4));
+        assert_eq!(o.max_handshakes, 3);
+        assert_eq!(o.retry.attempts, 5);
+        assert_eq!(o.retry.backoff, Duration::from_millis(40));
+        // without a plan (or an [ssh] table): the documented defaults
+        let d = args().ssh_options(None);
+        assert_eq!(
+            (d.connect_timeout, d.max_handshakes, d.retry.attempts, d.retry.backoff),
+            (Duration::from_secs(10), 8, 3, Duration::from_millis(250))
+        );
     }
 }

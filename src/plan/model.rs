@@ -65,12 +65,40 @@ pub struct Regression {
     pub per_metric: BTreeMap<Metric, f64>,
 }
 
-#[derive(Debug, Clone, Default)]
+/// The plan's `[ssh]` table, defaults filled in.
+#[derive(Debug, Clone)]
 pub struct SshDefaults {
     pub user: Option<String>,
     pub known_hosts: Option<PathBuf>,
     pub config: Option<PathBuf>,
     pub connect_timeout_s: u32,
+    /// `max-connections`: connections being set up at once.
+    pub max_connections: u32,
+    /// `connect-attempts`: tries per node before it is unreachable.
+    pub connect_attempts: u32,
+    /// `retry-backoff-ms`: the wait before a node's second attempt, doubling after.
+    pub retry_backoff_ms: u32,
+}
+
+impl SshDefaults {
+    pub const CONNECT_TIMEOUT_S: u32 = 10;
+    pub const MAX_CONNECTIONS: u32 = 8;
+    pub const CONNECT_ATTEMPTS: u32 = 3;
+    pub const RETRY_BACKOFF_MS: u32 = 250;
+}
+
+impl Default for SshDefaults {
+    fn default() -> Self {
+        SshDefaults {
+            user: None,
+            known_hosts: None,
+            config: None,
+            connect_timeout_s: Self::CONNECT_TIMEOUT_S,
+            max_connections: Self::MAX_CONNECTIONS,
+            connect_attempts: Self::CONNECT_ATTEMPTS,
+            retry_backoff_ms: Self::RETRY_BACKOFF_MS,
+        }
+    }
 }
 
 /// `[launcher]`: which launcher a run uses unless the command line says otherwise, and the

@@ -96,6 +96,21 @@ pub struct RawSshDefaults {
     /// Connect timeout in seconds, 1 to 300 (default 10).
     #[schemars(range(min = 1, max = 300))]
     pub connect_timeout_s: Option<u32>,
+    /// SSH connections being set up at once (TCP connect, key exchange, authentication), 1 to
+    /// 1024 (default 8): established connections do not count; 8 stays under sshd's
+    /// `MaxStartups` (10) even when every node is one gateway's, and 1024 is the usual open-file
+    /// limit.
+    #[schemars(range(min = 1, max = 1024))]
+    pub max_connections: Option<u32>,
+    /// Attempts to connect to a node before it is unreachable, 1 to 10 (default 3); a refused
+    /// host key or failed authentication is never retried.
+    #[schemars(range(min = 1, max = 10))]
+    pub connect_attempts: Option<u32>,
+    /// Wait before a node's second connect attempt in milliseconds, 10 to 10000 (default 250);
+    /// each further wait doubles, up to 30 s, and is drawn between half and all of that, apart
+    /// for each node.
+    #[schemars(range(min = 10, max = 10000))]
+    pub retry_backoff_ms: Option<u32>,
 }
 
 /// `[launcher]`: how every command reaches its node. Every key but `kind` is a setting of the

@@ -6,17 +6,19 @@ use crate::plan::model::*;
 use crate::plan::raw::*;
 
 pub(super) fn ssh_defaults(raw: Option<&RawSshDefaults>, base: &Path) -> SshDefaults {
+    let d = SshDefaults::default();
     let Some(r) = raw else {
-        return SshDefaults {
-            connect_timeout_s: 10,
-            ..SshDefaults::default()
-        };
+        return d;
     };
+    // the ranges are the schema's, checked with the plan's shape before this
     SshDefaults {
         user: r.user.clone(),
         known_hosts: r.known_hosts.as_ref().map(|p| resolve_path(base, p)),
         config: r.config.as_ref().map(|p| resolve_path(base, p)),
-        connect_timeout_s: r.connect_timeout_s.unwrap_or(10),
+        connect_timeout_s: r.connect_timeout_s.unwrap_or(d.connect_timeout_s),
+        max_connections: r.max_connections.unwrap_or(d.max_connections),
+        connect_attempts: r.connect_attempts.unwrap_or(d.connect_attempts),
+        retry_backoff_ms: r.retry_backoff_ms.unwrap_or(d.retry_backoff_ms),
     }
 }
 

@@ -1,0 +1,328 @@
+//! The SSH launcher at scale, on a real 64-host lab (tests/lab): 64 sshd's in network
+//! namespaces, 32 direct cables (half `a` of port f0 between n01-n02, n03-n04, ...), and a plan
+//! whose `[ssh]` table caps the connections being set up at once at 4 and retries a refusing
+//! node once after a short backoff. Three hosts' sshd are stopped before the run (their port 22
+//! refuses): the run completes, each of them is exactly one FAIL (`reach NODE`, unreachable),
+//! the job of each of their cables is skipped with that cause, and the other 29 are measured.
+//! Nothing is left running on any host, and nothing of the lab after it is dropped.
+//!
+//! That at most `max-connections` handshakes are in flight at once is asserted where it can be
+//! seen exactly, on the transport's connect loop with a fake connector (`exec::ssh`'s unit
+//! tests); here the cap is in the plan and the run must reach every healthy host through it.
+//!
+//! Root is required; `FABRICPLAN_SKIP_LAB=1` skips. Run: `cargo test --test lab_scale --
+//! --nocapture` (~1-2 min on 2 cores, most of it building and tearing down the 64 hosts).
+
+mod lab;
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use lab::twin::{lab_spec, plan_file};
+use lab::{Lab, lab_enabled};
+use serde_json::Value;
+
+const HOSTS: usize = 64;
+/// The hosts whose sshd is stopped before the run: on three different cables.
+const REFUSING: [&str; 3] = ["n05", "n20", "n41"];
+const MAX_CONNECTIONS: u32 = 4;
+/// Flows per declared round (8 rounds of 4 would be slower; 32 at once is too much python for
+/// 2 cores).
+const PER_ROUND: usize = 8;
+
+fn name(i: usize) -> String {
+    format!("n{i:02}")
+}
+
+/// The plan: 64 nodes, a direct cable per pair on half `a` of f0 (one /30 each, all in
+/// 198.19.1.0/24), `rdma-bw` in declared rounds of 8 flows for 1 s, lab-sized gates.
+fn plan_text() -> String {
+    let mut t = String::from(
+        r#"#:schema ../../../schemas/plan.schema.json
+format-version = 1
+name = "scale-64-lab"
+description = "64 hosts on 32 direct cables, the SSH launcher capped at 4 connections being set up"
+
+[ssh]
+connect-timeout-s = 5
+"#,
+    );
+    t.push_str(&format!(
+        "max-connections = {MAX_CONNECTIONS}\nconnect-attempts = 2\nretry-backoff-ms = 100\n"
+    ));
+    t.push_str(
+        r#"
+[[profile]]
+name = "lab-slow"
+half-rate-gbps = 0.05
+[[profile.port]]
+name = "f0"
+half = [{ name = "a", device = "rocep1s0f0", netdev = "enp1s0f0np0" }]
+"#,
+    );
+    for i in 1..=HOSTS {
+        t.push_str(&format!(
+            "\n[[node]]\nname = \"{}\"\nprofile = \"lab-slow\"\n",
+            name(i)
+        ));
+    }
+    for k in 0..HOSTS / 2 {
+        t.push_str(&format!(
+            "\n[[cable]]\nkind = \"direct\"\nname = \"c{:02}\"\nends = [\"{}.f0\", \"{}.f0\"]\nhalves = [\"a\"]\nsubnets = {{ a = \"198.19.1.{}/30\" }}\n",
+            k + 1,
+            name(2 * k + 1),
+            name(2 * k + 2),
+            4 * k
+        ));
+    }
+    t.push_str(
+        r#"
+[gates.rdma-bw]
+min-pct-of-expected = 10
+warn-pct-of-expected = 5
+
+[tests.rdma-bw]
+duration-s = 1
+size-bytes = 65536
+timeout-s = 30
+schedule = "rounds"
+"#,
+    );
+    for (r, pairs) in (0..HOSTS / 2)
+        .collect::<Vec<_>>()
+        .chunks(PER_ROUND)
+        .enumerate()
+    {
+        let flows: Vec<String> = pairs
+            .iter()
+            .map(|k| format!("\"{}.f0.a -> {}.f0.a\"", name(2 * k + 2), name(2 * k + 1)))
+            .collect();
+        t.push_str(&format!(
+            "\n[[tests.rdma-bw.round]]\nname = \"R{}\"\nflows = [{}]\n",
+            r + 1,
+            flows.join(", ")
+        ));
+    }
+    t
+}
+
+/// A child killed and reaped on every path out of the test.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// The work directory, `/var/tmp/fabricplan-e2e/scale-64`: kept after a failure, removed after
+/// a pass.
+struct Work(PathBuf);
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("run directory kept in {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// `fabricplan run PLAN` to its end (polled, with a generous deadline; killed if it passes),
+/// its output in files. Returns the exit code, stderr and results.json.
+fn run(lab: &Lab, plan: &Path, out: &Path, logs: &Path) -> (Option<i32>, String, Value) {
+    let stdout = std::fs::File::create(logs.join("stdout")).unwrap();
+    let stderr = std::fs::File::create(logs.join("stderr")).unwrap();
+    let mut child = Guard(
+        Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+            .arg("run")
+            .arg(plan)
+            .arg("--ssh-config")
+            .arg(lab.ssh_config_path())
+            .arg("--out")
+            .arg(out)
+            .args(["--format", "json", "--only", "rdma-bw"])
+            .env_remove("SSH_AUTH_SOCK")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .expect("start fabricplan"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = child.0.try_wait().expect("poll fabricplan") {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fabricplan still running after 300 s (killed); stderr:\n{}",
+            std::fs::read_to_string(logs.join("stderr")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let err = std::fs::read_to_string(logs.join("stderr")).unwrap_or_default();
+    let text = std::fs::read_to_string(out.join("results.json"))
+        .unwrap_or_else(|e| panic!("no results.json ({e}); exit {status:?}\n{err}"));
+    (
+        status.code(),
+        err,
+        serde_json::from_str(&text).expect("results.json is JSON"),
+    )
+}
+
+fn story(r: &Value) -> String {
+    let mut s = format!("verdict {}\n", r["summary"]["verdict"]);
+    for v in r["preflight"].as_array().into_iter().flatten() {
+        if v["outcome"] != "OK" {
+            s.push_str(&format!(
+                "  preflight {} {} trap={} {}\n",
+                v["outcome"], v["gate"], v["trap"], v["detail"]
+            ));
+        }
+    }
+    for j in r["jobs"].as_array().into_iter().flatten() {
+        s.push_str(&format!(
+            "  {} {} {} reason={}\n",
+            j["job"], j["status"], j["label"], j["reason"]
+        ));
+        for v in j["verdicts"].as_array().into_iter().flatten() {
+            s.push_str(&format!(
+                "    {} {} measured={} trap={} detail={}\n",
+                v["outcome"], v["gate"], v["measured"], v["trap"], v["detail"]
+            ));
+        }
+    }
+    s
+}
+
+#[test]
+fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
+    if !lab_enabled() {
+        return;
+    }
+    let t0 = Instant::now();
+    let work = Work(PathBuf::from("/var/tmp/fabricplan-e2e/scale-64"));
+    let _ = std::fs::remove_dir_all(&work.0);
+    std::fs::create_dir_all(&work.0).unwrap();
+    let source = work.0.join("scale-64.toml");
+    std::fs::write(&source, plan_text()).unwrap();
+    let plan = support::load_plan(&source);
+    assert_eq!(plan.nodes.len(), HOSTS);
+    assert_eq!(plan.ssh.max_connections, MAX_CONNECTIONS);
+
+    let lab = Lab::build(&lab_spec("s64", &plan).hosts_only()).expect("lab builds");
+    let built = t0.elapsed();
+    eprintln!("{HOSTS}-host lab built in {built:?}");
+    let footprint = lab.footprint();
+    let twin = plan_file(&lab, &source).expect("the plan in the lab's addresses");
+
+    for h in REFUSING {
+        lab.stop_sshd(h);
+    }
+    // they refuse now (port 22 closed), the others answer
+    for h in REFUSING {
+        let o = lab.ssh(h, "true");
+        assert!(!o.status.success(), "{h}'s sshd still answers");
+    }
+
+    let t1 = Instant::now();
+    let out = work.0.join("run");
+    let (code, stderr, r) = run(&lab, &twin, &out, &work.0);
+    let wall = t1.elapsed();
+    eprintln!(
+        "run: exit {code:?} in {wall:?}: {}",
+        r["summary"]["verdict"]
+    );
+    let s = story(&r);
+
+    // one FAIL per refusing host, at `reach NODE`, unreachable, and nothing else is not OK
+    let mut fails: Vec<(String, String)> = r["preflight"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .chain(
+            r["jobs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|j| j["verdicts"].as_array().into_iter().flatten()),
+        )
+        .filter(|v| v["outcome"] != "OK")
+        .map(|v| {
+            (
+                format!("{} {}", v["outcome"].as_str().unwrap_or(""), v["gate"].as_str().unwrap_or("")),
+                v["trap"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    fails.sort();
+    let expected: Vec<(String, String)> = REFUSING
+        .iter()
+        .map(|h| (format!("FAIL reach {h}"), "unreachable".to_string()))
+        .collect();
+    assert_eq!(fails, expected, "{s}\n{stderr}");
+    assert_eq!(r["summary"]["verdict"], "3 FAIL", "{s}");
+    assert_eq!(code, Some(1), "{s}\n{stderr}");
+
+    let discovery = r["discovery"].as_array().expect("discovery");
+    assert_eq!(discovery.len(), HOSTS, "{s}");
+    for d in discovery {
+        let node = d["node"].as_str().unwrap();
+        assert_eq!(
+            d["reachable"],
+            !REFUSING.contains(&node),
+            "{node}: {d}\n{s}"
+        );
+    }
+
+    // the refusing hosts' jobs are skipped with their cause; every other job is measured, OK
+    let jobs = r["jobs"].as_array().expect("jobs");
+    assert_eq!(jobs.len(), HOSTS / 2, "{s}");
+    let mut measured = 0;
+    for j in jobs {
+        let id = j["job"].as_str().unwrap();
+        let hosts: Vec<&str> = j["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        match REFUSING.iter().find(|h| hosts.contains(h)) {
+            Some(h) => {
+                assert_eq!(j["status"], "skipped", "{id}:\n{s}");
+                let reason = j["reason"].as_str().unwrap_or("");
+                assert!(
+                    reason.contains(&format!("{h} is unreachable")),
+                    "{id}: {reason}"
+                );
+            }
+            None => {
+                assert_eq!(j["status"], "measured", "{id}:\n{s}");
+                measured += 1;
+            }
+        }
+    }
+    assert_eq!(measured, HOSTS / 2 - REFUSING.len(), "{s}");
+
+    // nothing fabricplan started is left on any host
+    let left = lab.leftovers(Duration::from_secs(10));
+    assert!(left.is_empty(), "processes left on the hosts: {left:#?}");
+
+    let t2 = Instant::now();
+    drop(lab);
+    let torn = t2.elapsed();
+    let remaining = footprint.remaining();
+    assert!(remaining.is_empty(), "left of the lab: {remaining:#?}");
+    eprintln!(
+        "lab_scale: built {built:?}, run {wall:?}, torn down {torn:?}, total {:?}",
+        t0.elapsed()
+    );
+}
