@@ -96,10 +96,10 @@ pub struct RawSshDefaults {
     /// Connect timeout in seconds, 1 to 300 (default 10).
     #[schemars(range(min = 1, max = 300))]
     pub connect_timeout_s: Option<u32>,
-    /// SSH connections being set up at once (TCP connect, key exchange, authentication), 1 to
-    /// 1024 (default 8): established connections do not count; 8 stays under sshd's
-    /// `MaxStartups` (10) even when every node is one gateway's, and 1024 is the usual open-file
-    /// limit.
+    /// SSH connections being set up at once, all nodes together, 1 to 1024 (default 8): a TCP
+    /// connect, key exchange and authentication each; established connections do not count. 8
+    /// stays under sshd's `MaxStartups` (10) even with every node behind one gateway; 1024 is
+    /// the usual open-file limit.
     #[schemars(range(min = 1, max = 1024))]
     pub max_connections: Option<u32>,
     /// Attempts to connect to a node before it is unreachable, 1 to 10 (default 3); a refused
