@@ -6,9 +6,10 @@
 //! the job of each of their cables is skipped with that cause, and the other 29 are measured.
 //! Nothing is left running on any host, and nothing of the lab after it is dropped.
 //!
-//! That at most `max-connections` handshakes are in flight at once is asserted where it can be
-//! seen exactly, on the transport's connect loop with a fake connector (`exec::ssh`'s unit
-//! tests); here the cap is in the plan and the run must reach every healthy host through it.
+//! That at most `max-connections` handshakes are in flight at once is asserted exactly on the
+//! transport's connect loop with a fake connector (`exec::ssh`'s unit tests); here the hosts'
+//! sshd's are watched during the run (monitors titled `[accepted]` in the lab's namespaces),
+//! which shows the cap holding within one handshake's lag (4 -> at most 5 seen; uncapped ~27).
 //!
 //! Root is required; `FABRICPLAN_SKIP_LAB=1` skips. Run: `cargo test --test lab_scale --
 //! --nocapture` (~1-2 min on 2 cores, most of it building and tearing down the 64 hosts).
@@ -16,10 +17,15 @@
 mod lab;
 mod support;
 
+use std::collections::BTreeSet;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use lab::owner::Created;
 use lab::twin::{lab_spec, plan_file};
 use lab::{Lab, lab_enabled};
 use serde_json::Value;
@@ -178,6 +184,72 @@ fn run(lab: &Lab, plan: &Path, out: &Path, logs: &Path) -> (Option<i32>, String,
     )
 }
 
+/// Watches the lab's sshd's for connections being set up: OpenSSH titles a connection's
+/// monitor `sshd: [accepted]` from the accept until authentication succeeds (then `sshd: USER
+/// [priv]`), so the processes so titled inside the lab's namespaces are the handshakes in
+/// flight (slightly more: see the assertion). Polled every 5 ms while the run goes: the peak
+/// seen and how many distinct handshakes were seen at all (a 30-100 ms handshake is rarely
+/// missed).
+struct Handshakes {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<(usize, usize)>>,
+}
+
+impl Handshakes {
+    fn watch(inodes: Vec<u64>) -> Handshakes {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let (mut peak, mut seen) = (0, BTreeSet::new());
+            while !s.load(Ordering::SeqCst) {
+                let mut now = 0;
+                for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                    let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok())
+                    else {
+                        continue;
+                    };
+                    let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+                        continue;
+                    };
+                    if !String::from_utf8_lossy(&cmd).contains("[accepted]") {
+                        continue;
+                    }
+                    let ino = std::fs::metadata(e.path().join("ns/net")).map(|m| m.ino());
+                    if ino.is_ok_and(|i| inodes.contains(&i)) {
+                        now += 1;
+                        seen.insert(pid);
+                    }
+                }
+                peak = peak.max(now);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            (peak, seen.len())
+        });
+        Handshakes {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// (peak in flight, distinct handshakes seen).
+    fn finish(mut self) -> (usize, usize) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread
+            .take()
+            .map(|t| t.join().expect("watcher"))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Handshakes {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn story(r: &Value) -> String {
     let mut s = format!("verdict {}\n", r["summary"]["verdict"]);
     for v in r["preflight"].as_array().into_iter().flatten() {
@@ -233,15 +305,45 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
         assert!(!o.status.success(), "{h}'s sshd still answers");
     }
 
+    let inodes: Vec<u64> = footprint
+        .created
+        .iter()
+        .filter_map(|c| match c {
+            Created::Netns(_, ino) => Some(*ino),
+            _ => None,
+        })
+        .collect();
+    let watcher = Handshakes::watch(inodes);
     let t1 = Instant::now();
     let out = work.0.join("run");
     let (code, stderr, r) = run(&lab, &twin, &out, &work.0);
     let wall = t1.elapsed();
+    let (peak, seen) = watcher.finish();
     eprintln!(
-        "run: exit {code:?} in {wall:?}: {}",
+        "run: exit {code:?} in {wall:?}: {}; handshakes seen in the hosts' sshd: {seen}, at most {peak} at once",
         r["summary"]["verdict"]
     );
     let s = story(&r);
+    for v in r["preflight"].as_array().into_iter().flatten() {
+        if v["outcome"] != "OK" {
+            eprintln!("  {} {}: {}", v["outcome"], v["gate"], v["detail"]);
+        }
+    }
+    // The cap, seen from the servers' side. sshd retitles a connection's monitor only after the
+    // client has seen its authentication succeed and handed its slot to the next node, so a
+    // sample can catch a finished handshake beside `max-connections` new ones (5 seen with a
+    // cap of 4); the exact bound is the transport's unit test. Uncapped (`max-connections =
+    // 64`) this run shows ~27 at once on 2 cores, so twice the cap still tells a cap that
+    // holds from one that does not. And the watch saw enough handshakes for it to mean
+    // something.
+    assert!(
+        peak <= 2 * MAX_CONNECTIONS as usize,
+        "{peak} handshakes at once, the cap is {MAX_CONNECTIONS}"
+    );
+    assert!(
+        seen >= 16 && peak >= 2,
+        "the watch saw too little ({seen} handshakes, peak {peak}) to check the cap"
+    );
 
     // one FAIL per refusing host, at `reach NODE`, unreachable, and nothing else is not OK
     let mut fails: Vec<(String, String)> = r["preflight"]
@@ -258,12 +360,31 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
         .filter(|v| v["outcome"] != "OK")
         .map(|v| {
             (
-                format!("{} {}", v["outcome"].as_str().unwrap_or(""), v["gate"].as_str().unwrap_or("")),
+                format!(
+                    "{} {}",
+                    v["outcome"].as_str().unwrap_or(""),
+                    v["gate"].as_str().unwrap_or("")
+                ),
                 v["trap"].as_str().unwrap_or("").to_string(),
             )
         })
         .collect();
     fails.sort();
+    // each names its host and why: the last attempt's error
+    for h in REFUSING {
+        let reach = r["preflight"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["gate"] == format!("reach {h}"))
+            .unwrap_or_else(|| panic!("no `reach {h}`:\n{s}"));
+        let detail = reach["detail"].as_str().unwrap_or("");
+        assert!(
+            detail.starts_with(&format!("{h}: unreachable"))
+                && detail.contains("Connection refused"),
+            "{h}: {detail}"
+        );
+    }
     let expected: Vec<(String, String)> = REFUSING
         .iter()
         .map(|h| (format!("FAIL reach {h}"), "unreachable".to_string()))

@@ -53,28 +53,28 @@ impl HostArgs {
     /// The SSH transport's options: the command line over the plan's `[ssh]` table over the
     /// defaults.
     pub fn ssh_options(&self, plan: Option<&Plan>) -> crate::exec::ssh::SshOptions {
-    let fallback = crate::plan::SshDefaults::default();
-    let defaults = plan.map(|p| &p.ssh);
-    let d = defaults.unwrap_or(&fallback);
-    crate::exec::ssh::SshOptions {
-        config: self
-            .ssh_config
-            .clone()
-            .or_else(|| defaults.and_then(|d| d.config.clone())),
-        known_hosts: self
-            .known_hosts
-            .clone()
-            .or_else(|| defaults.and_then(|d| d.known_hosts.clone())),
-        accept_new: self.accept_new_host_keys,
-        connect_timeout: std::time::Duration::from_secs(u64::from(d.connect_timeout_s)),
-        default_user: d.user.clone(),
-        max_handshakes: d.max_connections as usize,
-        retry: crate::exec::ssh::Retry {
-            attempts: d.connect_attempts,
-            backoff: std::time::Duration::from_millis(u64::from(d.retry_backoff_ms)),
-        },
-        ..Default::default()
-    }
+        let fallback = crate::plan::SshDefaults::default();
+        let defaults = plan.map(|p| &p.ssh);
+        let d = defaults.unwrap_or(&fallback);
+        crate::exec::ssh::SshOptions {
+            config: self
+                .ssh_config
+                .clone()
+                .or_else(|| defaults.and_then(|d| d.config.clone())),
+            known_hosts: self
+                .known_hosts
+                .clone()
+                .or_else(|| defaults.and_then(|d| d.known_hosts.clone())),
+            accept_new: self.accept_new_host_keys,
+            connect_timeout: std::time::Duration::from_secs(u64::from(d.connect_timeout_s)),
+            default_user: d.user.clone(),
+            max_handshakes: d.max_connections as usize,
+            retry: crate::exec::ssh::Retry {
+                attempts: d.connect_attempts,
+                backoff: std::time::Duration::from_millis(u64::from(d.retry_backoff_ms)),
+            },
+            ..Default::default()
+        }
     }
 }
 
@@ -125,7 +125,12 @@ subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
         // without a plan (or an [ssh] table): the documented defaults
         let d = args().ssh_options(None);
         assert_eq!(
-            (d.connect_timeout, d.max_handshakes, d.retry.attempts, d.retry.backoff),
+            (
+                d.connect_timeout,
+                d.max_handshakes,
+                d.retry.attempts,
+                d.retry.backoff
+            ),
             (Duration::from_secs(10), 8, 3, Duration::from_millis(250))
         );
     }

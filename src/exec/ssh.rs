@@ -762,7 +762,10 @@ mod tests {
                 assert!(w >= c / 2 && w <= c, "n{node:03} after {k}: {w:?} of {c:?}");
             }
             // the same node and failure: the same wait (within one process)
-            assert_eq!(r.wait(2, seed), r.wait(2, Retry::seed(&format!("n{node:03}"))));
+            assert_eq!(
+                r.wait(2, seed),
+                r.wait(2, Retry::seed(&format!("n{node:03}")))
+            );
         }
     }
 
@@ -773,7 +776,11 @@ mod tests {
             .map(|i| r.wait(1, Retry::seed(&format!("n{i:02}"))))
             .collect();
         // 64 nodes failing together come back spread over 500..1000 ms, not in step
-        assert!(waits.len() >= 60, "{} distinct waits: {waits:?}", waits.len());
+        assert!(
+            waits.len() >= 60,
+            "{} distinct waits: {waits:?}",
+            waits.len()
+        );
         let spread = *waits.last().unwrap() - *waits.first().unwrap();
         assert!(spread >= Duration::from_millis(300), "{spread:?}");
         // and one node's successive waits are not one fixed fraction of their ceilings
@@ -798,8 +805,12 @@ mod tests {
         let mut set = tokio::task::JoinSet::new();
         for i in 0..64 {
             let node = format!("n{i:02}");
-            let (permits, in_flight, peak, calls) =
-                (permits.clone(), in_flight.clone(), peak.clone(), calls.clone());
+            let (permits, in_flight, peak, calls) = (
+                permits.clone(),
+                in_flight.clone(),
+                peak.clone(),
+                calls.clone(),
+            );
             set.spawn(async move {
                 let attempt = || {
                     let (node, in_flight, peak, calls) =
@@ -845,7 +856,11 @@ mod tests {
             }
         }
         assert_eq!(ok, 64 - 5);
-        assert_eq!(peak.load(Ordering::SeqCst), cap, "the cap is reached, never passed");
+        assert_eq!(
+            peak.load(Ordering::SeqCst),
+            cap,
+            "the cap is reached, never passed"
+        );
         let calls = calls.lock().unwrap();
         for (node, times) in calls.iter() {
             let expected = match node.as_str() {
@@ -886,6 +901,10 @@ mod tests {
         assert!(matches!(refused, Err(Failure::Connect(_))));
         assert!(healthy_ok);
         assert!(healthy_at < Duration::from_millis(100), "{healthy_at:?}");
-        assert!(t0.elapsed() >= Duration::from_millis(1000), "{:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() >= Duration::from_millis(1000),
+            "{:?}",
+            t0.elapsed()
+        );
     }
 }
