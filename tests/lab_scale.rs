@@ -9,7 +9,7 @@
 //! That at most `max-connections` handshakes are in flight at once is asserted exactly on the
 //! transport's connect loop with a fake connector (`exec::ssh`'s unit tests); here the hosts'
 //! sshd's are watched during the run (monitors titled `[accepted]` in the lab's namespaces),
-//! which shows the cap holding within one handshake's lag (4 -> at most 5 seen; uncapped ~27).
+//! which shows the cap holding within one handshake's lag (cap 4: at most 4 seen; uncapped ~27).
 //!
 //! Root is required; `FABRICPLAN_SKIP_LAB=1` skips. Run: `cargo test --test lab_scale --
 //! --nocapture` (~1-2 min on 2 cores, most of it building and tearing down the 64 hosts).
@@ -186,8 +186,9 @@ fn run(lab: &Lab, plan: &Path, out: &Path, logs: &Path) -> (Option<i32>, String,
 
 /// Watches the lab's sshd's for connections being set up: OpenSSH titles a connection's
 /// monitor `sshd: [accepted]` from the accept until authentication succeeds (then `sshd: USER
-/// [priv]`), so the processes so titled inside the lab's namespaces are the handshakes in
-/// flight (slightly more: see the assertion). Polled every 5 ms while the run goes: the peak
+/// [priv]`), and its pre-authentication child carries that title for a moment after its fork:
+/// the processes so titled inside the lab's namespaces whose parent is not, are the handshakes
+/// in flight (slightly more: see the assertion). Polled every 5 ms while the run goes: the peak
 /// seen and how many distinct handshakes were seen at all (a 30-100 ms handshake is rarely
 /// missed).
 struct Handshakes {
@@ -202,7 +203,8 @@ impl Handshakes {
         let thread = std::thread::spawn(move || {
             let (mut peak, mut seen) = (0, BTreeSet::new());
             while !s.load(Ordering::SeqCst) {
-                let mut now = 0;
+                // (pid, parent) of every `[accepted]` process in the lab's namespaces
+                let mut found: Vec<(u32, u32)> = Vec::new();
                 for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
                     let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok())
                     else {
@@ -215,11 +217,30 @@ impl Handshakes {
                         continue;
                     }
                     let ino = std::fs::metadata(e.path().join("ns/net")).map(|m| m.ino());
-                    if ino.is_ok_and(|i| inodes.contains(&i)) {
-                        now += 1;
-                        seen.insert(pid);
+                    if !ino.is_ok_and(|i| inodes.contains(&i)) {
+                        continue;
                     }
+                    // `pid (comm) state ppid ...`; comm may hold spaces, so after the last ')'
+                    let ppid = std::fs::read_to_string(e.path().join("stat"))
+                        .ok()
+                        .and_then(|st| {
+                            st.rsplit_once(')')
+                                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                                .and_then(|p| p.parse().ok())
+                        })
+                        .unwrap_or(0);
+                    found.push((pid, ppid));
                 }
+                // the monitor's privilege-separated child carries its title until it renames
+                // itself `[net]`: one connection, counted once (by its monitor)
+                let pids: BTreeSet<u32> = found.iter().map(|f| f.0).collect();
+                let monitors: Vec<u32> = found
+                    .iter()
+                    .filter(|(_, ppid)| !pids.contains(ppid))
+                    .map(|f| f.0)
+                    .collect();
+                let now = monitors.len();
+                seen.extend(monitors);
                 peak = peak.max(now);
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -331,13 +352,13 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
     }
     // The cap, seen from the servers' side. sshd retitles a connection's monitor only after the
     // client has seen its authentication succeed and handed its slot to the next node, so a
-    // sample can catch a finished handshake beside `max-connections` new ones (5 seen with a
-    // cap of 4); the exact bound is the transport's unit test. Uncapped (`max-connections =
-    // 64`) this run shows ~27 at once on 2 cores, so twice the cap still tells a cap that
-    // holds from one that does not. And the watch saw enough handshakes for it to mean
-    // something.
+    // sample may catch a finished handshake beside `max-connections` new ones: one more is
+    // allowed; the exact bound is the transport's unit test. (Seen: at most 4 with a cap of 4;
+    // uncapped, `max-connections = 64`, ~27 at once on 2 cores, counted before the
+    // pre-authentication children were told apart.) And the watch saw enough handshakes for
+    // this to mean something.
     assert!(
-        peak <= 2 * MAX_CONNECTIONS as usize,
+        peak <= MAX_CONNECTIONS as usize + 1,
         "{peak} handshakes at once, the cap is {MAX_CONNECTIONS}"
     );
     assert!(
