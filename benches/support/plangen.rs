@@ -1,7 +1,8 @@
 //! Generated switched plans for the scale benchmarks and `tests/scale.rs` (included by path
 //! from both). Same shape as `scripts/gen-switched.sh`: `switches` switches in a chain joined
 //! by 400G ISLs, node `i` on switch `i * switches / n`, every node's `f0` attached, both halves
-//! cabled with subnets sized to fit `n` members, rdma-bw all-pairs on half `a`, one all_reduce
+//! cabled with subnets sized to fit `n` members, rdma-bw all-pairs (or another schedule) on
+//! half `a`, one all_reduce
 //! across every node on half `a`.
 
 use std::fmt::Write;
@@ -17,6 +18,11 @@ pub fn prefix_for(n: usize) -> u8 {
 
 /// The TOML text of a generated switched plan of `n` nodes on `switches` switches.
 pub fn switched_plan(n: usize, switches: usize) -> String {
+    switched_plan_with(n, switches, "all-pairs")
+}
+
+/// [`switched_plan`] with rdma-bw's `schedule` (`all-pairs`, `sampled`, ...).
+pub fn switched_plan_with(n: usize, switches: usize, schedule: &str) -> String {
     let p = prefix_for(n);
     let mut s = String::with_capacity(64 * n + 1024);
     let _ = write!(
@@ -43,7 +49,10 @@ pub fn switched_plan(n: usize, switches: usize) -> String {
     for i in 1..=n {
         let _ = writeln!(s, "\"n{i:05}.f0\" = \"sw-{:02}\"", (i - 1) * switches / n);
     }
-    s.push_str("\n[tests.rdma-bw]\nschedule = \"all-pairs\"\nhalves = [\"a\"]\n");
+    let _ = write!(
+        s,
+        "\n[tests.rdma-bw]\nschedule = \"{schedule}\"\nhalves = [\"a\"]\n"
+    );
     s.push_str("\n[[tests.nccl]]\ncollective = \"all_reduce\"\nhalves = [\"a\"]\n");
     s
 }

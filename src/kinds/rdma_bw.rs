@@ -19,7 +19,7 @@ use crate::plan::{BwTest, Plan, ScheduleKind, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
-use crate::schedule::stages::{all_pairs, declared, per_link, selected_segments};
+use crate::schedule::stages::{all_pairs, declared, per_link, sampled, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
 
 pub const ID: KindId = KindId("rdma-bw");
@@ -133,6 +133,7 @@ impl TestKind for RdmaBw {
             ScheduleKind::PerLink => per_link(plan, ID, &segs, t.direction),
             ScheduleKind::Rounds => declared(ID, &t.rounds, t.direction),
             ScheduleKind::AllPairs => all_pairs(plan, ID, segs, t.direction),
+            ScheduleKind::Sampled(s) => sampled(ID, segs, s, t.direction),
         }]
     }
 

@@ -20,7 +20,7 @@ use crate::plan::{BwTest, Plan, ScheduleKind, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
-use crate::schedule::stages::{all_pairs, declared, per_link, selected_segments};
+use crate::schedule::stages::{all_pairs, declared, per_link, sampled, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
 
 pub const ID: KindId = KindId("rdma-read-bw");
@@ -77,6 +77,7 @@ impl TestKind for RdmaReadBw {
             ScheduleKind::PerLink => per_link(plan, ID, &segs, t.direction),
             ScheduleKind::Rounds => declared(ID, &t.rounds, t.direction),
             ScheduleKind::AllPairs => all_pairs(plan, ID, segs, t.direction),
+            ScheduleKind::Sampled(s) => sampled(ID, segs, s, t.direction),
         }]
     }
 

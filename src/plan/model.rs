@@ -366,6 +366,24 @@ pub enum ScheduleKind {
     PerLink,
     Rounds,
     AllPairs,
+    /// `rounds` seeded random pairings of each switched segment (see [`Sampling`]).
+    Sampled(Sampling),
+}
+
+/// `schedule = "sampled"`: how many random pairings, from which seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sampling {
+    /// Pairings (each a round; each followed by its reverse with `direction = "both"`).
+    pub rounds: u32,
+    /// The pairings are a function of this seed and the plan: the same seed, the same rounds.
+    pub seed: u64,
+}
+
+impl Sampling {
+    /// Pairings when the plan gives no `rounds`.
+    pub const DEFAULT_ROUNDS: u32 = 8;
+    /// The seed when the plan gives none.
+    pub const DEFAULT_SEED: u64 = 1;
 }
 
 /// A flow in a declared round: client sends to server.

@@ -419,9 +419,20 @@ pub struct RawBwTest {
     /// `-q`, queue pairs, 1 to 64 (default 1; more queue pairs do not raise a half's rate).
     #[schemars(range(min = 1, max = 64))]
     pub qps: Option<u32>,
-    /// `per-link` (default: each link alone), `rounds` (declared below) or `all-pairs`.
+    /// `per-link` (default: each link alone), `rounds` (declared below), `all-pairs` or
+    /// `sampled` (a switched fabric in `rounds` random pairings).
     #[schemars(with = "Option<ScheduleSchema>")]
     pub schedule: Option<Spanned<String>>,
+    /// `schedule = "sampled"`: random pairings to run, 2 to 1000 (default 8); each is one
+    /// round of concurrent pairs (followed by its reverse with `direction = "both"`).
+    #[serde(default)]
+    #[schemars(with = "Option<u32>", range(min = 2, max = 1000))]
+    pub rounds: Option<Spanned<u32>>,
+    /// `schedule = "sampled"`: the seed of the pairings (default 1): the same seed and plan,
+    /// the same rounds.
+    #[serde(default)]
+    #[schemars(with = "Option<u64>")]
+    pub seed: Option<Spanned<u64>>,
     /// `both` (default: each way in turn, each alone), `one` (the second end of a link sends to
     /// the first) or `bidirectional` (both ways at once, perftest's `-b`). Declared rounds run
     /// as declared (`one`) unless this is given.
@@ -454,6 +465,7 @@ enum ScheduleSchema {
     PerLink,
     Rounds,
     AllPairs,
+    Sampled,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -10,7 +10,7 @@ use crate::plan::Plan;
 use crate::render::Renderer;
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
-use crate::schedule::{Job, Round, Schedule, isl_load};
+use crate::schedule::{Coverage, Job, Round, Schedule, isl_load};
 use crate::topology::Fabric;
 
 /// The version of the `plan --format json` document.
@@ -146,6 +146,7 @@ pub fn write_text_with(
             writeln!(w, "{l}")?;
         }
     }
+    write_coverage(w, &schedule.coverage(plan, fabric))?;
     if plan.tests.preflight {
         writeln!(w)?;
         writeln!(w, "preflight (read-only, before any measurement)")?;
@@ -186,6 +187,52 @@ pub fn write_text_with(
             &round,
             schedule.len(),
             run_id,
+        )?;
+    }
+    Ok(())
+}
+
+/// What the sampled rounds cover: ports in each role, node pairs, ISL directions.
+fn write_coverage(w: &mut dyn Write, coverage: &[Coverage]) -> io::Result<()> {
+    let pct = |a: usize, b: usize| {
+        if b == 0 {
+            String::new()
+        } else {
+            format!(" ({:.1}%)", 100.0 * a as f64 / b as f64)
+        }
+    };
+    for c in coverage {
+        writeln!(w)?;
+        let each = if c.rounds > c.pairings as usize {
+            ", each run both ways"
+        } else {
+            ""
+        };
+        writeln!(
+            w,
+            "coverage of {}: {} random pairings (seed {}){each}: {} rounds",
+            c.kind, c.pairings, c.seed, c.rounds
+        )?;
+        writeln!(
+            w,
+            "  ports (node halves): {} of {} as client, {} of {} as server, {} in both roles",
+            c.ports_as_client, c.ports, c.ports_as_server, c.ports, c.ports_both_roles
+        )?;
+        writeln!(
+            w,
+            "  node pairs: {} of {}{}",
+            c.node_pairs,
+            c.node_pairs_total,
+            pct(c.node_pairs, c.node_pairs_total)
+        )?;
+        writeln!(
+            w,
+            "  ISL directions loaded: {} of {}",
+            c.isl_directions, c.isl_directions_total
+        )?;
+        writeln!(
+            w,
+            "  then: each end of a failing flow re-tested against peers that passed, and the ISLs it crossed, to name the end at fault"
         )?;
     }
     Ok(())
@@ -301,7 +348,9 @@ fn write_round_text(
 }
 
 /// Write the dry run as one JSON document, streamed round by round:
-/// `{ "format_version": 1, "plan": NAME, "rounds": [ { "index", "name", "kind", "jobs": [JobView] } ] }`.
+/// `{ "format_version": 1, "plan": NAME, "round_count": N, "coverage": [Coverage],
+/// "rounds": [ { "index", "name", "kind", "jobs": [JobView] } ] }` (`coverage`: one entry per
+/// sampled test).
 pub fn write_json(
     w: &mut dyn Write,
     plan: &Plan,
@@ -336,9 +385,10 @@ pub fn write_json_with(
     };
     write!(
         w,
-        "{{\"format_version\":{PLAN_JSON_VERSION},\"plan\":{}{launcher},\"round_count\":{},\"rounds\":[",
+        "{{\"format_version\":{PLAN_JSON_VERSION},\"plan\":{}{launcher},\"round_count\":{},\"coverage\":{},\"rounds\":[",
         serde_json::to_string(&plan.name).unwrap_or_default(),
-        schedule.len()
+        schedule.len(),
+        serde_json::to_string(&schedule.coverage(plan, fabric)).unwrap_or_else(|_| "[]".into())
     )?;
     // serde_json's many small writes go to a buffer of known type, not through the
     // `dyn Write`; it holds 64 KiB, never a whole round (an NCCL job can be huge)

@@ -9,6 +9,7 @@
 //! sections expand to, with the builders in [`stages`]; a [`Schedule`] is their concatenation.
 
 mod roundrobin;
+pub mod sampled;
 pub mod stages;
 
 use serde::Serialize;
@@ -17,7 +18,8 @@ use crate::plan::{Endpoint, NodeId, Plan, SegmentId};
 use crate::topology::{Fabric, Hop, Path};
 
 pub use roundrobin::{round_count, round_pairs};
-pub use stages::{PairSpec, Stage};
+pub use sampled::Coverage;
+pub use stages::{PairSpec, Stage, pair_round};
 
 /// The first TCP port given to a round's jobs (perftest's default).
 pub const BASE_PORT: u16 = 18515;
@@ -179,6 +181,91 @@ impl Schedule {
         }
         let si = self.offsets.partition_point(|o| *o <= index) - 1;
         self.stages[si].round(plan, fabric, index, index - self.offsets[si])
+    }
+
+    /// The stage round `index` is part of, and the schedule's indices of its rounds.
+    pub fn stage_of(&self, index: usize) -> Option<(&Stage, std::ops::Range<usize>)> {
+        if index >= self.total {
+            return None;
+        }
+        let si = self.offsets.partition_point(|o| *o <= index) - 1;
+        let start = self.offsets[si];
+        Some((&self.stages[si], start..start + self.stages[si].rounds()))
+    }
+
+    /// What each sampled stage's rounds cover: ports in each role, node pairs, ISL directions.
+    /// Builds every round of those stages (K of them, O(members) each).
+    pub fn coverage(&self, plan: &Plan, fabric: &Fabric) -> Vec<Coverage> {
+        use std::collections::HashSet;
+        let mut out = Vec::new();
+        for (si, stage) in self.stages.iter().enumerate() {
+            let Stage::Sampled {
+                kind,
+                segments,
+                sampling,
+                ..
+            } = stage
+            else {
+                continue;
+            };
+            let (mut client, mut server) = (HashSet::new(), HashSet::new());
+            let mut pairs: HashSet<(NodeId, NodeId)> = HashSet::new();
+            let mut isl = HashSet::new();
+            for local in 0..stage.rounds() {
+                let index = self.offsets[si] + local;
+                let Some(round) = stage.round(plan, fabric, index, local) else {
+                    continue;
+                };
+                for p in round.jobs.iter().filter_map(|j| j.pair.as_ref()) {
+                    client.insert(p.client.clone());
+                    server.insert(p.server.clone());
+                    if p.bidirectional {
+                        client.insert(p.server.clone());
+                        server.insert(p.client.clone());
+                    }
+                    let (a, b) = (p.client.node, p.server.node);
+                    pairs.insert((a.min(b), a.max(b)));
+                    for h in p.path.isl_hops() {
+                        isl.insert(h);
+                        if p.bidirectional {
+                            let i = &plan.isls[h.0.0];
+                            isl.insert((h.0, if i.a == h.1 { i.b } else { i.a }));
+                        }
+                    }
+                }
+            }
+            let mut ports: HashSet<&Endpoint> = HashSet::new();
+            let mut nodes: HashSet<NodeId> = HashSet::new();
+            let mut directions = HashSet::new();
+            for seg in segments {
+                for m in &plan.segment(*seg).members {
+                    ports.insert(&m.endpoint);
+                    nodes.insert(m.endpoint.node);
+                }
+                directions.extend(
+                    sampled::Layout::new(plan, fabric, *seg)
+                        .directions()
+                        .iter()
+                        .copied(),
+                );
+            }
+            let n = nodes.len();
+            out.push(Coverage {
+                kind: kind.name(),
+                pairings: sampling.rounds,
+                seed: sampling.seed,
+                rounds: stage.rounds(),
+                ports: ports.len(),
+                ports_as_client: client.len(),
+                ports_as_server: server.len(),
+                ports_both_roles: client.intersection(&server).count(),
+                node_pairs: pairs.len(),
+                node_pairs_total: n * n.saturating_sub(1) / 2,
+                isl_directions: isl.len(),
+                isl_directions_total: directions.len(),
+            });
+        }
+        out
     }
 
     /// Every round in order (built one at a time).

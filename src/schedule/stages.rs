@@ -4,7 +4,7 @@
 
 #[cfg(test)]
 use super::Schedule;
-use crate::plan::{Direction, Endpoint, Plan, SegmentId};
+use crate::plan::{Direction, Endpoint, Plan, Sampling, SegmentId};
 use crate::topology::{Fabric, Path};
 
 use super::{BASE_PORT, Job, KindId, Pair, Ranks, Round, round_count, round_pairs};
@@ -93,6 +93,15 @@ pub enum Stage {
         rounds: usize,
         direction: Direction,
     },
+    /// `pairings` seeded random perfect matchings of each segment's members (see
+    /// [`super::sampled`]), generated per round; with `both`, each round followed by its
+    /// reverse. Its failing flows are re-tested to name the end at fault (`crate::localise`).
+    Sampled {
+        kind: KindId,
+        segments: Vec<SegmentId>,
+        sampling: Sampling,
+        direction: Direction,
+    },
     /// One job over a set of ranks (one round).
     Ranks {
         kind: KindId,
@@ -126,7 +135,30 @@ impl Stage {
                     *rounds
                 }
             }
+            Stage::Sampled {
+                sampling,
+                direction,
+                ..
+            } => {
+                let k = sampling.rounds as usize;
+                if *direction == Direction::Both {
+                    k * 2
+                } else {
+                    k
+                }
+            }
             Stage::Ranks { .. } => 1,
+        }
+    }
+
+    /// The test kind whose rounds these are.
+    pub fn kind(&self) -> KindId {
+        match self {
+            Stage::Pairs { kind, .. }
+            | Stage::PerLink { kind, .. }
+            | Stage::AllPairs { kind, .. }
+            | Stage::Sampled { kind, .. }
+            | Stage::Ranks { kind, .. } => *kind,
         }
     }
 
@@ -187,6 +219,41 @@ impl Stage {
                     specs,
                 )
             }
+            Stage::Sampled {
+                kind,
+                segments,
+                sampling,
+                direction,
+            } => {
+                let k = sampling.rounds as usize;
+                let (r, back) = match direction {
+                    Direction::Both => (local / 2, local % 2 == 1),
+                    _ => (local, false),
+                };
+                if r >= k {
+                    return None;
+                }
+                let mut specs = Vec::new();
+                for seg in segments {
+                    let layout = super::sampled::Layout::new(plan, fabric, *seg);
+                    let members = &plan.segment(*seg).members;
+                    for (c, s) in super::sampled::pairing(&layout, sampling.seed, seg.0 as u64, r) {
+                        let (c, s) = if back { (s, c) } else { (c, s) };
+                        specs.push(PairSpec {
+                            client: members[c].endpoint.clone(),
+                            server: members[s].endpoint.clone(),
+                            segment: *seg,
+                            group: None,
+                            bidirectional: *direction == Direction::Bidirectional,
+                        });
+                    }
+                }
+                let mut name = format!("{} sampled {}/{}", kind.name(), r + 1, k);
+                if back {
+                    name.push_str(" reverse");
+                }
+                (name, *kind, specs)
+            }
             Stage::Ranks {
                 kind,
                 round_name,
@@ -210,40 +277,53 @@ impl Stage {
                 });
             }
         };
-        let jobs = specs
-            .into_iter()
-            .enumerate()
-            .map(|(j, spec)| {
-                let path = fabric
-                    .path(plan, &spec.client, &spec.server)
-                    .unwrap_or(Path {
-                        hops: Vec::new(),
-                        switches: Vec::new(),
-                    });
-                Job {
-                    id: format!("{}-r{:03}-j{:02}", kind.name(), index + 1, j + 1),
-                    kind,
-                    round: index,
-                    port: BASE_PORT.saturating_add(u16::try_from(j).unwrap_or(u16::MAX)),
-                    resources: vec![spec.client.clone(), spec.server.clone()],
-                    pair: Some(Pair {
-                        client: spec.client,
-                        server: spec.server,
-                        segment: spec.segment,
-                        path,
-                        bidirectional: spec.bidirectional,
-                    }),
-                    ranks: None,
-                    group: spec.group,
-                }
-            })
-            .collect();
-        Some(Round {
-            index,
-            name,
-            kind,
-            jobs,
+        Some(pair_round(plan, fabric, kind, index, name, specs))
+    }
+}
+
+/// Round `index` named `name`: one job per pair, each with its path, a TCP port unique in the
+/// round and an id naming the round (`rdma-bw-r003-j01`).
+pub fn pair_round(
+    plan: &Plan,
+    fabric: &Fabric,
+    kind: KindId,
+    index: usize,
+    name: String,
+    specs: Vec<PairSpec>,
+) -> Round {
+    let jobs = specs
+        .into_iter()
+        .enumerate()
+        .map(|(j, spec)| {
+            let path = fabric
+                .path(plan, &spec.client, &spec.server)
+                .unwrap_or(Path {
+                    hops: Vec::new(),
+                    switches: Vec::new(),
+                });
+            Job {
+                id: format!("{}-r{:03}-j{:02}", kind.name(), index + 1, j + 1),
+                kind,
+                round: index,
+                port: BASE_PORT.saturating_add(u16::try_from(j).unwrap_or(u16::MAX)),
+                resources: vec![spec.client.clone(), spec.server.clone()],
+                pair: Some(Pair {
+                    client: spec.client,
+                    server: spec.server,
+                    segment: spec.segment,
+                    path,
+                    bidirectional: spec.bidirectional,
+                }),
+                ranks: None,
+                group: spec.group,
+            }
         })
+        .collect();
+    Round {
+        index,
+        name,
+        kind,
+        jobs,
     }
 }
 
@@ -352,6 +432,22 @@ pub fn all_pairs(plan: &Plan, kind: KindId, segs: Vec<SegmentId>, direction: Dir
         kind,
         segments: segs,
         rounds,
+        direction,
+    }
+}
+
+/// `sampling.rounds` random pairings of each segment (switched ones; a two-member segment's
+/// pairing is its one pair), each round followed by its reverse with `both`.
+pub fn sampled(
+    kind: KindId,
+    segs: Vec<SegmentId>,
+    sampling: Sampling,
+    direction: Direction,
+) -> Stage {
+    Stage::Sampled {
+        kind,
+        segments: segs,
+        sampling,
         direction,
     }
 }

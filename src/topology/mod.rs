@@ -162,6 +162,12 @@ impl Fabric {
         Some(hops)
     }
 
+    /// The ISL hops from switch `a` to switch `b` (empty when `a == b`), `None` when no ISL
+    /// path joins them.
+    pub fn switch_route(&self, a: SwitchId, b: SwitchId) -> Option<&[(IslId, SwitchId)]> {
+        self.switch_paths.get(&(a, b))?.as_deref()
+    }
+
     /// The segment an endpoint is cabled into, and its member entry: [`Plan::member_of`] in
     /// constant time.
     pub fn member_of<'p>(&self, plan: &'p Plan, e: &Endpoint) -> Option<(&'p Segment, &'p Member)> {
