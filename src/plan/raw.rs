@@ -428,10 +428,10 @@ pub struct RawBwTest {
     #[serde(default)]
     #[schemars(with = "Option<u32>", range(min = 2, max = 1000))]
     pub rounds: Option<Spanned<u32>>,
-    /// `schedule = "sampled"`: the seed of the pairings (default 1): the same seed and plan,
-    /// the same rounds.
+    /// `schedule = "sampled"`: the seed of the pairings, 0 to 9223372036854775807 (TOML's
+    /// largest integer; default 1): the same seed and plan, the same rounds.
     #[serde(default)]
-    #[schemars(with = "Option<u64>")]
+    #[schemars(with = "Option<u64>", range(max = 9223372036854775807_u64))]
     pub seed: Option<Spanned<u64>>,
     /// `both` (default: each way in turn, each alone), `one` (the second end of a link sends to
     /// the first) or `bidirectional` (both ways at once, perftest's `-b`). Declared rounds run

@@ -10,6 +10,7 @@ mod gates;
 mod launcher;
 mod names;
 mod nodes;
+mod sampling;
 mod sections;
 mod settings;
 mod sim;
