@@ -14,6 +14,7 @@ pub mod exec;
 pub mod exit;
 pub mod gate;
 pub mod kinds;
+pub mod localise;
 pub mod parse;
 pub mod plan;
 pub mod render;

@@ -24,6 +24,9 @@
 //!   kept), only the counters that matter (see [`CounterDelta::matters`]) and no `banner` in
 //!   its `parsed` output (perftest's header as printed; the values read from it stay), nor
 //!   a single `rows` entry that only repeats the parsed fields.
+//! - `RunResults.suspects` ([`Suspect`], after a sampled schedule's re-tests): `kind`, `what`
+//!   (`end` | `isl`), `name`, `node`/`port`/`half` or `isl`, `ways`, `flows` (job ids),
+//!   `retests` (job ids), `verdict` (counted once; the flows' FAILs follow it).
 //!
 //! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
 //! (the top level still indented), so the file opens, greps and diffs line by line.
@@ -324,6 +327,47 @@ fn first_attempt() -> u32 {
 /// The reason a job not run because of an interrupt carries.
 pub const INTERRUPTED_REASON: &str = "interrupted before this round started";
 
+/// What a suspect is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuspectKind {
+    /// One half of one node port.
+    #[default]
+    End,
+    /// An inter-switch link.
+    Isl,
+}
+
+/// A part of the fabric named at fault by localisation: the one thing a set of failing flows
+/// share, every other end and ISL of theirs having passed in other flows.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Suspect {
+    /// The test whose flows it explains (`rdma-bw`).
+    pub kind: String,
+    pub what: SuspectKind,
+    /// `n00007.f0.a`, or the ISL's name.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub half: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isl: Option<String>,
+    /// Which ways it fails: `send` and/or `receive` for an end, `SW -> SW` for an ISL.
+    #[serde(default)]
+    pub ways: Vec<String>,
+    /// The failing flows (job ids) that prove it: each failed, and nothing else on it is
+    /// left unexplained by a flow that passed.
+    pub flows: Vec<String>,
+    /// Of those, the localisation re-tests.
+    #[serde(default)]
+    pub retests: Vec<String>,
+    /// Its verdict, counted once: the FAILs of the flows it explains follow it.
+    pub verdict: Verdict,
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct RunResults {
@@ -339,6 +383,8 @@ pub struct RunResults {
     pub preflight: Vec<Verdict>,
     pub jobs: Vec<JobResult>,
     pub rounds: Vec<RoundRecord>,
+    /// What localisation named at fault, worst first (empty unless a sampled test failed).
+    pub suspects: Vec<Suspect>,
     pub summary: Summary,
     /// Which outputs the run kept as files; `None` (files written before it was recorded) is
     /// `all`.
@@ -358,11 +404,12 @@ pub struct RunResults {
 }
 
 impl RunResults {
-    /// Every verdict, preflight first.
+    /// Every verdict: preflight, the jobs', then the suspects'.
     pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
         self.preflight
             .iter()
             .chain(self.jobs.iter().flat_map(|j| j.verdicts.iter()))
+            .chain(self.suspects.iter().map(|s| &s.verdict))
     }
 
     /// Count outcomes and decide the one-line verdict and exit code.

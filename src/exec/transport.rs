@@ -132,6 +132,11 @@ pub trait Transport: Send + Sync {
         false
     }
 
+    /// The runner is about to run `round`. A transport that answers from a model of the
+    /// fabric (the simulated one) learns which flows run together, including rounds built
+    /// during the run (localisation re-tests); a real one has nothing to do.
+    fn expect_round(&self, _round: &crate::schedule::Round) {}
+
     /// Close connections (best effort).
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})

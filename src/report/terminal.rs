@@ -127,6 +127,11 @@ impl Terminal {
                     .println(format!("  {worst:<4} {}{val}", inert(&j.label)));
             }
             Event::RoundDone(r) => self.bar.set_position(r.index as u64 + 1),
+            Event::Suspect(s) => self.bar.println(format!(
+                "  SUSPECT {} ({})",
+                inert(&s.name),
+                inert(&s.verdict.detail)
+            )),
             Event::Finished(_) => self.bar.finish_and_clear(),
         }
     }
@@ -256,11 +261,16 @@ impl Terminal {
         Ok(())
     }
 
-    /// The causes to fix, grouped by trap, failures first, the most widespread first.
+    /// The causes to fix: the suspects localisation named first, then the rest grouped by
+    /// trap, failures first, the most widespread first.
     fn what_to_fix(&mut self, r: &RunResults) -> io::Result<()> {
+        let suspects: Vec<&str> = r.suspects.iter().map(|s| s.verdict.gate.as_str()).collect();
         let mut groups: Vec<(Outcome, String, Vec<&Verdict>)> = Vec::new();
         for v in r.verdicts() {
-            if v.outcome == Outcome::Ok || v.follows.is_some() {
+            if v.outcome == Outcome::Ok
+                || v.follows.is_some()
+                || suspects.contains(&v.gate.as_str())
+            {
                 continue;
             }
             let trap = v.trap_name.clone().unwrap_or_else(|| "problem".into());
@@ -272,16 +282,39 @@ impl Terminal {
                 None => groups.push((v.outcome, trap, vec![v])),
             }
         }
-        if groups.is_empty() {
+        if groups.is_empty() && r.suspects.is_empty() {
             return Ok(());
         }
         groups.sort_by(|a, b| b.0.cmp(&a.0).then(b.2.len().cmp(&a.2.len())));
         writeln!(self.out)?;
         writeln!(self.out, "what to fix, worst first:")?;
+        for (i, s) in r.suspects.iter().enumerate() {
+            let v = &s.verdict;
+            let head = format!(
+                "{}. {} {}: {} ({} flow{})",
+                i + 1,
+                v.outcome.as_str(),
+                inert(&s.name),
+                inert(v.trap_name.as_deref().unwrap_or("at fault")),
+                s.flows.len(),
+                if s.flows.len() == 1 { "" } else { "s" }
+            );
+            writeln!(self.out, "  {}", self.paint(&head, Some(v.outcome)))?;
+            self.write_wrapped("     ", &format!("seen: {}", inert(&v.detail)), 5)?;
+            let mut flows: Vec<String> = s.flows.iter().take(3).cloned().collect();
+            if s.flows.len() > 3 {
+                flows.push(format!("and {} more", s.flows.len() - 3));
+            }
+            self.write_wrapped("     ", &format!("flows: {}", inert(&flows.join(", "))), 5)?;
+            if let Some(f) = &v.fix {
+                self.write_wrapped("     ", &format!("fix: {}", inert(f)), 5)?;
+            }
+        }
+        let first = r.suspects.len();
         for (i, (o, trap, vs)) in groups.iter().enumerate() {
             let head = format!(
                 "{}. {} {} ({} gate{})",
-                i + 1,
+                first + i + 1,
                 o.as_str(),
                 inert(trap),
                 vs.len(),

@@ -675,14 +675,16 @@ impl SimTransport {
     }
 }
 
-/// The round index in a job id (`rdma-bw-r003-j01` -> 2).
+/// The round index in a job id (`rdma-bw-r003-j01` -> 2): the first `-r` followed by digits
+/// (a kind's own name may hold `-r`, as `rdma-read-bw` does).
 fn round_of(job: &str) -> Option<usize> {
-    let i = job.find("-r")?;
-    let digits: String = job[i + 2..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse::<usize>().ok()?.checked_sub(1)
+    job.match_indices("-r").find_map(|(i, _)| {
+        let digits: String = job[i + 2..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse::<usize>().ok()?.checked_sub(1)
+    })
 }
 
 /// The value after `flag` in a word list.
@@ -740,6 +742,13 @@ impl Transport for SimTransport {
     fn simulated(&self) -> bool {
         true
     }
+
+    /// The round's flows, for the rates of its clients: the schedule's rounds and those the
+    /// runner builds as it goes (re-tests, which the schedule cannot build). Only the round
+    /// being run is kept.
+    fn expect_round(&self, round: &Round) {
+        self.lock().round = Some(round.clone());
+    }
 }
 
 #[cfg(test)]
@@ -750,6 +759,7 @@ mod tests {
     fn round_from_job_id() {
         assert_eq!(round_of("rdma-bw-r003-j01"), Some(2));
         assert_eq!(round_of("nccl-r010-all_reduce"), Some(9));
+        assert_eq!(round_of("rdma-read-bw-r012-j03"), Some(11));
         assert_eq!(round_of("custom"), None);
     }
 }

@@ -147,6 +147,9 @@ pub trait Launcher: Send + Sync {
         have_log: bool,
     ) -> BoxFuture<'a, Stopped>;
 
+    /// The runner is about to run `round` (see [`crate::exec::Transport::expect_round`]).
+    fn expect_round(&self, _round: &crate::schedule::Round) {}
+
     /// Close connections, release what the launcher holds (best effort).
     fn close(&self) -> BoxFuture<'_, ()>;
 }

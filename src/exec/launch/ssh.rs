@@ -53,6 +53,10 @@ impl Launcher for SshLauncher {
         self.transport.simulated()
     }
 
+    fn expect_round(&self, round: &crate::schedule::Round) {
+        self.transport.expect_round(round);
+    }
+
     fn exec<'a>(
         &'a self,
         node: &'a Node,

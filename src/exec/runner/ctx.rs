@@ -15,7 +15,7 @@ use crate::gate::judge::Verdict;
 use crate::plan::{Endpoint, IslId, NodeId, Plan};
 use crate::render::Renderer;
 use crate::render::job::Resolution;
-use crate::results::{JobResult, KeepEvidence, RoundRecord, RunResults};
+use crate::results::{JobResult, KeepEvidence, RoundRecord, RunResults, Suspect};
 use crate::topology::Fabric;
 
 /// How a run is carried out.
@@ -50,6 +50,8 @@ pub enum Event {
     },
     JobDone(Box<JobResult>),
     RoundDone(RoundRecord),
+    /// Localisation named a part of the fabric at fault.
+    Suspect(Box<Suspect>),
     /// The run is over: its results, summarized.
     Finished(Box<RunResults>),
 }

@@ -6,6 +6,7 @@
 mod ctx;
 pub mod discovery;
 pub mod judge;
+mod localise;
 mod preflight;
 mod round;
 
@@ -14,15 +15,15 @@ use std::sync::Arc;
 
 use tokio::sync::{Semaphore, mpsc, watch};
 
-use super::evidence::Evidence;
+use super::evidence::{Captured, Evidence};
 use super::launch::Launcher;
 use crate::plan::{NodeId, Plan};
 use crate::render::job::Resolution;
 use crate::results::{
-    CounterTotal, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION, RunResults,
-    Summary, now_ms,
+    CounterTotal, JobResult, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION,
+    RunResults, Summary, now_ms,
 };
-use crate::schedule::{Job, Round, Schedule};
+use crate::schedule::{Job, Round, Schedule, Stage};
 use crate::topology::Fabric;
 
 pub use ctx::{Event, RunOptions};
@@ -76,6 +77,36 @@ fn selection(plan: &Plan, fabric: &Fabric, schedule: &Schedule, opts: &RunOption
     }
 }
 
+/// What the runner carries from round to round: which outputs to keep as files, the causes
+/// counted so far, each counter's growth over the run.
+pub(super) struct Books {
+    keep: KeepEvidence,
+    causes: judge::Causes,
+    totals: BTreeMap<(String, String, String), i64>,
+}
+
+impl Books {
+    /// A round's judged `jobs` (in order): failures that follow a cause counted before marked,
+    /// counters summed, each job's outputs kept as files or digests.
+    pub(super) fn book(
+        &mut self,
+        evidence: &Evidence,
+        jobs: &mut [JobResult],
+        mut outputs: HashMap<String, Vec<Captured>>,
+    ) {
+        self.causes.follow(jobs);
+        for d in jobs.iter_mut() {
+            for c in &d.counters {
+                *self
+                    .totals
+                    .entry((c.host.clone(), c.device.clone(), c.counter.clone()))
+                    .or_insert(0) += c.delta;
+            }
+            evidence.keep(self.keep, d, outputs.remove(&d.job).unwrap_or_default());
+        }
+    }
+}
+
 /// Run a plan to its results.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
@@ -119,6 +150,7 @@ pub async fn run(
         preflight: Vec::new(),
         jobs: Vec::new(),
         rounds: Vec::new(),
+        suspects: Vec::new(),
         summary: Summary::default(),
         keep_evidence: None,
         counter_totals: Vec::new(),
@@ -136,8 +168,11 @@ pub async fn run(
         KeepChosen::Default
     });
     results.keep_evidence_failed_above_jobs = Some(LINE_PER_JOB_ABOVE);
-    let mut causes = judge::Causes::default();
-    let mut totals: BTreeMap<(String, String, String), i64> = BTreeMap::new();
+    let mut books = Books {
+        keep,
+        causes: judge::Causes::default(),
+        totals: BTreeMap::new(),
+    };
     let needed = &sel.needed;
 
     // the launcher first: what it cannot reach is one FAIL per node, never probed
@@ -153,7 +188,11 @@ pub async fn run(
         preflight::preflight(&mut ctx, needed, &mut results, launches).await;
     }
 
-    for i in sel.rounds {
+    // re-test rounds are numbered after the schedule's
+    let mut next = schedule.len();
+    let mut sampled = localise::Sampled::default();
+    let rounds = sel.rounds;
+    for (at, &i) in rounds.iter().enumerate() {
         let Some(round) = schedule.round(plan, fabric, i) else {
             continue;
         };
@@ -170,27 +209,34 @@ pub async fn run(
             }
             continue;
         }
-        let (mut jobs, mut outputs, record) =
+        ctx.launcher.expect_round(&round);
+        let (mut jobs, outputs, record) =
             round::run_round(&ctx, &round, schedule.len(), pick).await;
-        causes.follow(&mut jobs);
-        for d in &mut jobs {
-            for c in &d.counters {
-                *totals
-                    .entry((c.host.clone(), c.device.clone(), c.counter.clone()))
-                    .or_insert(0) += c.delta;
-            }
-            evidence.keep(keep, d, outputs.remove(&d.job).unwrap_or_default());
+        books.book(evidence, &mut jobs, outputs);
+        for d in &jobs {
             ctx.emit(Event::JobDone(Box::new(d.clone())));
         }
         results.rounds.push(record.clone());
         ctx.emit(Event::RoundDone(record));
         results.jobs.extend(jobs);
+        // a sampled test's last selected round: re-test its failing flows, name the culprit
+        if let Some((Stage::Sampled { kind, .. }, span)) = schedule.stage_of(i) {
+            sampled.kind = Some(*kind);
+            sampled
+                .jobs
+                .extend(round.jobs.iter().filter(|j| pick(j)).cloned());
+            if rounds.get(at + 1).is_none_or(|n| !span.contains(n)) {
+                let done = std::mem::take(&mut sampled);
+                localise::localise(&ctx, done, &mut results, evidence, &mut books, &mut next).await;
+            }
+        }
     }
     if ctx.cancelled() {
         results.interrupted = true;
     }
     launcher.close().await;
-    results.counter_totals = totals
+    results.counter_totals = books
+        .totals
         .into_iter()
         .map(|((host, device, counter), delta)| CounterTotal {
             host,

@@ -370,6 +370,7 @@ mod tests {
             preflight: vec![v],
             jobs: Vec::new(),
             rounds: Vec::new(),
+            suspects: Vec::new(),
             summary: Summary::default(),
             ..RunResults::default()
         };

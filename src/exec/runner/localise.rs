@@ -1,0 +1,97 @@
+//! After a sampled test's last round: the re-test rounds `crate::localise` plans, run like any
+//! round, then its decision applied: the suspects into the results, the FAILs they explain
+//! following them.
+
+use std::collections::{HashMap, HashSet};
+
+use super::ctx::{Ctx, Event};
+use super::{Books, round};
+use crate::exec::evidence::Evidence;
+use crate::kinds;
+use crate::localise::{self, Observed};
+use crate::results::RunResults;
+use crate::schedule::{Job, KindId};
+
+/// A sampled test's jobs as they ran: the rounds' jobs, in order.
+#[derive(Default)]
+pub(super) struct Sampled {
+    pub(super) kind: Option<KindId>,
+    pub(super) jobs: Vec<Job>,
+}
+
+/// What `jobs` showed, from their results in `results`.
+fn observed(results: &RunResults, jobs: &[Job], kind: KindId) -> Vec<Observed> {
+    let Some(k) = kinds::get(kind) else {
+        return Vec::new();
+    };
+    let by_id: HashMap<&str, usize> = results
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| (j.job.as_str(), i))
+        .collect();
+    jobs.iter()
+        .filter_map(|j| {
+            let r = &results.jobs[*by_id.get(j.id.as_str())?];
+            Observed::from_result(j, r, k.metric())
+        })
+        .collect()
+}
+
+/// Re-test the failing flows of `sampled` and name what is at fault. Re-test rounds are
+/// numbered from `*next` on (after the schedule's), which moves past them.
+pub(super) async fn localise(
+    ctx: &Ctx<'_>,
+    sampled: Sampled,
+    results: &mut RunResults,
+    evidence: &Evidence,
+    books: &mut Books,
+    next: &mut usize,
+) {
+    let Some(kind) = sampled.kind else { return };
+    let Some(k) = kinds::get(kind) else { return };
+    let mut seen = observed(results, &sampled.jobs, kind);
+    let rounds = localise::retests(ctx.plan, ctx.fabric, kind, *next, &seen);
+    *next += rounds.len();
+    let mut retests: HashSet<String> = HashSet::new();
+    for r in &rounds {
+        if ctx.cancelled() {
+            // an interrupted run decides nothing from half its evidence
+            return;
+        }
+        ctx.launcher.expect_round(r);
+        let (mut jobs, outputs, record) = round::run_round(ctx, r, *next, |_| true).await;
+        books.book(evidence, &mut jobs, outputs);
+        for d in &jobs {
+            ctx.emit(Event::JobDone(Box::new(d.clone())));
+        }
+        results.rounds.push(record.clone());
+        ctx.emit(Event::RoundDone(record));
+        results.jobs.extend(jobs);
+        retests.extend(r.jobs.iter().map(|j| j.id.clone()));
+    }
+    let retest_jobs: Vec<Job> = rounds.into_iter().flat_map(|r| r.jobs).collect();
+    seen.extend(observed(results, &retest_jobs, kind));
+    let decision = localise::decide(ctx.plan, kind, k.metric(), &seen, &retests);
+    let mut follow: HashMap<&str, &str> = HashMap::new();
+    for (s, ids) in decision.suspects.iter().zip(&decision.explains) {
+        for id in ids {
+            follow.insert(id.as_str(), s.verdict.gate.as_str());
+        }
+    }
+    for j in &mut results.jobs {
+        if let Some(gate) = follow.get(j.job.as_str()) {
+            for v in j
+                .verdicts
+                .iter_mut()
+                .filter(|v| v.outcome != crate::gate::judge::Outcome::Ok)
+            {
+                v.follows = Some(gate.to_string());
+            }
+        }
+    }
+    for s in decision.suspects {
+        ctx.emit(Event::Suspect(Box::new(s.clone())));
+        results.suspects.push(s);
+    }
+}

@@ -1,0 +1,20 @@
+//! Localisation: from failing flows, which name a pair, to the end or ISL at fault.
+//!
+//! A flow depends on a few parts of the fabric: its client's half sending, its server's half
+//! receiving, and each ISL direction on its path ([`Element`]). A flow that passed vouches for
+//! every part it used; a flow that failed says one of its parts is bad. After a sampled
+//! schedule's rounds, [`retests`] plans a bounded number of extra rounds: each end of a
+//! failing flow against peers that passed, in the role it failed in (a peer on its own switch
+//! first, so no ISL is in the way), and a flow between passing peers across each ISL direction
+//! a failing flow crossed. [`decide`] then names a part at fault when a failing flow has it as
+//! the only part no passing flow vouched for, with the flows that prove it.
+//!
+//! Pure and synchronous: the runner runs the rounds and applies what is decided.
+
+mod decide;
+mod evidence;
+mod retest;
+
+pub use decide::{Decision, decide};
+pub use evidence::{Element, Observed, Seen, elements};
+pub use retest::{MAX_RETEST_ROUNDS, retests};
