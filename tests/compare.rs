@@ -398,7 +398,7 @@ fn results_json_reads_back_unchanged_and_tolerates_new_fields() {
     assert_eq!(back, orig, "results.json round-trips");
     // fields a later version adds are ignored; optional ones may be missing
     let mut v = orig.clone();
-    v["suspects"] = json!([{"element": "isl-1"}]);
+    v["escalations"] = json!([{"element": "isl-1"}]);
     v["jobs"][0]["attempts"] =
         json!([{"attempt": 1, "measured": 1.0, "outcome": "OK", "detail": "", "new": true}]);
     v["jobs"][0]["direction"] = json!("forward");
