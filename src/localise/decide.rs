@@ -1,7 +1,9 @@
 //! From every flow of a sampled test and its re-tests to the parts at fault: a part is named
-//! when some failing flow has it as the only part no passing flow vouched for.
+//! when some failing flow has it as the only part no passing flow vouched for. A passing flow
+//! vouches for a part up to what it carried: clear of a failing flow only when it carried well
+//! more than that flow measured (see [`VOUCH_MARGIN`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::evidence::{Element, Observed, Seen, elements};
 use crate::gate::judge::{Outcome, Verdict};
@@ -68,6 +70,21 @@ fn some(ids: &[String], shown: usize) -> String {
     s
 }
 
+/// How much more than a failing flow measured a part must have carried in a passing flow to
+/// be cleared of it: a part that carried no more than the failing flow got (a throttled half
+/// passes a flow whose share of a crowded ISL is below its throttle) may be what held it down.
+const VOUCH_MARGIN: f64 = 1.25;
+
+/// Whether a part whose passing flows carried at most `carried` is cleared of a flow that
+/// measured `measured` (a flow without a measurement clears on any pass).
+fn vouches(carried: Option<f64>, measured: Option<f64>) -> bool {
+    match (carried, measured) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(c), Some(m)) => c >= VOUCH_MARGIN * m,
+    }
+}
+
 /// The parts at fault among `observed` (a sampled test's flows and their re-tests, `retests`
 /// naming the latter), for kind `kind` judged on `metric`.
 pub fn decide(
@@ -77,10 +94,15 @@ pub fn decide(
     observed: &[Observed],
     retests: &HashSet<String>,
 ) -> Decision {
-    let mut cleared: HashSet<Element> = HashSet::new();
+    // each part a passing flow used, with the most a passing flow through it carried
+    let mut cleared: HashMap<Element, f64> = HashMap::new();
     for o in observed.iter().filter(|o| o.seen == Seen::Passed) {
         if let Some(p) = &o.job.pair {
-            cleared.extend(elements(plan, p));
+            let carried = o.measured.unwrap_or(f64::INFINITY);
+            for e in elements(plan, p) {
+                let best = cleared.entry(e).or_insert(carried);
+                *best = best.max(carried);
+            }
         }
     }
     // each failing or warning flow with the parts no passing flow vouched for
@@ -91,7 +113,7 @@ pub fn decide(
             .map(|p| elements(plan, p))
             .unwrap_or_default()
             .into_iter()
-            .filter(|e| !cleared.contains(e))
+            .filter(|e| !vouches(cleared.get(e).copied(), o.measured))
             .collect()
     };
     let failing: Vec<(&Observed, BTreeSet<Element>)> = observed

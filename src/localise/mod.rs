@@ -2,7 +2,9 @@
 //!
 //! A flow depends on a few parts of the fabric: its client's half sending, its server's half
 //! receiving, and each ISL direction on its path ([`Element`]). A flow that passed vouches for
-//! every part it used; a flow that failed says one of its parts is bad. After a sampled
+//! every part it used, up to the rate it carried (a throttled half passes a flow whose share
+//! of a crowded ISL is below its throttle, which clears it of nothing faster); a flow that
+//! failed says one of its parts is bad. After a sampled
 //! schedule's rounds, [`retests`] plans a bounded number of extra rounds: each end of a
 //! failing flow against peers that passed, in the role it failed in (a peer on its own switch
 //! first, so no ISL is in the way), and a flow between passing peers across each ISL direction
