@@ -1,6 +1,7 @@
 //! `schedule = "sampled"` and localisation on generated switched fabrics (the shape of
 //! `scripts/gen-switched.sh`): simulated runs at 64 nodes (a throttled half named alone, an
-//! RSTP-blocked ISL named as the ISL, a healthy run green) and 512 nodes (a healthy run green),
+//! RSTP-blocked ISL named as the ISL, a healthy run green) and 512 nodes (a throttled half
+//! named alone, a healthy run green),
 //! and at the library level at 512 nodes: every round a perfect matching, every port in both
 //! roles, every ISL direction loaded, the coverage `plan` states recounted from the rounds,
 //! the seed deciding the rounds, and re-tests plus decision naming exactly the part a fault
@@ -79,11 +80,12 @@ fn nccl_busbw(n: usize) -> String {
     format!("nccl all_reduce (all_reduce_perf, {n} ranks) busbw at 32 MiB-128 MiB")
 }
 
-/// A 64-node sampled run with one throttled half: that half is the one suspect, every
-/// rdma-bw flow that failed or warned follows it, and the what-to-fix list starts with it.
-fn throttled_half_is_named_alone(half: &str) {
+/// A sampled run of `n` nodes on `switches` switches with one throttled half: that half is the
+/// one suspect, every rdma-bw flow that failed or warned follows it, and the what-to-fix list
+/// starts with it.
+fn throttled_half_is_named_alone(n: usize, switches: usize, half: &str) {
     let tmp = tempfile::tempdir().unwrap();
-    let plan = write_plan(tmp.path(), "g64.toml", &sampled_text(64, 2, ""));
+    let plan = write_plan(tmp.path(), "g.toml", &sampled_text(n, switches, ""));
     let fault = format!("throttle:{half}");
     let (dir, o) = sim_run(tmp.path(), "run", &plan, &["--sim-fault", &fault]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -136,12 +138,12 @@ fn throttled_half_is_named_alone(half: &str) {
         }
     }
     assert!(following >= flows.len(), "{following} verdicts follow");
-    // the one other counted FAIL is NCCL's bus bandwidth over all 64 ranks (the throttled half
-    // is one of its ranks; NCCL names no part)
+    // the one other counted FAIL is NCCL's bus bandwidth over all ranks (the throttled half is
+    // one of its ranks; NCCL names no part)
     let counted = counted_fails(&r);
     assert_eq!(
         counted,
-        BTreeSet::from([gate.clone(), nccl_busbw(64)]),
+        BTreeSet::from([gate.clone(), nccl_busbw(n)]),
         "counted FAILs"
     );
     assert_eq!(r["summary"]["fail"], 2);
@@ -163,12 +165,17 @@ fn throttled_half_is_named_alone(half: &str) {
 
 #[test]
 fn sampled_64_throttled_half_on_the_first_switch_is_the_one_suspect() {
-    throttled_half_is_named_alone("n00005.f0.a");
+    throttled_half_is_named_alone(64, 2, "n00005.f0.a");
 }
 
 #[test]
 fn sampled_64_throttled_half_on_the_second_switch_is_the_one_suspect() {
-    throttled_half_is_named_alone("n00047.f0.a");
+    throttled_half_is_named_alone(64, 2, "n00047.f0.a");
+}
+
+#[test]
+fn sampled_512_throttled_half_is_the_one_suspect() {
+    throttled_half_is_named_alone(512, 4, "n00300.f0.a");
 }
 
 #[test]
@@ -249,12 +256,10 @@ fn sampled_64_healthy_run_is_green() {
     healthy_is_green(64, 2, "", 8);
 }
 
-/// 512 nodes end to end with 2 pairings (4 rounds of 256 flows, one 512-rank NCCL job): the
-/// default 8 take ~2 minutes in a debug build; the 8-round schedule at 512 nodes is checked
-/// below at the library level.
+/// 512 nodes in 4 switches end to end: 16 rounds of 256 flows, one 512-rank NCCL job.
 #[test]
 fn sampled_512_healthy_run_is_green() {
-    healthy_is_green(512, 4, "rounds = 2\n", 2);
+    healthy_is_green(512, 4, "", 8);
 }
 
 /// `fabricplan plan` of a 64-node sampled plan with `seed`.
