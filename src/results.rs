@@ -19,11 +19,16 @@
 //!   were trimmed. `RunResults.keep_evidence_chosen` (`option` | `default`) and
 //!   `RunResults.keep_evidence_failed_above_jobs` (the default's threshold, 256): why.
 //! - `JobResult.digests`: the outputs of a job kept as a digest instead of a file (name, bytes,
-//!   sha256). A digested job (`failed` mode, a job that was OK) also has an empty `script` in
+//!   sha256). A digested job (`failed` mode, a job that was OK) also has no `script` in
 //!   its steps (every job's wrapped script has the same shape around the `command`, which is
 //!   kept), only the counters that matter (see [`CounterDelta::matters`]) and no `banner` in
 //!   its `parsed` output (perftest's header as printed; the values read from it stay), nor
-//!   a single `rows` entry that only repeats the parsed fields.
+//!   a single `rows` entry that only repeats the parsed fields, nor a parsed field that is
+//!   null, an empty list or an empty text.
+//!   A digested job's counters keep their `delta` without `before` and `after`.
+//! - Fields left out when they hold nothing (absent reads as null or empty): a step's `script`,
+//!   `error`, `remote_started_unix_ms`, `stdout_file`, `stderr_file`; a verdict's `trap`,
+//!   `trap_name`, `fix`; `attempt` of a step or counter when it is 1.
 //! - `RunResults.suspects` ([`Suspect`], after a sampled schedule's re-tests): `kind`, `what`
 //!   (`end` | `isl`), `name`, `node`/`port`/`half` or `isl`, `ways`, `flows` (job ids),
 //!   `retests` (job ids), `verdict` (counted once; the flows' FAILs follow it).
@@ -133,24 +138,30 @@ pub enum JobStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct StepRecord {
     /// Which attempt of the job it belongs to (1 unless the gate repeats).
-    #[serde(default = "first_attempt")]
+    #[serde(default = "first_attempt", skip_serializing_if = "is_first_attempt")]
     pub attempt: u32,
     pub host: String,
     pub role: Role,
     pub command: String,
-    /// The full wrapped script; empty in a digested job (see the module doc).
-    #[serde(default)]
+    /// The full wrapped script; left out of a digested job (see the module doc).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub script: String,
     pub exit_status: Option<i32>,
+    /// What went wrong running it; absent when nothing did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Unix time in ms when the command was sent.
     pub started_unix_ms: u64,
     /// Unix time in ms when it really started on the host, by the host's clock (foreground
-    /// commands report it).
+    /// commands report it); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_started_unix_ms: Option<f64>,
     pub finished_unix_ms: u64,
-    /// Files in the job's folder of the run directory.
+    /// Files in the job's folder of the run directory; absent when the output was not kept
+    /// (empty, or digested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdout_file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr_file: Option<String>,
 }
 
@@ -178,13 +189,16 @@ impl StepRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CounterDelta {
     /// Which attempt of the job it was read around.
-    #[serde(default = "first_attempt")]
+    #[serde(default = "first_attempt", skip_serializing_if = "is_first_attempt")]
     pub attempt: u32,
     pub host: String,
     pub device: String,
     pub counter: String,
-    pub before: u64,
-    pub after: u64,
+    /// The counter's values around the job; left out of a digested job, which keeps the delta.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
     pub delta: i64,
 }
 
@@ -322,6 +336,11 @@ pub struct Summary {
 /// Results written before attempts were recorded ran each job once.
 fn first_attempt() -> u32 {
     1
+}
+
+/// The first attempt is the one a job without repeats has: not written out.
+fn is_first_attempt(n: &u32) -> bool {
+    *n == 1
 }
 
 /// The reason a job not run because of an interrupt carries.

@@ -130,6 +130,9 @@ impl Evidence {
             s.script = String::new();
         }
         job.counters.retain(CounterDelta::matters);
+        for c in &mut job.counters {
+            (c.before, c.after) = (None, None);
+        }
         if let Some(serde_json::Value::Object(parsed)) = job.parsed.as_mut() {
             // perftest's banner as printed: its values are read into the parsed fields
             parsed.remove("banner");
@@ -146,6 +149,13 @@ impl Evidence {
             if repeated {
                 parsed.remove("rows");
             }
+            // a field with nothing in it says nothing: null, an empty list, an empty text
+            parsed.retain(|_, v| match v {
+                serde_json::Value::Null => false,
+                serde_json::Value::Array(a) => !a.is_empty(),
+                serde_json::Value::String(t) => !t.is_empty(),
+                _ => true,
+            });
         }
     }
 
@@ -188,8 +198,8 @@ mod tests {
             host: "a".to_string(),
             device: "f0".to_string(),
             counter: name.to_string(),
-            before: 1000,
-            after: 1000 + delta as u64,
+            before: Some(1000),
+            after: Some(1000 + delta as u64),
             delta,
         }
     }

@@ -43,8 +43,12 @@ pub struct Verdict {
     #[serde(default)]
     pub threshold: String,
     pub expected: Option<f64>,
+    /// The trap and its fix, for a WARN or FAIL that has one; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trap: Option<Trap>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trap_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
     /// Evidence in a sentence (the tool's error, the counter delta, ...).
     #[serde(default)]

@@ -207,8 +207,8 @@ pub fn counter_deltas(
                     host: plan.node(*node).name.clone(),
                     device: dev.clone(),
                     counter: k.clone(),
-                    before: *bv,
-                    after: *av,
+                    before: Some(*bv),
+                    after: Some(*av),
                     delta: i64::try_from(*av)
                         .unwrap_or(i64::MAX)
                         .saturating_sub(i64::try_from(*bv).unwrap_or(i64::MAX)),
