@@ -511,3 +511,50 @@ async fn repeated_attempts_sum_their_phases() {
     assert_eq!(p.tool_source, "sent");
     assert_eq!(p.release_ms, None);
 }
+
+/// A server's readiness is polled as soon as its own start answered: it does not wait for the
+/// round's counters (a slow snapshot here), which only have to be in before the release.
+#[tokio::test(start_paused = true)]
+async fn readiness_does_not_wait_for_the_counters() {
+    use std::sync::Arc as A;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let snapshots = A::new(AtomicUsize::new(0));
+    let seen_by_ready = A::new(std::sync::Mutex::new(Vec::new()));
+    let needle = "dump counter \"$p\"/counters/*";
+    let (s1, s2, seen) = (snapshots.clone(), snapshots.clone(), seen_by_ready.clone());
+    let t = FakeTransport::new()
+        .rule(move |_, script| {
+            (script.contains(needle) && !script.contains("@host")).then(|| {
+                s1.fetch_add(1, Ordering::SeqCst);
+                Ok(Output::default())
+            })
+        })
+        .rule(move |_, script| {
+            script.contains("/proc/net/tcp").then(|| {
+                seen.lock().unwrap().push(s2.load(Ordering::SeqCst));
+                Ok(Output::ok("4242\n"))
+            })
+        })
+        .on(
+            "spark-a",
+            "@host",
+            Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))),
+        )
+        .on(
+            "spark-b",
+            "@host",
+            Ok(Output::ok(probe("spark-b", "198.51.100.2", "c633:6402"))),
+        )
+        .on("spark-b", "ib_write_bw", Ok(Output::ok(bw_output(109.0))))
+        .on("*", "ping -c", Ok(Output::ok("PING 198.51.100.1 (198.51.100.1) 56(84) bytes of data.\n64 bytes from 198.51.100.1: icmp_seq=1 ttl=64 time=0.05 ms\n\n--- 198.51.100.1 ping statistics ---\n3 packets transmitted, 3 received, 0% packet loss, time 2002ms\nrtt min/avg/max/mdev = 0.040/0.050/0.060/0.010 ms\n")))
+        .delay(needle, Duration::from_secs(5));
+    let (r, _) = run_with(t).await;
+    assert!(
+        r.jobs.iter().all(|j| j.status == JobStatus::Measured),
+        "{r:#?}"
+    );
+    // the round's one readiness poll ran while its counters before were still being read
+    assert_eq!(*seen_by_ready.lock().unwrap(), vec![0]);
+    // both snapshots (before and after, one script per host) were still read
+    assert_eq!(snapshots.load(Ordering::SeqCst), 4);
+}

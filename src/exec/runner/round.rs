@@ -66,7 +66,7 @@ struct RoundSetup {
     ready: Vec<Option<(NodeId, Readiness)>>,
     /// When the counters before were in.
     counted: Instant,
-    /// When every readiness poll was over (a server started); `None` when none did.
+    /// When the last readiness poll was over (a server started); `None` when none did.
     ready_at: Option<Instant>,
 }
 
@@ -205,9 +205,11 @@ async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> Counters {
 
 /// The round's setup: the counters before, read while the servers start detached (a server only
 /// listens until its client connects, so no byte of the round moves before every snapshot is
-/// in), then each started server's readiness (it listens on its port, or it died).
+/// in), and each started server's readiness (it listens on its port, or it died), polled as soon
+/// as its own start answered: neither the counters nor another job's server is waited for (the
+/// poll reads `/proc/net/tcp`, it never connects).
 async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, String)]) -> RoundSetup {
-    let ((before, counted), starts) = tokio::join!(
+    let ((before, counted), jobs) = tokio::join!(
         async { (snapshot(ctx, devices).await, Instant::now()) },
         join_all(running.iter().map(|r| async move {
             let mut recs = Vec::new();
@@ -222,21 +224,27 @@ async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, Strin
                     answer,
                 });
             }
-            recs
+            let ready = match servers(r).next() {
+                Some(server) if recs.iter().all(|s| s.answer.is_ok()) => Some((
+                    server.node,
+                    ctx.ready(server.node, &r.c.job.id, r.c.job.port).await,
+                    Instant::now(),
+                )),
+                _ => None,
+            };
+            (recs, ready)
         }))
     );
-    let ready = join_all(running.iter().zip(&starts).map(|(r, recs)| async move {
-        let server = servers(r).next()?;
-        if recs.iter().any(|s| s.answer.is_err()) {
-            return None;
-        }
-        Some((
-            server.node,
-            ctx.ready(server.node, &r.c.job.id, r.c.job.port).await,
-        ))
-    }))
-    .await;
-    let ready_at = ready.iter().any(Option::is_some).then(Instant::now);
+    let mut starts = Vec::new();
+    let mut ready = Vec::new();
+    let mut ready_at: Option<Instant> = None;
+    for (recs, rd) in jobs {
+        starts.push(recs);
+        ready.push(rd.map(|(node, readiness, at)| {
+            ready_at = Some(ready_at.map_or(at, |t| t.max(at)));
+            (node, readiness)
+        }));
+    }
     RoundSetup {
         before,
         starts,
