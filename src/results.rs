@@ -321,6 +321,11 @@ pub struct RoundPhases {
     pub server_start_ms: f64,
     /// The last server start answered to every server ready (polled listening, or found dead).
     pub readiness_ms: f64,
+    /// The longest server's own start-up: from its start (its shell about to run the tool) to
+    /// seen listening, by its host's clock (the readiness poll looks every 10 ms). The tools'
+    /// time, on the round's critical path before the release. 0 without servers; `None` when a
+    /// ready server's launcher did not report its times (Slurm, the simulator).
+    pub server_tool_start_ms: Option<f64>,
     /// The attempt's start to every client (or MPI launcher) staged and waiting.
     pub staging_ms: f64,
     /// The attempt's start to the release decision: the longest of the counters, the servers
@@ -349,8 +354,12 @@ pub struct RoundPhases {
     pub judge_ms: f64,
     /// The round, first command rendered to record written.
     pub wall_ms: f64,
-    /// `wall_ms` - `longest_tool_ms`: fabricplan's share of the round.
+    /// `wall_ms` - `longest_tool_ms`: the round beyond its longest client run (the servers'
+    /// start-up included).
     pub overhead_ms: f64,
+    /// `overhead_ms` - `server_tool_start_ms`: fabricplan's own share, beyond the tools' own
+    /// start to exit; `None` when the servers' start-up is unknown.
+    pub fabricplan_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]

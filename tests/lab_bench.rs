@@ -401,11 +401,12 @@ fn bench_overhead_two_spark() {
 }
 
 /// The phases results.json records per round (`rounds[].phases`), in the order a round runs.
-const PHASES: [&str; 14] = [
+const PHASES: [&str; 16] = [
     "prepare_ms",
     "counters_before_ms",
     "server_start_ms",
     "readiness_ms",
+    "server_tool_start_ms",
     "staging_ms",
     "setup_ms",
     "release_ms",
@@ -416,6 +417,7 @@ const PHASES: [&str; 14] = [
     "judge_ms",
     "wall_ms",
     "overhead_ms",
+    "fabricplan_ms",
 ];
 
 /// Per phase, the median over every round of `runs` (ms), and the rounds counted.

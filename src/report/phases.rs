@@ -36,18 +36,26 @@ pub fn line(index: usize, total: usize, p: &RoundPhases) -> String {
         "sent" => format!("{} (from its sending)", ms(p.longest_tool_ms)),
         _ => ms(p.longest_tool_ms),
     };
+    let ready = match p.server_tool_start_ms {
+        Some(s) if s > 0.0 => format!("{} (servers' own start-up {})", ms(p.readiness_ms), ms(s)),
+        _ => ms(p.readiness_ms),
+    };
+    let fabricplan = match p.fabricplan_ms {
+        Some(f) => format!(" (fabricplan {:.2} s)", f / 1000.0),
+        None => String::new(),
+    };
     let attempts = if p.attempts > 1 {
         format!(" ({} attempts, summed)", p.attempts)
     } else {
         String::new()
     };
     format!(
-        "round {}/{total} phases{attempts}: counters {} | servers {} | ready {} | staged {} | \
-         release {release} | tool {tool} | stop+logs {} | counters {} | judge {} | overhead {:.2} s",
+        "round {}/{total} phases{attempts}: counters {} | servers {} | ready {ready} | staged {} | \
+         release {release} | tool {tool} | stop+logs {} | counters {} | judge {} | overhead {:.2} \
+         s{fabricplan}",
         index + 1,
         ms(p.counters_before_ms),
         ms(p.server_start_ms),
-        ms(p.readiness_ms),
         ms(p.staging_ms),
         ms(p.server_stop_and_logs_ms),
         ms(p.counters_after_ms),
@@ -137,6 +145,17 @@ mod tests {
              release 4 ms | tool 6,021 ms | stop+logs 80 ms | counters 11 ms | judge 1 ms | \
              overhead 0.31 s"
         );
+        let lab = RoundPhases {
+            server_tool_start_ms: Some(25.4),
+            fabricplan_ms: Some(284.6),
+            ..p.clone()
+        };
+        let l = line(2, 9, &lab);
+        assert!(
+            l.contains("| ready 35 ms (servers' own start-up 25 ms) |"),
+            "{l}"
+        );
+        assert!(l.ends_with("| overhead 0.31 s (fabricplan 0.28 s)"), "{l}");
         let sim = RoundPhases {
             attempts: 3,
             release_ms: None,

@@ -63,6 +63,9 @@ pub(crate) struct AttemptTimes {
     pub(crate) servers_answered: Option<f64>,
     /// Every readiness poll over; `None` when no server started.
     pub(crate) servers_ready: Option<f64>,
+    /// The longest server's own start-up, its start to listening (its host's clock): 0 without
+    /// servers, `None` when a ready server's times are unknown.
+    pub(crate) server_tool_start: Option<f64>,
     /// Every client staged.
     pub(crate) armed: f64,
     /// The release decision.
@@ -105,6 +108,7 @@ impl AttemptTimes {
             counters_before_ms: self.counters_before,
             server_start_ms: answered,
             readiness_ms: readiness,
+            server_tool_start_ms: self.server_tool_start,
             staging_ms: self.armed,
             setup_ms: self.release,
             release_first_ms: first,
@@ -147,6 +151,7 @@ pub(crate) fn round_phases(
         tool_source: "none".to_string(),
         release_first_ms: Some(0.0),
         release_ms: Some(0.0),
+        server_tool_start_ms: Some(0.0),
         ..RoundPhases::default()
     };
     for a in attempts.iter().map(AttemptTimes::phases) {
@@ -154,6 +159,7 @@ pub(crate) fn round_phases(
         p.counters_before_ms += a.counters_before_ms;
         p.server_start_ms += a.server_start_ms;
         p.readiness_ms += a.readiness_ms;
+        p.server_tool_start_ms = sum_opt(p.server_tool_start_ms, a.server_tool_start_ms);
         p.staging_ms += a.staging_ms;
         p.setup_ms += a.setup_ms;
         p.release_first_ms = sum_opt(p.release_first_ms, a.release_first_ms);
@@ -177,6 +183,9 @@ pub(crate) fn round_phases(
     p.judge_ms = judge;
     p.wall_ms = wall;
     p.overhead_ms = (wall - p.longest_tool_ms).max(0.0);
+    p.fabricplan_ms = p
+        .server_tool_start_ms
+        .map(|s| (wall - p.longest_tool_ms - s).max(0.0));
     for v in [
         &mut p.prepare_ms,
         &mut p.counters_before_ms,
@@ -195,6 +204,8 @@ pub(crate) fn round_phases(
         *v = floor_us(*v);
     }
     p.release_first_ms = p.release_first_ms.map(floor_us);
+    p.server_tool_start_ms = p.server_tool_start_ms.map(floor_us);
+    p.fabricplan_ms = p.fabricplan_ms.map(floor_us);
     p.release_ms = p.release_ms.map(floor_us);
     p
 }
@@ -208,6 +219,7 @@ mod tests {
             counters_before: 12.0,
             servers_answered: Some(140.0),
             servers_ready: Some(175.0),
+            server_tool_start: Some(25.0),
             armed: 160.0,
             release: 175.5,
             clients: vec![
@@ -246,6 +258,9 @@ mod tests {
         assert_eq!(p.counters_after_ms, 11.0);
         assert_eq!((p.prepare_ms, p.judge_ms, p.wall_ms), (2.0, 1.0, 2300.0));
         assert_eq!(p.overhead_ms, 2300.0 - 2010.5);
+        // the server's own start-up is the tool's too
+        assert_eq!(p.server_tool_start_ms, Some(25.0));
+        assert_eq!(p.fabricplan_ms, Some(2300.0 - 2010.5 - 25.0));
     }
 
     #[test]
@@ -256,6 +271,13 @@ mod tests {
         assert_eq!(p.release_ms, Some(8.0));
         assert_eq!(p.longest_tool_ms, 4021.0);
         assert_eq!(p.overhead_ms, 4700.0 - 4021.0);
+        assert_eq!(p.server_tool_start_ms, Some(50.0));
+        assert_eq!(p.fabricplan_ms, Some(4700.0 - 4021.0 - 50.0));
+        // one attempt whose server's times are unknown: the sum is unknown
+        let mut b = attempt();
+        b.server_tool_start = None;
+        let p = round_phases(&[attempt(), b], 2.0, 1.0, 4700.0);
+        assert_eq!((p.server_tool_start_ms, p.fabricplan_ms), (None, None));
     }
 
     #[test]
@@ -285,6 +307,7 @@ mod tests {
     #[test]
     fn no_server_no_client() {
         let a = AttemptTimes {
+            server_tool_start: Some(0.0),
             counters_before: 5.0,
             armed: 3.0,
             release: 5.0,
@@ -296,6 +319,7 @@ mod tests {
         assert_eq!(p.tool_source, "none");
         assert_eq!(p.release_ms, None);
         assert_eq!(p.overhead_ms, 10.0);
+        assert_eq!(p.fabricplan_ms, Some(10.0));
         // a round whose every job was decided before it ran
         let p = round_phases(&[], 1.0, 0.5, 2.0);
         assert_eq!(p.attempts, 0);

@@ -75,7 +75,7 @@ impl RoundSetup {
     fn up(&self, i: usize, r: &Running) -> bool {
         !r.c.cmds.steps.iter().any(|s| s.role == Role::Server)
             || (self.starts[i].iter().all(|s| s.answer.is_ok())
-                && matches!(&self.ready[i], Some((_, Readiness::Ready(_)))))
+                && matches!(&self.ready[i], Some((_, Readiness::Ready(..)))))
     }
 }
 
@@ -412,7 +412,7 @@ fn record_setup(
     }
     for (r, rd) in running.iter_mut().zip(ready) {
         match rd {
-            Some((node, Readiness::Ready(handle))) => r.server = Some((node, handle)),
+            Some((node, Readiness::Ready(handle, _))) => r.server = Some((node, handle)),
             Some((
                 node,
                 Readiness::NotReady {
@@ -605,7 +605,21 @@ async fn attempt(ctx: &Ctx<'_>, round: &Round, running: &mut [Running<'_>]) -> A
         .collect();
     let (set, launches, armed, decided) = start_and_release(ctx, running, &devices).await;
     let answered = set.starts.iter().flatten().map(|s| s.answered).max();
+    // the servers' own start-up (started .. seen listening, by their hosts' clocks): the longest;
+    // unknown when a ready server's launcher did not say
+    let server_tool_start = set
+        .ready
+        .iter()
+        .flatten()
+        .filter_map(|(_, rd)| match rd {
+            Readiness::Ready(_, marks) => {
+                Some(marks.map(|m| (m.listening_unix_ms - m.started_unix_ms).max(0.0)))
+            }
+            Readiness::NotReady { .. } => None,
+        })
+        .try_fold(0.0, |m: f64, v| v.map(|v| m.max(v)));
     let mut times = AttemptTimes {
+        server_tool_start,
         counters_before: anchor.ms(set.counted),
         servers_answered: answered.map(|t| anchor.ms(t)),
         servers_ready: set.ready_at.map(|t| anchor.ms(t)),
