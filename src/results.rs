@@ -29,7 +29,8 @@
 //!   `retests` (job ids), `verdict` (counted once; the flows' FAILs follow it).
 //! - `RoundRecord.phases` ([`RoundPhases`]): where the round's time went, in ms: counters before,
 //!   server starts, readiness, staging, setup, release, the longest tool run, the tools' span,
-//!   server stops and logs, counters after, judging, the round's wall and its overhead.
+//!   server stops and logs, counters after, judging, the round's wall, its overhead, the
+//!   servers' own start-up and fabricplan's own share.
 //!
 //! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
 //! (the top level still indented), so the file opens, greps and diffs line by line.
