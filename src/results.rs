@@ -32,6 +32,10 @@
 //! - `RunResults.suspects` ([`Suspect`], after a sampled schedule's re-tests): `kind`, `what`
 //!   (`end` | `isl`), `name`, `node`/`port`/`half` or `isl`, `ways`, `flows` (job ids),
 //!   `retests` (job ids), `verdict` (counted once; the flows' FAILs follow it).
+//! - `RoundRecord.phases` ([`RoundPhases`]): where the round's time went, in ms: counters before,
+//!   server starts, readiness, staging, setup, release, the longest tool run, the tools' span,
+//!   server stops and logs, counters after, judging, the round's wall, its overhead, the
+//!   servers' own start-up and fabricplan's own share.
 //!
 //! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
 //! (the top level still indented), so the file opens, greps and diffs line by line.
@@ -302,6 +306,75 @@ pub struct RoundRecord {
     pub launch_skew_source: Option<String>,
     /// Longest tool time of the round, s (the round's share of the critical path).
     pub longest_tool_s: Option<f64>,
+    /// Where the round's time went, phase by phase (missing in files written before it was
+    /// recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<RoundPhases>,
+}
+
+/// Where one round's time went, in milliseconds. Every duration is fabricplan's, taken on the
+/// controller's monotonic clock, except the tools' own: `release_*_ms` and `longest_tool_ms`
+/// start at a tool's start mark (the host's clock when the command really started there, see
+/// [`StepRecord::remote_started_unix_ms`]; on the lab, one clock; on real hosts, as close as
+/// their clocks agree). A round whose gate repeats (`attempts = N`) runs its setup, tools and
+/// teardown once per attempt: those phases are summed over its `attempts`.
+///
+/// The setup phases overlap (the counters are read while the servers start and the clients are
+/// staged): `counters_before_ms`, `server_start_ms` + `readiness_ms` and `staging_ms` all start
+/// at the attempt's start, and the release is decided when the longest of them is over. The
+/// teardown's two (`server_stop_and_logs_ms`, `counters_after_ms`) run side by side too.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct RoundPhases {
+    /// How many attempts the phases below are summed over (1 unless a gate repeats).
+    pub attempts: u32,
+    /// Rendering the round's commands, before anything is sent.
+    pub prepare_ms: f64,
+    /// Reading every host's counters before the round.
+    pub counters_before_ms: f64,
+    /// The attempt's start to the last server start answered (0 without servers).
+    pub server_start_ms: f64,
+    /// The last server start answered to every server ready (polled listening, or found dead).
+    pub readiness_ms: f64,
+    /// The longest server's own start-up: from its start (its shell about to run the tool) to
+    /// seen listening, by its host's clock (the readiness poll looks every 10 ms). The tools'
+    /// time, on the round's critical path before the release. 0 without servers; `None` when a
+    /// ready server's launcher did not report its times (Slurm, the simulator).
+    pub server_tool_start_ms: Option<f64>,
+    /// The attempt's start to every client (or MPI launcher) staged and waiting.
+    pub staging_ms: f64,
+    /// The attempt's start to the release decision: the longest of the counters, the servers
+    /// (start and readiness) and the staging.
+    pub setup_ms: f64,
+    /// The release decision to the first client's start mark; `None` when a client reported
+    /// no start mark.
+    pub release_first_ms: Option<f64>,
+    /// The release decision to the last client's start mark (every client runs); `None` when a
+    /// client reported no start mark.
+    pub release_ms: Option<f64>,
+    /// The longest tool run of the attempt: a client's start mark to its exit (when the exit
+    /// status reached the controller). The tools' own time.
+    pub longest_tool_ms: f64,
+    /// `remote` when every client reported its start mark; `sent` when `longest_tool_ms` had to
+    /// start at the release instead (the simulator), which counts the release in the tool.
+    pub tool_source: String,
+    /// The release decision to the last client's exit: the span the round's tools ran, the
+    /// release and the longest tool included.
+    pub tools_ms: f64,
+    /// Stopping exactly the servers started and collecting their logs.
+    pub server_stop_and_logs_ms: f64,
+    /// Reading the counters after the round (beside the stops).
+    pub counters_after_ms: f64,
+    /// Judging the round's jobs.
+    pub judge_ms: f64,
+    /// The round, first command rendered to record written.
+    pub wall_ms: f64,
+    /// `wall_ms` - `longest_tool_ms`: the round beyond its longest client run (the servers'
+    /// start-up included).
+    pub overhead_ms: f64,
+    /// `overhead_ms` - `server_tool_start_ms`: fabricplan's own share, beyond the tools' own
+    /// start to exit; `None` when the servers' start-up is unknown.
+    pub fabricplan_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]

@@ -17,7 +17,10 @@
 //!   before each client), and fabricplan's speed-up over it;
 //! * launch skew: `rounds[].launch_skew_ms` of rounds of 4 concurrent flows on 8 hosts;
 //! * fan-out: `fabricplan detect` over 1, 8 and 32 hosts, beside a sequential `ssh` loop (and a
-//!   naive parallel one) running the same probe.
+//!   naive parallel one) running the same probe;
+//! * stand-in delays (issue #16): the overhead bench with every stand-in waiting 20 ms, 150 ms
+//!   and 1 s at its start and before its exit, and the per-round medians of each phase of
+//!   `rounds[].phases` (`bench_delays_*`).
 //!
 //! `FABRICPLAN_BENCH_REPS` (default 2) repeats each fabricplan run.
 
@@ -325,7 +328,7 @@ fn overhead(name: &str, tag: &str, durations: &[(&str, &str)]) {
         for (plabel, p) in [("preflight", &with), ("no preflight", &without)] {
             let mut ratios = Vec::new();
             let mut walls = Vec::new();
-            let mut last = None;
+            let mut runs = Vec::new();
             for i in 0..reps() {
                 let out = dir.join(format!("{dlabel}-{}-{i}", plabel.replace(' ', "")));
                 let r = fabricplan_run(&lab, p, &out);
@@ -334,15 +337,22 @@ fn overhead(name: &str, tag: &str, durations: &[(&str, &str)]) {
                 f.print(&format!("{name} {dlabel} {plabel} #{i}"));
                 ratios.push(f.ratio());
                 walls.push(f.wall_s);
-                last = Some(r);
+                runs.push(r);
             }
+            let (medians, n) = phase_medians(&runs);
             println!(
-                "BENCH-SUMMARY {name} {dlabel} {plabel}: median wall {:.2} s, median ratio {:.3}",
+                "BENCH-SUMMARY {name} {dlabel} {plabel}: median wall {:.2} s, median ratio {:.3}; \
+                 per-round phase medians over {n} rounds (ms): {}",
                 median(&mut walls),
-                median(&mut ratios)
+                median(&mut ratios),
+                medians
+                    .iter()
+                    .map(|(k, v)| format!("{} {v:.1}", k.trim_end_matches("_ms")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             if plabel == "preflight" {
-                let r = last.expect("a run");
+                let r = runs.pop().expect("a run");
                 let sdir = dir.join(format!("seq-{dlabel}"));
                 std::fs::create_dir_all(&sdir).unwrap();
                 let seq = sequential(&lab, &sdir, &jobs_tsv(&r));
@@ -388,6 +398,112 @@ fn bench_overhead_two_spark() {
             ("timeout-s = 8", "timeout-s = 16"),
         ],
     );
+}
+
+/// The phases results.json records per round (`rounds[].phases`), in the order a round runs.
+const PHASES: [&str; 16] = [
+    "prepare_ms",
+    "counters_before_ms",
+    "server_start_ms",
+    "readiness_ms",
+    "server_tool_start_ms",
+    "staging_ms",
+    "setup_ms",
+    "release_ms",
+    "longest_tool_ms",
+    "tools_ms",
+    "server_stop_and_logs_ms",
+    "counters_after_ms",
+    "judge_ms",
+    "wall_ms",
+    "overhead_ms",
+    "fabricplan_ms",
+];
+
+/// Per phase, the median over every round of `runs` (ms), and the rounds counted.
+fn phase_medians(runs: &[Run]) -> (Vec<(&'static str, f64)>, usize) {
+    let rounds: Vec<&Value> = runs
+        .iter()
+        .flat_map(|r| r.results["rounds"].as_array().into_iter().flatten())
+        .collect();
+    for round in &rounds {
+        assert!(
+            round["phases"].is_object(),
+            "a round without phases: {round}"
+        );
+    }
+    let medians = PHASES
+        .iter()
+        .map(|k| {
+            let mut v: Vec<f64> = rounds
+                .iter()
+                .filter_map(|r| r["phases"][*k].as_f64())
+                .collect();
+            (*k, median(&mut v))
+        })
+        .collect();
+    (medians, rounds.len())
+}
+
+/// The overhead across the stand-ins' start-up and exit delays: the same twin (2 s tools, with
+/// preflight) with every tool waiting 20 ms, 150 ms and 1 s at its start and before its exit
+/// (on top of its own ~20 ms of Python start-up). Prints the per-round phase medians from
+/// results.json: fabricplan's share (`overhead_ms`) should not grow with the delays.
+fn overhead_across_delays(name: &str, tag: &str) {
+    let twin = twin_path(name);
+    let plan = support::load_plan(&twin);
+    let t0 = Instant::now();
+    let lab = Lab::build(&lab::twin::lab_spec(tag, &plan)).expect("lab builds");
+    println!("{name}: lab built in {:?}", t0.elapsed());
+    let dir = work(&format!("{name}-delays"));
+    for delay in [20u64, 150, 1000] {
+        lab.set_tool_delays(lab::ToolDelays {
+            start_ms: delay,
+            exit_ms: delay,
+        })
+        .expect("delays set");
+        let mut runs = Vec::new();
+        let mut ratios = Vec::new();
+        for i in 0..reps() {
+            let r = fabricplan_run(&lab, &twin, &dir.join(format!("d{delay}-{i}")));
+            assert_no_leftovers(&lab);
+            let f = Figures::of(&r);
+            f.print(&format!("{name} delays {delay} ms #{i}"));
+            ratios.push(f.ratio());
+            runs.push(r);
+        }
+        let (medians, n) = phase_medians(&runs);
+        let line: Vec<String> = medians
+            .iter()
+            .map(|(k, v)| format!("{} {v:.1}", k.trim_end_matches("_ms")))
+            .collect();
+        println!(
+            "BENCH-SUMMARY {name} stand-in delays {delay} ms: median ratio {:.3}; per-round phase \
+             medians over {n} rounds (ms): {}",
+            median(&mut ratios),
+            line.join(", ")
+        );
+    }
+    lab.set_tool_delays(lab::ToolDelays::default())
+        .expect("delays cleared");
+}
+
+#[test]
+#[ignore]
+fn bench_delays_switched6() {
+    if !lab_enabled() {
+        return;
+    }
+    overhead_across_delays("switched-6", "bd6");
+}
+
+#[test]
+#[ignore]
+fn bench_delays_two_spark() {
+    if !lab_enabled() {
+        return;
+    }
+    overhead_across_delays("two-spark", "bdt");
 }
 
 /// Eight hosts on one switch, rounds of four concurrent flows.

@@ -393,3 +393,168 @@ async fn attempts_run_again_with_a_fresh_server_and_pass_if_decides() {
     assert!(v.detail.starts_with("1/3 attempts"), "{}", v.detail);
     assert_eq!(v.trap, Some(Trap::FirmwareThrottle));
 }
+
+/// A round's phases are consistent: none negative, none longer than the round, the overlapping
+/// setup phases within the setup, and the serial parts (prepare, setup, tools, teardown, judge)
+/// within the wall. No time is asserted: only how the phases relate.
+fn assert_phases_consistent(round: &fabricplan::results::RoundRecord, attempts: u32) {
+    let p = round.phases.as_ref().expect("a round records its phases");
+    assert_eq!(p.attempts, attempts, "{p:#?}");
+    // every figure is floored to the microsecond: sums may lose up to 1 us per term
+    let eps = 0.01;
+    let all = [
+        p.prepare_ms,
+        p.counters_before_ms,
+        p.server_start_ms,
+        p.readiness_ms,
+        p.staging_ms,
+        p.setup_ms,
+        p.longest_tool_ms,
+        p.tools_ms,
+        p.server_stop_and_logs_ms,
+        p.counters_after_ms,
+        p.judge_ms,
+        p.overhead_ms,
+    ];
+    for v in all
+        .iter()
+        .chain(p.release_first_ms.iter())
+        .chain(p.release_ms.iter())
+    {
+        assert!(*v >= 0.0 && *v <= p.wall_ms + eps, "{v} of {p:#?}");
+    }
+    assert!(p.counters_before_ms <= p.setup_ms + eps, "{p:#?}");
+    assert!(
+        p.server_start_ms + p.readiness_ms <= p.setup_ms + eps,
+        "{p:#?}"
+    );
+    assert!(p.staging_ms <= p.setup_ms + eps, "{p:#?}");
+    assert!(p.longest_tool_ms <= p.tools_ms + eps, "{p:#?}");
+    if let (Some(first), Some(last)) = (p.release_first_ms, p.release_ms) {
+        assert!(first <= last + eps && last <= p.tools_ms + eps, "{p:#?}");
+    }
+    let teardown = p.server_stop_and_logs_ms.max(p.counters_after_ms);
+    let serial = p.prepare_ms + p.setup_ms + p.tools_ms + teardown + p.judge_ms;
+    assert!(serial <= p.wall_ms + eps, "{serial} > wall: {p:#?}");
+    assert!(
+        (p.overhead_ms - (p.wall_ms - p.longest_tool_ms)).abs() <= eps,
+        "{p:#?}"
+    );
+}
+
+/// The healthy pair's fake, its client reporting its start mark (the host's clock: here, now).
+fn fake_with_marks() -> FakeTransport {
+    FakeTransport::new()
+        .rule(|host, script| {
+            (host == "spark-b" && script.contains("ib_write_bw")).then(|| {
+                let ns = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos();
+                Ok(Output {
+                    status: 0,
+                    stdout: bw_output(109.0),
+                    stderr: format!("@fabricplan-start {ns}\n"),
+                })
+            })
+        })
+        .on(
+            "spark-a",
+            "@host",
+            Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))),
+        )
+        .on(
+            "spark-b",
+            "@host",
+            Ok(Output::ok(probe("spark-b", "198.51.100.2", "c633:6402"))),
+        )
+        .on("*", "ping -c", Ok(Output::ok("PING 198.51.100.1 (198.51.100.1) 56(84) bytes of data.\n64 bytes from 198.51.100.1: icmp_seq=1 ttl=64 time=0.05 ms\n\n--- 198.51.100.1 ping statistics ---\n3 packets transmitted, 3 received, 0% packet loss, time 2002ms\nrtt min/avg/max/mdev = 0.040/0.050/0.060/0.010 ms\n")))
+        .on("*", "/proc/net/tcp", Ok(Output::ok("4242\n")))
+}
+
+#[tokio::test]
+async fn every_round_records_consistent_phases() {
+    let (r, _) = run_with(fake_with_marks()).await;
+    assert_eq!(r.summary.verdict, "ALL GREEN", "{:#?}", r.summary);
+    assert_eq!(r.rounds.len(), 1);
+    assert_phases_consistent(&r.rounds[0], 1);
+    let p = r.rounds[0].phases.as_ref().unwrap();
+    // the client's start mark was there: release and tool time come from it
+    assert_eq!(p.tool_source, "remote");
+    assert!(p.release_ms.is_some() && p.release_first_ms.is_some());
+    // the mark made it into the step too, and out of the client's stderr
+    let client = r.jobs[0]
+        .steps
+        .iter()
+        .find(|s| s.role == fabricplan::render::job::Role::Client)
+        .unwrap();
+    assert!(client.remote_started_unix_ms.is_some());
+    // and the record reads back, with and without phases (an older results.json)
+    let json = serde_json::to_value(&r.rounds[0]).unwrap();
+    assert!(json["phases"]["overhead_ms"].is_number(), "{json}");
+    let back: fabricplan::results::RoundRecord = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(back, r.rounds[0]);
+    let mut old = json;
+    old.as_object_mut().unwrap().remove("phases");
+    let back: fabricplan::results::RoundRecord = serde_json::from_value(old).unwrap();
+    assert_eq!(back.phases, None);
+}
+
+#[tokio::test]
+async fn repeated_attempts_sum_their_phases() {
+    let text = format!("{PLAN}[gates.rdma-bw]\nattempts = 3\npass-if = 2\n");
+    let (r, _) = run_plan(&text, cycling([109.0, 108.0, 108.5]), 8).await;
+    assert_eq!(r.rounds.len(), 1);
+    assert_phases_consistent(&r.rounds[0], 3);
+    // the fake's clients report no start mark: the tool runs from its sending
+    let p = r.rounds[0].phases.as_ref().unwrap();
+    assert_eq!(p.tool_source, "sent");
+    assert_eq!(p.release_ms, None);
+}
+
+/// A server's readiness is polled as soon as its own start answered: it does not wait for the
+/// round's counters (a slow snapshot here), which only have to be in before the release.
+#[tokio::test(start_paused = true)]
+async fn readiness_does_not_wait_for_the_counters() {
+    use std::sync::Arc as A;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let snapshots = A::new(AtomicUsize::new(0));
+    let seen_by_ready = A::new(std::sync::Mutex::new(Vec::new()));
+    let needle = "dump counter \"$p\"/counters/*";
+    let (s1, s2, seen) = (snapshots.clone(), snapshots.clone(), seen_by_ready.clone());
+    let t = FakeTransport::new()
+        .rule(move |_, script| {
+            (script.contains(needle) && !script.contains("@host")).then(|| {
+                s1.fetch_add(1, Ordering::SeqCst);
+                Ok(Output::default())
+            })
+        })
+        .rule(move |_, script| {
+            script.contains("/proc/net/tcp").then(|| {
+                seen.lock().unwrap().push(s2.load(Ordering::SeqCst));
+                Ok(Output::ok("4242\n"))
+            })
+        })
+        .on(
+            "spark-a",
+            "@host",
+            Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))),
+        )
+        .on(
+            "spark-b",
+            "@host",
+            Ok(Output::ok(probe("spark-b", "198.51.100.2", "c633:6402"))),
+        )
+        .on("spark-b", "ib_write_bw", Ok(Output::ok(bw_output(109.0))))
+        .on("*", "ping -c", Ok(Output::ok("PING 198.51.100.1 (198.51.100.1) 56(84) bytes of data.\n64 bytes from 198.51.100.1: icmp_seq=1 ttl=64 time=0.05 ms\n\n--- 198.51.100.1 ping statistics ---\n3 packets transmitted, 3 received, 0% packet loss, time 2002ms\nrtt min/avg/max/mdev = 0.040/0.050/0.060/0.010 ms\n")))
+        .delay(needle, Duration::from_secs(5));
+    let (r, _) = run_with(t).await;
+    assert!(
+        r.jobs.iter().all(|j| j.status == JobStatus::Measured),
+        "{r:#?}"
+    );
+    // the round's one readiness poll ran while its counters before were still being read
+    assert_eq!(*seen_by_ready.lock().unwrap(), vec![0]);
+    // both snapshots (before and after, one script per host) were still read
+    assert_eq!(snapshots.load(Ordering::SeqCst), 4);
+}

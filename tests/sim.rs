@@ -547,6 +547,84 @@ fn cli_sim_fault_throttle_and_rstp_name_their_traps() {
     assert_eq!(v["trap"], "isl-blocked-rstp", "{v:#}");
 }
 
+/// `run --verbose` prints one phase line per round on stderr (text and JSON alike: stdout stays
+/// the results), and results.json carries the same phases, consistent with the round's wall.
+#[test]
+fn cli_verbose_prints_each_rounds_phases() {
+    let plan = plan_path("two-spark");
+    for format in ["text", "json"] {
+        let out_dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+            .args([
+                "run",
+                plan.to_str().unwrap(),
+                "--sim",
+                "-v",
+                "--format",
+                format,
+            ])
+            .arg("--out")
+            .arg(out_dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("CI")
+            .output()
+            .expect("the binary runs");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let text = std::fs::read_to_string(out_dir.path().join("results.json")).unwrap();
+        let r: RunResults = serde_json::from_str(&text).unwrap();
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(" phases")).collect();
+        assert_eq!(lines.len(), r.rounds.len(), "{format}: {err}");
+        for (i, (l, round)) in lines.iter().zip(&r.rounds).enumerate() {
+            assert!(
+                l.starts_with(&format!(
+                    "round {}/{} phases: counters ",
+                    i + 1,
+                    r.rounds.len()
+                )),
+                "{l}"
+            );
+            for part in [
+                "| servers ",
+                "| ready ",
+                "| staged ",
+                "| release n/a |",
+                "| tool ",
+                "| stop+logs ",
+                "| judge ",
+                "| overhead ",
+            ] {
+                assert!(l.contains(part), "{part}: {l}");
+            }
+            let p = round.phases.as_ref().expect("phases");
+            assert_eq!(p.attempts, 1);
+            // the simulator reports no start marks: the tool runs from its sending
+            assert_eq!(p.tool_source, "sent");
+            assert!(p.longest_tool_ms <= p.tools_ms + 0.01, "{p:#?}");
+            let serial = p.prepare_ms
+                + p.setup_ms
+                + p.tools_ms
+                + p.server_stop_and_logs_ms.max(p.counters_after_ms)
+                + p.judge_ms;
+            assert!(serial <= p.wall_ms + 0.01, "{p:#?}");
+            assert!(p.overhead_ms >= 0.0 && p.overhead_ms <= p.wall_ms, "{p:#?}");
+        }
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+            assert!(v["rounds"][0]["phases"]["wall_ms"].is_number());
+        }
+    }
+    // without --verbose, no phase line
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+        .args(["run", plan.to_str().unwrap(), "--sim", "--format", "json"])
+        .arg("--out")
+        .arg(out_dir.path())
+        .output()
+        .expect("the binary runs");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(" phases"));
+}
+
 #[test]
 fn cli_refuses_a_bad_fault() {
     let plan = plan_path("two-spark");

@@ -14,6 +14,7 @@ use crate::exec::launch::Launcher;
 use crate::exec::runner::{self, Event, RunOptions};
 use crate::exit;
 use crate::plan::Plan;
+use crate::report::phases::PhaseLines;
 use crate::report::sink::{self, Sink, Sinks};
 use crate::report::terminal::{JsonStdout, Terminal};
 use crate::results::KeepEvidence;
@@ -65,6 +66,11 @@ pub struct RunArgs {
     /// node_exporter's textfile collector.
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
+    /// After each round, print where its time went on stderr (counters, server starts,
+    /// readiness, staging, release, the longest tool, stops and logs, judging, overhead: the
+    /// round's `phases` in results.json).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// `--keep-evidence`.
@@ -204,17 +210,24 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 
     if let Some(m) = &args.metrics {
         sinks.push(Box::new(sink::MetricsSink::new(m)));
     }
-    let front: Box<dyn Sink> = match args.format {
-        Format::Text => Box::new(Terminal::new(
-            launcher.simulated(),
-            Box::new(Stdout::new()),
-            dir.display().to_string(),
-            super::width(),
-            super::color_stdout(),
-        )),
-        Format::Json => Box::new(JsonStdout::new(Box::new(Stdout::new()))),
+    let (front, bar): (Box<dyn Sink>, _) = match args.format {
+        Format::Text => {
+            let t = Terminal::new(
+                launcher.simulated(),
+                Box::new(Stdout::new()),
+                dir.display().to_string(),
+                super::width(),
+                super::color_stdout(),
+            );
+            let bar = t.progress_bar();
+            (Box::new(t), Some(bar))
+        }
+        Format::Json => (Box::new(JsonStdout::new(Box::new(Stdout::new()))), None),
     };
     sinks.push(front);
+    if args.verbose {
+        sinks.push(Box::new(PhaseLines::new(Box::new(std::io::stderr()), bar)));
+    }
     let results = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);

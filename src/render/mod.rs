@@ -293,6 +293,35 @@ pub mod wrap {
         (start, rest)
     }
 
+    /// The line a successful readiness poll ([`ready`]) writes after the pgid:
+    /// `@fabricplan-ready STARTED_NS LISTENING_NS`.
+    pub const READY_MARK: &str = "@fabricplan-ready";
+
+    /// A readiness poll's answer: the pgid line, and (started, listening) in Unix ms by the
+    /// host's clock when the poll reported both.
+    pub fn take_ready_mark(stdout: &str) -> (String, Option<(f64, f64)>) {
+        let mut marks = None;
+        let mut rest = String::new();
+        for line in stdout.lines() {
+            match line.trim_end().strip_prefix(READY_MARK) {
+                Some(v) => {
+                    let ns: Vec<f64> = v
+                        .split_whitespace()
+                        .filter_map(|n| n.parse::<f64>().ok())
+                        .collect();
+                    if let [a, b] = ns[..] {
+                        marks = Some((a / 1e6, b / 1e6));
+                    }
+                }
+                None => {
+                    rest.push_str(line);
+                    rest.push('\n');
+                }
+            }
+        }
+        (rest, marks)
+    }
+
     /// What a staged foreground script writes to stderr once its shell runs and waits.
     pub const ARMED_MARK: &str = "@fabricplan-armed";
 
@@ -364,7 +393,9 @@ awk -v s=\"$1\" '$1 == s && $3 !~ /^Z/ { print $2 }'; }; l=$(left \"$1\"); [ -n 
 kill -TERM $l 2>/dev/null; n=0; while [ $n -lt 50 ]; do l=$(left \"$1\"); [ -n \"$l\" ] || return 0; \
 sleep 0.02; n=$((n+1)); done; kill -KILL $l 2>/dev/null; };";
 
-    /// Poll until the server of `job` listens on `port` (or died): prints its pgid on ready.
+    /// Poll until the server of `job` listens on `port` (or died): prints its pgid on ready,
+    /// then [`READY_MARK`] with the server's start (when its shell wrote the pgid file, right
+    /// before it exec'd the tool) and when the poll saw it listen, both in ns by the host's clock.
     /// Exit 0 ready, 3 died, 4 gave up after `limit_s`. Polls every 10 ms; never a fixed sleep.
     ///
     /// Each poll forks only `grep` and `sleep`: the group's liveness is asked of the shell's own
@@ -375,7 +406,8 @@ sleep 0.02; n=$((n+1)); done; kill -KILL $l 2>/dev/null; };";
         let hex = format!("{port:04X}");
         format!(
             "{alive} cd {d} || exit 5; n=0; g=; while [ $n -lt {tries} ]; do \
-if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; exit 0; fi; \
+if grep -qE ':{hex} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then cat {job}.pgid 2>/dev/null; \
+printf '{READY_MARK} %s %s\\n' \"$(date -r {job}.pgid +%s%N 2>/dev/null)\" \"$(date +%s%N 2>/dev/null)\"; exit 0; fi; \
 if [ -z \"$g\" ] && [ -s {job}.pgid ]; then read -r g < {job}.pgid; fi; \
 if [ -n \"$g\" ]; then kill -0 -\"$g\" 2>/dev/null || exit 3; \
 if [ $((n % 20)) -eq 19 ] && ! alive \"$g\"; then exit 3; fi; fi; \
@@ -566,6 +598,31 @@ mod tests {
             assert_eq!(ready.status.code(), Some(3), "{shell}: {ready:?}");
             let _ = std::fs::remove_dir_all(&dir);
         }
+    }
+
+    /// A server that listens: the poll prints its pgid, then when it started (its pgid file
+    /// written) and when it was seen listening, by this host's clock, under every shell.
+    #[test]
+    fn ready_reports_when_the_server_started_and_listened() {
+        // a listening socket of this process stands for the server
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for shell in shells() {
+            let dir = scratch("ready-marks", shell);
+            std::fs::write(dir.join("job.pgid"), "4242\n").unwrap();
+            let d = dir.to_string_lossy().into_owned();
+            let ready = sh(shell, &wrap::ready(&d, "job", port, 1));
+            assert_eq!(ready.status.code(), Some(0), "{shell}: {ready:?}");
+            let (pgid, marks) = wrap::take_ready_mark(&String::from_utf8_lossy(&ready.stdout));
+            assert_eq!(pgid, "4242\n", "{shell}");
+            let (started, listening) = marks.unwrap_or_else(|| panic!("{shell}: {ready:?}"));
+            assert!(
+                started > 1.0e12 && started <= listening,
+                "{shell}: {ready:?}"
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        drop(listener);
     }
 
     /// Whether any process is alive (not a zombie) with this pid, from /proc.
@@ -770,6 +827,29 @@ mod tests {
         assert!(
             !reaper.join().unwrap().unwrap().success(),
             "killed by a signal"
+        );
+    }
+
+    #[test]
+    fn ready_mark_is_split_off_the_pgid() {
+        assert_eq!(
+            wrap::take_ready_mark(
+                "4242\n@fabricplan-ready 1796026335076500000 1796026335101500000\n"
+            ),
+            (
+                "4242\n".to_string(),
+                Some((1_796_026_335_076.5, 1_796_026_335_101.5))
+            )
+        );
+        // a poll that could not read the start (no pgid file, no `date -r`): no marks
+        assert_eq!(
+            wrap::take_ready_mark("4242\n@fabricplan-ready  1796026335101692884\n"),
+            ("4242\n".to_string(), None)
+        );
+        // an older answer, the simulator's, the fake's
+        assert_eq!(
+            wrap::take_ready_mark("4242\n"),
+            ("4242\n".to_string(), None)
         );
     }
 

@@ -3,6 +3,7 @@
 
 pub mod detect;
 pub mod html;
+pub mod phases;
 pub mod plan_view;
 pub mod sink;
 pub mod terminal;

@@ -85,6 +85,11 @@ impl Terminal {
         }
     }
 
+    /// The progress bar (a handle to it), for other lines written to stderr while it is drawn.
+    pub fn progress_bar(&self) -> ProgressBar {
+        self.bar.clone()
+    }
+
     fn progress(&self, e: &Event) {
         match e {
             Event::Discovered { node, ok, detail } => {

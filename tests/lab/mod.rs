@@ -167,6 +167,36 @@ pub struct LabSpec {
     pub port_rate: Option<String>,
     /// A real Slurm cluster over the hosts (see [`LabSpec::slurm`]).
     pub slurm: bool,
+    /// The stand-ins' start-up and exit delays (see [`LabSpec::tool_delays`]); `None`: from
+    /// `FABRICPLAN_LAB_TOOL_START_MS` / `FABRICPLAN_LAB_TOOL_EXIT_MS`, else none.
+    pub tool_delays: Option<ToolDelays>,
+}
+
+/// How long every stand-in tool (perftest and nccl-tests) waits, really (a sleep), before it
+/// does anything, and before it exits (normally or on SIGTERM): a heavier tool's start-up and
+/// teardown. Read by the stand-ins from `bin/.delays` at each start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ToolDelays {
+    pub start_ms: u64,
+    pub exit_ms: u64,
+}
+
+impl ToolDelays {
+    /// From `FABRICPLAN_LAB_TOOL_START_MS` and `FABRICPLAN_LAB_TOOL_EXIT_MS` (each 0 when unset);
+    /// a value that is not a whole number of ms is refused.
+    pub fn from_env() -> Result<ToolDelays, String> {
+        let var = |name: &str| match std::env::var(name) {
+            Ok(v) => v
+                .trim()
+                .parse::<u64>()
+                .map_err(|e| format!("{name}={v:?}: {e}")),
+            Err(_) => Ok(0),
+        };
+        Ok(ToolDelays {
+            start_ms: var("FABRICPLAN_LAB_TOOL_START_MS")?,
+            exit_ms: var("FABRICPLAN_LAB_TOOL_EXIT_MS")?,
+        })
+    }
 }
 
 impl LabSpec {
@@ -309,6 +339,14 @@ impl LabSpec {
                 plugged_into: None,
             },
         });
+        self
+    }
+
+    /// Every stand-in tool waits `start_ms` (a real sleep) before it does anything and `exit_ms`
+    /// before it exits, normally or on SIGTERM: a heavier tool's start-up and teardown (see
+    /// [`ToolDelays`]; [`Lab::set_tool_delays`] changes them on a built lab).
+    pub fn tool_delays(mut self, start_ms: u64, exit_ms: u64) -> Self {
+        self.tool_delays = Some(ToolDelays { start_ms, exit_ms });
         self
     }
 
@@ -614,6 +652,11 @@ impl Lab {
         fs::create_dir_all(self.dir.join("ssh")).map_err(|e| format!("mkdir ssh: {e}"))?;
         fs::create_dir_all("/run/sshd").map_err(|e| format!("mkdir /run/sshd: {e}"))?;
         self.install_standins()?;
+        let delays = match spec.tool_delays {
+            Some(d) => d,
+            None => ToolDelays::from_env()?,
+        };
+        self.set_tool_delays(delays)?;
 
         // Management bridge in the root namespace.
         let br = format!("{}br", self.prefix);
@@ -1491,6 +1534,13 @@ impl Lab {
                 TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
             });
         }
+    }
+
+    /// Sets every stand-in's start-up and exit delays (read by each tool as it starts).
+    pub fn set_tool_delays(&self, d: ToolDelays) -> Result<(), String> {
+        let p = self.dir.join("bin/.delays");
+        fs::write(&p, format!("{} {}\n", d.start_ms, d.exit_ms))
+            .map_err(|e| format!("write {}: {e}", p.display()))
     }
 
     /// Switches a fault on for a host (read by the stand-ins at run time).

@@ -49,11 +49,19 @@ pub enum ServerHandle {
     Step(String),
 }
 
+/// When a server really started (its shell about to exec the tool) and when it was first seen
+/// listening, Unix ms by its host's clock: the server tool's own start-up lies between.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServerMarks {
+    pub started_unix_ms: f64,
+    pub listening_unix_ms: f64,
+}
+
 /// Whether a started server listens.
 #[derive(Debug, Clone)]
 pub enum Readiness {
-    /// It listens on its port.
-    Ready(ServerHandle),
+    /// It listens on its port; when it was started and seen listening, when the launcher knows.
+    Ready(ServerHandle, Option<ServerMarks>),
     /// It is not ready: why, its log so far, its handle when it still has one to stop, and the
     /// trap when the launcher knows a more specific one than a server gone or firewalled.
     NotReady {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
-use super::{Launcher, Readiness, ServerHandle, Stopped};
+use super::{Launcher, Readiness, ServerHandle, ServerMarks, Stopped};
 use crate::exec::transport::{BoxFuture, Output, Transport, TransportError};
 use crate::plan::Node;
 use crate::render::launch::remote_dir;
@@ -108,9 +108,15 @@ impl Launcher for SshLauncher {
                 .await;
             if let Ok(o) = &poll
                 && o.status == 0
-                && let Ok(pgid) = o.stdout.trim().parse()
             {
-                return Readiness::Ready(ServerHandle::ProcessGroup(pgid));
+                let (pgid, marks) = wrap::take_ready_mark(&o.stdout);
+                if let Ok(pgid) = pgid.trim().parse() {
+                    let marks = marks.map(|(started, listening)| ServerMarks {
+                        started_unix_ms: started,
+                        listening_unix_ms: listening,
+                    });
+                    return Readiness::Ready(ServerHandle::ProcessGroup(pgid), marks);
+                }
             }
             // not ready: its log says why, and its group (if it wrote one) must still be stopped
             let (log_file, pgid_file) = (format!("{job}.log"), format!("{job}.pgid"));

@@ -7,6 +7,7 @@ mod ctx;
 pub mod discovery;
 pub mod judge;
 mod localise;
+mod phases;
 mod preflight;
 mod round;
 

@@ -14,6 +14,7 @@ use super::ctx::{Ctx, Event, SHORT};
 use super::judge::{
     Collected, Counters, counter_deltas, failed, gate_name, job_devices, judge, skipped,
 };
+use super::phases::{Anchor, AttemptTimes, ClientRun, round_phases};
 use crate::discover;
 use crate::exec::evidence::Captured;
 use crate::exec::launch::{Readiness, ServerHandle};
@@ -39,6 +40,7 @@ struct ServerStart {
     step: Step,
     sent_ms: u64,
     answered_ms: u64,
+    answered: Instant,
     answer: Result<Output, TransportError>,
 }
 
@@ -47,6 +49,10 @@ struct Launched {
     step: Step,
     /// When it was sent (released), unix ms.
     sent_ms: u64,
+    /// The same, on the monotonic clock.
+    sent: Instant,
+    /// When its exit status (or error) arrived.
+    ended: Instant,
     took: Duration,
     out: Result<Output, TransportError>,
 }
@@ -58,6 +64,10 @@ struct RoundSetup {
     starts: Vec<Vec<ServerStart>>,
     /// For a job whose server started: its node and whether it listens.
     ready: Vec<Option<(NodeId, Readiness)>>,
+    /// When the counters before were in.
+    counted: Instant,
+    /// When the last readiness poll was over (a server started); `None` when none did.
+    ready_at: Option<Instant>,
 }
 
 impl RoundSetup {
@@ -65,7 +75,7 @@ impl RoundSetup {
     fn up(&self, i: usize, r: &Running) -> bool {
         !r.c.cmds.steps.iter().any(|s| s.role == Role::Server)
             || (self.starts[i].iter().all(|s| s.answer.is_ok())
-                && matches!(&self.ready[i], Some((_, Readiness::Ready(_)))))
+                && matches!(&self.ready[i], Some((_, Readiness::Ready(..)))))
     }
 }
 
@@ -195,10 +205,12 @@ async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> Counters {
 
 /// The round's setup: the counters before, read while the servers start detached (a server only
 /// listens until its client connects, so no byte of the round moves before every snapshot is
-/// in), then each started server's readiness (it listens on its port, or it died).
+/// in), and each started server's readiness (it listens on its port, or it died), polled as soon
+/// as its own start answered: neither the counters nor another job's server is waited for (the
+/// poll reads `/proc/net/tcp`, it never connects).
 async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, String)]) -> RoundSetup {
-    let (before, starts) = tokio::join!(
-        snapshot(ctx, devices),
+    let ((before, counted), jobs) = tokio::join!(
+        async { (snapshot(ctx, devices).await, Instant::now()) },
         join_all(running.iter().map(|r| async move {
             let mut recs = Vec::new();
             for s in servers(r) {
@@ -208,27 +220,37 @@ async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, Strin
                     step: s.clone(),
                     sent_ms,
                     answered_ms: now_ms(),
+                    answered: Instant::now(),
                     answer,
                 });
             }
-            recs
+            let ready = match servers(r).next() {
+                Some(server) if recs.iter().all(|s| s.answer.is_ok()) => Some((
+                    server.node,
+                    ctx.ready(server.node, &r.c.job.id, r.c.job.port).await,
+                    Instant::now(),
+                )),
+                _ => None,
+            };
+            (recs, ready)
         }))
     );
-    let ready = join_all(running.iter().zip(&starts).map(|(r, recs)| async move {
-        let server = servers(r).next()?;
-        if recs.iter().any(|s| s.answer.is_err()) {
-            return None;
-        }
-        Some((
-            server.node,
-            ctx.ready(server.node, &r.c.job.id, r.c.job.port).await,
-        ))
-    }))
-    .await;
+    let mut starts = Vec::new();
+    let mut ready = Vec::new();
+    let mut ready_at: Option<Instant> = None;
+    for (recs, rd) in jobs {
+        starts.push(recs);
+        ready.push(rd.map(|(node, readiness, at)| {
+            ready_at = Some(ready_at.map_or(at, |t| t.max(at)));
+            (node, readiness)
+        }));
+    }
     RoundSetup {
         before,
         starts,
         ready,
+        counted,
+        ready_at,
     }
 }
 
@@ -236,11 +258,13 @@ async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, Strin
 /// job's first client, or MPI launcher, has its command started and waiting). When both are
 /// done, every client whose server is up is released at once; a client whose server did not come
 /// up is withdrawn unrun.
+/// Returns the setup, the launches, when every client was staged and when the release was
+/// decided.
 async fn start_and_release(
     ctx: &Ctx<'_>,
     running: &[Running<'_>],
     devices: &[(NodeId, String)],
-) -> (RoundSetup, Vec<Vec<Launched>>) {
+) -> (RoundSetup, Vec<Vec<Launched>>, Instant, Instant) {
     let mut go_txs = Vec::new();
     let mut go_rxs = Vec::new();
     let mut arms = Vec::new();
@@ -255,17 +279,20 @@ async fn start_and_release(
     }
     let release_at: OnceLock<(Instant, u64)> = OnceLock::new();
     let release = async {
-        let set = setup(ctx, running, devices).await;
-        // a dropped armer (the command failed before it was staged) counts as armed
-        let _ = join_all(arms).await;
-        let _ = release_at.set((Instant::now(), now_ms()));
+        let (set, armed) = tokio::join!(setup(ctx, running, devices), async {
+            // a dropped armer (the command failed before it was staged) counts as armed
+            let _ = join_all(arms).await;
+            Instant::now()
+        });
+        let decided = Instant::now();
+        let _ = release_at.set((decided, now_ms()));
         for (i, (r, go)) in running.iter().zip(go_txs).enumerate() {
             if set.up(i, r) {
                 let _ = go.send(true);
             }
             // else dropped unsent: withdrawn
         }
-        set
+        (set, armed, decided)
     };
     let launches = join_all(
         running
@@ -300,10 +327,13 @@ async fn start_and_release(
                                 (t, ms, ctx.exec(s.node, &s.script, timeout).await)
                             }
                         };
+                        let ended = Instant::now();
                         recs.push(Launched {
                             step: s.clone(),
                             sent_ms,
-                            took: sent.elapsed(),
+                            sent,
+                            ended,
+                            took: ended.saturating_duration_since(sent),
                             out,
                         });
                     }
@@ -311,8 +341,8 @@ async fn start_and_release(
                 }
             }),
     );
-    let (launches, set) = tokio::join!(launches, release);
-    (set, launches)
+    let (launches, (set, armed, decided)) = tokio::join!(launches, release);
+    (set, launches, armed, decided)
 }
 
 /// The record of one step of an attempt; its outputs are captured beside it (a repeated job
@@ -382,7 +412,7 @@ fn record_setup(
     }
     for (r, rd) in running.iter_mut().zip(ready) {
         match rd {
-            Some((node, Readiness::Ready(handle))) => r.server = Some((node, handle)),
+            Some((node, Readiness::Ready(handle, _))) => r.server = Some((node, handle)),
             Some((
                 node,
                 Readiness::NotReady {
@@ -406,15 +436,18 @@ fn record_setup(
     }
 }
 
-/// What the clients said, into each job; the launch times for the round's skew.
+/// What the clients said, into each job; the launch times for the round's skew, and each client's
+/// run from `anchor` (the attempt's start).
 fn record_launches(
     ctx: &Ctx<'_>,
     round: &Round,
     running: &mut [Running<'_>],
     launches: Vec<Vec<Launched>>,
-) -> (Vec<u64>, Vec<Option<f64>>) {
+    anchor: &Anchor,
+) -> (Vec<u64>, Vec<Option<f64>>, Vec<ClientRun>) {
     let mut sent_ms = Vec::new();
     let mut remote_ms = Vec::new();
+    let mut runs = Vec::new();
     for (r, recs) in running.iter_mut().zip(launches) {
         for mut l in recs {
             sent_ms.push(l.sent_ms);
@@ -425,6 +458,11 @@ fn record_launches(
                 o.stderr = rest;
             }
             remote_ms.push(remote);
+            runs.push(ClientRun {
+                sent: anchor.ms(l.sent),
+                mark: remote.map(|m| anchor.mark(m)),
+                end: anchor.ms(l.ended),
+            });
             r.c.tool_seconds = Some(l.took.as_secs_f64());
             let mut rec = step_record(ctx, &mut r.c, &l.step, l.sent_ms, &l.out);
             rec.remote_started_unix_ms = remote;
@@ -465,28 +503,34 @@ fn record_launches(
             }
         }
     }
-    (sent_ms, remote_ms)
+    (sent_ms, remote_ms, runs)
 }
 
 /// Stop every server that was started (exactly it) and collect its output, while the counters
-/// after are read (every client has exited: nothing moves any more).
+/// after are read (every client has exited: nothing moves any more). Returns the counters and
+/// how long the stops and the counters took, ms.
 async fn teardown(
     ctx: &Ctx<'_>,
     round: &Round,
     running: &mut [Running<'_>],
     devices: &[(NodeId, String)],
-) -> Counters {
-    let (stops, after) = tokio::join!(
-        join_all(running.iter().map(|r| async move {
-            match &r.server {
-                Some((node, h)) => Some(
-                    ctx.stop(*node, h, &r.c.job.id, r.c.server_log.is_some())
-                        .await,
-                ),
-                None => None,
-            }
-        })),
-        snapshot(ctx, devices)
+) -> (Counters, f64, f64) {
+    let t = Anchor::now();
+    let ((stops, stopped_at), (after, counted)) = tokio::join!(
+        async {
+            let stops = join_all(running.iter().map(|r| async move {
+                match &r.server {
+                    Some((node, h)) => Some(
+                        ctx.stop(*node, h, &r.c.job.id, r.c.server_log.is_some())
+                            .await,
+                    ),
+                    None => None,
+                }
+            }))
+            .await;
+            (stops, Instant::now())
+        },
+        async { (snapshot(ctx, devices).await, Instant::now()) }
     );
     for (r, stopped) in running.iter_mut().zip(stops) {
         let Some(stopped) = stopped else { continue };
@@ -518,7 +562,7 @@ async fn teardown(
             ));
         }
     }
-    after
+    (after, t.ms(stopped_at), t.ms(counted))
 }
 
 /// The spread of the clients' start times, ms: from the hosts' own clocks when every client
@@ -544,26 +588,60 @@ fn launch_skew(sent_ms: &[u64], remote_ms: Vec<Option<f64>>) -> (Option<f64>, Op
     }
 }
 
+/// The launch times of an attempt (for the round's skew) and where its time went.
+struct AttemptDone {
+    sent_ms: Vec<u64>,
+    remote_ms: Vec<Option<f64>>,
+    times: AttemptTimes,
+}
+
 /// One attempt of the round's jobs (all of them the first time; then those whose gate repeats):
-/// servers, release, teardown, the counters that moved. Returns the launch times for the skew.
-async fn attempt(
-    ctx: &Ctx<'_>,
-    round: &Round,
-    running: &mut [Running<'_>],
-) -> (Vec<u64>, Vec<Option<f64>>) {
+/// servers, release, teardown, the counters that moved.
+async fn attempt(ctx: &Ctx<'_>, round: &Round, running: &mut [Running<'_>]) -> AttemptDone {
+    let anchor = Anchor::now();
     let devices: Vec<(NodeId, String)> = running
         .iter()
         .flat_map(|r| job_devices(&ctx.res, r.c.job, &r.c.cmds))
         .collect();
-    let (set, launches) = start_and_release(ctx, running, &devices).await;
+    let (set, launches, armed, decided) = start_and_release(ctx, running, &devices).await;
+    let answered = set.starts.iter().flatten().map(|s| s.answered).max();
+    // the servers' own start-up (started .. seen listening, by their hosts' clocks): the longest;
+    // unknown when a ready server's launcher did not say
+    let server_tool_start = set
+        .ready
+        .iter()
+        .flatten()
+        .filter_map(|(_, rd)| match rd {
+            Readiness::Ready(_, marks) => {
+                Some(marks.map(|m| (m.listening_unix_ms - m.started_unix_ms).max(0.0)))
+            }
+            Readiness::NotReady { .. } => None,
+        })
+        .try_fold(0.0, |m: f64, v| v.map(|v| m.max(v)));
+    let mut times = AttemptTimes {
+        server_tool_start,
+        counters_before: anchor.ms(set.counted),
+        servers_answered: answered.map(|t| anchor.ms(t)),
+        servers_ready: set.ready_at.map(|t| anchor.ms(t)),
+        armed: anchor.ms(armed),
+        release: anchor.ms(decided),
+        ..AttemptTimes::default()
+    };
     record_setup(ctx, round, running, set.starts, set.ready);
-    let skew = record_launches(ctx, round, running, launches);
-    let after = teardown(ctx, round, running, &devices).await;
+    let (sent_ms, remote_ms, clients) = record_launches(ctx, round, running, launches, &anchor);
+    times.clients = clients;
+    let (after, stops, counted) = teardown(ctx, round, running, &devices).await;
+    times.stop_and_logs = stops;
+    times.counters_after = counted;
     for r in running.iter_mut() {
         let devs = job_devices(&ctx.res, r.c.job, &r.c.cmds);
         r.c.counters = counter_deltas(ctx.plan, r.c.attempt, &devs, &set.before, &after);
     }
-    skew
+    AttemptDone {
+        sent_ms,
+        remote_ms,
+        times,
+    }
 }
 
 /// Run one round to its jobs' results and its record. A job whose main gate has `attempts = N`
@@ -580,7 +658,9 @@ pub(crate) async fn run_round(
 ) -> (Vec<JobResult>, HashMap<String, Vec<Captured>>, RoundRecord) {
     let plan = ctx.plan;
     let started = now_ms();
+    let clock = Anchor::now();
     let (mut done, running) = prepare(ctx, round, &selected);
+    let prepared = clock.ms(Instant::now());
     ctx.emit(Event::RoundStart {
         index: round.index,
         total,
@@ -595,12 +675,14 @@ pub(crate) async fn run_round(
     let mut finished: Vec<Vec<Collected>> = running.iter().map(|_| Vec::new()).collect();
     let mut jobs: Vec<Option<Running>> = running.into_iter().map(Some).collect();
     let (mut sent_ms, mut remote_ms) = (Vec::new(), Vec::new());
+    let mut times = Vec::new();
     for n in 1..=most {
         let idx: Vec<usize> = (0..jobs.len()).filter(|i| wanted[*i] >= n).collect();
         let mut now: Vec<Running> = idx.iter().filter_map(|i| jobs[*i].take()).collect();
-        let (sent, remote) = attempt(ctx, round, &mut now).await;
+        let a = attempt(ctx, round, &mut now).await;
+        times.push(a.times);
         if n == 1 {
-            (sent_ms, remote_ms) = (sent, remote);
+            (sent_ms, remote_ms) = (a.sent_ms, a.remote_ms);
         }
         for (i, mut r) in idx.into_iter().zip(now) {
             // the commands again for the next attempt; none after the last (an NCCL job's
@@ -635,6 +717,7 @@ pub(crate) async fn run_round(
             jobs[i] = Some(r);
         }
     }
+    let judging = Instant::now();
     let mut outputs = HashMap::new();
     for (mut attempts, job) in finished.into_iter().zip(jobs) {
         if let Some(job) = job {
@@ -650,8 +733,9 @@ pub(crate) async fn run_round(
     if let Some(kind) = kinds::get(round.kind) {
         kind.judge_round(plan, round, &mut done);
     }
+    let judged = judging.elapsed().as_secs_f64() * 1000.0;
     let (skew, source) = launch_skew(&sent_ms, remote_ms);
-    let record = RoundRecord {
+    let mut record = RoundRecord {
         index: round.index,
         name: round.name.clone(),
         jobs: done.iter().map(|d| d.job.clone()).collect(),
@@ -663,6 +747,14 @@ pub(crate) async fn run_round(
             .iter()
             .filter_map(|d| d.tool_seconds)
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        phases: None,
     };
+    // the last instant of the round: its wall ends here
+    record.phases = Some(round_phases(
+        &times,
+        prepared,
+        judged,
+        clock.ms(Instant::now()),
+    ));
     (done, outputs, record)
 }

@@ -1301,7 +1301,55 @@ def nccl_main(prog):
 PROG = os.path.basename(sys.argv[0])
 
 
+def delays():
+    """(start_ms, exit_ms): the environment's FABRICPLAN_LAB_TOOL_START_MS /
+    FABRICPLAN_LAB_TOOL_EXIT_MS when set, else the lab's <bin dir>/.delays ("START EXIT")."""
+    start = exit_ = 0
+    text = read(os.path.join(BIN_DIR, ".delays"))
+    if text:
+        parts = text.split()
+        if len(parts) == 2:
+            start, exit_ = int(parts[0]), int(parts[1])
+    start = int(os.environ.get("FABRICPLAN_LAB_TOOL_START_MS", start))
+    exit_ = int(os.environ.get("FABRICPLAN_LAB_TOOL_EXIT_MS", exit_))
+    return start, exit_
+
+
+EXITING = False
+
+
+def linger(exit_ms):
+    """The exit delay: a heavier tool's teardown, once."""
+    global EXITING
+    if EXITING:
+        return
+    EXITING = True
+    if exit_ms > 0:
+        time.sleep(exit_ms / 1000.0)
+
+
 def main():
+    """Waits the lab's start-up delay, runs the tool, waits the exit delay (also on SIGTERM,
+    as a tool tearing down would; a SIGTERM during the exit delay does not restart it)."""
+    start_ms, exit_ms = delays()
+    if exit_ms > 0:
+        import signal
+
+        def on_term(_sig, _frame):
+            if EXITING:
+                return
+            linger(exit_ms)
+            os._exit(143)
+
+        signal.signal(signal.SIGTERM, on_term)
+    if start_ms > 0:
+        time.sleep(start_ms / 1000.0)
+    rc = run_tool()
+    linger(exit_ms)
+    return rc
+
+
+def run_tool():
     try:
         if PROG == "ib_write_bw":
             return bw_main(perf_parse(PROG, sys.argv[1:], lat=False))

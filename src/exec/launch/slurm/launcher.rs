@@ -504,7 +504,7 @@ impl Launcher for SlurmLauncher {
             };
             match answer {
                 Ok(o) if o.status == 0 => match handle() {
-                    Some(h) => Readiness::Ready(h),
+                    Some(h) => Readiness::Ready(h, None),
                     None => {
                         let log = self.drop_server(node, job).await.unwrap_or_default();
                         not_ready(
