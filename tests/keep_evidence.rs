@@ -124,7 +124,10 @@ fn failed_keeps_a_digest_of_an_ok_jobs_outputs_equal_to_the_files_all_keeps() {
         assert!(!troubled(j), "{j}");
         assert!(step_files(j).is_empty(), "{j}");
         for s in j["steps"].as_array().unwrap() {
-            assert!(s.get("script").is_none(), "a digested step keeps no script: {s}");
+            assert!(
+                s.get("script").is_none(),
+                "a digested step keeps no script: {s}"
+            );
             assert_ne!(s["command"], "", "{s}");
         }
         let ds = j["digests"].as_array().unwrap_or_else(|| panic!("{j}"));
