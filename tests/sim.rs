@@ -214,6 +214,25 @@ async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
             .filter(|j| !j.label.starts_with("gb10-02"))
             .all(|j| j.verdicts[0].outcome == Outcome::Ok)
     );
+    // the half fails its flow to every peer (R1, R2b, R3): one cause, counted at R1; the
+    // other counted FAIL is NCCL's bus bandwidth, which the half holds down
+    let half: Vec<&JobResult> = r
+        .jobs
+        .iter()
+        .filter(|j| j.kind == "rdma-bw" && j.label.contains("gb10-02.f0.a"))
+        .filter(|j| j.verdicts[0].outcome == Outcome::Fail)
+        .collect();
+    assert_eq!(half.len(), 3, "{half:#?}");
+    assert_eq!(half[0].verdicts[0].follows, None);
+    for j in &half[1..] {
+        assert_eq!(
+            j.verdicts[0].follows.as_deref(),
+            Some(half[0].verdicts[0].gate.as_str()),
+            "{}",
+            j.label
+        );
+    }
+    assert_eq!((r.summary.fail, r.summary.fail_following), (2, 2));
 
     let r = run("switched-6", &["rstp-block:sw-a-sw-b"]).await;
     assert_eq!(r.summary.exit_code, 1);

@@ -45,9 +45,11 @@ pub struct Collected<'j> {
     pub outputs: Vec<Captured>,
 }
 
-/// One root cause, one FAIL: a failure that repeats one already counted (the same half, either
-/// direction, the same trap, seen again: a throttled half fails `rdma-bw` each way and then
-/// `rdma-bw-both`) follows from the first, which is where it is counted and fixed.
+/// One root cause, one FAIL: a failure that repeats one already counted follows from the
+/// first, which is where it is counted and fixed. A repeat is the same trap seen again on the
+/// same link half, either direction (a throttled half fails `rdma-bw` each way and then
+/// `rdma-bw-both`), or on another flow from or to the same node half (a throttled half on a
+/// switch fails its flow to every peer: the half is the cause, not each peer).
 /// `earlier` are the run's results so far; `jobs` are a round's, in order.
 pub fn follow_repeats(earlier: &[JobResult], jobs: &mut [JobResult]) {
     let mut causes = Causes::default();
@@ -56,32 +58,52 @@ pub fn follow_repeats(earlier: &[JobResult], jobs: &mut [JobResult]) {
 }
 
 /// The root causes counted so far in a run: (what was judged, without its kind and direction;
-/// trap) -> the gate where it was first counted. Kept as the run goes, so that each round is
-/// checked against it in time linear in the round (not in the run so far).
+/// trap) -> the gate where it was first counted, and the same for each node half of a counted
+/// flow. Kept as the run goes, so that each round is checked against it in time linear in the
+/// round (not in the run so far).
 #[derive(Debug, Default)]
 pub struct Causes {
     counted: HashMap<(String, Trap), String>,
 }
 
 impl Causes {
-    fn key(v: &Verdict) -> Option<(String, Trap)> {
-        let trap = v.trap?;
-        if v.outcome != Outcome::Fail || v.follows.is_some() {
-            return None;
-        }
-        let subject = v.gate.split_once(' ')?.1;
-        let subject = match subject.split_once(" -> ") {
-            Some((x, y)) if x > y => format!("{y} <-> {x}"),
-            Some((x, y)) => format!("{x} <-> {y}"),
-            None => subject.to_string(),
+    /// What a counted failure is known by: its link (ends in order) and each of its ends that
+    /// names a node half (`node.port.half`), each with the trap.
+    fn keys(v: &Verdict) -> Vec<(String, Trap)> {
+        let Some(trap) = v.trap else {
+            return Vec::new();
         };
-        Some((subject, trap))
+        if v.outcome != Outcome::Fail || v.follows.is_some() {
+            return Vec::new();
+        }
+        let Some((_, subject)) = v.gate.split_once(' ') else {
+            return Vec::new();
+        };
+        match subject.split_once(" -> ") {
+            Some((x, y)) => {
+                let (x, y) = if x > y { (y, x) } else { (x, y) };
+                let mut keys = vec![(format!("{x} <-> {y}"), trap)];
+                // the ends are the words around the arrow (a declared round's name may come
+                // before them: `rdma-bw R1 gb10-02.f0.a -> gb10-01.f0.a`)
+                let ends = [
+                    x.rsplit(' ').next().unwrap_or(x),
+                    y.split(' ').next().unwrap_or(y),
+                ];
+                for end in ends {
+                    if end.split('.').count() == 3 {
+                        keys.push((format!("end {end}"), trap));
+                    }
+                }
+                keys
+            }
+            None => vec![(subject.to_string(), trap)],
+        }
     }
 
     /// Count the causes of results already judged.
     pub fn count(&mut self, jobs: &[JobResult]) {
         for v in jobs.iter().flat_map(|j| &j.verdicts) {
-            if let Some(k) = Self::key(v) {
+            for k in Self::keys(v) {
                 self.counted.entry(k).or_insert_with(|| v.gate.clone());
             }
         }
@@ -95,11 +117,14 @@ impl Causes {
         for job in jobs.iter_mut() {
             let mut first_here: Vec<((String, Trap), String)> = Vec::new();
             for v in &mut job.verdicts {
-                let Some(k) = Self::key(v) else { continue };
-                match self.counted.get(&k).or_else(|| here.get(&k)) {
+                let keys = Self::keys(v);
+                let seen = keys
+                    .iter()
+                    .find_map(|k| self.counted.get(k).or_else(|| here.get(k)));
+                match seen {
                     Some(gate) if *gate != v.gate => v.follows = Some(gate.clone()),
                     Some(_) => {}
-                    None => first_here.push((k, v.gate.clone())),
+                    None => first_here.extend(keys.into_iter().map(|k| (k, v.gate.clone()))),
                 }
             }
             // a job's own verdicts never follow each other: they are counted after it
@@ -536,6 +561,58 @@ mod tests {
         ];
         follow_repeats(&earlier, &mut round);
         assert!(round.iter().all(|j| j.verdicts[0].follows.is_none()));
+    }
+
+    /// A throttled half on a switch fails its flow to every peer: one cause. A flow that
+    /// only follows (it shares no half with a counted one) is counted again, and a follower's
+    /// other end is not made a cause by it.
+    #[test]
+    fn flows_sharing_a_failing_half_follow_the_first() {
+        let first = "rdma-bw R1 gb10-02.f0.a -> gb10-01.f0.a";
+        let earlier = [job(
+            "rdma-bw-r001-j01",
+            vec![fail(first, Trap::FirmwareThrottle)],
+        )];
+        let mut round = [
+            // into the same half, from another peer, in a declared round
+            job(
+                "rdma-bw-r003-j02",
+                vec![fail(
+                    "rdma-bw R2b gb10-06.f0.a -> gb10-02.f0.a",
+                    Trap::FirmwareThrottle,
+                )],
+            ),
+            // out of the follower's other end: not a cause yet, so counted
+            job(
+                "rdma-bw-r004-j01",
+                vec![fail(
+                    "rdma-bw R3 gb10-06.f0.a -> gb10-05.f0.a",
+                    Trap::FirmwareThrottle,
+                )],
+            ),
+            // the same half, another trap: its own cause
+            job(
+                "rdma-bw-r004-j02",
+                vec![fail(
+                    "rdma-bw R3 gb10-02.f0.a -> gb10-03.f0.a",
+                    Trap::Timeout,
+                )],
+            ),
+            // the other half of the same port: its own cause
+            job(
+                "rdma-bw-r004-j03",
+                vec![fail(
+                    "rdma-bw R3 gb10-02.f0.b -> gb10-04.f0.b",
+                    Trap::FirmwareThrottle,
+                )],
+            ),
+        ];
+        follow_repeats(&earlier, &mut round);
+        let follows: Vec<Option<&str>> = round
+            .iter()
+            .map(|j| j.verdicts[0].follows.as_deref())
+            .collect();
+        assert_eq!(follows, [Some(first), None, None, None]);
     }
 
     #[test]
