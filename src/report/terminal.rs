@@ -270,6 +270,12 @@ impl Terminal {
     /// trap, failures first, the most widespread first.
     fn what_to_fix(&mut self, r: &RunResults) -> io::Result<()> {
         let suspects: Vec<&str> = r.suspects.iter().map(|s| s.verdict.gate.as_str()).collect();
+        // how many gates follow from each counted one (shown as `(FAIL)` in the table)
+        let mut following: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::new();
+        for g in r.verdicts().filter_map(|v| v.follows.as_deref()) {
+            *following.entry(g).or_default() += 1;
+        }
         let mut groups: Vec<(Outcome, String, Vec<&Verdict>)> = Vec::new();
         for v in r.verdicts() {
             if v.outcome == Outcome::Ok
@@ -335,6 +341,21 @@ impl Terminal {
                 gates.push(format!("and {} more", vs.len() - 3));
             }
             self.write_wrapped("     ", &format!("where: {}", gates.join("; ")), 5)?;
+            let followers: usize = vs
+                .iter()
+                .filter_map(|v| following.get(v.gate.as_str()))
+                .sum();
+            if followers > 0 {
+                self.write_wrapped(
+                    "     ",
+                    &format!(
+                        "and {followers} more gate{} that follow from {} (the same cause seen again)",
+                        if followers == 1 { "" } else { "s" },
+                        if vs.len() == 1 { "it" } else { "these" }
+                    ),
+                    5,
+                )?;
+            }
             let first_detail = vs.iter().map(|v| v.detail.as_str()).find(|d| !d.is_empty());
             if let Some(d) = first_detail {
                 self.write_wrapped("     ", &format!("seen: {}", inert(d)), 5)?;
