@@ -64,43 +64,6 @@ fn node_after(line: &str, marker: &str) -> Option<String> {
 /// or a launch failure names the cause; the generic lines that follow them (`Job step
 /// aborted`) do not.
 pub fn failure(stderr: &str) -> Option<SlurmFailure> {
-    let mut found: Vec<SlurmFailure> = Vec::new();
-    for line in stderr.lines() {
-        let m = message(line);
-        let f = |kind, node| SlurmFailure {
-            kind,
-            message: m.to_string(),
-            node,
-        };
-        let l = m.to_ascii_lowercase();
-        if l.contains("due to time limit") {
-            found.push(f(SlurmFailureKind::TimeLimit, node_after(m, " ON ")));
-        } else if l.starts_with("task launch for stepid=") || l.contains("failed on node ") {
-            found.push(f(SlurmFailureKind::StepLaunch, node_after(m, "on node ")));
-        } else if l.starts_with("application launch failed") {
-            found.push(f(SlurmFailureKind::StepLaunch, None));
-        } else if l.contains("required node not available")
-            || l.contains("requested node configuration is not available")
-            || l.contains("node not responding")
-        {
-            found.push(f(SlurmFailureKind::NodeUnavailable, None));
-        } else if l.contains("has expired")
-            || l.contains("invalid job id specified")
-            || l.contains("already completing or completed")
-        {
-            found.push(f(SlurmFailureKind::JobGone, None));
-        } else if l.starts_with("unable to create step for job") {
-            found.push(f(SlurmFailureKind::StepLaunch, None));
-        } else if l.starts_with("unable to allocate resources")
-            || l.starts_with("job submit/allocate failed")
-            || l.starts_with("invalid partition")
-            || l.starts_with("invalid account")
-        {
-            found.push(f(SlurmFailureKind::AllocationRefused, None));
-        } else if l.contains("cancelled at") || l.starts_with("job has been cancelled") {
-            found.push(f(SlurmFailureKind::Cancelled, node_after(m, " ON ")));
-        }
-    }
     // the cause before its consequences: a time limit or a node before a generic refusal
     let rank = |k: SlurmFailureKind| match k {
         SlurmFailureKind::TimeLimit => 0,
@@ -110,7 +73,50 @@ pub fn failure(stderr: &str) -> Option<SlurmFailure> {
         SlurmFailureKind::AllocationRefused => 4,
         SlurmFailureKind::Cancelled => 5,
     };
-    found.into_iter().min_by_key(|f| rank(f.kind))
+    // the first of the highest rank, kept as the lines go (memory does not grow with them)
+    let mut best: Option<SlurmFailure> = None;
+    let mut found = |f: SlurmFailure| {
+        if best.as_ref().is_none_or(|b| rank(f.kind) < rank(b.kind)) {
+            best = Some(f);
+        }
+    };
+    for line in stderr.lines() {
+        let m = message(line);
+        let f = |kind, node| SlurmFailure {
+            kind,
+            message: m.to_string(),
+            node,
+        };
+        let l = m.to_ascii_lowercase();
+        if l.contains("due to time limit") {
+            found(f(SlurmFailureKind::TimeLimit, node_after(m, " ON ")));
+        } else if l.starts_with("task launch for stepid=") || l.contains("failed on node ") {
+            found(f(SlurmFailureKind::StepLaunch, node_after(m, "on node ")));
+        } else if l.starts_with("application launch failed") {
+            found(f(SlurmFailureKind::StepLaunch, None));
+        } else if l.contains("required node not available")
+            || l.contains("requested node configuration is not available")
+            || l.contains("node not responding")
+        {
+            found(f(SlurmFailureKind::NodeUnavailable, None));
+        } else if l.contains("has expired")
+            || l.contains("invalid job id specified")
+            || l.contains("already completing or completed")
+        {
+            found(f(SlurmFailureKind::JobGone, None));
+        } else if l.starts_with("unable to create step for job") {
+            found(f(SlurmFailureKind::StepLaunch, None));
+        } else if l.starts_with("unable to allocate resources")
+            || l.starts_with("job submit/allocate failed")
+            || l.starts_with("invalid partition")
+            || l.starts_with("invalid account")
+        {
+            found(f(SlurmFailureKind::AllocationRefused, None));
+        } else if l.contains("cancelled at") || l.starts_with("job has been cancelled") {
+            found(f(SlurmFailureKind::Cancelled, node_after(m, " ON ")));
+        }
+    }
+    best
 }
 
 /// The job id in `salloc: Granted job allocation N`.
@@ -145,13 +151,14 @@ pub struct NodeState {
 /// once per partition; the first line counts).
 pub fn node_states(stdout: &str) -> Vec<NodeState> {
     let mut out: Vec<NodeState> = Vec::new();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
     for line in stdout.lines() {
         let mut parts = line.splitn(3, '|');
         let (Some(node), Some(state)) = (parts.next(), parts.next()) else {
             continue;
         };
         let (node, state) = (node.trim(), state.trim());
-        if node.is_empty() || state.is_empty() || out.iter().any(|n| n.node == node) {
+        if node.is_empty() || state.is_empty() || !seen.insert(node) {
             continue;
         }
         let reason = parts
@@ -228,6 +235,48 @@ impl NodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any text, truncated or hostile: every reader answers without panicking, and a node
+        /// state it returns is one of the input's lines.
+        #[test]
+        fn any_text_is_read_without_panic(text in "(?s).{0,400}", cut in 0usize..400) {
+            let cut = text.char_indices().nth(cut).map_or(text.len(), |(i, _)| i);
+            for t in [text.as_str(), &text[..cut]] {
+                let _ = failure(t);
+                let _ = granted(t);
+                let _ = pending(t);
+                for n in node_states(t) {
+                    prop_assert!(t.contains(&n.node));
+                    let _ = (n.usable(), n.describe());
+                }
+            }
+        }
+    }
+
+    /// Large outputs are read in one pass: 200,000 failure lines keep one failure, and 200,000
+    /// sinfo lines of 20,000 nodes give 20,000 states.
+    #[test]
+    fn large_outputs_stay_linear() {
+        let mut err = String::new();
+        for i in 0..200_000 {
+            err.push_str(&format!(
+                "srun: error: Unable to create step for job {i}: busy\n"
+            ));
+        }
+        err.push_str(
+            "srun: error: *** STEP 7.0 ON spark-b CANCELLED AT 2026-12-01 DUE TO TIME LIMIT ***\n",
+        );
+        let f = failure(&err).expect("a failure");
+        assert_eq!(f.kind, SlurmFailureKind::TimeLimit);
+        assert_eq!(f.node.as_deref(), Some("spark-b"));
+        let mut sinfo = String::new();
+        for i in 0..200_000 {
+            sinfo.push_str(&format!("n{:05}|idle|none\n", i % 20_000));
+        }
+        assert_eq!(node_states(&sinfo).len(), 20_000);
+    }
 
     /// Texts as Slurm 22.05 printed them in the lab (tests/lab/README.md).
     #[test]

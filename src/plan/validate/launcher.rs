@@ -137,7 +137,12 @@ fn slurm_name(ctx: &mut Ctx, key: &str, v: Option<&Spanned<String>>) -> Option<S
         )
         .at(span(v), "not a Slurm name")
         .help(format!(
-            "a {key} name uses letters, digits, `-`, `_` and `.` (as `sinfo -s` or `sacctmgr show account` lists them)"
+            "{key} names use letters, digits, `-`, `_` and `.` ({} lists them)",
+            if key == "account" {
+                "`sacctmgr show account`"
+            } else {
+                "`sinfo -s`"
+            }
         )),
     );
     None
