@@ -16,11 +16,12 @@ mod lab;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fabricplan::plan::Plan;
 use fabricplan::topology::Fabric;
+use lab::run::{Run, Work};
 #[allow(unused_imports)]
 use lab::twin::lab_spec;
 use lab::{Fault, Lab, lab_enabled};
@@ -43,118 +44,7 @@ fn build_twin(name: &str, tag: &str) -> (PathBuf, Plan, Lab, Work) {
     let plan = support::load_plan(&twin);
     let lab = Lab::build(&lab_spec(tag, &plan)).expect("lab builds");
     eprintln!("{name} lab built in {:?}", t0.elapsed());
-    (twin, plan, lab, Work::new(name))
-}
-
-/// One finished `fabricplan run`.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    results: Value,
-    wall: Duration,
-}
-
-impl Run {
-    fn jobs(&self) -> &Vec<Value> {
-        self.results["jobs"].as_array().expect("jobs array")
-    }
-
-    fn job(&self, id: &str) -> &Value {
-        self.jobs()
-            .iter()
-            .find(|j| j["job"] == id)
-            .unwrap_or_else(|| panic!("no job {id} in results.json"))
-    }
-
-    /// The id of the one job of `kind` (the NCCL test of a twin), whatever round it landed in.
-    fn only(&self, kind: &str) -> String {
-        let of: Vec<&Value> = self.jobs().iter().filter(|j| j["kind"] == kind).collect();
-        assert_eq!(of.len(), 1, "one {kind} job expected:\n{}", self.story());
-        of[0]["job"].as_str().unwrap_or("").to_string()
-    }
-
-    fn verdict(&self) -> &str {
-        self.results["summary"]["verdict"].as_str().unwrap_or("")
-    }
-
-    /// Every verdict (preflight and jobs) that is not OK, as (gate, outcome, trap).
-    fn not_ok(&self) -> Vec<(String, String, String)> {
-        let pre = self.results["preflight"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let jobs = self
-            .jobs()
-            .iter()
-            .flat_map(|j| j["verdicts"].as_array().cloned().unwrap_or_default());
-        pre.into_iter()
-            .chain(jobs)
-            .filter(|v| v["outcome"] != "OK")
-            .map(|v| {
-                (
-                    v["gate"].as_str().unwrap_or("").to_string(),
-                    v["outcome"].as_str().unwrap_or("").to_string(),
-                    v["trap"].as_str().unwrap_or("").to_string(),
-                )
-            })
-            .collect()
-    }
-
-    /// A readable account of the run for assertion messages.
-    fn story(&self) -> String {
-        let mut s = format!(
-            "exit {:?}, {:?}, verdict {:?}\n",
-            self.code,
-            self.wall,
-            self.verdict()
-        );
-        for j in self.jobs() {
-            s.push_str(&format!(
-                "  {} {} {} reason={}\n",
-                j["job"].as_str().unwrap_or(""),
-                j["status"].as_str().unwrap_or(""),
-                j["label"].as_str().unwrap_or(""),
-                j["reason"]
-            ));
-            for v in j["verdicts"].as_array().into_iter().flatten() {
-                s.push_str(&format!(
-                    "    {} {} measured={} threshold={} trap={} detail={}\n",
-                    v["outcome"].as_str().unwrap_or(""),
-                    v["gate"].as_str().unwrap_or(""),
-                    v["measured"],
-                    v["threshold"],
-                    v["trap"],
-                    v["detail"]
-                ));
-            }
-        }
-        for v in self.results["preflight"].as_array().into_iter().flatten() {
-            if v["outcome"] != "OK" {
-                s.push_str(&format!(
-                    "  preflight {} {} trap={} {}\n",
-                    v["outcome"], v["gate"], v["trap"], v["detail"]
-                ));
-            }
-        }
-        s.push_str(&format!(
-            "--- stderr:\n{}\n--- stdout (first 3000 chars):\n{}",
-            self.stderr,
-            self.stdout.chars().take(3000).collect::<String>()
-        ));
-        s
-    }
-
-    /// The main measured value of a job (its first metric verdict).
-    fn value(&self, id: &str) -> f64 {
-        self.job(id)["verdicts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|v| !v["metric"].is_null())
-            .and_then(|v| v["measured"].as_f64())
-            .unwrap_or_else(|| panic!("{id} has no measured value:\n{}", self.story()))
-    }
+    (twin, plan, lab, Work::new("fabricplan-e2e", name))
 }
 
 fn fabricplan_cmd(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&str]) -> Command {
@@ -174,33 +64,13 @@ fn fabricplan_cmd(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&st
     c
 }
 
-fn finish(out: Output, dir: &Path, wall: Duration) -> Run {
-    let results_path = dir.join("results.json");
-    let text = std::fs::read_to_string(&results_path).unwrap_or_else(|e| {
-        panic!(
-            "no {} ({e}); exit {:?}\nstderr:\n{}\nstdout:\n{}",
-            results_path.display(),
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        results: serde_json::from_str(&text).expect("results.json is JSON"),
-        wall,
-    }
-}
-
 /// `fabricplan run PLAN --ssh-config <lab> --out <dir> --format FORMAT EXTRA...` to completion.
 fn run(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&str]) -> Run {
     let t = Instant::now();
     let output = fabricplan_cmd(lab, plan, out, format, extra)
         .output()
         .expect("run fabricplan");
-    let r = finish(output, out, t.elapsed());
+    let r = Run::finish(output, out, t.elapsed());
     eprintln!(
         "run {} {extra:?}: exit {:?} in {:?}: {}",
         plan.file_name().unwrap().to_string_lossy(),
@@ -254,34 +124,6 @@ fn variant(base: &Path, dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathB
     let p = dir.join(format!("{name}.toml"));
     std::fs::write(&p, text).unwrap();
     p
-}
-
-/// The test's work directory (run dirs, plan variants): `/var/tmp/fabricplan-e2e/<name>`,
-/// emptied first, removed by [`Work`]'s drop only when the test passed (kept for reading after
-/// a failure).
-struct Work(PathBuf);
-
-impl Work {
-    fn new(name: &str) -> Work {
-        let p = PathBuf::from("/var/tmp/fabricplan-e2e").join(name);
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("work dir");
-        Work(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("run directories kept in {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 }
 
 // ------------------------------------------------------------------ no root needed
@@ -748,7 +590,7 @@ fn interrupted_run(lab: &Lab, twin: &Path, work: &Path) {
     let pid = child.id().to_string();
     assert!(lab::run(&["kill", "-INT", &pid]).status.success());
     let output = child.wait_with_output().expect("wait fabricplan");
-    let r = finish(output, &out, t.elapsed());
+    let r = Run::finish(output, &out, t.elapsed());
     eprintln!(
         "interrupted run: exit {:?} in {:?}, {finished_before} job(s) finished before SIGINT",
         r.code, r.wall

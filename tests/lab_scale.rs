@@ -19,13 +19,14 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use lab::owner::Created;
+use lab::run::Work;
 use lab::twin::{lab_spec, plan_file};
 use lab::{Lab, lab_enabled};
 use serde_json::Value;
@@ -123,20 +124,6 @@ impl Drop for Guard {
             let _ = self.0.kill();
         }
         let _ = self.0.wait();
-    }
-}
-
-/// The work directory, `/var/tmp/fabricplan-e2e/scale-64`: kept after a failure, removed after
-/// a pass.
-struct Work(PathBuf);
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("run directory kept in {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
     }
 }
 
@@ -302,10 +289,8 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
         return;
     }
     let t0 = Instant::now();
-    let work = Work(PathBuf::from("/var/tmp/fabricplan-e2e/scale-64"));
-    let _ = std::fs::remove_dir_all(&work.0);
-    std::fs::create_dir_all(&work.0).unwrap();
-    let source = work.0.join("scale-64.toml");
+    let work = Work::new("fabricplan-e2e", "scale-64");
+    let source = work.path().join("scale-64.toml");
     std::fs::write(&source, plan_text()).unwrap();
     let plan = support::load_plan(&source);
     assert_eq!(plan.nodes.len(), HOSTS);
@@ -336,8 +321,8 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
         .collect();
     let watcher = Handshakes::watch(inodes);
     let t1 = Instant::now();
-    let out = work.0.join("run");
-    let (code, stderr, r) = run(&lab, &twin, &out, &work.0);
+    let out = work.path().join("run");
+    let (code, stderr, r) = run(&lab, &twin, &out, work.path());
     let wall = t1.elapsed();
     let (peak, seen) = watcher.finish();
     eprintln!(

@@ -18,9 +18,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use lab::run::{Run, Work};
 use lab::twin::lab_spec;
 use lab::{Lab, lab_enabled};
-use serde_json::Value;
 
 fn twin(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -36,86 +36,7 @@ fn build(name: &str, tag: &str) -> (PathBuf, Lab, Work) {
     let lab = Lab::build(&lab_spec(tag, &plan).slurm()).expect("slurm lab builds");
     let file = lab::twin::plan_file(&lab, &twin(name)).expect("twin plan file");
     eprintln!("{name} lab with Slurm built in {:?}", t0.elapsed());
-    (file, lab, Work::new(name))
-}
-
-/// One finished run.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    results: Value,
-}
-
-impl Run {
-    fn jobs(&self) -> &Vec<Value> {
-        self.results["jobs"].as_array().expect("jobs array")
-    }
-
-    fn verdict(&self) -> &str {
-        self.results["summary"]["verdict"].as_str().unwrap_or("")
-    }
-
-    fn preflight(&self) -> &Vec<Value> {
-        self.results["preflight"]
-            .as_array()
-            .expect("preflight array")
-    }
-
-    /// Every verdict that is not OK, as (gate, outcome, trap).
-    fn not_ok(&self) -> Vec<(String, String, String)> {
-        self.preflight()
-            .iter()
-            .chain(
-                self.jobs()
-                    .iter()
-                    .flat_map(|j| j["verdicts"].as_array().into_iter().flatten()),
-            )
-            .filter(|v| v["outcome"] != "OK")
-            .map(|v| {
-                (
-                    v["gate"].as_str().unwrap_or("").to_string(),
-                    v["outcome"].as_str().unwrap_or("").to_string(),
-                    v["trap"].as_str().unwrap_or("").to_string(),
-                )
-            })
-            .collect()
-    }
-
-    fn story(&self) -> String {
-        let mut s = format!("exit {:?}, verdict {:?}\n", self.code, self.verdict());
-        for v in self.preflight() {
-            s.push_str(&format!(
-                "  preflight {} {} trap={} {}\n",
-                v["outcome"], v["gate"], v["trap"], v["detail"]
-            ));
-        }
-        for j in self.jobs() {
-            s.push_str(&format!(
-                "  {} {} {} reason={}\n",
-                j["job"].as_str().unwrap_or(""),
-                j["status"].as_str().unwrap_or(""),
-                j["label"].as_str().unwrap_or(""),
-                j["reason"]
-            ));
-            for v in j["verdicts"].as_array().into_iter().flatten() {
-                s.push_str(&format!(
-                    "    {} {} measured={} trap={} detail={}\n",
-                    v["outcome"].as_str().unwrap_or(""),
-                    v["gate"].as_str().unwrap_or(""),
-                    v["measured"],
-                    v["trap"],
-                    v["detail"]
-                ));
-            }
-        }
-        s.push_str(&format!(
-            "--- stderr:\n{}\n--- stdout (first 3000 chars):\n{}",
-            self.stderr,
-            self.stdout.chars().take(3000).collect::<String>()
-        ));
-        s
-    }
+    (file, lab, Work::new("fabricplan-slurm-e2e", name))
 }
 
 /// `fabricplan run PLAN --launcher slurm --out DIR --format FORMAT EXTRA...`, as a Slurm client
@@ -139,25 +60,6 @@ fn fabricplan(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&str]) 
         .env("COLUMNS", "100")
         .stdin(Stdio::null());
     c
-}
-
-fn finish(out: Output, dir: &Path) -> Run {
-    let path = dir.join("results.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "no {} ({e}); exit {:?}\nstderr:\n{}\nstdout:\n{}",
-            path.display(),
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        )
-    });
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        results: serde_json::from_str(&text).expect("results.json is JSON"),
-    }
 }
 
 /// How long one run may take before the test gives up on it (and kills it with all it
@@ -286,7 +188,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 fn run(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&str]) -> Run {
     let t = Instant::now();
     let o = Started::spawn(fabricplan(lab, plan, out, format, extra)).wait(RUN_DEADLINE);
-    let r = finish(o, out);
+    let r = Run::finish(o, out, t.elapsed());
     eprintln!(
         "run --launcher slurm {extra:?}: exit {:?} in {:?}: {}",
         r.code,
@@ -328,32 +230,6 @@ fn assert_nothing_left(lab: &Lab, keep: &[String], when: &str) {
             keep.iter().any(|k| l.starts_with(&format!("{k} "))),
             "{when}: a job left in Slurm: {l}"
         );
-    }
-}
-
-/// The test's work directory, kept only when the test failed.
-struct Work(PathBuf);
-
-impl Work {
-    fn new(name: &str) -> Work {
-        let p = PathBuf::from("/var/tmp/fabricplan-slurm-e2e").join(name);
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("work dir");
-        Work(p)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Work {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("run directories kept in {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
     }
 }
 
@@ -526,6 +402,7 @@ fn two_spark_twin_runs_green_through_slurm() {
 /// skipped, exit 130, and the allocation fabricplan made is released.
 fn interrupted_run(lab: &Lab, plan: &Path, work: &Path) {
     let out = work.join("interrupted");
+    let t = Instant::now();
     let mut child = Started::spawn(fabricplan(lab, plan, &out, "json", &[]));
     let jsonl = out.join("results.jsonl");
     let lines = || {
@@ -546,7 +423,7 @@ fn interrupted_run(lab: &Lab, plan: &Path, work: &Path) {
     assert!(inside, "round 2 never started (or the run ended before it)");
     let pid = child.pid().to_string();
     assert!(lab::run(&["kill", "-INT", &pid]).status.success());
-    let r = finish(child.wait(RUN_DEADLINE), &out);
+    let r = Run::finish(child.wait(RUN_DEADLINE), &out, t.elapsed());
     eprintln!("interrupted run: exit {:?}: {}", r.code, r.verdict());
     assert_eq!(r.code, Some(130), "{}", r.story());
     assert_eq!(r.results["interrupted"], true);

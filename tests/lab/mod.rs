@@ -12,6 +12,7 @@
 #![allow(dead_code)]
 
 pub mod owner;
+pub mod run;
 mod sh;
 pub mod slurm;
 pub mod space;
