@@ -493,16 +493,22 @@ fn int_bounds(s: &Value) -> (Option<i128>, Option<i128>) {
         _ => (None, None),
     };
     let num = |k: &str| s.get(k).and_then(Value::as_f64);
-    if let Some(m) = num("minimum") {
-        let m = m.ceil() as i128;
+    // an integer bound read exactly (9223372036854775807 is not an f64), a fractional one
+    // rounded inwards
+    let int = |k: &str| {
+        let v = s.get(k)?;
+        v.as_i64()
+            .map(i128::from)
+            .or_else(|| v.as_u64().map(i128::from))
+    };
+    if let Some(m) = int("minimum").or_else(|| num("minimum").map(|m| m.ceil() as i128)) {
         lo = Some(lo.map_or(m, |l| l.max(m)));
     }
     if let Some(m) = num("exclusiveMinimum") {
         let m = m.floor() as i128 + 1;
         lo = Some(lo.map_or(m, |l| l.max(m)));
     }
-    if let Some(m) = num("maximum") {
-        let m = m.floor() as i128;
+    if let Some(m) = int("maximum").or_else(|| num("maximum").map(|m| m.floor() as i128)) {
         hi = Some(hi.map_or(m, |h| h.min(m)));
     }
     if let Some(m) = num("exclusiveMaximum") {
@@ -672,5 +678,20 @@ fn clip(s: &str, max: usize) -> String {
         s.to_string()
     } else {
         s.chars().take(max).collect::<String>() + "…"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bounds are read exactly: TOML's largest integer is no f64 and must not be shown as
+    /// 9223372036854775808; a fractional bound is rounded inwards.
+    #[test]
+    fn integer_bounds_are_exact() {
+        let s = serde_json::json!({"format": "uint64", "minimum": 0, "maximum": i64::MAX});
+        assert_eq!(int_bounds(&s), (Some(0), Some(i128::from(i64::MAX))));
+        let s = serde_json::json!({"minimum": 0.5, "maximum": 10.5});
+        assert_eq!(int_bounds(&s), (Some(1), Some(10)));
     }
 }
