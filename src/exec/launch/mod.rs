@@ -83,6 +83,19 @@ pub struct Stopped {
     pub error: Option<TransportError>,
 }
 
+impl Stopped {
+    /// A stop handed a handle of another launcher's kind: nothing was stopped.
+    pub fn foreign(node: &Node, launcher: &str, handle: &ServerHandle) -> Stopped {
+        Stopped {
+            error: Some(TransportError::Lost {
+                host: node.name.clone(),
+                reason: format!("the {launcher} launcher cannot stop {handle:?}"),
+            }),
+            ..Stopped::default()
+        }
+    }
+}
+
 /// Starts, readies, releases, stops and collects a job's processes.
 pub trait Launcher: Send + Sync {
     /// How this launcher writes commands.

@@ -156,13 +156,7 @@ impl Launcher for SshLauncher {
     ) -> BoxFuture<'a, Stopped> {
         Box::pin(async move {
             let ServerHandle::ProcessGroup(pgid) = handle else {
-                return Stopped {
-                    error: Some(TransportError::Lost {
-                        host: node.name.clone(),
-                        reason: format!("the SSH launcher cannot stop {handle:?}"),
-                    }),
-                    ..Stopped::default()
-                };
+                return Stopped::foreign(node, "SSH", handle);
             };
             // the log is a file: the kill does not take it, so both go at once
             let log_file = format!("{job}.log");

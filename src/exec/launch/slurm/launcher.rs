@@ -553,13 +553,7 @@ impl Launcher for SlurmLauncher {
     ) -> BoxFuture<'a, Stopped> {
         Box::pin(async move {
             let ServerHandle::Step(id) = handle else {
-                return Stopped {
-                    error: Some(TransportError::Lost {
-                        host: node.name.clone(),
-                        reason: format!("the Slurm launcher cannot stop {handle:?}"),
-                    }),
-                    ..Stopped::default()
-                };
+                return Stopped::foreign(node, "Slurm", handle);
             };
             if !is_step_id(id) {
                 return Stopped {
