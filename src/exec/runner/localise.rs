@@ -4,8 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::Books;
 use super::ctx::{Ctx, Event};
-use super::{Books, round};
 use crate::exec::evidence::Evidence;
 use crate::kinds;
 use crate::localise::{self, Observed};
@@ -59,15 +59,7 @@ pub(super) async fn localise(
             // an interrupted run decides nothing from half its evidence
             return;
         }
-        ctx.launcher.expect_round(r);
-        let (mut jobs, outputs, record) = round::run_round(ctx, r, *next, |_| true).await;
-        books.book(evidence, &mut jobs, outputs);
-        for d in &jobs {
-            ctx.emit(Event::JobDone(Box::new(d.clone())));
-        }
-        results.rounds.push(record.clone());
-        ctx.emit(Event::RoundDone(record));
-        results.jobs.extend(jobs);
+        super::measure(ctx, r, *next, |_| true, results, evidence, books).await;
         retests.extend(r.jobs.iter().map(|j| j.id.clone()));
     }
     let retest_jobs: Vec<Job> = rounds.into_iter().flat_map(|r| r.jobs).collect();

@@ -108,6 +108,29 @@ impl Books {
     }
 }
 
+/// Run one round (its jobs that `pick` selects) and record it: its jobs booked, each job and
+/// the round told to the sinks, both kept in `results`. `total` is the count of rounds shown.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn measure(
+    ctx: &ctx::Ctx<'_>,
+    round: &Round,
+    total: usize,
+    pick: impl Fn(&Job) -> bool,
+    results: &mut RunResults,
+    evidence: &Evidence,
+    books: &mut Books,
+) {
+    ctx.launcher.expect_round(round);
+    let (mut jobs, outputs, record) = round::run_round(ctx, round, total, pick).await;
+    books.book(evidence, &mut jobs, outputs);
+    for d in &jobs {
+        ctx.emit(Event::JobDone(Box::new(d.clone())));
+    }
+    results.rounds.push(record.clone());
+    ctx.emit(Event::RoundDone(record));
+    results.jobs.extend(jobs);
+}
+
 /// Run a plan to its results.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
@@ -210,16 +233,16 @@ pub async fn run(
             }
             continue;
         }
-        ctx.launcher.expect_round(&round);
-        let (mut jobs, outputs, record) =
-            round::run_round(&ctx, &round, schedule.len(), pick).await;
-        books.book(evidence, &mut jobs, outputs);
-        for d in &jobs {
-            ctx.emit(Event::JobDone(Box::new(d.clone())));
-        }
-        results.rounds.push(record.clone());
-        ctx.emit(Event::RoundDone(record));
-        results.jobs.extend(jobs);
+        measure(
+            &ctx,
+            &round,
+            schedule.len(),
+            pick,
+            &mut results,
+            evidence,
+            &mut books,
+        )
+        .await;
         // a sampled test's last selected round: re-test its failing flows, name the culprit
         if let Some((Stage::Sampled { kind, .. }, span)) = schedule.stage_of(i) {
             sampled.kind = Some(*kind);
