@@ -23,6 +23,24 @@ pub const STEP_MARK: &str = "@fabricplan-step";
 const STEP_PRINTF: &str =
     "printf \"@fabricplan-step %s.%s\\n\" \"$SLURM_JOB_ID\" \"$SLURM_STEP_ID\" >&2";
 
+/// The start mark a released step prints (the host's clock, ns) just before its tool runs.
+fn start_mark() -> String {
+    format!(
+        "printf \"{} %s\\n\" \"$(date +%s%N)\" >&2 && ",
+        wrap::START_MARK
+    )
+}
+
+/// What every step's task runs: into the run's directory on the node, its step id written
+/// first, then `before` (nothing, or what waits for the release and marks the start), then the
+/// command under a timeout.
+fn step_body(run_id: &str, before: &str, timeout_s: u32, command: &str) -> String {
+    format!(
+        "mkdir -p {d} && cd {d} && {STEP_PRINTF} && {before}exec timeout -k 5 {timeout_s} {command}",
+        d = quote(&remote_dir(run_id)).unwrap_or_default(),
+    )
+}
+
 /// Split the step marks off a step's stderr: (its id, the rest). Every rank of a step writes
 /// one; they all name the same step.
 pub fn take_step_mark(stderr: &str) -> (Option<String>, String) {
@@ -244,9 +262,9 @@ impl LaunchStyle for SlurmStyle {
     ) -> String {
         let n = plan.node(node);
         let script = format!(
-            "{}mkdir -p {d} && cd {d} && {STEP_PRINTF} && exec timeout -k 5 {timeout_s} {command}",
+            "{}{}",
             exports(n.env.iter()),
-            d = quote(&remote_dir(run_id)).unwrap_or_default(),
+            step_body(run_id, "", timeout_s, command)
         );
         self.task(&n.name, &script)
     }
@@ -262,12 +280,15 @@ impl LaunchStyle for SlurmStyle {
         command: &str,
     ) -> String {
         let n = plan.node(node);
+        let released = format!(
+            "echo {} >&2 && read -r _ && {}",
+            wrap::ARMED_MARK,
+            start_mark()
+        );
         let script = format!(
-            "{}mkdir -p {d} && cd {d} && {STEP_PRINTF} && echo {armed} >&2 && read -r _ && printf \"{start} %s\\n\" \"$(date +%s%N)\" >&2 && exec timeout -k 5 {timeout_s} {command}",
+            "{}{}",
             exports(n.env.iter()),
-            d = quote(&remote_dir(run_id)).unwrap_or_default(),
-            armed = wrap::ARMED_MARK,
-            start = wrap::START_MARK,
+            step_body(run_id, &released, timeout_s, command)
         );
         self.task(&n.name, &script)
     }
@@ -323,14 +344,14 @@ impl LaunchStyle for SlurmStyle {
             .iter()
             .map(|a| Word::Data(a.clone()).text())
             .collect::<Result<_, _>>()?;
+        let command = if args.is_empty() {
+            binary
+        } else {
+            format!("{binary} {}", args.join(" "))
+        };
         script.push_str(&format!(
-            "export OMPI_MCA_btl_tcp_if_include={subnets} OMPI_MCA_oob_tcp_if_include={subnets}; \
-mkdir -p {d} && cd {d} && {STEP_PRINTF} && printf \"{start} %s\\n\" \"$(date +%s%N)\" >&2 && exec timeout -k 5 {t} {binary}{sp}{args}",
-            d = quote(&remote_dir(run_id)).unwrap_or_default(),
-            start = wrap::START_MARK,
-            t = launch.timeout_s,
-            sp = if args.is_empty() { "" } else { " " },
-            args = args.join(" "),
+            "export OMPI_MCA_btl_tcp_if_include={subnets} OMPI_MCA_oob_tcp_if_include={subnets}; {}",
+            step_body(run_id, &start_mark(), launch.timeout_s, &command)
         ));
         let words = vec![
             Word::Own("srun".into()),
