@@ -377,6 +377,34 @@ pub struct RoundPhases {
     pub fabricplan_ms: Option<f64>,
 }
 
+/// Where the time before the first round went, in milliseconds on the controller's monotonic
+/// clock, except the launch check's own run (from its start mark, the launching host's clock
+/// when mpirun or srun really started, to its answer). The launch checks start with the
+/// discovery probes and run beside them and the pings: `total_ms` is the longer of the two
+/// paths, `open_ms` + `discovery_ms` + `pings_ms` and `launch_checks_ms`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct StartPhases {
+    /// The launcher's opening (Slurm: the allocation; SSH: nothing to open).
+    pub open_ms: f64,
+    /// The discovery probe on every needed node, its SSH connection included.
+    pub discovery_ms: f64,
+    /// Preflight's pings, from the end of discovery to the last answer (0 without preflight).
+    pub pings_ms: f64,
+    /// The launch checks, from their start to the last answer; `None` when none ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_checks_ms: Option<f64>,
+    /// The longest launch check's own run: its start mark to its answer (the tool's time);
+    /// `None` when none ran or none reported its start mark.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_check_tool_ms: Option<f64>,
+    /// The launcher's opening to the first round's start.
+    pub total_ms: f64,
+    /// `total_ms` less `launch_check_tool_ms` (`total_ms` without it): what the time before the
+    /// first round costs beyond the launch check's own mpirun.
+    pub beyond_launch_check_ms: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct NodeDiscovery {
@@ -475,6 +503,10 @@ pub struct RunResults {
     pub preflight: Vec<Verdict>,
     pub jobs: Vec<JobResult>,
     pub rounds: Vec<RoundRecord>,
+    /// Where the time before the first round went (missing in files written before it was
+    /// recorded, and in runs that ended before a round).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_rounds: Option<StartPhases>,
     /// What localisation named at fault, worst first (empty unless a sampled test failed).
     pub suspects: Vec<Suspect>,
     pub summary: Summary,

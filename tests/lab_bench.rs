@@ -19,8 +19,9 @@
 //! * fan-out: `fabricplan detect` over 1, 8 and 32 hosts, beside a sequential `ssh` loop (and a
 //!   naive parallel one) running the same probe;
 //! * stand-in delays (issue #16): the overhead bench with every stand-in waiting 20 ms, 150 ms
-//!   and 1 s at its start and before its exit, and the per-round medians of each phase of
-//!   `rounds[].phases` (`bench_delays_*`).
+//!   and 1 s at its start and before its exit, the per-round medians of each phase of
+//!   `rounds[].phases`, the medians of `before_rounds` (discovery, pings, the launch check and
+//!   its own run), and at 150 ms the sequential script over the same jobs (`bench_delays_*`).
 //!
 //! `FABRICPLAN_BENCH_REPS` (default 2) repeats each fabricplan run.
 
@@ -141,6 +142,8 @@ struct Figures {
     longest_tool_s: f64,
     /// Run start .. first round start (discovery, preflight).
     before_rounds_s: f64,
+    /// results.json `before_rounds`: (total, the launch check's own run, beyond it), s.
+    before: Option<(f64, Option<f64>, f64)>,
     /// Per round: (name, round wall, tool, start overhead, tail overhead, skew ms).
     rounds: Vec<(String, f64, f64, f64, f64, Option<f64>)>,
 }
@@ -159,6 +162,14 @@ impl Figures {
         let rounds = r["rounds"].as_array().cloned().unwrap_or_default();
         if let Some(first) = rounds.first() {
             f.before_rounds_s = (ms(&first["started_unix_ms"]) - run_start) / 1000.0;
+        }
+        let b = &r["before_rounds"];
+        if b.is_object() {
+            f.before = Some((
+                ms(&b["total_ms"]) / 1000.0,
+                b["launch_check_tool_ms"].as_f64().map(|v| v / 1000.0),
+                ms(&b["beyond_launch_check_ms"]) / 1000.0,
+            ));
         }
         for round in &rounds {
             let ids: Vec<&str> = round["jobs"]
@@ -220,6 +231,12 @@ impl Figures {
             self.before_rounds_s,
             self.longest_tool_s
         );
+        if let Some((total, own, beyond)) = self.before {
+            println!(
+                "  before the first round (results.json): {total:.3} s, the launch check's own \
+                 run {own:?} s, beyond it {beyond:.3} s"
+            );
+        }
         for (name, wall, tool, head, tail, skew) in &self.rounds {
             println!(
                 "  round {name:<28} wall {wall:.3} s  tool {tool:.3} s  overhead {:.3} s \
@@ -445,6 +462,32 @@ fn phase_medians(runs: &[Run]) -> (Vec<(&'static str, f64)>, usize) {
     (medians, rounds.len())
 }
 
+/// What results.json says of the time before the first round (`before_rounds`), the median of
+/// each figure over `runs` (ms), and the runs counted.
+fn before_medians(runs: &[Run]) -> (Vec<(&'static str, f64)>, usize) {
+    const KEYS: [&str; 7] = [
+        "open_ms",
+        "discovery_ms",
+        "pings_ms",
+        "launch_checks_ms",
+        "launch_check_tool_ms",
+        "total_ms",
+        "beyond_launch_check_ms",
+    ];
+    let before: Vec<&Value> = runs.iter().map(|r| &r.results["before_rounds"]).collect();
+    for b in &before {
+        assert!(b.is_object(), "a run without before_rounds");
+    }
+    let medians = KEYS
+        .iter()
+        .map(|k| {
+            let mut v: Vec<f64> = before.iter().filter_map(|b| b[*k].as_f64()).collect();
+            (*k, median(&mut v))
+        })
+        .collect();
+    (medians, before.len())
+}
+
 /// The overhead across the stand-ins' start-up and exit delays: the same twin (2 s tools, with
 /// preflight) with every tool waiting 20 ms, 150 ms and 1 s at its start and before its exit
 /// (on top of its own ~20 ms of Python start-up). Prints the per-round phase medians from
@@ -473,6 +516,30 @@ fn overhead_across_delays(name: &str, tag: &str) {
             runs.push(r);
         }
         let (medians, n) = phase_medians(&runs);
+        let (bm, bn) = before_medians(&runs);
+        println!(
+            "BENCH-SUMMARY {name} stand-in delays {delay} ms: before the first round, medians over \
+             {bn} runs (ms): {}",
+            bm.iter()
+                .map(|(k, v)| format!("{} {v:.1}", k.trim_end_matches("_ms")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if delay == 150 {
+            // the seed-style sequential script over the same jobs, the same stand-ins
+            let r = runs.last().expect("a run");
+            let sdir = dir.join(format!("seq-d{delay}"));
+            std::fs::create_dir_all(&sdir).unwrap();
+            let seq = sequential(&lab, &sdir, &jobs_tsv(r));
+            assert_no_leftovers(&lab);
+            let mut walls: Vec<f64> = runs.iter().map(|r| r.wall.as_secs_f64()).collect();
+            let fp = median(&mut walls);
+            println!(
+                "BENCH-SUMMARY {name} stand-in delays {delay} ms sequential: wall {seq:.2} s; \
+                 fabricplan {fp:.2} s: {:.2}x faster",
+                seq / fp
+            );
+        }
         let line: Vec<String> = medians
             .iter()
             .map(|(k, v)| format!("{} {v:.1}", k.trim_end_matches("_ms")))

@@ -215,6 +215,20 @@ fn two_spark_twin() {
     for j in r.jobs() {
         assert_eq!(j["status"], "measured", "{}", r.story());
     }
+    // the time before the first round, with the launch check's own run from its start mark
+    // (split off: the verdict does not show it)
+    let b = &r.results["before_rounds"];
+    let (total, checks, own) = (
+        b["total_ms"].as_f64().unwrap_or(-1.0),
+        b["launch_checks_ms"].as_f64().unwrap_or(-1.0),
+        b["launch_check_tool_ms"].as_f64().unwrap_or(-1.0),
+    );
+    assert!(
+        0.0 < own && own <= checks + 5.0 && checks <= total + 1.0,
+        "before_rounds: {b:#}"
+    );
+    assert!(b["discovery_ms"].as_f64().unwrap_or(0.0) > 0.0, "{b:#}");
+    assert!(!r.stdout.contains("@fabricplan-start"), "{}", r.story());
     // stdout is the results JSON itself
     let printed: Value = serde_json::from_str(&r.stdout).expect("stdout is JSON");
     assert_eq!(printed["summary"], r.results["summary"]);

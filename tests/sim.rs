@@ -592,6 +592,20 @@ fn cli_verbose_prints_each_rounds_phases() {
         let err = String::from_utf8_lossy(&out.stderr);
         let text = std::fs::read_to_string(out_dir.path().join("results.json")).unwrap();
         let r: RunResults = serde_json::from_str(&text).unwrap();
+        // the time before the first round: one line first, and in results.json
+        let before = r.before_rounds.as_ref().expect("before_rounds");
+        assert!(
+            before.total_ms >= before.open_ms + before.discovery_ms,
+            "{before:?}"
+        );
+        let first = err
+            .lines()
+            .position(|l| l.starts_with("before the first round: open "))
+            .unwrap_or_else(|| {
+                panic!("{format}: no line for the time before the first round: {err}")
+            });
+        let round1 = err.lines().position(|l| l.starts_with("round 1/")).unwrap();
+        assert!(first < round1, "{err}");
         let lines: Vec<&str> = err.lines().filter(|l| l.contains(" phases")).collect();
         assert_eq!(lines.len(), r.rounds.len(), "{format}: {err}");
         for (i, (l, round)) in lines.iter().zip(&r.rounds).enumerate() {

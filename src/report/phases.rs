@@ -1,5 +1,6 @@
-//! `fabricplan run --verbose`: after each round, one line saying where its time went (the
-//! round's `phases` in results.json).
+//! `fabricplan run --verbose`: before the first round, one line saying where the time of
+//! discovery and preflight went (`before_rounds` in results.json), and after each round one
+//! line saying where its time went (the round's `phases`).
 #![allow(clippy::print_stderr)]
 
 use std::io::{self, Write};
@@ -8,7 +9,7 @@ use indicatif::ProgressBar;
 
 use super::sink::Sink;
 use crate::exec::runner::Event;
-use crate::results::{RoundPhases, RoundRecord};
+use crate::results::{RoundPhases, RoundRecord, StartPhases};
 
 /// `6021.7` -> `6,021 ms`: whole milliseconds (floored), thousands separated.
 fn ms(v: f64) -> String {
@@ -64,6 +65,31 @@ pub fn line(index: usize, total: usize, p: &RoundPhases) -> String {
     )
 }
 
+/// The line of the time before the first round:
+/// `before the first round: open 0 ms | discovery 215 ms | pings 274 ms | launch check 964 ms
+/// (mpirun's own 871 ms) | total 966 ms (0.10 s beyond the launch check)`.
+pub fn before_line(p: &StartPhases) -> String {
+    let launch = match (p.launch_checks_ms, p.launch_check_tool_ms) {
+        (Some(all), Some(own)) => format!(" | launch check {} (its own run {})", ms(all), ms(own)),
+        (Some(all), None) => format!(" | launch check {}", ms(all)),
+        (None, _) => String::new(),
+    };
+    let beyond = match p.launch_check_tool_ms {
+        Some(_) => format!(
+            " ({:.2} s beyond the launch check's own run)",
+            p.beyond_launch_check_ms / 1000.0
+        ),
+        None => String::new(),
+    };
+    format!(
+        "before the first round: open {} | discovery {} | pings {}{launch} | total {}{beyond}",
+        ms(p.open_ms),
+        ms(p.discovery_ms),
+        ms(p.pings_ms),
+        ms(p.total_ms),
+    )
+}
+
 /// Writes each round's phase line to stderr as the round ends (above the progress bar, when
 /// one is drawn).
 pub struct PhaseLines {
@@ -83,6 +109,11 @@ impl PhaseLines {
             return Ok(());
         };
         let text = line(r.index, self.total, p);
+        self.put(&text)
+    }
+
+    /// `text` as a line of its own, above the progress bar.
+    fn put(&mut self, text: &str) -> io::Result<()> {
         let out = &mut self.out;
         let mut put = || writeln!(out, "{text}").and_then(|()| out.flush());
         match &self.bar {
@@ -104,6 +135,7 @@ impl Sink for PhaseLines {
                 Ok(())
             }
             Event::RoundDone(r) => self.write(r),
+            Event::BeforeRounds(p) => self.put(&before_line(p)),
             _ => Ok(()),
         }
     }
@@ -120,6 +152,31 @@ mod tests {
         assert_eq!(ms(999.0), "999 ms");
         assert_eq!(ms(6021.7), "6,021 ms");
         assert_eq!(ms(1_234_567.0), "1,234,567 ms");
+    }
+
+    #[test]
+    fn the_time_before_the_first_round_reads_in_one_line() {
+        let mut p = StartPhases {
+            open_ms: 0.2,
+            discovery_ms: 215.4,
+            pings_ms: 274.0,
+            launch_checks_ms: Some(964.9),
+            launch_check_tool_ms: Some(871.3),
+            total_ms: 966.1,
+            beyond_launch_check_ms: 94.8,
+        };
+        assert_eq!(
+            before_line(&p),
+            "before the first round: open 0 ms | discovery 215 ms | pings 274 ms | launch check \
+             964 ms (its own run 871 ms) | total 966 ms (0.09 s beyond the launch check's own run)"
+        );
+        // no launch check (no NCCL test, or no preflight): nothing said of it
+        p.launch_checks_ms = None;
+        p.launch_check_tool_ms = None;
+        assert_eq!(
+            before_line(&p),
+            "before the first round: open 0 ms | discovery 215 ms | pings 274 ms | total 966 ms"
+        );
     }
 
     #[test]

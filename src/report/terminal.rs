@@ -110,7 +110,7 @@ impl Terminal {
                 inert(&v.gate),
                 inert(&v.detail)
             )),
-            Event::Preflight(_) => {}
+            Event::Preflight(_) | Event::BeforeRounds(_) => {}
             Event::RoundStart {
                 index,
                 total,

@@ -42,6 +42,8 @@ pub enum Event {
         detail: String,
     },
     Preflight(Verdict),
+    /// Discovery and preflight are over: where their time went.
+    BeforeRounds(crate::results::StartPhases),
     RoundStart {
         index: usize,
         total: usize,

@@ -22,7 +22,7 @@ use crate::plan::{NodeId, Plan};
 use crate::render::job::Resolution;
 use crate::results::{
     CounterTotal, JobResult, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION,
-    RunResults, Summary, now_ms,
+    RunResults, StartPhases, Summary, now_ms,
 };
 use crate::schedule::{Job, Round, Schedule, Stage};
 use crate::topology::Fabric;
@@ -131,6 +131,27 @@ pub(super) async fn measure(
     results.jobs.extend(jobs);
 }
 
+/// Where the time before the first round went: the launcher opened at `opened`, discovery
+/// over at `discovered`, preflight over at `total` (each from the run's start).
+fn start_phases(
+    opened: std::time::Duration,
+    discovered: std::time::Duration,
+    total: std::time::Duration,
+    t: preflight::PreflightTimes,
+) -> StartPhases {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let total_ms = ms(total);
+    StartPhases {
+        open_ms: ms(opened),
+        discovery_ms: ms(discovered.saturating_sub(opened)),
+        pings_ms: t.pings_ms,
+        launch_checks_ms: t.launch_checks_ms,
+        launch_check_tool_ms: t.launch_check_tool_ms,
+        total_ms,
+        beyond_launch_check_ms: (total_ms - t.launch_check_tool_ms.unwrap_or(0.0)).max(0.0),
+    }
+}
+
 /// Run a plan to its results.
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
@@ -174,6 +195,7 @@ pub async fn run(
         preflight: Vec::new(),
         jobs: Vec::new(),
         rounds: Vec::new(),
+        before_rounds: None,
         suspects: Vec::new(),
         summary: Summary::default(),
         keep_evidence: None,
@@ -200,7 +222,9 @@ pub async fn run(
     let needed = &sel.needed;
 
     // the launcher first: what it cannot reach is one FAIL per node, never probed
+    let clock = std::time::Instant::now();
     let reachable = discovery::open(&mut ctx, needed, &mut results).await;
+    let opened = clock.elapsed();
     // the launch checks depend on the plan alone: they start with the discovery probes
     let launches = plan.tests.preflight.then(|| {
         let checks = preflight::launch_checks(&ctx, &sel.nccl_tests);
@@ -208,9 +232,15 @@ pub async fn run(
         (checks, answers)
     });
     discovery::discover_needed(&mut ctx, &reachable, &mut results).await;
-    if plan.tests.preflight {
-        preflight::preflight(&mut ctx, needed, &mut results, launches).await;
-    }
+    let discovered = clock.elapsed();
+    let checked = if plan.tests.preflight {
+        preflight::preflight(&mut ctx, needed, &mut results, launches).await
+    } else {
+        preflight::PreflightTimes::default()
+    };
+    let before = start_phases(opened, discovered, clock.elapsed(), checked);
+    ctx.emit(Event::BeforeRounds(before.clone()));
+    results.before_rounds = Some(before);
 
     // re-test rounds are numbered after the schedule's
     let mut next = schedule.len();

@@ -14,8 +14,25 @@ use crate::kinds::{Answer, LaunchCheck, judge_launch, launch_check};
 use crate::plan::{Endpoint, NodeId};
 use crate::results::RunResults;
 
-/// What the launch checks answered, in their order.
-pub(crate) type LaunchAnswers = tokio::task::JoinHandle<Vec<Result<Output, TransportError>>>;
+/// One launch check's answer, and when it arrived (Unix ms, the controller's clock).
+pub(crate) struct LaunchAnswer {
+    out: Result<Output, TransportError>,
+    answered_unix_ms: f64,
+}
+
+/// What the launch checks answered, in their order, and how long they took together.
+pub(crate) type LaunchAnswers = tokio::task::JoinHandle<(Vec<LaunchAnswer>, std::time::Duration)>;
+
+/// How long preflight's parts took, for the run's [`crate::results::StartPhases`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PreflightTimes {
+    /// The pings, start to last answer.
+    pub(crate) pings_ms: f64,
+    /// The launch checks, their start to the last answer.
+    pub(crate) launch_checks_ms: Option<f64>,
+    /// The longest launch check's own run: its start mark to its answer.
+    pub(crate) launch_check_tool_ms: Option<f64>,
+}
 
 /// The launch checks of the NCCL tests that have a selected job and can all be reached (none of
 /// their ranks is one the launcher said it cannot reach). They depend on the plan alone, not on
@@ -57,11 +74,16 @@ pub(crate) fn start_launch_checks(ctx: &Ctx<'_>, checks: &[LaunchCheck]) -> Laun
         })
         .collect();
     tokio::spawn(async move {
-        join_all(
-            work.iter()
-                .map(|(node, script, timeout)| launcher.exec(node, script, *timeout)),
-        )
-        .await
+        let started = std::time::Instant::now();
+        let answers = join_all(work.iter().map(|(node, script, timeout)| async {
+            let out = launcher.exec(node, script, *timeout).await;
+            LaunchAnswer {
+                out,
+                answered_unix_ms: crate::results::now_ms() as f64,
+            }
+        }))
+        .await;
+        (answers, started.elapsed())
     })
 }
 
@@ -114,7 +136,8 @@ pub(crate) async fn preflight(
     needed: &[NodeId],
     results: &mut RunResults,
     launches: Option<(Vec<LaunchCheck>, LaunchAnswers)>,
-) {
+) -> PreflightTimes {
+    let mut times = PreflightTimes::default();
     let mut verdicts = discovery_checks(ctx, needed);
     let unreachable = |n: NodeId| ctx.unreachable.contains_key(&n);
     let list = pings::pings(
@@ -126,31 +149,40 @@ pub(crate) async fn preflight(
         &unreachable,
     );
     // the pings run while the launch checks finish
-    let (outs, answers) = tokio::join!(
-        join_all(
-            list.iter()
-                .map(|p| async { ctx.exec_oneshot(p.node(), &p.command, SHORT).await })
-        ),
+    let pinging = std::time::Instant::now();
+    let (outs, (answers, took)) = tokio::join!(
+        async {
+            let outs = join_all(
+                list.iter()
+                    .map(|p| async { ctx.exec_oneshot(p.node(), &p.command, SHORT).await }),
+            )
+            .await;
+            times.pings_ms = pinging.elapsed().as_secs_f64() * 1000.0;
+            outs
+        },
         async {
             match launches {
                 Some((checks, answers)) => {
-                    let got = answers.await.unwrap_or_else(|e| {
-                        checks
+                    let (got, took) = answers.await.unwrap_or_else(|e| {
+                        let lost = checks
                             .iter()
-                            .map(|c| {
-                                Err(TransportError::Lost {
+                            .map(|c| LaunchAnswer {
+                                out: Err(TransportError::Lost {
                                     host: c.step.host.clone(),
                                     reason: format!("the launch check did not finish: {e}"),
-                                })
+                                }),
+                                answered_unix_ms: crate::results::now_ms() as f64,
                             })
-                            .collect()
+                            .collect();
+                        (lost, std::time::Duration::ZERO)
                     });
-                    checks.into_iter().zip(got).collect()
+                    (checks.into_iter().zip(got).collect(), Some(took))
                 }
-                None => Vec::new(),
+                None => (Vec::new(), None),
             }
         }
     );
+    times.launch_checks_ms = took.map(|t| t.as_secs_f64() * 1000.0);
     let texts: Vec<Result<String, String>> = outs
         .into_iter()
         .map(|o| {
@@ -159,8 +191,19 @@ pub(crate) async fn preflight(
         })
         .collect();
     verdicts.extend(pings::judge(ctx.plan, &list, &texts));
-    let answers: Vec<(LaunchCheck, Result<Output, TransportError>)> = answers;
-    for (check, out) in answers {
+    let answers: Vec<(LaunchCheck, LaunchAnswer)> = answers;
+    for (check, answered) in answers {
+        let mut out = answered.out;
+        // the start mark is fabricplan's, not mpirun's: split off before the answer is read
+        if let Ok(o) = out.as_mut() {
+            let (mark, rest) = crate::render::wrap::take_start_mark(&o.stderr);
+            o.stderr = rest;
+            if let Some(m) = mark {
+                let own = (answered.answered_unix_ms - m).max(0.0);
+                times.launch_check_tool_ms =
+                    Some(times.launch_check_tool_ms.map_or(own, |t| t.max(own)));
+            }
+        }
         let Some(t) = crate::kinds::nccl_tests(ctx.plan).get(check.test).copied() else {
             continue;
         };
@@ -204,4 +247,5 @@ pub(crate) async fn preflight(
         ctx.emit(Event::Preflight(v.clone()));
         results.preflight.push(v);
     }
+    times
 }
