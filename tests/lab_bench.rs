@@ -144,6 +144,9 @@ struct Figures {
     before_rounds_s: f64,
     /// results.json `before_rounds`: (total, the launch check's own run, beyond it), s.
     before: Option<(f64, Option<f64>, f64)>,
+    /// The tools' own time on the critical path that `critical_s` leaves out, s: each round's
+    /// servers' start-up (`phases.server_tool_start_ms`) and the launch check's own run.
+    other_tools_s: f64,
     /// Per round: (name, round wall, tool, start overhead, tail overhead, skew ms).
     rounds: Vec<(String, f64, f64, f64, f64, Option<f64>)>,
 }
@@ -171,6 +174,11 @@ impl Figures {
                 ms(&b["beyond_launch_check_ms"]) / 1000.0,
             ));
         }
+        f.other_tools_s = f.before.and_then(|b| b.1).unwrap_or(0.0)
+            + rounds
+                .iter()
+                .map(|r| ms(&r["phases"]["server_tool_start_ms"]) / 1000.0)
+                .sum::<f64>();
         for round in &rounds {
             let ids: Vec<&str> = round["jobs"]
                 .as_array()
@@ -219,14 +227,23 @@ impl Figures {
         self.wall_s / self.critical_s
     }
 
+    /// The wall over every tool's own time on the critical path: the clients' runs, the
+    /// servers' start-up and the launch check's own run.
+    fn ratio_all_tools(&self) -> f64 {
+        self.wall_s / (self.critical_s + self.other_tools_s)
+    }
+
     fn print(&self, label: &str) {
         println!(
             "BENCH {label}: wall {:.2} s, run {:.2} s, critical path {:.2} s, ratio {:.3} \
-             (run/critical {:.3}); before rounds {:.2} s; longest_tool_s sum {:.2} s",
+             (with the servers' start-up and the launch check's own run as tool time, {:.2} s: \
+             {:.3}) (run/critical {:.3}); before rounds {:.2} s; longest_tool_s sum {:.2} s",
             self.wall_s,
             self.run_s,
             self.critical_s,
             self.ratio(),
+            self.other_tools_s,
+            self.ratio_all_tools(),
             self.run_s / self.critical_s,
             self.before_rounds_s,
             self.longest_tool_s
@@ -507,12 +524,14 @@ fn overhead_across_delays(name: &str, tag: &str) {
         .expect("delays set");
         let mut runs = Vec::new();
         let mut ratios = Vec::new();
+        let mut all_tools = Vec::new();
         for i in 0..reps() {
             let r = fabricplan_run(&lab, &twin, &dir.join(format!("d{delay}-{i}")));
             assert_no_leftovers(&lab);
             let f = Figures::of(&r);
             f.print(&format!("{name} delays {delay} ms #{i}"));
             ratios.push(f.ratio());
+            all_tools.push(f.ratio_all_tools());
             runs.push(r);
         }
         let (medians, n) = phase_medians(&runs);
@@ -545,9 +564,11 @@ fn overhead_across_delays(name: &str, tag: &str) {
             .map(|(k, v)| format!("{} {v:.1}", k.trim_end_matches("_ms")))
             .collect();
         println!(
-            "BENCH-SUMMARY {name} stand-in delays {delay} ms: median ratio {:.3}; per-round phase \
-             medians over {n} rounds (ms): {}",
+            "BENCH-SUMMARY {name} stand-in delays {delay} ms: median ratio {:.3} (over every \
+             tool's own time on the critical path {:.3}); per-round phase medians over {n} rounds \
+             (ms): {}",
             median(&mut ratios),
+            median(&mut all_tools),
             line.join(", ")
         );
     }
@@ -636,16 +657,6 @@ fn bench_launch_skew_8() {
     );
 }
 
-/// `fabricplan detect --host ...` over `hosts`: wall time.
-/// CPU seconds (user + system) of this process's waited-for children so far.
-fn children_cpu() -> f64 {
-    // SAFETY: getrusage writes one rusage into the zeroed struct we own.
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
-    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    s(u.ru_utime) + s(u.ru_stime)
-}
-
 /// Busy CPU seconds of the whole machine so far (`/proc/stat`: every state but idle and iowait).
 fn machine_cpu() -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
@@ -667,10 +678,79 @@ fn machine_cpu() -> f64 {
     busy / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
 }
 
-/// `fabricplan detect` over `hosts`: wall seconds, the CPU seconds the whole machine was busy
-/// (fabricplan, every host's sshd, shell and probe, and anything else running) and and the CPU seconds the fabricplan process
-/// those the fabricplan process itself used.
-fn detect(lab: &Lab, hosts: &[String]) -> (f64, f64, f64) {
+/// A finished process's CPU seconds: (its own user + system time, its reaped children's), read
+/// from `/proc/PID/stat` while it is a zombie (waited for with `WNOWAIT`, reaped after).
+fn run_measured(mut c: Command) -> (std::process::Output, f64, f64) {
+    let child = c
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    // read the pipes while it runs, then wait without reaping
+    let out = std::thread::spawn(move || {
+        // SAFETY: waitid fills the zeroed siginfo we own; WNOWAIT leaves the child to reap.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let mut child = child;
+        let mut stdout = Vec::new();
+        let mut stderr = Vec::new();
+        let (mut o, mut e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let t = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut e, &mut v).ok();
+            v
+        });
+        std::io::Read::read_to_end(&mut o, &mut stdout).ok();
+        stderr.extend(t.join().unwrap());
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        assert_eq!(rc, 0, "waitid");
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let status = child.wait().expect("reap");
+        (
+            std::process::Output {
+                status,
+                stdout,
+                stderr,
+            },
+            stat,
+        )
+    })
+    .join()
+    .unwrap();
+    let (output, stat) = out;
+    // fields after the command's closing parenthesis: state is 3, utime 14 ... cstime 17
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0.0))
+        .collect();
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let at = |i: usize| f.get(i - 3).copied().unwrap_or(0.0) / hz;
+    (output, at(14) + at(15), at(16) + at(17))
+}
+
+/// What one `fabricplan detect` cost.
+struct DetectRun {
+    wall: f64,
+    /// CPU seconds the whole machine was busy (fabricplan, every host's sshd, shell and probe,
+    /// and anything else running).
+    machine: f64,
+    /// The fabricplan process's own CPU seconds.
+    own: f64,
+    /// Its children's (`ssh -G` per node, to evaluate ssh_config).
+    children: f64,
+}
+
+/// `fabricplan detect` over `hosts`.
+fn detect(lab: &Lab, hosts: &[String]) -> DetectRun {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fabricplan"));
     c.arg("detect")
         .arg("--ssh-config")
@@ -681,11 +761,11 @@ fn detect(lab: &Lab, hosts: &[String]) -> (f64, f64, f64) {
     for h in hosts {
         c.arg("--host").arg(h);
     }
-    let (cpu0, m0) = (children_cpu(), machine_cpu());
+    let m0 = machine_cpu();
     let t = Instant::now();
-    let o = c.output().expect("run detect");
+    let (o, own, children) = run_measured(c);
     let wall = t.elapsed().as_secs_f64();
-    let (cpu, machine) = (children_cpu() - cpu0, machine_cpu() - m0);
+    let machine = machine_cpu() - m0;
     let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
             "detect output is not JSON ({e}): {}",
@@ -698,7 +778,12 @@ fn detect(lab: &Lab, hosts: &[String]) -> (f64, f64, f64) {
         assert_eq!(r["reachable"], true, "{r}");
     }
     assert!(o.status.success());
-    (wall, machine, cpu)
+    DetectRun {
+        wall,
+        machine,
+        own,
+        children,
+    }
 }
 
 /// `script` on every host through the SSH transport itself (in process, a fresh transport:
@@ -809,10 +894,15 @@ fn bench_fanout_detect() {
     let mut base_t = f64::NAN;
     for k in [1usize, 8, 32] {
         let hosts = &names[..k];
-        let runs: Vec<(f64, f64, f64)> = (0..tries).map(|_| detect(&lab, hosts)).collect();
-        let mut d: Vec<f64> = runs.iter().map(|r| r.0).collect();
-        let mut machine: Vec<f64> = runs.iter().map(|r| r.1).collect();
-        let mut cpu: Vec<f64> = runs.iter().map(|r| r.2).collect();
+        let runs: Vec<DetectRun> = (0..tries).map(|_| detect(&lab, hosts)).collect();
+        let mut d: Vec<f64> = runs.iter().map(|r| r.wall).collect();
+        let mut machine: Vec<f64> = runs.iter().map(|r| r.machine).collect();
+        let mut own: Vec<f64> = runs.iter().map(|r| r.own).collect();
+        let mut children: Vec<f64> = runs.iter().map(|r| r.children).collect();
+        let mut lab_cpu: Vec<f64> = runs
+            .iter()
+            .map(|r| r.machine - r.own - r.children)
+            .collect();
         let mut s: Vec<f64> = (0..tries)
             .map(|_| ssh_loop(&lab, &dir, hosts, false))
             .collect();
@@ -835,13 +925,16 @@ fn bench_fanout_detect() {
         }
         println!(
             "BENCH-SUMMARY fan-out {k} hosts: detect median {dm:.3} s ({:.2}x one host; runs {d:?}), \
-             machine CPU busy {:.3} s of which fabricplan {:.3} s; \
+             machine CPU busy {:.3} s: fabricplan's own {:.3} s, its `ssh -G` children {:.3} s, \
+             the rest (the lab's sshd, shells and probes) {:.3} s; \
              sequential ssh loop {:.3} s; parallel ssh loop {:.3} s; \
              in-process transport: `true` {:.3} s ({:.2}x one host), the probe {:.3} s, \
              the forking probe of before {:.3} s",
             dm / base,
             median(&mut machine),
-            median(&mut cpu),
+            median(&mut own),
+            median(&mut children),
+            median(&mut lab_cpu),
             median(&mut s),
             median(&mut p),
             median(&mut tt),
