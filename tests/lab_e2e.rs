@@ -228,7 +228,27 @@ fn two_spark_twin() {
         "before_rounds: {b:#}"
     );
     assert!(b["discovery_ms"].as_f64().unwrap_or(0.0) > 0.0, "{b:#}");
-    assert!(!r.stdout.contains("@fabricplan-start"), "{}", r.story());
+    let launch: Vec<&Value> = r.results["preflight"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| {
+            v["gate"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("mpirun launch")
+        })
+        .collect();
+    assert_eq!(launch.len(), 1, "{}", r.story());
+    assert_eq!(launch[0]["outcome"], "OK", "{}", r.story());
+    assert!(
+        !launch[0]["detail"]
+            .as_str()
+            .unwrap_or("")
+            .contains("@fabricplan-start"),
+        "{}",
+        r.story()
+    );
     // stdout is the results JSON itself
     let printed: Value = serde_json::from_str(&r.stdout).expect("stdout is JSON");
     assert_eq!(printed["summary"], r.results["summary"]);
