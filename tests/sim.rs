@@ -233,6 +233,40 @@ async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
         );
     }
     assert_eq!((r.summary.fail, r.summary.fail_following), (2, 2));
+    // report.html's what-to-fix lists the two causes as FAIL and names the two that follow
+    // under the half's, not as FAILs of their own
+    let html = fabricplan::report::html::render(&fabricplan::report::html::Inputs {
+        results: &r,
+        plan: None,
+        plan_note: None,
+        baseline: None,
+    });
+    let start = html
+        .find("<section id=\"fix\">")
+        .expect("a what-to-fix section");
+    let fix = &html[start..start + html[start..].find("</section>").unwrap()];
+    assert_eq!(
+        fix.matches("<li><span class=\"badge fail\">FAIL</span>")
+            .count(),
+        2,
+        "{fix}"
+    );
+    assert!(
+        fix.contains(
+            "and 2 more gates that follow from it (the same cause seen again, not counted)"
+        ),
+        "{fix}"
+    );
+    for j in &half[1..] {
+        assert!(
+            fix.contains(&format!(
+                "{} (follows <i>{}</i>)",
+                fabricplan::report::html::esc(&j.verdicts[0].gate),
+                fabricplan::report::html::esc(&half[0].verdicts[0].gate)
+            )),
+            "{fix}"
+        );
+    }
 
     let r = run("switched-6", &["rstp-block:sw-a-sw-b"]).await;
     assert_eq!(r.summary.exit_code, 1);

@@ -28,6 +28,13 @@ pub(super) fn all_gates(h: &mut String, r: &RunResults) {
             (Some(t), Some(f)) => format!("<b>{}</b>: {}", esc(t), esc(f)),
             _ => esc(&v.detail),
         };
+        // a FAIL that follows from another is the same cause seen again, counted once
+        let trap = match &v.follows {
+            Some(g) if v.outcome == Outcome::Fail => {
+                format!("follows from <b>{}</b> (not counted again); {trap}", esc(g))
+            }
+            _ => trap,
+        };
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"num\">{}</td><td>{}</td><td>{trap}</td></tr>",

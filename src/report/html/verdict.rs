@@ -97,13 +97,24 @@ struct Group<'a> {
     trap: String,
     worst: Outcome,
     items: Vec<&'a Verdict>,
+    /// Verdicts that follow from one of `items` (the same cause seen again): named under it,
+    /// not counted as causes of their own.
+    following: Vec<&'a Verdict>,
 }
 
 /// The verdicts that did not pass, grouped by trap (in order of appearance), worst first,
-/// then the largest.
+/// then the largest. A verdict that follows from another listed one goes under it; one whose
+/// cause is not listed stays in its own trap's group, so nothing is left out.
 fn trap_groups(r: &RunResults) -> Vec<Group<'_>> {
+    let failed: Vec<&Verdict> = r.verdicts().filter(|v| v.outcome != Outcome::Ok).collect();
+    let causes: BTreeSet<&str> = failed
+        .iter()
+        .filter(|v| v.follows.is_none())
+        .map(|v| v.gate.as_str())
+        .collect();
+    let follows_listed = |v: &Verdict| v.follows.as_deref().is_some_and(|g| causes.contains(g));
     let mut groups: Vec<Group<'_>> = Vec::new();
-    for v in r.verdicts().filter(|v| v.outcome != Outcome::Ok) {
+    for v in failed.iter().copied().filter(|v| !follows_listed(v)) {
         let trap = v
             .trap_name
             .clone()
@@ -117,7 +128,17 @@ fn trap_groups(r: &RunResults) -> Vec<Group<'_>> {
                 trap,
                 worst: v.outcome,
                 items: vec![v],
+                following: Vec::new(),
             }),
+        }
+    }
+    for v in failed.iter().copied().filter(|v| follows_listed(v)) {
+        let cause = v.follows.as_deref().unwrap_or("");
+        if let Some(g) = groups
+            .iter_mut()
+            .find(|g| g.items.iter().any(|c| c.gate == cause))
+        {
+            g.following.push(v);
         }
     }
     groups.sort_by(|a, b| {
@@ -185,11 +206,40 @@ fn fix_group(h: &mut String, g: &Group<'_>, cap: usize) {
             g.items.len() - cap
         );
     }
+    if !g.following.is_empty() {
+        let n = g.following.len();
+        let mut names: Vec<String> = g
+            .following
+            .iter()
+            .take(FOLLOWERS_NAMED)
+            .map(|v| {
+                format!(
+                    "{} (follows <i>{}</i>)",
+                    esc(&v.gate),
+                    esc(v.follows.as_deref().unwrap_or(""))
+                )
+            })
+            .collect();
+        if n > FOLLOWERS_NAMED {
+            names.push(format!("and {} more", n - FOLLOWERS_NAMED));
+        }
+        let _ = write!(
+            h,
+            "<li class=\"note following\">and {n} more gate{} that follow from {} (the same cause \
+             seen again, not counted): {}</li>",
+            if n == 1 { "" } else { "s" },
+            if g.items.len() == 1 { "it" } else { "these" },
+            names.join("; ")
+        );
+    }
     h.push_str("</ul></div>\n");
 }
 
 /// The gates a big run's what-to-fix group lists (the rest are counted).
 const MAX_FIX_ITEMS: usize = 50;
+
+/// The gates that follow from a group's causes named in it (the rest are counted).
+const FOLLOWERS_NAMED: usize = 5;
 
 /// The jobs that measured nothing and judged nothing, with their reason.
 fn skipped_jobs(h: &mut String, skipped: &[&JobResult]) {
