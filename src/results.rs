@@ -1,5 +1,8 @@
 //! What a run found, as data. `results.json` is [`RunResults`] serialized; `results.jsonl` holds
-//! one [`JobResult`] per line as each job finishes. Both carry `format_version`.
+//! one [`JobResult`] per line as each job finishes, and after a sampled test's rounds one line per
+//! part localisation names at fault (`{"suspect": Suspect, "follows": {"gate", "jobs"}}`: the
+//! jobs, written before, whose FAIL and WARN verdicts follow from it). Both carry
+//! `format_version`.
 //!
 //! Stable shape (format version 1):
 //! - `RunResults`: `format_version`, `plan`, `run_id`, `transport`, `simulated`, `started_unix_ms`,

@@ -138,6 +138,48 @@ fn throttled_half_is_named_alone(n: usize, switches: usize, half: &str) {
         }
     }
     assert!(following >= flows.len(), "{following} verdicts follow");
+    // results.jsonl says the same after the jobs' lines (written before the suspect was known):
+    // one line naming the suspect and the jobs that follow from it
+    let lines: Vec<Value> = std::fs::read_to_string(dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let told: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l.get("suspect").is_some())
+        .collect();
+    assert_eq!(told.len(), 1, "one suspect line");
+    assert_eq!(told[0]["suspect"]["name"], half);
+    assert_eq!(told[0]["follows"]["gate"], gate.as_str());
+    let said: BTreeSet<&str> = told[0]["follows"]["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j.as_str().unwrap())
+        .collect();
+    let follow_in_json: BTreeSet<&str> = r["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|j| {
+            j["verdicts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|v| v["follows"] == gate.as_str())
+        })
+        .map(|j| j["job"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        said, follow_in_json,
+        "the jobs results.json marks as following"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.get("job").is_some()).count(),
+        r["jobs"].as_array().unwrap().len(),
+        "one line per job besides"
+    );
     // the one other counted FAIL is NCCL's bus bandwidth over all ranks (the throttled half is
     // one of its ranks; NCCL names no part)
     let counted = counted_fails(&r);

@@ -132,7 +132,7 @@ impl Terminal {
                     .println(format!("  {worst:<4} {}{val}", inert(&j.label)));
             }
             Event::RoundDone(r) => self.bar.set_position(r.index as u64 + 1),
-            Event::Suspect(s) => self.bar.println(format!(
+            Event::Suspect(s, _) => self.bar.println(format!(
                 "  SUSPECT {} ({})",
                 inert(&s.name),
                 inert(&s.verdict.detail)

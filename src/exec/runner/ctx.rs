@@ -52,8 +52,9 @@ pub enum Event {
     },
     JobDone(Box<JobResult>),
     RoundDone(RoundRecord),
-    /// Localisation named a part of the fabric at fault.
-    Suspect(Box<Suspect>),
+    /// Localisation named a part of the fabric at fault, and the jobs (ids) whose FAIL and
+    /// WARN verdicts now follow from it (their lines were written before it was known).
+    Suspect(Box<Suspect>, Vec<String>),
     /// The run is over: its results, summarized.
     Finished(Box<RunResults>),
 }

@@ -82,8 +82,8 @@ pub(super) async fn localise(
             }
         }
     }
-    for s in decision.suspects {
-        ctx.emit(Event::Suspect(Box::new(s.clone())));
+    for (s, explains) in decision.suspects.into_iter().zip(decision.explains) {
+        ctx.emit(Event::Suspect(Box::new(s.clone()), explains));
         results.suspects.push(s);
     }
 }

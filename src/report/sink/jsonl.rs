@@ -1,6 +1,8 @@
 //! `results.jsonl`: one job per line, appended as each finishes and flushed to disk as each
 //! round does (a round's jobs finish together), so a run that dies keeps everything it measured
-//! up to its last round.
+//! up to its last round. When localisation names a part at fault after a sampled test's rounds,
+//! one more line says so: `{"suspect": {...}, "follows": {"gate": G, "jobs": [...]}}`, the jobs
+//! (written earlier) whose FAIL and WARN verdicts follow from gate G, as results.json has them.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -29,11 +31,21 @@ impl Sink for JsonlSink {
     }
 
     fn event(&mut self, e: &Event) -> io::Result<()> {
-        let job = match e {
-            Event::JobDone(job) => job,
-            Event::RoundDone(_) | Event::Finished(_) => return self.sync(),
-            _ => return Ok(()),
-        };
+        match e {
+            Event::JobDone(job) => self.line(job.as_ref()),
+            Event::Suspect(suspect, jobs) => self.line(&serde_json::json!({
+                "suspect": suspect,
+                "follows": { "gate": suspect.verdict.gate, "jobs": jobs },
+            })),
+            Event::RoundDone(_) | Event::Finished(_) => self.sync(),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl JsonlSink {
+    /// One more line.
+    fn line(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
         if self.file.is_none() {
             // a run directory holds one run: never append to another run's lines
             self.file = Some(BufWriter::with_capacity(
@@ -47,12 +59,10 @@ impl Sink for JsonlSink {
         let Some(f) = self.file.as_mut() else {
             return Ok(());
         };
-        serde_json::to_writer(&mut *f, job.as_ref()).map_err(io::Error::other)?;
+        serde_json::to_writer(&mut *f, value).map_err(io::Error::other)?;
         writeln!(f)
     }
-}
 
-impl JsonlSink {
     /// Everything written so far, on disk.
     fn sync(&mut self) -> io::Result<()> {
         match self.file.as_mut() {
