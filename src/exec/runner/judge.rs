@@ -2,7 +2,7 @@
 //! by its kind's parser, the verdicts of its kind's classifier. Synchronous and pure: tested
 //! without a runtime.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::capacity;
 use crate::exec::evidence::Captured;
@@ -64,6 +64,37 @@ pub fn follow_repeats(earlier: &[JobResult], jobs: &mut [JobResult]) {
 #[derive(Debug, Default)]
 pub struct Causes {
     counted: HashMap<(String, Trap), String>,
+    /// node -> (order counted, gate): the first counted failure on one of the node's halves.
+    /// A collective whose ranks include the node is slowed by it (see [`Causes::follow`]).
+    by_node: HashMap<String, (usize, String)>,
+    /// `node.port` -> (order counted, gate): the first counted failure on one of the port's
+    /// halves. Both halves of the port summed short follow it (see [`Causes::follow`]).
+    by_port: HashMap<String, (usize, String)>,
+}
+
+/// Both halves of a port summed short (`one half dead or throttled`): a counted failure on one
+/// of the two ports' halves is the half that makes it short.
+fn port_sum_short(v: &Verdict) -> bool {
+    v.outcome != Outcome::Ok && v.follows.is_none() && v.trap == Some(Trap::HalfDeadOrThrottled)
+}
+
+/// The two ends (`node.port`) of a port-level verdict's subject (`KIND [ROUND] A.f0 -> B.f0`).
+fn port_ends(gate: &str) -> Option<[&str; 2]> {
+    let (_, subject) = gate.split_once(' ')?;
+    let (x, y) = subject.split_once(" -> ")?;
+    let ends = [x.rsplit(' ').next()?, y.split(' ').next()?];
+    ends.iter()
+        .all(|e| e.split('.').count() == 2)
+        .then_some(ends)
+}
+
+/// A collective's own performance: its bus bandwidth or small-message time below the model. A
+/// counted failure on a half of one of its ranks explains it (NCCL's ring is as fast as its
+/// slowest hop, and every half of every rank is in NCCL_IB_HCA): fixed there first.
+fn collective_performance(v: &Verdict) -> bool {
+    v.outcome != Outcome::Ok
+        && v.follows.is_none()
+        && matches!(v.trap, Some(Trap::SlowBusBandwidth | Trap::SlowCollective))
 }
 
 impl Causes {
@@ -104,9 +135,41 @@ impl Causes {
     pub fn count(&mut self, jobs: &[JobResult]) {
         for v in jobs.iter().flat_map(|j| &j.verdicts) {
             for k in Self::keys(v) {
+                if let Some(end) = k.0.strip_prefix("end ") {
+                    let node = end.split('.').next().unwrap_or(end).to_string();
+                    let port = end.rsplit_once('.').map_or(end, |(p, _)| p).to_string();
+                    for (map, key) in [(&mut self.by_node, node), (&mut self.by_port, port)] {
+                        let order = map.len();
+                        map.entry(key).or_insert_with(|| (order, v.gate.clone()));
+                    }
+                }
                 self.counted.entry(k).or_insert_with(|| v.gate.clone());
             }
         }
+    }
+
+    /// Localisation named `suspect` as what `explained` (gates) follow from: the causes counted
+    /// at those gates are known by the suspect from now on.
+    pub fn explained_by(&mut self, explained: &HashSet<String>, suspect: &str) {
+        for gate in self.counted.values_mut().chain(
+            self.by_node
+                .values_mut()
+                .chain(self.by_port.values_mut())
+                .map(|(_, g)| g),
+        ) {
+            if explained.contains(gate.as_str()) {
+                *gate = suspect.to_string();
+            }
+        }
+    }
+
+    /// The first cause counted on a half of one of `hosts` (nodes).
+    fn on_nodes(&self, hosts: &[String]) -> Option<&String> {
+        hosts
+            .iter()
+            .filter_map(|h| self.by_node.get(h))
+            .min_by_key(|(order, _)| *order)
+            .map(|(_, gate)| gate)
     }
 
     /// Mark the failures of a round's `jobs` (in order) that follow from a cause counted
@@ -116,6 +179,26 @@ impl Causes {
         let mut here: HashMap<(String, Trap), String> = HashMap::new();
         for job in jobs.iter_mut() {
             let mut first_here: Vec<((String, Trap), String)> = Vec::new();
+            if let Some(cause) = self.on_nodes(&job.hosts) {
+                for v in job
+                    .verdicts
+                    .iter_mut()
+                    .filter(|v| collective_performance(v))
+                {
+                    v.follows = Some(cause.clone());
+                }
+            }
+            for v in job.verdicts.iter_mut().filter(|v| port_sum_short(v)) {
+                let cause = port_ends(&v.gate).and_then(|ends| {
+                    ends.iter()
+                        .filter_map(|e| self.by_port.get(*e))
+                        .min_by_key(|(order, _)| *order)
+                        .map(|(_, g)| g.clone())
+                });
+                if cause.is_some() {
+                    v.follows = cause;
+                }
+            }
             for v in &mut job.verdicts {
                 let keys = Self::keys(v);
                 let seen = keys
@@ -633,5 +716,97 @@ mod tests {
             round[1].verdicts[0].follows.as_deref(),
             Some(format!("a {HALF}").as_str())
         );
+    }
+
+    #[test]
+    fn a_collective_over_a_failing_half_follows_it_and_only_for_its_performance() {
+        let cause = format!("rdma-bw R1 {}", "gb10-02.f0.a -> gb10-01.f0.a");
+        let mut causes = Causes::default();
+        causes.count(&[job(
+            "rdma-bw-r001-j01",
+            vec![fail(&cause, Trap::FirmwareThrottle)],
+        )]);
+        let nccl = |hosts: &[&str]| {
+            let mut j = job(
+                "nccl-r005-all_reduce",
+                vec![
+                    fail(
+                        "nccl all_reduce busbw at 32 MiB-128 MiB",
+                        Trap::SlowBusBandwidth,
+                    ),
+                    Verdict::check(
+                        "nccl all_reduce 16 KiB time",
+                        Outcome::Warn,
+                        "",
+                        Some(Trap::SlowCollective),
+                    ),
+                    fail("nccl all_reduce transport", Trap::TcpFallback),
+                ],
+            );
+            j.hosts = hosts.iter().map(|h| h.to_string()).collect();
+            j
+        };
+        // ranks on the throttled half's node: bandwidth and time follow it, the transport not
+        let mut over = [nccl(&["gb10-01", "gb10-02", "gb10-03"])];
+        causes.follow(&mut over);
+        let follows: Vec<Option<&str>> = over[0]
+            .verdicts
+            .iter()
+            .map(|v| v.follows.as_deref())
+            .collect();
+        assert_eq!(follows, [Some(cause.as_str()), Some(cause.as_str()), None]);
+        // ranks elsewhere: nothing follows
+        let mut elsewhere = [nccl(&["gb10-05", "gb10-06"])];
+        causes.follow(&mut elsewhere);
+        assert!(elsewhere[0].verdicts.iter().all(|v| v.follows.is_none()));
+        // localisation names a suspect for that flow: the collective follows the suspect
+        let mut causes2 = Causes::default();
+        causes2.count(&[job(
+            "rdma-bw-r001-j01",
+            vec![fail(&cause, Trap::FirmwareThrottle)],
+        )]);
+        causes2.explained_by(
+            &HashSet::from([cause.clone()]),
+            "rdma-bw suspect gb10-02.f0.a",
+        );
+        let mut after = [nccl(&["gb10-02"])];
+        causes2.follow(&mut after);
+        assert_eq!(
+            after[0].verdicts[0].follows.as_deref(),
+            Some("rdma-bw suspect gb10-02.f0.a")
+        );
+    }
+
+    #[test]
+    fn a_port_summed_short_follows_the_half_counted_before() {
+        let cause = format!("rdma-bw {HALF}");
+        let mut causes = Causes::default();
+        causes.count(&[job(
+            "rdma-bw-r001-j01",
+            vec![fail(&cause, Trap::FirmwareThrottle)],
+        )]);
+        let sum = |gate: &str| {
+            job(
+                "rdma-bw-both-r005-j01",
+                vec![Verdict::check(
+                    gate,
+                    Outcome::Warn,
+                    "",
+                    Some(Trap::HalfDeadOrThrottled),
+                )],
+            )
+        };
+        let mut round = [
+            sum("rdma-bw-both spark-b.f0 -> spark-a.f0"),
+            sum("rdma-bw-both R9 spark-a.f0 -> spark-b.f0"),
+            sum("rdma-bw-both spark-c.f1 -> spark-d.f1"),
+        ];
+        causes.follow(&mut round);
+        let follows: Vec<Option<&str>> = round
+            .iter()
+            .map(|j| j.verdicts[0].follows.as_deref())
+            .collect();
+        assert_eq!(follows, [Some(cause.as_str()), Some(cause.as_str()), None]);
+        assert_eq!(port_ends("rdma-bw-both spark-a.f0.a -> spark-b.f0.a"), None);
     }
 }

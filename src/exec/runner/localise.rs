@@ -82,6 +82,17 @@ pub(super) async fn localise(
             }
         }
     }
+    // the failures counted at the flows' gates are the suspect's from now on: a collective
+    // over the suspect's node follows the suspect, not one of its flows
+    for (s, ids) in decision.suspects.iter().zip(&decision.explains) {
+        let gates: HashSet<String> = results
+            .jobs
+            .iter()
+            .filter(|j| ids.contains(&j.job))
+            .flat_map(|j| j.verdicts.iter().map(|v| v.gate.clone()))
+            .collect();
+        books.causes.explained_by(&gates, &s.verdict.gate);
+    }
     for (s, explains) in decision.suspects.into_iter().zip(decision.explains) {
         ctx.emit(Event::Suspect(Box::new(s.clone()), explains));
         results.suspects.push(s);
