@@ -218,6 +218,10 @@ fn throttled_half_is_named_alone(n: usize, switches: usize, half: &str) {
         .split("what to fix, worst first:\n")
         .nth(1)
         .expect("a what-to-fix list");
+    assert!(
+        fix.contains(&format!("     also follows from it: {}\n", nccl_busbw(n))),
+        "{fix}"
+    );
     let first = fix.lines().next().unwrap();
     assert_eq!(
         first,

@@ -317,6 +317,27 @@ impl Terminal {
                 flows.push(format!("and {} more", s.flows.len() - 3));
             }
             self.write_wrapped("     ", &format!("flows: {}", inert(&flows.join(", "))), 5)?;
+            // gates of other tests that follow from it (a collective over its node, say)
+            let more: Vec<&str> = r
+                .jobs
+                .iter()
+                .filter(|j| j.kind != s.kind)
+                .flat_map(|j| &j.verdicts)
+                .filter(|f| f.follows.as_deref() == Some(v.gate.as_str()))
+                .map(|f| f.gate.as_str())
+                .collect();
+            if !more.is_empty() {
+                let mut named: Vec<String> =
+                    more.iter().take(3).map(|g| inert(g).into_owned()).collect();
+                if more.len() > 3 {
+                    named.push(format!("and {} more", more.len() - 3));
+                }
+                self.write_wrapped(
+                    "     ",
+                    &format!("also follows from it: {}", named.join("; ")),
+                    5,
+                )?;
+            }
             if let Some(f) = &v.fix {
                 self.write_wrapped("     ", &format!("fix: {}", inert(f)), 5)?;
             }
