@@ -208,16 +208,22 @@ fn fix_group(h: &mut String, g: &Group<'_>, cap: usize) {
     }
     if !g.following.is_empty() {
         let n = g.following.len();
-        let mut names: Vec<String> = g
-            .following
+        // other tests' gates first (a collective held down by the cause), then the rest in
+        // order; which cause each follows is said only when the group has several
+        let kind = |gate: &str| gate.split(' ').next().unwrap_or("").to_string();
+        let kinds: BTreeSet<String> = g.items.iter().map(|c| kind(&c.gate)).collect();
+        let mut following = g.following.clone();
+        following.sort_by_key(|v| kinds.contains(&kind(&v.gate)));
+        let mut names: Vec<String> = following
             .iter()
             .take(FOLLOWERS_NAMED)
-            .map(|v| {
-                format!(
+            .map(|v| match g.items.len() {
+                1 => esc(&v.gate),
+                _ => format!(
                     "{} (follows <i>{}</i>)",
                     esc(&v.gate),
                     esc(v.follows.as_deref().unwrap_or(""))
-                )
+                ),
             })
             .collect();
         if n > FOLLOWERS_NAMED {
