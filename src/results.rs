@@ -39,6 +39,9 @@
 //!   server starts, readiness, staging, setup, release, the longest tool run, the tools' span,
 //!   server stops and logs, counters after, judging, the round's wall, its overhead, the
 //!   servers' own start-up and fabricplan's own share.
+//! - `RunResults.before_rounds` ([`StartPhases`]): the time before the first round, in ms: the
+//!   launcher's opening, discovery, the pings, the launch checks and the longest one's own run,
+//!   the total and the total beyond that own run.
 //!
 //! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
 //! (the top level still indented), so the file opens, greps and diffs line by line.
