@@ -22,6 +22,26 @@ pub struct PairSpec {
 }
 
 impl PairSpec {
+    /// The flow between members `(client, server)` (indices) of segment `seg`, the other way
+    /// when `back`.
+    fn of_members(
+        plan: &Plan,
+        seg: SegmentId,
+        (c, s): (usize, usize),
+        back: bool,
+        direction: Direction,
+    ) -> PairSpec {
+        let members = &plan.segment(seg).members;
+        let (c, s) = if back { (s, c) } else { (c, s) };
+        PairSpec {
+            client: members[c].endpoint.clone(),
+            server: members[s].endpoint.clone(),
+            segment: seg,
+            group: None,
+            bidirectional: direction == Direction::Bidirectional,
+        }
+    }
+
     /// The same flow the other way.
     fn reversed(&self) -> PairSpec {
         PairSpec {
@@ -197,15 +217,8 @@ impl Stage {
                 let mut specs = Vec::new();
                 for seg in segments {
                     let members = &plan.segment(*seg).members;
-                    for (c, s) in round_pairs(members.len(), r) {
-                        let (c, s) = if back { (s, c) } else { (c, s) };
-                        specs.push(PairSpec {
-                            client: members[c].endpoint.clone(),
-                            server: members[s].endpoint.clone(),
-                            segment: *seg,
-                            group: None,
-                            bidirectional: *direction == Direction::Bidirectional,
-                        });
+                    for pair in round_pairs(members.len(), r) {
+                        specs.push(PairSpec::of_members(plan, *seg, pair, back, *direction));
                     }
                 }
                 let total = if back || *direction == Direction::Both {
@@ -236,16 +249,8 @@ impl Stage {
                 let mut specs = Vec::new();
                 for seg in segments {
                     let layout = super::sampled::Layout::new(plan, fabric, *seg);
-                    let members = &plan.segment(*seg).members;
-                    for (c, s) in super::sampled::pairing(&layout, sampling.seed, seg.0 as u64, r) {
-                        let (c, s) = if back { (s, c) } else { (c, s) };
-                        specs.push(PairSpec {
-                            client: members[c].endpoint.clone(),
-                            server: members[s].endpoint.clone(),
-                            segment: *seg,
-                            group: None,
-                            bidirectional: *direction == Direction::Bidirectional,
-                        });
+                    for pair in super::sampled::pairing(&layout, sampling.seed, seg.0 as u64, r) {
+                        specs.push(PairSpec::of_members(plan, *seg, pair, back, *direction));
                     }
                 }
                 let mut name = format!("{} sampled {}/{}", kind.name(), r + 1, k);
