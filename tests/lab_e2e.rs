@@ -802,12 +802,7 @@ fn ring3_twin() {
     assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
     for j in r.jobs() {
         let id = j["job"].as_str().unwrap();
-        let hosts: Vec<&str> = j["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h.as_str().unwrap())
-            .collect();
+        let hosts = lab::run::hosts_of(j);
         if hosts.contains(&"spark-3") {
             assert_eq!(j["status"], "skipped", "{id}:\n{}", r.story());
             let reason = j["reason"].as_str().unwrap_or("");

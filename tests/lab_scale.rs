@@ -416,12 +416,7 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
     let mut measured = 0;
     for j in jobs {
         let id = j["job"].as_str().unwrap();
-        let hosts: Vec<&str> = j["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h.as_str().unwrap())
-            .collect();
+        let hosts = lab::run::hosts_of(j);
         match REFUSING.iter().find(|h| hosts.contains(h)) {
             Some(h) => {
                 assert_eq!(j["status"], "skipped", "{id}:\n{s}");

@@ -511,12 +511,7 @@ fn ring3_twin_with_a_dead_slurmd_is_one_fail() {
     );
     let mut measured = 0;
     for j in r.jobs() {
-        let hosts: Vec<&str> = j["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h.as_str().unwrap())
-            .collect();
+        let hosts = lab::run::hosts_of(j);
         if hosts.contains(&"spark-3") {
             assert_eq!(j["status"], "skipped", "{}", r.story());
             assert!(

@@ -7,6 +7,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// The nodes a job of results.json ran on (its `hosts`).
+pub fn hosts_of(job: &Value) -> Vec<&str> {
+    job["hosts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.as_str())
+        .collect()
+}
+
 /// A finished run: exit code, output, results.json and how long it took.
 pub struct Run {
     pub code: Option<i32>,
