@@ -94,17 +94,8 @@ struct Run {
 
 fn fabricplan_run(lab: &Lab, plan: &Path, out: &Path) -> Run {
     let t = Instant::now();
-    let o = Command::new(env!("CARGO_BIN_EXE_fabricplan"))
-        .arg("run")
-        .arg(plan)
-        .arg("--ssh-config")
-        .arg(lab.ssh_config_path())
-        .arg("--out")
-        .arg(out)
+    let o = lab::run::run_command(lab, plan, out)
         .args(["--format", "json"])
-        .env_remove("SSH_AUTH_SOCK")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
         .output()
         .expect("run fabricplan");
     let wall = t.elapsed();

@@ -82,16 +82,7 @@ fn write_plan(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
 }
 
 fn run(lab: &Lab, plan: &Path, out: &Path) -> (i32, Value, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_fabricplan"))
-        .arg("run")
-        .arg(plan)
-        .arg("--ssh-config")
-        .arg(lab.ssh_config_path())
-        .arg("--out")
-        .arg(out)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let o = lab::run::run_command(lab, plan, out).output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),

@@ -48,19 +48,8 @@ fn build_twin(name: &str, tag: &str) -> (PathBuf, Plan, Lab, Work) {
 }
 
 fn fabricplan_cmd(lab: &Lab, plan: &Path, out: &Path, format: &str, extra: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_fabricplan"));
-    c.arg("run")
-        .arg(plan)
-        .arg("--ssh-config")
-        .arg(lab.ssh_config_path())
-        .arg("--out")
-        .arg(out)
-        .arg("--format")
-        .arg(format)
-        .args(extra)
-        .env_remove("SSH_AUTH_SOCK")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
+    let mut c = lab::run::run_command(lab, plan, out);
+    c.arg("--format").arg(format).args(extra);
     c
 }
 

@@ -20,12 +20,11 @@ mod support;
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use lab::owner::Created;
 use lab::run::Work;
 use lab::twin::{lab_spec, plan_file};
 use lab::{Lab, lab_enabled};
@@ -133,17 +132,8 @@ fn run(lab: &Lab, plan: &Path, out: &Path, logs: &Path) -> (Option<i32>, String,
     let stdout = std::fs::File::create(logs.join("stdout")).unwrap();
     let stderr = std::fs::File::create(logs.join("stderr")).unwrap();
     let mut child = Guard(
-        Command::new(env!("CARGO_BIN_EXE_fabricplan"))
-            .arg("run")
-            .arg(plan)
-            .arg("--ssh-config")
-            .arg(lab.ssh_config_path())
-            .arg("--out")
-            .arg(out)
+        lab::run::run_command(lab, plan, out)
             .args(["--format", "json", "--only", "rdma-bw"])
-            .env_remove("SSH_AUTH_SOCK")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
             .stdout(stdout)
             .stderr(stderr)
             .spawn()
@@ -311,14 +301,7 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
         assert!(!o.status.success(), "{h}'s sshd still answers");
     }
 
-    let inodes: Vec<u64> = footprint
-        .created
-        .iter()
-        .filter_map(|c| match c {
-            Created::Netns(_, ino) => Some(*ino),
-            _ => None,
-        })
-        .collect();
+    let inodes = footprint.netns_inodes();
     let watcher = Handshakes::watch(inodes);
     let t1 = Instant::now();
     let out = work.path().join("run");

@@ -487,6 +487,17 @@ impl Footprint {
     /// Everything of the lab still present: its namespaces (same inode and token), root links
     /// (same index and token), daemons (same start time), any process still inside one of its
     /// network namespaces (even a deleted one), and its directory (with its owner marker).
+    /// The inodes of the network namespaces the lab created.
+    pub fn netns_inodes(&self) -> Vec<u64> {
+        self.created
+            .iter()
+            .filter_map(|c| match c {
+                Created::Netns(_, ino) => Some(*ino),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub fn remaining(&self) -> Vec<String> {
         let mut left: Vec<String> = self
             .created
@@ -494,14 +505,7 @@ impl Footprint {
             .filter(|c| c.exists(&self.token))
             .map(|c| format!("{c:?}"))
             .collect();
-        let inodes: Vec<u64> = self
-            .created
-            .iter()
-            .filter_map(|c| match c {
-                Created::Netns(_, ino) => Some(*ino),
-                _ => None,
-            })
-            .collect();
+        let inodes = self.netns_inodes();
         if let Ok(dir) = fs::read_dir("/proc") {
             for e in dir.flatten() {
                 let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {

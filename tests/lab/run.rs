@@ -2,10 +2,26 @@
 //! ([`Run`]), and the work directory that holds its run directories ([`Work`]).
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+
+/// `fabricplan run PLAN --ssh-config <the lab's> --out OUT`, with no SSH agent, no colour and
+/// nothing on stdin: add the test's own arguments and outputs.
+pub fn run_command(lab: &super::Lab, plan: &Path, out: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fabricplan"));
+    c.arg("run")
+        .arg(plan)
+        .arg("--ssh-config")
+        .arg(lab.ssh_config_path())
+        .arg("--out")
+        .arg(out)
+        .env_remove("SSH_AUTH_SOCK")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    c
+}
 
 /// The nodes a job of results.json ran on (its `hosts`).
 pub fn hosts_of(job: &Value) -> Vec<&str> {
