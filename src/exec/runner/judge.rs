@@ -2,7 +2,7 @@
 //! by its kind's parser, the verdicts of its kind's classifier. Synchronous and pure: tested
 //! without a runtime.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::capacity;
 use crate::exec::evidence::Captured;
@@ -148,17 +148,17 @@ impl Causes {
         }
     }
 
-    /// Localisation named `suspect` as what `explained` (gates) follow from: the causes counted
-    /// at those gates are known by the suspect from now on.
-    pub fn explained_by(&mut self, explained: &HashSet<String>, suspect: &str) {
+    /// Localisation named what gates follow from (`explained`: gate -> the suspect's gate): the
+    /// causes counted at those gates are known by their suspect from now on.
+    pub fn explained_by(&mut self, explained: &HashMap<String, String>) {
         for gate in self.counted.values_mut().chain(
             self.by_node
                 .values_mut()
                 .chain(self.by_port.values_mut())
                 .map(|(_, g)| g),
         ) {
-            if explained.contains(gate.as_str()) {
-                *gate = suspect.to_string();
+            if let Some(suspect) = explained.get(gate.as_str()) {
+                *gate = suspect.clone();
             }
         }
     }
@@ -765,10 +765,10 @@ mod tests {
             "rdma-bw-r001-j01",
             vec![fail(&cause, Trap::FirmwareThrottle)],
         )]);
-        causes2.explained_by(
-            &HashSet::from([cause.clone()]),
-            "rdma-bw suspect gb10-02.f0.a",
-        );
+        causes2.explained_by(&HashMap::from([(
+            cause.clone(),
+            "rdma-bw suspect gb10-02.f0.a".to_string(),
+        )]));
         let mut after = [nccl(&["gb10-02"])];
         causes2.follow(&mut after);
         assert_eq!(

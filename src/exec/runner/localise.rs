@@ -71,6 +71,9 @@ pub(super) async fn localise(
             follow.insert(id.as_str(), s.verdict.gate.as_str());
         }
     }
+    // the failures counted at the flows' gates are the suspect's from now on: a collective
+    // over the suspect's node follows the suspect, not one of its flows
+    let mut explained: HashMap<String, String> = HashMap::new();
     for j in &mut results.jobs {
         if let Some(gate) = follow.get(j.job.as_str()) {
             for v in j
@@ -79,20 +82,11 @@ pub(super) async fn localise(
                 .filter(|v| v.outcome != crate::gate::judge::Outcome::Ok)
             {
                 v.follows = Some(gate.to_string());
+                explained.insert(v.gate.clone(), gate.to_string());
             }
         }
     }
-    // the failures counted at the flows' gates are the suspect's from now on: a collective
-    // over the suspect's node follows the suspect, not one of its flows
-    for (s, ids) in decision.suspects.iter().zip(&decision.explains) {
-        let gates: HashSet<String> = results
-            .jobs
-            .iter()
-            .filter(|j| ids.contains(&j.job))
-            .flat_map(|j| j.verdicts.iter().map(|v| v.gate.clone()))
-            .collect();
-        books.causes.explained_by(&gates, &s.verdict.gate);
-    }
+    books.causes.explained_by(&explained);
     for (s, explains) in decision.suspects.into_iter().zip(decision.explains) {
         ctx.emit(Event::Suspect(Box::new(s.clone()), explains));
         results.suspects.push(s);

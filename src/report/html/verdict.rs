@@ -1,7 +1,7 @@
 //! The top of the page: the verdict and its counts, then what to fix (FAIL and WARN verdicts
 //! grouped by trap, worst first, with the fix; jobs that measured nothing).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use super::format::{class, esc, fmt_val, utc};
@@ -132,13 +132,15 @@ fn trap_groups(r: &RunResults) -> Vec<Group<'_>> {
             }),
         }
     }
+    // each cause's group, then each follower under its cause's
+    let group_of: HashMap<&str, usize> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(i, g)| g.items.iter().map(move |c| (c.gate.as_str(), i)))
+        .collect();
     for v in failed.iter().copied().filter(|v| follows_listed(v)) {
-        let cause = v.follows.as_deref().unwrap_or("");
-        if let Some(g) = groups
-            .iter_mut()
-            .find(|g| g.items.iter().any(|c| c.gate == cause))
-        {
-            g.following.push(v);
+        if let Some(&i) = v.follows.as_deref().and_then(|c| group_of.get(c)) {
+            groups[i].following.push(v);
         }
     }
     groups.sort_by(|a, b| {
