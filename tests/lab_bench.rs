@@ -672,50 +672,40 @@ fn machine_cpu() -> f64 {
 /// A finished process's CPU seconds: (its own user + system time, its reaped children's), read
 /// from `/proc/PID/stat` while it is a zombie (waited for with `WNOWAIT`, reaped after).
 fn run_measured(mut c: Command) -> (std::process::Output, f64, f64) {
-    let child = c
+    let mut child = c
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
     let pid = child.id();
-    // read the pipes while it runs, then wait without reaping
-    let out = std::thread::spawn(move || {
-        // SAFETY: waitid fills the zeroed siginfo we own; WNOWAIT leaves the child to reap.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let mut child = child;
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
-        let (mut o, mut e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-        let t = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut e, &mut v).ok();
-            v
-        });
-        std::io::Read::read_to_end(&mut o, &mut stdout).ok();
-        stderr.extend(t.join().unwrap());
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        assert_eq!(rc, 0, "waitid");
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let status = child.wait().expect("reap");
-        (
-            std::process::Output {
-                status,
-                stdout,
-                stderr,
-            },
-            stat,
+    // read both pipes to their end (stderr on a thread of its own), then wait without reaping
+    let (mut o, mut e) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut v).ok();
+        v
+    });
+    let mut stdout = Vec::new();
+    std::io::Read::read_to_end(&mut o, &mut stdout).ok();
+    let stderr = err.join().unwrap();
+    // SAFETY: waitid fills the zeroed siginfo we own; WNOWAIT leaves the child to reap.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
         )
-    })
-    .join()
-    .unwrap();
-    let (output, stat) = out;
+    };
+    assert_eq!(rc, 0, "waitid");
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let status = child.wait().expect("reap");
+    let output = std::process::Output {
+        status,
+        stdout,
+        stderr,
+    };
     // fields after the command's closing parenthesis: state is 3, utime 14 ... cstime 17
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<f64> = rest
