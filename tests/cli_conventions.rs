@@ -79,3 +79,47 @@ fn color_flag() {
         Some(2)
     );
 }
+
+/// A pipe whose reader is already gone: every write to it fails with a broken pipe, as
+/// `2>&1 | head -1` does once `head` has its line.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills the two descriptors it opens; each is owned exactly once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe");
+    unsafe {
+        drop(std::os::fd::OwnedFd::from_raw_fd(fds[0]));
+        std::process::Stdio::from(std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    }
+}
+
+/// A reader that goes away never changes a run's verdict: `run -v` with its stdout or its
+/// stderr (the phase lines) closed keeps its exit code, 0 green and 1 with a FAIL, and writes
+/// its run directory whole.
+#[test]
+fn a_closed_stdout_or_stderr_keeps_the_runs_exit_code() {
+    let plan = plan_path("two-spark");
+    for (fault, code) in [(None, 0), (Some("throttle:spark-a.f0.a"), 1)] {
+        for closed in ["stdout", "stderr"] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut c = Command::new(env!("CARGO_BIN_EXE_fabricplan"));
+            c.arg("run")
+                .arg(&plan)
+                .args(["--sim", "-v", "--out"])
+                .arg(dir.path().join("run"))
+                .env("NO_COLOR", "1");
+            if let Some(f) = fault {
+                c.args(["--sim-fault", f]);
+            }
+            if closed == "stdout" {
+                c.stdout(closed_pipe()).stderr(std::process::Stdio::null());
+            } else {
+                c.stdout(std::process::Stdio::null()).stderr(closed_pipe());
+            }
+            let o = c.output().expect("runs");
+            assert_eq!(o.status.code(), Some(code), "{closed} closed, {fault:?}");
+            let r = json(&dir.path().join("run/results.json"));
+            assert_eq!(r["summary"]["exit_code"], code);
+        }
+    }
+}

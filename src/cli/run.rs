@@ -282,10 +282,15 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 
     lost.extend(baseline_lost);
     lost.extend(sinks.errors().iter().map(|e| e.to_string()));
     if !lost.is_empty() {
+        // said on stderr when someone reads it (a closed stderr must not end in a panic: the
+        // exit code is the message that matters)
+        use std::io::Write as _;
+        let mut err = std::io::stderr().lock();
         for l in &lost {
-            eprintln!("error: evidence not written: {l}");
+            let _ = writeln!(err, "error: evidence not written: {l}");
         }
-        eprintln!(
+        let _ = writeln!(
+            err,
             "error: the run directory `{}` is incomplete ({} write error(s)); exit {}",
             dir.display(),
             lost.len(),

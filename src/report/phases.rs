@@ -96,12 +96,20 @@ pub struct PhaseLines {
     out: Box<dyn Write + Send>,
     bar: Option<ProgressBar>,
     total: usize,
+    /// The reader went away (`2>&1 | head -1`): the lines are for a person, not evidence, so
+    /// the run goes on without them.
+    closed: bool,
 }
 
 impl PhaseLines {
     /// Lines to `out`; `bar` is the terminal's progress bar, hidden while a line is written.
     pub fn new(out: Box<dyn Write + Send>, bar: Option<ProgressBar>) -> PhaseLines {
-        PhaseLines { out, bar, total: 0 }
+        PhaseLines {
+            out,
+            bar,
+            total: 0,
+            closed: false,
+        }
     }
 
     fn write(&mut self, r: &RoundRecord) -> io::Result<()> {
@@ -114,11 +122,21 @@ impl PhaseLines {
 
     /// `text` as a line of its own, above the progress bar.
     fn put(&mut self, text: &str) -> io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
         let out = &mut self.out;
         let mut put = || writeln!(out, "{text}").and_then(|()| out.flush());
-        match &self.bar {
+        let done = match &self.bar {
             Some(bar) => bar.suspend(put),
             None => put(),
+        };
+        match done {
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            other => other,
         }
     }
 }
@@ -152,6 +170,46 @@ mod tests {
         assert_eq!(ms(999.0), "999 ms");
         assert_eq!(ms(6021.7), "6,021 ms");
         assert_eq!(ms(1_234_567.0), "1,234,567 ms");
+    }
+
+    /// A reader that takes one write, then is gone.
+    struct Gone(usize);
+
+    impl Write for Gone {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            if self.0 == 0 {
+                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+            }
+            self.0 -= 1;
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_stderr_stops_the_lines_not_the_run() {
+        let mut lines = PhaseLines::new(Box::new(Gone(1)), None);
+        let before = Event::BeforeRounds(StartPhases::default());
+        assert!(lines.event(&before).is_ok());
+        // the reader is gone: no error (the run's evidence is whole), and nothing tried again
+        assert!(lines.event(&before).is_ok());
+        assert!(lines.closed);
+        assert!(lines.event(&before).is_ok());
+        // any other error is one
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut full = PhaseLines::new(Box::new(Full), None);
+        assert!(full.event(&before).is_err());
     }
 
     #[test]
