@@ -163,20 +163,25 @@ pub(crate) async fn preflight(
         async {
             match launches {
                 Some((checks, answers)) => {
-                    let (got, took) = answers.await.unwrap_or_else(|e| {
-                        let lost = checks
-                            .iter()
-                            .map(|c| LaunchAnswer {
-                                out: Err(TransportError::Lost {
-                                    host: c.step.host.clone(),
-                                    reason: format!("the launch check did not finish: {e}"),
-                                }),
-                                answered_unix_ms: crate::results::now_ms() as f64,
-                            })
-                            .collect();
-                        (lost, std::time::Duration::ZERO)
-                    });
-                    (checks.into_iter().zip(got).collect(), Some(took))
+                    // a task that did not finish took no time that can be said
+                    let (got, took) =
+                        answers
+                            .await
+                            .map(|(a, t)| (a, Some(t)))
+                            .unwrap_or_else(|e| {
+                                let lost = checks
+                                    .iter()
+                                    .map(|c| LaunchAnswer {
+                                        out: Err(TransportError::Lost {
+                                            host: c.step.host.clone(),
+                                            reason: format!("the launch check did not finish: {e}"),
+                                        }),
+                                        answered_unix_ms: crate::results::now_ms() as f64,
+                                    })
+                                    .collect();
+                                (lost, None)
+                            });
+                    (checks.into_iter().zip(got).collect(), took)
                 }
                 None => (Vec::new(), None),
             }
