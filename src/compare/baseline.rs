@@ -112,6 +112,8 @@ fn fix(old: &RunResults) -> String {
 fn verdict(gate: String, outcome: Outcome, r: &Row, detail: String, old: &RunResults) -> Verdict {
     Verdict {
         follows: None,
+        implicates: Vec::new(),
+        clears: Vec::new(),
         gate,
         metric: None,
         outcome,

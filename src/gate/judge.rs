@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::GateSpec;
+use super::part::Part;
 use super::threshold::{Metric, Threshold};
 use super::trap::Trap;
 
@@ -60,6 +61,13 @@ pub struct Verdict {
     /// that follows from another is shown, but not counted again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub follows: Option<String>,
+    /// The parts this verdict's evidence points at when it is a WARN or FAIL (one of them is
+    /// broken), most specific first. Empty when the gate implicates no part of the fabric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub implicates: Vec<Part>,
+    /// The parts an OK verdict vouches for: each worked, up to what was measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clears: Vec<Part>,
 }
 
 impl Verdict {
@@ -92,7 +100,22 @@ impl Verdict {
             detail: detail.into(),
             attempts: Vec::new(),
             follows: None,
+            implicates: Vec::new(),
+            clears: Vec::new(),
         }
+    }
+
+    /// Say which parts this verdict's evidence is about: implicated when it is a WARN or FAIL,
+    /// cleared when it is OK.
+    pub fn about(mut self, parts: Vec<Part>) -> Verdict {
+        if self.outcome == Outcome::Ok {
+            self.clears = parts;
+            self.implicates.clear();
+        } else {
+            self.implicates = parts;
+            self.clears.clear();
+        }
+        self
     }
 
     /// Mark this verdict as following from the failure of `gate`.
@@ -230,6 +253,8 @@ impl GateSpec {
                 detail: "no measurement".into(),
                 attempts: Vec::new(),
                 follows: None,
+                implicates: Vec::new(),
+                clears: Vec::new(),
             };
         }
         let outcomes: Vec<Outcome> = attempts
@@ -303,6 +328,8 @@ impl GateSpec {
                 Vec::new()
             },
             follows: None,
+            implicates: Vec::new(),
+            clears: Vec::new(),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod classify;
 pub mod judge;
+pub mod part;
 pub mod threshold;
 pub mod trap;
 
