@@ -52,6 +52,8 @@ use serde::Serialize;
 
 use crate::discover::HalfResolution;
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::Part;
+use crate::gate::trap::Trap;
 use crate::render::job::Role;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
@@ -494,6 +496,38 @@ pub struct Suspect {
     pub verdict: Verdict,
 }
 
+/// One broken part, with the evidence that names it, what follows from it and its fix.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Finding {
+    pub part: Part,
+    /// The part as a person reads it: `spark-b.f0.b (enP2p1s0f0np0 on spark-b)`.
+    pub label: String,
+    /// FAIL or WARN.
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trap: Option<Trap>,
+    /// The trap in words (the plan's own name for a site trap).
+    pub trap_name: String,
+    /// What was seen, with the numbers.
+    pub seen: String,
+    /// The gates whose verdicts are its direct evidence.
+    pub evidence: Vec<String>,
+    /// The other failing gates that follow from it (shown, not counted again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follows: Vec<String>,
+    /// The jobs not run because they need it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
+    /// The node whose host the fix runs on, where there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The command that fixes it on that host, where one exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix_command: Option<String>,
+    /// The fix in words.
+    pub fix: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct RunResults {
@@ -515,6 +549,10 @@ pub struct RunResults {
     pub before_rounds: Option<StartPhases>,
     /// What localisation named at fault, worst first (empty unless a sampled test failed).
     pub suspects: Vec<Suspect>,
+    /// The broken parts the diagnosis chose, worst first: every failing gate is one of their
+    /// evidence or follows from one of them (empty when nothing failed, and in older files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
     pub summary: Summary,
     /// Which outputs the run kept as files; `None` (files written before it was recorded) is
     /// `all`.

@@ -197,6 +197,7 @@ pub async fn run(
         rounds: Vec::new(),
         before_rounds: None,
         suspects: Vec::new(),
+        findings: Vec::new(),
         summary: Summary::default(),
         keep_evidence: None,
         counter_totals: Vec::new(),
