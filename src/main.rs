@@ -2,5 +2,12 @@ use clap::Parser;
 
 fn main() {
     let cli = fabricplan::cli::Cli::parse();
-    std::process::exit(fabricplan::cli::run(cli));
+    let code = match fabricplan::cli::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            e.report();
+            e.code()
+        }
+    };
+    std::process::exit(code);
 }

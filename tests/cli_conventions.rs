@@ -123,3 +123,28 @@ fn a_closed_stdout_or_stderr_keeps_the_runs_exit_code() {
         }
     }
 }
+
+/// What a command says on stderr (an error, a plan's warnings) never panics when stderr has
+/// gone away: the command keeps its own exit code.
+#[test]
+fn a_closed_stderr_keeps_every_commands_exit_code() {
+    let warned = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/warnings/ring-f0-to-f0.toml");
+    let warned = warned.to_str().unwrap();
+    let cases: [(&[&str], i32); 5] = [
+        (&["man", "nosuch"], 2),
+        (&["validate", "/nonexistent/plan.toml"], 2),
+        (&["validate", warned], 0),
+        (&["parse", "ib_write_bw", "/dev/null"], 1),
+        (&["detect"], 2),
+    ];
+    for (args, code) in cases {
+        let o = Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(closed_pipe())
+            .output()
+            .expect("runs");
+        assert_eq!(o.status.code(), Some(code), "{args:?}");
+    }
+}

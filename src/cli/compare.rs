@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
-use super::Stdout;
+use super::{CliError, Outcome, Stdout};
 use crate::compare::{self, Side, Thresholds};
 use crate::exit;
 use crate::results::RunResults;
@@ -88,23 +88,16 @@ pub fn thresholds(run: &LoadedRun, max_drop: Option<f64>) -> Result<Thresholds, 
     }
 }
 
-pub fn run(args: &CompareArgs) -> i32 {
+pub fn run(args: &CompareArgs) -> Outcome {
+    // both inputs are read, and what is wrong with each is said
     let (old, new) = match (load_run(&args.old), load_run(&args.new)) {
         (Ok(o), Ok(n)) => (o, n),
         (o, n) => {
-            for e in [o.err(), n.err()].into_iter().flatten() {
-                eprintln!("error: {e}");
-            }
-            return exit::USAGE;
+            let errors = [o.err(), n.err()].into_iter().flatten();
+            return Err(CliError::Many(errors.map(CliError::Usage).collect()));
         }
     };
-    let t = match thresholds(&new, args.max_drop) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+    let t = thresholds(&new, args.max_drop).map_err(CliError::Usage)?;
     let mut c = compare::compare(&old.results, &new.results, &t);
     if new.plan_text.is_none() {
         c.notes.push(format!(
@@ -133,14 +126,15 @@ pub fn run(args: &CompareArgs) -> i32 {
         )),
     }
     if c.rows.is_empty() {
-        eprintln!("error: the two runs share no measurement: nothing was compared");
-        return exit::USAGE;
+        return Err(CliError::Usage(
+            "the two runs share no measurement: nothing was compared".into(),
+        ));
     }
-    if c.regressions().next().is_some() {
+    Ok(if c.regressions().next().is_some() {
         exit::FAIL
     } else {
         exit::OK
-    }
+    })
 }
 
 /// A baseline a run is judged against (`run --baseline`).

@@ -3,12 +3,12 @@
 
 use clap::CommandFactory;
 
-use super::{Cli, Stdout};
+use super::{Cli, Outcome, Stdout};
 use crate::exit;
 
-pub fn run(shell: clap_complete::Shell) -> i32 {
+pub fn run(shell: clap_complete::Shell) -> Outcome {
     let mut cmd = Cli::command();
     let mut out = Stdout::new();
     clap_complete::generate(shell, &mut cmd, "fabricplan", &mut out);
-    exit::OK
+    Ok(exit::OK)
 }

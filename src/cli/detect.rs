@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::hosts::HostArgs;
 use super::launcher::LauncherArgs;
-use super::{Format, Stdout, load_or_report, runtime};
+use super::{CliError, Format, Outcome, Stdout, load, runtime};
 use crate::exec::launch::Launcher;
 use crate::exec::runner::discovery;
 use crate::exec::transport::TransportError;
@@ -34,20 +34,13 @@ pub struct DetectArgs {
     pub launcher: LauncherArgs,
 }
 
-pub fn run(args: DetectArgs) -> i32 {
-    let loaded = match &args.plan {
-        Some(p) => match load_or_report(p) {
-            Some(l) => Some(l),
-            None => return exit::INVALID_PLAN,
-        },
-        None => None,
-    };
+pub fn run(args: DetectArgs) -> Outcome {
+    let loaded = args.plan.as_deref().map(load).transpose()?;
     let plan = loaded.as_ref().map(|l| &l.plan);
     let nodes: Vec<Node> = match plan {
         Some(p) => p.nodes.clone(),
         None if args.host.is_empty() => {
-            eprintln!("error: give a plan or at least one --host");
-            return exit::USAGE;
+            return Err(CliError::Usage("give a plan or at least one --host".into()));
         }
         None => args
             .host
@@ -56,16 +49,11 @@ pub fn run(args: DetectArgs) -> i32 {
             .map(|(i, h)| Node::alias(NodeId(i), h))
             .collect(),
     };
-    let launcher: Arc<dyn Launcher> = match args.launcher.launcher(plan, &args.hosts) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let Some(rt) = runtime() else {
-        return exit::FAIL;
-    };
+    let launcher: Arc<dyn Launcher> = args
+        .launcher
+        .launcher(plan, &args.hosts)
+        .map_err(CliError::Usage)?;
+    let rt = runtime()?;
     let found = rt.block_on(async {
         let refs: Vec<&Node> = nodes.iter().collect();
         // Slurm allocates the nodes first; a node it cannot use is not probed
@@ -132,9 +120,9 @@ pub fn run(args: DetectArgs) -> i32 {
             serde_json::to_string_pretty(&reports).unwrap_or_default()
         )),
     }
-    if reports.iter().all(|r| r.reachable) {
+    Ok(if reports.iter().all(|r| r.reachable) {
         exit::OK
     } else {
         exit::FAIL
-    }
+    })
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::compare::load_run;
-use super::{Format, Stdout};
+use super::{CliError, Format, Outcome, Stdout};
 use crate::compare;
 use crate::exit;
 
@@ -20,14 +20,9 @@ pub struct HistoryArgs {
     pub format: Format,
 }
 
-pub fn run(args: &HistoryArgs) -> i32 {
-    let entries = match std::fs::read_dir(&args.dir) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: cannot read `{}`: {e}", args.dir.display());
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: &HistoryArgs) -> Outcome {
+    let entries = std::fs::read_dir(&args.dir)
+        .map_err(|e| CliError::Usage(format!("cannot read `{}`: {e}", args.dir.display())))?;
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join("results.json").is_file())
@@ -44,24 +39,23 @@ pub fn run(args: &HistoryArgs) -> i32 {
                 runs.push((name, r.results));
             }
             // one unreadable run does not hide the others
-            Err(e) => eprintln!("warning: skipped: {e}"),
+            Err(e) => super::say(&format!("warning: skipped: {e}\n")),
         }
     }
     if runs.is_empty() {
-        eprintln!(
-            "error: `{}` holds no run directory (a folder with a results.json)",
+        return Err(CliError::Usage(format!(
+            "`{}` holds no run directory (a folder with a results.json)",
             args.dir.display()
-        );
-        return exit::USAGE;
+        )));
     }
     let plans: std::collections::BTreeSet<&str> =
         runs.iter().map(|(_, r)| r.plan.as_str()).collect();
     if plans.len() > 1 {
-        eprintln!(
-            "warning: runs of {} plans ({}): each measurement is followed where it appears",
+        super::say(&format!(
+            "warning: runs of {} plans ({}): each measurement is followed where it appears\n",
             plans.len(),
             plans.into_iter().collect::<Vec<_>>().join(", ")
-        );
+        ));
     }
     compare::order(&mut runs);
     let h = compare::history(&runs);
@@ -74,5 +68,5 @@ pub fn run(args: &HistoryArgs) -> i32 {
             serde_json::to_string_pretty(&compare::history_json(&h, &dir)).unwrap_or_default()
         )),
     }
-    exit::OK
+    Ok(exit::OK)
 }

@@ -102,9 +102,9 @@ impl LauncherArgs {
                 ));
             }
             if choice.kind == LauncherKind::Slurm {
-                eprintln!(
-                    "note: {flag} answers every command on this machine: the plan's Slurm launcher is not used"
-                );
+                super::say(&format!(
+                    "note: {flag} answers every command on this machine: the plan's Slurm launcher is not used\n"
+                ));
             }
             return Ok(Arc::new(SshLauncher::new(hosts.transport(plan)?)));
         }

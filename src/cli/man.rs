@@ -3,10 +3,10 @@
 
 use clap::CommandFactory;
 
-use super::{Cli, Stdout};
+use super::{Cli, CliError, Outcome, Stdout};
 use crate::exit;
 
-pub fn run(command: Option<&str>) -> i32 {
+pub fn run(command: Option<&str>) -> Outcome {
     let root = Cli::command();
     let (cmd, title) = match command {
         None => (root, "fabricplan".to_string()),
@@ -16,8 +16,10 @@ pub fn run(command: Option<&str>) -> i32 {
                     .get_subcommands()
                     .map(|s| s.get_name().to_string())
                     .collect();
-                eprintln!("error: no command `{name}`; one of: {}", names.join(", "));
-                return exit::USAGE;
+                return Err(CliError::Usage(format!(
+                    "no command `{name}`; one of: {}",
+                    names.join(", ")
+                )));
             };
             // `fabricplan-run(1)`, as git and cargo name their commands' pages
             let title = format!("fabricplan-{}", sub.get_name());
@@ -25,11 +27,11 @@ pub fn run(command: Option<&str>) -> i32 {
         }
     };
     let mut buf = Vec::new();
-    if let Err(e) = clap_mangen::Man::new(cmd).title(title).render(&mut buf) {
-        eprintln!("error: cannot render the man page: {e}");
-        return exit::FAIL;
-    }
+    clap_mangen::Man::new(cmd)
+        .title(title)
+        .render(&mut buf)
+        .map_err(|e| CliError::Failed(format!("cannot render the man page: {e}")))?;
     let mut out = Stdout::new();
     out.write(&String::from_utf8_lossy(&buf));
-    exit::OK
+    Ok(exit::OK)
 }

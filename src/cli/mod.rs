@@ -1,11 +1,13 @@
 //! The command line: one file per command, each parsing nothing (clap did) and returning its
-//! exit code. With the terminal reporter, the only code that prints; stdout going away (a closed
-//! pipe) ends the printing quietly and the command still exits with its own code.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
+//! exit code or the [`CliError`] that kept it from its result. With the terminal reporter, the
+//! only code that writes to stdout and stderr (through [`Stdout`] and [`say`], never a print
+//! macro): stdout or stderr going away (a closed pipe) ends the writing quietly and the command
+//! still exits with its own code.
 
 mod compare;
 mod completions;
 mod detect;
+mod error;
 mod graph;
 mod history;
 mod hosts;
@@ -23,8 +25,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::plan::{self as plan_mod, LoadError};
+use crate::plan as plan_mod;
 
+pub use error::{CliError, Outcome};
 pub use run::{RunArgs, execute};
 
 #[derive(Debug, Parser)]
@@ -115,8 +118,9 @@ pub enum Command {
     Man { command: Option<String> },
 }
 
-/// Run the CLI; returns the process exit code.
-pub fn run(cli: Cli) -> i32 {
+/// Run the CLI: the command's own exit code, or the error that kept it from its result (`main`
+/// says it and exits with its code).
+pub fn run(cli: Cli) -> Outcome {
     let _ = COLOR.set(cli.color);
     match cli.command {
         Command::Validate { plans } => validate::run(&plans),
@@ -170,30 +174,19 @@ pub fn width() -> usize {
         .unwrap_or(100)
 }
 
-/// Load a plan, printing diagnostics; `None` means exit 2.
-pub fn load_or_report(path: &Path) -> Option<plan_mod::Loaded> {
-    match crate::kinds::load(path) {
-        Ok(l) => {
-            if !l.warnings.problems.is_empty() {
-                eprint!("{}", l.warnings.render(color(), width()));
-            }
-            Some(l)
-        }
-        Err(LoadError::Io { path, source }) => {
-            eprintln!("error: cannot read plan `{}`: {source}", path.display());
-            None
-        }
-        Err(LoadError::Invalid(d)) => {
-            eprint!("{}", d.render(color(), width()));
-            eprintln!(
-                "error: plan `{}` is invalid: {} error(s), {} warning(s)",
-                d.path,
-                d.errors(),
-                d.warnings()
-            );
-            None
-        }
+/// Load a plan; its warnings are said on stderr, its errors are the command's.
+pub fn load(path: &Path) -> Result<plan_mod::Loaded, CliError> {
+    let l = crate::kinds::load(path).map_err(CliError::Plan)?;
+    if !l.warnings.problems.is_empty() {
+        say(&l.warnings.render(color(), width()));
     }
+    Ok(l)
+}
+
+/// Say `text` on stderr (a warning, a note, an error). A closed stderr says nothing and never
+/// panics: the exit code is the message that matters then.
+pub fn say(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// Stdout for a command's output: a closed pipe (`| head -1`) ends the writing, quietly; any
@@ -239,7 +232,7 @@ impl Stdout {
 
     fn fail(&mut self, e: std::io::Error) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("error: cannot write to stdout: {e}");
+            say(&format!("error: cannot write to stdout: {e}\n"));
         }
         self.closed = true;
     }
@@ -271,16 +264,10 @@ impl Drop for Stdout {
     }
 }
 
-/// The runtime for the commands that reach hosts; `None` (said on stderr) when it cannot start.
-fn runtime() -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_multi_thread()
+/// The runtime for the commands that reach hosts.
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => Some(rt),
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            None
-        }
-    }
+        .map_err(|e| CliError::Failed(format!("cannot start the runtime: {e}")))
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
-use super::{Format, Stdout};
+use super::{CliError, Format, Outcome, Stdout};
 use crate::parse::{self, Status, Tool};
 
 impl ValueEnum for Tool {
@@ -22,23 +22,17 @@ impl ValueEnum for Tool {
     }
 }
 
-pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> i32 {
+pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> Outcome {
     // `-` is stdin, as for most tools
     let file = file.filter(|f| f.as_os_str() != "-");
     let bytes = match file {
-        Some(f) => match std::fs::read(f) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("error: cannot read `{}`: {e}", f.display());
-                return parse::EXIT_UNREADABLE;
-            }
-        },
+        Some(f) => std::fs::read(f)
+            .map_err(|e| CliError::Unreadable(format!("cannot read `{}`: {e}", f.display())))?,
         None => {
             let mut b = Vec::new();
-            if let Err(e) = std::io::stdin().read_to_end(&mut b) {
-                eprintln!("error: cannot read stdin: {e}");
-                return parse::EXIT_UNREADABLE;
-            }
+            std::io::stdin()
+                .read_to_end(&mut b)
+                .map_err(|e| CliError::Unreadable(format!("cannot read stdin: {e}")))?;
             b
         }
     };
@@ -54,12 +48,13 @@ pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> i32 {
         Format::Text => out.write(&format!("{}\n", parsed.summary())),
     }
     match parsed.status() {
-        Status::Empty => eprintln!("error: the input is empty: nothing to read"),
-        Status::Unrecognized => eprintln!(
-            "error: nothing in the input reads as {} output",
+        Status::Empty => Err(CliError::NothingRead(
+            "the input is empty: nothing to read".into(),
+        )),
+        Status::Unrecognized => Err(CliError::NothingRead(format!(
+            "nothing in the input reads as {} output",
             tool.name()
-        ),
-        _ => {}
+        ))),
+        Status::Ok | Status::Incomplete | Status::Error => Ok(parse::input_exit_code(&parsed)),
     }
-    parse::input_exit_code(&parsed)
 }

@@ -3,22 +3,14 @@
 use std::path::Path;
 
 use super::launcher::LauncherArgs;
-use super::{Format, Stdout, load_or_report};
+use super::{CliError, Format, Outcome, Stdout, load};
 use crate::exit;
 use crate::report::plan_view;
 use crate::topology::Fabric;
 
-pub fn run(plan: &Path, format: Format, launcher: &LauncherArgs) -> i32 {
-    let Some(l) = load_or_report(plan) else {
-        return exit::INVALID_PLAN;
-    };
-    let choice = match launcher.choice(Some(&l.plan)) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+pub fn run(plan: &Path, format: Format, launcher: &LauncherArgs) -> Outcome {
+    let l = load(plan)?;
+    let choice = launcher.choice(Some(&l.plan)).map_err(CliError::Usage)?;
     let fabric = Fabric::build(&l.plan);
     let schedule = crate::kinds::schedule(&l.plan);
     let run_id = "<run-id>";
@@ -46,11 +38,6 @@ pub fn run(plan: &Path, format: Format, launcher: &LauncherArgs) -> i32 {
             &opening,
         ),
     };
-    match r {
-        Ok(()) => exit::OK,
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::FAIL
-        }
-    }
+    r.map_err(|e| CliError::Failed(e.to_string()))?;
+    Ok(exit::OK)
 }

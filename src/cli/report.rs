@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::compare::{load_run, thresholds};
+use super::{CliError, Outcome};
 use crate::compare::{self, baseline};
 use crate::exit;
 use crate::report::sink::html::{BASELINE_FILE, report_of};
@@ -30,35 +31,19 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
-pub fn run(args: &ReportArgs) -> i32 {
-    let run = match load_run(&args.run_dir) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+pub fn run(args: &ReportArgs) -> Outcome {
+    let run = load_run(&args.run_dir).map_err(CliError::Usage)?;
     let mut results = run.results.clone();
     // the baseline: the one named, else the one the run was judged against
-    let named = args.baseline.as_ref().map(|b| load_run(b));
-    let old = match named {
-        Some(Ok(o)) => Some(o.results),
-        Some(Err(e)) => {
-            eprintln!("error: baseline: {e}");
-            return exit::USAGE;
-        }
+    let named = args.baseline.as_ref().map(|b| load_run(b)).transpose();
+    let old = match named.map_err(|e| CliError::Usage(format!("baseline: {e}")))? {
+        Some(o) => Some(o.results),
         None => std::fs::read_to_string(run.dir.join(BASELINE_FILE))
             .ok()
             .and_then(|t| compare::parse_results(&t).ok()),
     };
     if let Some(old) = &old {
-        let t = match thresholds(&run, args.max_drop) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::USAGE;
-            }
-        };
+        let t = thresholds(&run, args.max_drop).map_err(CliError::Usage)?;
         baseline::strip(&mut results);
         let v = compare::baseline_verdicts(&results, old, &t);
         baseline::apply(&mut results, v);
@@ -73,17 +58,13 @@ pub fn run(args: &ReportArgs) -> i32 {
         _ => PathBuf::from("."),
     };
     let Some(name) = target.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        eprintln!("error: `{}` names no file", target.display());
-        return exit::USAGE;
+        return Err(CliError::Usage(format!(
+            "`{}` names no file",
+            target.display()
+        )));
     };
-    match write_atomic(&dir, &name, html.as_bytes()) {
-        Ok(p) => {
-            eprintln!("wrote {}", p.display());
-            exit::OK
-        }
-        Err(e) => {
-            eprintln!("error: cannot write `{}`: {e}", target.display());
-            exit::EVIDENCE
-        }
-    }
+    let p = write_atomic(&dir, &name, html.as_bytes())
+        .map_err(|e| CliError::NotWritten(format!("cannot write `{}`: {e}", target.display())))?;
+    super::say(&format!("wrote {}\n", p.display()));
+    Ok(exit::OK)
 }

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::compare::Baseline;
 use super::hosts::HostArgs;
 use super::launcher::LauncherArgs;
-use super::{Format, Stdout, load_or_report, runtime};
+use super::{CliError, Format, Outcome, Stdout, load, runtime};
 use crate::exec::evidence::Evidence;
 use crate::exec::launch::Launcher;
 use crate::exec::runner::{self, Event, RunOptions};
-use crate::exit;
 use crate::plan::Plan;
 use crate::report::phases::PhaseLines;
 use crate::report::sink::{self, Sink, Sinks};
@@ -89,24 +89,20 @@ impl From<KeepArg> for KeepEvidence {
     }
 }
 
-pub fn run(args: RunArgs) -> i32 {
-    let Some(l) = load_or_report(&args.plan) else {
-        return exit::INVALID_PLAN;
-    };
+pub fn run(args: RunArgs) -> Outcome {
+    let l = load(&args.plan)?;
     if args.dry_run {
         return super::plan::run(&args.plan, args.format, &args.launcher);
     }
     if args.setup && l.plan.setup.is_none() {
-        eprintln!("error: --setup given but the plan declares no [setup] stage");
-        return exit::USAGE;
+        return Err(CliError::Usage(
+            "--setup given but the plan declares no [setup] stage".into(),
+        ));
     }
-    let launcher = match args.launcher.launcher(Some(&l.plan), &args.hosts) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
+    let launcher = args
+        .launcher
+        .launcher(Some(&l.plan), &args.hosts)
+        .map_err(CliError::Usage)?;
     execute(&l.plan, launcher, &args)
 }
 
@@ -150,66 +146,30 @@ pub(super) fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
     });
 }
 
-/// Run a plan with a launcher; prints progress and the verdict; returns the exit code.
-pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 {
-    // the baseline and the metrics file are checked before anything runs
-    let baseline = match &args.baseline {
-        Some(p) => match super::compare::load_baseline(p, &plan.regression, args.max_drop) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return exit::USAGE;
-            }
-        },
-        None => None,
-    };
+/// The baseline and the metrics file's folder, checked before anything runs.
+fn check_inputs(plan: &Plan, args: &RunArgs) -> Result<Option<Baseline>, CliError> {
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(|p| super::compare::load_baseline(p, &plan.regression, args.max_drop))
+        .transpose()
+        .map_err(CliError::Usage)?;
     if let Some(m) = &args.metrics
         && let Some(d) = m
             .parent()
             .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
     {
-        eprintln!("error: --metrics: `{}` is not a directory", d.display());
-        return exit::USAGE;
+        return Err(CliError::Usage(format!(
+            "--metrics: `{}` is not a directory",
+            d.display()
+        )));
     }
-    let stamp = utc_stamp();
-    let run_id = format!("{}-{stamp}", plan.name);
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_dir(&plan.name, &stamp));
-    let evidence = match Evidence::create(&dir, &plan.text) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
-    };
-    let fabric = Fabric::build(plan);
-    let schedule = crate::kinds::schedule(plan);
-    let opts = RunOptions {
-        run_id,
-        only: args.only.clone(),
-        skip: args.skip.clone(),
-        max_parallel: args.max_parallel,
-        keep_evidence: args.keep_evidence.map(KeepEvidence::from),
-    };
-    let Some(rt) = runtime() else {
-        return exit::FAIL;
-    };
-    let mut sinks = Sinks::new(sink::run_directory(&dir));
-    // the baseline's results beside the run's, the metrics file
-    let mut baseline_lost = Vec::new();
-    if let Some(b) = &baseline
-        && let Err(e) = sink::write_atomic(&dir, sink::html::BASELINE_FILE, b.text.as_bytes())
-    {
-        baseline_lost.push(format!(
-            "{}: {e}",
-            dir.join(sink::html::BASELINE_FILE).display()
-        ));
-    }
-    if let Some(m) = &args.metrics {
-        sinks.push(Box::new(sink::MetricsSink::new(m)));
-    }
+    Ok(baseline)
+}
+
+/// The sinks that show the run as it goes: the terminal (and its progress bar, which `-v`'s
+/// phase lines print above) or JSON on stdout.
+fn front_sinks(sinks: &mut Sinks, launcher: &dyn Launcher, dir: &std::path::Path, args: &RunArgs) {
     let (front, bar): (Box<dyn Sink>, _) = match args.format {
         Format::Text => {
             let t = Terminal::new(
@@ -228,6 +188,45 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 
     if args.verbose {
         sinks.push(Box::new(PhaseLines::new(Box::new(std::io::stderr()), bar)));
     }
+}
+
+/// Run a plan with a launcher; prints progress and the verdict; returns the verdict's exit
+/// code, or the evidence that could not be written.
+pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outcome {
+    let baseline = check_inputs(plan, args)?;
+    let stamp = utc_stamp();
+    let run_id = format!("{}-{stamp}", plan.name);
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&plan.name, &stamp));
+    let evidence =
+        Evidence::create(&dir, &plan.text).map_err(|e| CliError::Usage(e.to_string()))?;
+    let fabric = Fabric::build(plan);
+    let schedule = crate::kinds::schedule(plan);
+    let opts = RunOptions {
+        run_id,
+        only: args.only.clone(),
+        skip: args.skip.clone(),
+        max_parallel: args.max_parallel,
+        keep_evidence: args.keep_evidence.map(KeepEvidence::from),
+    };
+    let rt = runtime()?;
+    let mut sinks = Sinks::new(sink::run_directory(&dir));
+    // the baseline's results beside the run's, the metrics file
+    let mut baseline_lost = Vec::new();
+    if let Some(b) = &baseline
+        && let Err(e) = sink::write_atomic(&dir, sink::html::BASELINE_FILE, b.text.as_bytes())
+    {
+        baseline_lost.push(format!(
+            "{}: {e}",
+            dir.join(sink::html::BASELINE_FILE).display()
+        ));
+    }
+    if let Some(m) = &args.metrics {
+        sinks.push(Box::new(sink::MetricsSink::new(m)));
+    }
+    front_sinks(&mut sinks, launcher.as_ref(), &dir, args);
     let results = rt.block_on(async {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
@@ -282,21 +281,7 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> i32 
     lost.extend(baseline_lost);
     lost.extend(sinks.errors().iter().map(|e| e.to_string()));
     if !lost.is_empty() {
-        // said on stderr when someone reads it (a closed stderr must not end in a panic: the
-        // exit code is the message that matters)
-        use std::io::Write as _;
-        let mut err = std::io::stderr().lock();
-        for l in &lost {
-            let _ = writeln!(err, "error: evidence not written: {l}");
-        }
-        let _ = writeln!(
-            err,
-            "error: the run directory `{}` is incomplete ({} write error(s)); exit {}",
-            dir.display(),
-            lost.len(),
-            exit::EVIDENCE
-        );
-        return exit::EVIDENCE;
+        return Err(CliError::Incomplete { lost, dir });
     }
-    results.summary.exit_code
+    Ok(results.summary.exit_code)
 }

@@ -1,10 +1,10 @@
 //! `fabricplan schema`
 
-use super::Stdout;
+use super::{Outcome, Stdout};
 use crate::exit;
 
-pub fn run() -> i32 {
+pub fn run() -> Outcome {
     let mut out = Stdout::new();
     out.write(&crate::kinds::json_schema());
-    exit::OK
+    Ok(exit::OK)
 }

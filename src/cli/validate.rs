@@ -1,16 +1,17 @@
-//! `fabricplan validate PLAN...`
+//! `fabricplan validate PLAN...`: every plan checked, each invalid one's diagnostics said as it
+//! comes; a plan found invalid is the command's result (exit 2), not what kept it from one.
 
 use std::path::PathBuf;
 
-use super::{Stdout, load_or_report};
+use super::{Outcome, Stdout, load};
 use crate::exit;
 
-pub fn run(plans: &[PathBuf]) -> i32 {
+pub fn run(plans: &[PathBuf]) -> Outcome {
     let mut out = Stdout::new();
     let mut code = exit::OK;
     for p in plans {
-        match load_or_report(p) {
-            Some(l) => {
+        match load(p) {
+            Ok(l) => {
                 let s = crate::kinds::schedule(&l.plan);
                 out.write(&format!(
                     "{}: ok ({} nodes, {} links, {} rounds{})\n",
@@ -24,8 +25,12 @@ pub fn run(plans: &[PathBuf]) -> i32 {
                     }
                 ));
             }
-            None => code = exit::INVALID_PLAN,
+            Err(e) => {
+                out.flush();
+                e.report();
+                code = e.code();
+            }
         }
     }
-    code
+    Ok(code)
 }
