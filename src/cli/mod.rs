@@ -20,7 +20,7 @@ mod run;
 mod schema;
 mod validate;
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -121,7 +121,11 @@ pub enum Command {
 /// Run the CLI: the command's own exit code, or the error that kept it from its result (`main`
 /// says it and exits with its code).
 pub fn run(cli: Cli) -> Outcome {
-    let _ = COLOR.set(cli.color);
+    anstream::ColorChoice::write_global(match cli.color {
+        clap::ColorChoice::Always => anstream::ColorChoice::Always,
+        clap::ColorChoice::Never => anstream::ColorChoice::Never,
+        clap::ColorChoice::Auto => anstream::ColorChoice::Auto,
+    });
     match cli.command {
         Command::Validate { plans } => validate::run(&plans),
         Command::Schema => schema::run(),
@@ -142,27 +146,20 @@ pub fn run(cli: Cli) -> Outcome {
     }
 }
 
-/// `--color`, once parsed.
-static COLOR: std::sync::OnceLock<clap::ColorChoice> = std::sync::OnceLock::new();
-
-/// Colour on a stream that is (`tty`) or is not a terminal: `--color always` or `never`, else
-/// on a terminal unless NO_COLOR is set.
-fn color_for(tty: bool) -> bool {
-    match COLOR.get().copied().unwrap_or_default() {
-        clap::ColorChoice::Always => true,
-        clap::ColorChoice::Never => false,
-        clap::ColorChoice::Auto => tty && std::env::var_os("NO_COLOR").is_none(),
-    }
+/// Colour on a stream, as anstream chooses it: `--color always` or `never`; else on a terminal
+/// that shows colour, unless NO_COLOR is set or CLICOLOR=0 (CLICOLOR_FORCE forces it).
+fn color_on<S: anstream::stream::RawStream>(stream: &S) -> bool {
+    anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never
 }
 
 /// Colour on stderr (diagnostics).
 fn color() -> bool {
-    color_for(std::io::stderr().is_terminal())
+    color_on(&std::io::stderr())
 }
 
 /// Colour on stdout (the verdict table).
 pub fn color_stdout() -> bool {
-    color_for(std::io::stdout().is_terminal())
+    color_on(&std::io::stdout())
 }
 
 /// The terminal's width, measured (stdout, else stderr); 100 when neither is a terminal.

@@ -5,6 +5,7 @@
 
 use std::io::{self, IsTerminal, Write};
 
+use anstyle::{AnsiColor, Style};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::sink::Sink;
@@ -141,15 +142,10 @@ impl Terminal {
         }
     }
 
+    /// `word` in its outcome's colour (green OK, yellow WARN, red FAIL, cyan for no outcome),
+    /// when the terminal shows colour.
     fn paint(&self, word: &str, o: Option<Outcome>) -> String {
-        let code = match o {
-            _ if !self.color => return word.to_string(),
-            Some(Outcome::Ok) => 32,
-            Some(Outcome::Warn) => 33,
-            Some(Outcome::Fail) => 31,
-            None => 36,
-        };
-        format!("\x1b[{code}m{word}\x1b[0m")
+        paint(self.color, Style::new(), word, o)
     }
 
     /// `text` wrapped to `width` columns (at least one line).
@@ -426,19 +422,15 @@ impl Terminal {
         } else {
             r.summary.verdict.clone()
         };
-        if self.color {
-            let code = if r.summary.fail > 0 || r.summary.exit_code != 0 {
-                31
-            } else if r.summary.warn > 0 {
-                33
-            } else {
-                32
-            };
-            writeln!(self.out, "\x1b[1;{code}m{line}\x1b[0m")?;
+        let worst = if r.summary.fail > 0 || r.summary.exit_code != 0 {
+            Outcome::Fail
+        } else if r.summary.warn > 0 {
+            Outcome::Warn
         } else {
-            writeln!(self.out, "{line}")?;
-        }
-        Ok(())
+            Outcome::Ok
+        };
+        let line = paint(self.color, Style::new().bold(), &line, Some(worst));
+        writeln!(self.out, "{line}")
     }
 }
 
@@ -505,4 +497,20 @@ pub fn kept_line(r: &RunResults) -> String {
         ),
         _ => format!("--keep-evidence all{why}: every job's outputs under jobs/"),
     }
+}
+
+/// `text` in `style` and its outcome's colour (green OK, yellow WARN, red FAIL, cyan for no
+/// outcome) when `color`, else as it is.
+fn paint(color: bool, style: Style, text: &str, o: Option<Outcome>) -> String {
+    if !color {
+        return text.to_string();
+    }
+    let c = match o {
+        Some(Outcome::Ok) => AnsiColor::Green,
+        Some(Outcome::Warn) => AnsiColor::Yellow,
+        Some(Outcome::Fail) => AnsiColor::Red,
+        None => AnsiColor::Cyan,
+    };
+    let style = style.fg_color(Some(c.into()));
+    format!("{style}{text}{style:#}")
 }
