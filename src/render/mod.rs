@@ -330,7 +330,12 @@ pub mod wrap {
     /// it take its start mark and exec the command. Stdin is otherwise never written to, as
     /// before. A script without a start mark waits before anything.
     pub fn gated(script: &str) -> String {
-        let gate = format!("echo {ARMED_MARK} >&2 && read -r _ && ");
+        gated_with(script, &format!("echo {ARMED_MARK} >&2 && read -r _ && "))
+    }
+
+    /// `script` with `gate` (a command list ending in `&& `) put where [`gated`] puts its own:
+    /// after the preparation, before the start mark; at the front when there is none.
+    pub fn gated_with(script: &str, gate: &str) -> String {
         match script.find(&format!("printf '{START_MARK}")) {
             Some(i) => format!("{}{gate}{}", &script[..i], &script[i..]),
             None => format!("{gate}{{ {script}\n}}"),

@@ -1,0 +1,514 @@
+//! Sessions: one long-lived control loop per host for a whole run, through which every command
+//! of the run goes. A command over SSH used to cost a channel, an sshd session and the user's
+//! login shell (`bash -c`, which reads `~/.bashrc`: conda, pyenv or Lmod set-up on many GPU
+//! hosts); under Slurm, a job step. A session pays that once per host: the loop ([`wire`],
+//! plain POSIX sh, nothing installed) is started once, reads framed requests on its stdin and
+//! writes framed answers on its stdout.
+//!
+//! Each command is a job of the loop: its own session and process group (`setsid`), its own
+//! stdout, stderr and exit status (128 + n for signal n), its own deadline (past it, the loop
+//! stops exactly the process group it recorded, never a name). Jobs run at once (a server's
+//! start and its readiness poll; two jobs on one node). A staged job waits at a gate after its
+//! preparation, and its release costs one line. Answers come back through one writer on the
+//! host, so they never interleave, and outputs travel as base64, so nothing a command prints
+//! can pass for an answer.
+//!
+//! What carries a session is the transport's: an SSH channel ([`crate::exec::ssh`]), a Slurm
+//! step's `srun` or a local process ([`process`]). A session that ends or stops answering is
+//! that host's: its commands fail with why, and the transport opens another when asked.
+
+pub mod process;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::transport::{Output, TransportError, released};
+use crate::render::wrap;
+use wire::Answer;
+
+/// What a carrier delivers of the loop's output: bytes as they come, then why it ended.
+#[derive(Debug)]
+pub enum Chunk {
+    Data(Vec<u8>),
+    End(String),
+}
+
+/// The loop's output, as its carrier delivers it.
+pub type Source = mpsc::UnboundedReceiver<Chunk>;
+/// The loop's input.
+pub type Sink = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// How long stopping a job past its deadline may take before the session counts as hung.
+const STOP_LIMIT: Duration = Duration::from_secs(10);
+/// How long a request may wait to be taken in before the session counts as hung.
+const WRITE_LIMIT: Duration = Duration::from_secs(20);
+/// How long the loop has to stop what still runs and end, once told to.
+const CLOSE_LIMIT: Duration = Duration::from_secs(8);
+
+/// A job while it runs: its process group once known, who waits for its gate and its end.
+#[derive(Default)]
+struct Slot {
+    pgid: Option<u32>,
+    armed: Option<oneshot::Sender<()>>,
+    done: Option<oneshot::Sender<Output>>,
+}
+
+struct Inner {
+    host: String,
+    dir: String,
+    pid: u32,
+    sink: tokio::sync::Mutex<Option<Sink>>,
+    slots: Mutex<HashMap<u64, Slot>>,
+    next: AtomicU64,
+    /// Why the session ended, once it has.
+    ended: watch::Sender<Option<String>>,
+    /// It was closed on purpose.
+    closing: AtomicBool,
+    /// The process groups of the jobs that still ran when it ended.
+    orphans: Mutex<Vec<u32>>,
+    /// How long stopping a job may take ([`STOP_LIMIT`]).
+    stop_limit: Mutex<Duration>,
+}
+
+impl Inner {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Slot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session is over: record why (the first reason stays) and fail every waiting job.
+    fn end(&self, why: String) {
+        self.ended.send_if_modified(|e| {
+            let first = e.is_none();
+            if first {
+                *e = Some(why);
+            }
+            first
+        });
+        let slots: Vec<Slot> = self.slots().drain().map(|(_, s)| s).collect();
+        let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+        orphans.extend(slots.iter().filter_map(|s| s.pgid));
+    }
+}
+
+/// Removes a job's slot when whoever waits for it is done (or gone).
+struct Guard {
+    inner: Arc<Inner>,
+    id: u64,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.inner.slots().remove(&self.id);
+    }
+}
+
+/// What a submitted job answers through.
+struct Waits {
+    id: u64,
+    armed: Option<oneshot::Receiver<()>>,
+    done: oneshot::Receiver<Output>,
+    _guard: Guard,
+}
+
+/// One host's session.
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+/// Lines of a carrier's output, and why it ended.
+struct Lines {
+    source: Source,
+    buf: Vec<u8>,
+    end: Option<String>,
+}
+
+impl Lines {
+    /// The next line (without its newline), or why the output ended.
+    async fn next(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=i).collect();
+                return Ok(String::from_utf8_lossy(&line[..i]).into_owned());
+            }
+            if let Some(why) = &self.end {
+                return Err(why.clone());
+            }
+            match self.source.recv().await {
+                Some(Chunk::Data(d)) => self.buf.extend_from_slice(&d),
+                Some(Chunk::End(why)) => self.end = Some(why),
+                None => self.end = Some("its carrier is gone".to_string()),
+            }
+        }
+    }
+
+    /// One output of a `D` answer: base64 lines up to `.`.
+    async fn output(&mut self) -> Result<String, String> {
+        let mut bytes = Vec::new();
+        loop {
+            let line = self.next().await?;
+            if wire::is_output_end(&line) {
+                return Ok(String::from_utf8_lossy(&bytes).into_owned());
+            }
+            match wire::decode_line(&line) {
+                Some(b) => bytes.extend_from_slice(&b),
+                None => return Err(format!("its answer was garbled: {line:?}")),
+            }
+        }
+    }
+}
+
+/// Wait for the loop's hello (`@fp H TOKEN ...`), skipping what a login shell printed first.
+async fn hello(lines: &mut Lines, token: &str) -> Result<(u32, String), String> {
+    loop {
+        let line = lines
+            .next()
+            .await
+            .map_err(|why| format!("the session ended before it started: {why}"))?;
+        match wire::answer(&line) {
+            Some(Answer::Hello { token: t, pid, dir }) if t == token => return Ok((pid, dir)),
+            Some(Answer::Failed(why)) => {
+                return Err(format!("fabricplan's session could not start: {why}"));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Read the loop's answers until its output ends, handing each to the job it is for.
+async fn pump(inner: Arc<Inner>, mut lines: Lines) {
+    let why = loop {
+        let line = match lines.next().await {
+            Ok(l) => l,
+            Err(why) => break why,
+        };
+        match wire::answer(&line) {
+            Some(Answer::Started { id, pgid }) => {
+                if let Some(s) = inner.slots().get_mut(&id) {
+                    s.pgid = Some(pgid);
+                }
+            }
+            Some(Answer::Armed(id)) => {
+                let armed = inner.slots().get_mut(&id).and_then(|s| s.armed.take());
+                if let Some(a) = armed {
+                    let _ = a.send(());
+                }
+            }
+            Some(Answer::Done { id, status }) => {
+                let stdout = match lines.output().await {
+                    Ok(o) => o,
+                    Err(why) => break why,
+                };
+                let stderr = match lines.output().await {
+                    Ok(o) => o,
+                    Err(why) => break why,
+                };
+                let done = inner.slots().get_mut(&id).and_then(|s| s.done.take());
+                if let Some(d) = done {
+                    let _ = d.send(Output {
+                        status,
+                        stdout,
+                        stderr,
+                    });
+                }
+            }
+            _ => {}
+        }
+    };
+    inner.end(why);
+}
+
+impl Session {
+    /// Take over a loop started (by its carrier) with `token`: wait up to `limit` for its hello,
+    /// then read its answers from `source` and write requests into `sink`.
+    pub async fn attach(
+        host: &str,
+        token: &str,
+        sink: Sink,
+        source: Source,
+        limit: Duration,
+    ) -> Result<Session, String> {
+        let mut lines = Lines {
+            source,
+            buf: Vec::new(),
+            end: None,
+        };
+        let (pid, dir) = tokio::time::timeout(limit, hello(&mut lines, token))
+            .await
+            .map_err(|_| {
+                format!(
+                    "fabricplan's session did not start within {} s",
+                    limit.as_secs()
+                )
+            })??;
+        let inner = Arc::new(Inner {
+            host: host.to_string(),
+            dir,
+            pid,
+            sink: tokio::sync::Mutex::new(Some(sink)),
+            slots: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            ended: watch::channel(None).0,
+            closing: AtomicBool::new(false),
+            orphans: Mutex::new(Vec::new()),
+            stop_limit: Mutex::new(STOP_LIMIT),
+        });
+        tokio::spawn(pump(inner.clone(), lines));
+        Ok(Session { inner })
+    }
+
+    /// The host (the plan's node name) the session is on.
+    pub fn host(&self) -> &str {
+        &self.inner.host
+    }
+
+    /// The loop's directory on the host.
+    pub fn dir(&self) -> &str {
+        &self.inner.dir
+    }
+
+    /// The loop's pid on the host.
+    pub fn pid(&self) -> u32 {
+        self.inner.pid
+    }
+
+    /// Why the session ended, once it has (`None` while it runs).
+    pub fn ended(&self) -> Option<String> {
+        self.inner.ended.borrow().clone()
+    }
+
+    /// Whether it ended because it was closed ([`Session::close`]).
+    pub fn closed(&self) -> bool {
+        self.inner.closing.load(Ordering::SeqCst)
+    }
+
+    /// The process groups of the jobs that still ran when the session ended: what must be
+    /// stopped once the host is reached again.
+    pub fn orphans(&self) -> Vec<u32> {
+        self.inner
+            .orphans
+            .lock()
+            .map(|o| o.clone())
+            .unwrap_or_default()
+    }
+
+    /// How long stopping a job past its deadline may take before the session counts as hung
+    /// (tests make it short).
+    pub fn set_stop_limit(&self, limit: Duration) {
+        *self
+            .inner
+            .stop_limit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = limit;
+    }
+
+    /// Wait until the session has ended (however).
+    pub async fn wait_ended(&self) {
+        let mut rx = self.inner.ended.subscribe();
+        let _ = rx.wait_for(Option::is_some).await;
+    }
+
+    fn lost(&self) -> TransportError {
+        TransportError::Lost {
+            host: self.inner.host.clone(),
+            reason: format!(
+                "fabricplan's session on the host ended: {}",
+                self.ended().unwrap_or_else(|| "no answer".into())
+            ),
+        }
+    }
+
+    /// End the session for `why` (it stopped answering): every job waiting fails.
+    fn fail(&self, why: String) {
+        self.inner.end(why);
+    }
+
+    /// Write a request, unless the session stopped taking them.
+    async fn send(&self, bytes: &[u8]) -> Result<(), TransportError> {
+        let mut sink = self.inner.sink.lock().await;
+        let Some(s) = sink.as_mut() else {
+            return Err(self.lost());
+        };
+        let wrote = tokio::time::timeout(WRITE_LIMIT, async {
+            s.write_all(bytes).await?;
+            s.flush().await
+        })
+        .await;
+        drop(sink);
+        match wrote {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.fail(format!("its input is closed ({e})"));
+                Err(self.lost())
+            }
+            Err(_) => {
+                self.fail(format!(
+                    "it took no request for {} s",
+                    WRITE_LIMIT.as_secs()
+                ));
+                Err(self.lost())
+            }
+        }
+    }
+
+    /// Hand `script` to the loop as a new job (staged: it waits at its gate).
+    async fn submit(&self, script: &str, staged: bool) -> Result<Waits, TransportError> {
+        if self.ended().is_some() {
+            return Err(self.lost());
+        }
+        let id = self.inner.next.fetch_add(1, Ordering::SeqCst);
+        let (done_tx, done) = oneshot::channel();
+        let (armed_tx, armed) = if staged {
+            let (t, r) = oneshot::channel();
+            (Some(t), Some(r))
+        } else {
+            (None, None)
+        };
+        self.inner.slots().insert(
+            id,
+            Slot {
+                pgid: None,
+                armed: armed_tx,
+                done: Some(done_tx),
+            },
+        );
+        let guard = Guard {
+            inner: self.inner.clone(),
+            id,
+        };
+        let body = if staged {
+            wrap::gated_with(script, &wire::gate(id, &self.inner.dir))
+        } else {
+            script.to_string()
+        };
+        self.send(&wire::run_request(id, &body, staged)).await?;
+        Ok(Waits {
+            id,
+            armed,
+            done,
+            _guard: guard,
+        })
+    }
+
+    /// Stop job `id` past its deadline, by the process group it recorded. A session that never
+    /// said the job started, or does not answer the stop, has stopped answering: it is ended.
+    async fn stop(&self, id: u64) {
+        let pgid = self.inner.slots().get(&id).and_then(|s| s.pgid);
+        let Some(pgid) = pgid else {
+            self.fail("it never said a job it was given had started".into());
+            return;
+        };
+        let limit = *self
+            .inner
+            .stop_limit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let answered = match self.submit(&wrap::kill_group(pgid), false).await {
+            Ok(w) => tokio::time::timeout(limit, w.done).await,
+            Err(_) => return,
+        };
+        if !matches!(answered, Ok(Ok(_))) && self.ended().is_none() {
+            self.fail(format!(
+                "it did not answer within {} s when told to stop a job",
+                limit.as_secs()
+            ));
+        }
+    }
+
+    /// Wait for a job's end within `timeout`; past it, stop it and say so.
+    async fn finish(
+        &self,
+        id: u64,
+        done: oneshot::Receiver<Output>,
+        timeout: Duration,
+    ) -> Result<Output, TransportError> {
+        match tokio::time::timeout(timeout, done).await {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(_)) => Err(self.lost()),
+            Err(_) => {
+                self.stop(id).await;
+                Err(TransportError::Timeout {
+                    host: self.inner.host.clone(),
+                    secs: timeout.as_secs(),
+                })
+            }
+        }
+    }
+
+    /// Run `script` (POSIX sh) as a job; past `timeout` it is stopped and the answer is
+    /// [`TransportError::Timeout`].
+    pub async fn run(&self, script: &str, timeout: Duration) -> Result<Output, TransportError> {
+        let w = self.submit(script, false).await?;
+        self.finish(w.id, w.done, timeout).await
+    }
+
+    /// Run `script` staged: the job prepares, waits at its gate and says so (`armed` is
+    /// signalled; dropped unsent when the job ended or failed first), and runs once `go` turns
+    /// true; `go`'s sender dropped unset withdraws it (it ends unrun:
+    /// [`TransportError::Withdrawn`]). `timeout` bounds the preparation and, afresh from the
+    /// release, the run.
+    pub async fn run_released(
+        &self,
+        script: &str,
+        timeout: Duration,
+        armed: oneshot::Sender<()>,
+        go: watch::Receiver<bool>,
+    ) -> Result<Output, TransportError> {
+        let mut w = self.submit(script, true).await?;
+        let mut gate = w.armed.take().expect("a staged job has a gate");
+        let waited = tokio::time::timeout(timeout, async {
+            tokio::select! {
+                a = &mut gate => a.map(|()| None).map_err(|_| ()),
+                d = &mut w.done => d.map(Some).map_err(|_| ()),
+            }
+        })
+        .await;
+        match waited {
+            Err(_) => {
+                self.stop(w.id).await;
+                return Err(TransportError::Timeout {
+                    host: self.inner.host.clone(),
+                    secs: timeout.as_secs(),
+                });
+            }
+            // it ended before its gate (its preparation failed): that is its answer
+            Ok(Ok(Some(out))) => return Ok(out),
+            Ok(Err(())) => return Err(self.lost()),
+            Ok(Ok(None)) => {}
+        }
+        let _ = armed.send(());
+        if !released(go).await {
+            if self.send(&wire::gate_request(w.id, false)).await.is_ok() {
+                let _ = tokio::time::timeout(STOP_LIMIT, &mut w.done).await;
+            }
+            return Err(TransportError::Withdrawn {
+                host: self.inner.host.clone(),
+            });
+        }
+        self.send(&wire::gate_request(w.id, true)).await?;
+        self.finish(w.id, w.done, timeout).await
+    }
+
+    /// End the session: the loop stops every job still running (by its recorded process
+    /// group), removes its directory and exits; its input is closed. Waits up to a few seconds.
+    pub async fn close(&self) {
+        self.inner.closing.store(true, Ordering::SeqCst);
+        if self.ended().is_none() {
+            let _ = self.send(wire::EXIT).await;
+        }
+        if let Some(mut s) = self.inner.sink.lock().await.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), s.shutdown()).await;
+        }
+        let _ = tokio::time::timeout(CLOSE_LIMIT, self.wait_ended()).await;
+        self.inner.end("closed".into());
+    }
+}
+
+#[cfg(test)]
+mod tests;
