@@ -5,6 +5,9 @@
 
 use std::borrow::Cow;
 
+pub mod size;
+pub mod width;
+
 /// `s` with every control character escaped (`\n`, `\t`, `\u{1b}`, C1 controls...).
 pub fn inert(s: &str) -> Cow<'_, str> {
     if !s.chars().any(char::is_control) {

@@ -10,10 +10,11 @@
 use std::collections::BTreeMap;
 
 use super::diff::{Comparison, Row, compare};
-use super::entry::{Quantity, size};
+use super::entry::Quantity;
 use super::threshold::Thresholds;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::results::RunResults;
+use crate::text::size;
 
 pub use super::entry::{SUFFIX, is_baseline_verdict};
 
@@ -161,7 +162,7 @@ fn rows_verdict(q: Quantity, rows: &[&Row], old: &RunResults) -> Verdict {
         .copied()
         .unwrap_or(rows[0]);
     let bad: Vec<&&Row> = rows.iter().filter(|r| r.regression).collect();
-    let at = worst.key.size_bytes.map(size).unwrap_or_default();
+    let at = worst.key.size_bytes.map(size::format).unwrap_or_default();
     if bad.is_empty() {
         let detail = format!(
             "{} size(s) within {}% of the baseline; worst {at}: {}",

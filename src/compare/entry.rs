@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
 use crate::results::{JobResult, RunResults};
+use crate::text::size;
 
 /// The end of every baseline verdict's gate.
 pub const SUFFIX: &str = " vs baseline";
@@ -51,23 +52,13 @@ pub struct Key {
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.quantity, self.size_bytes) {
-            (Quantity::Busbw, Some(s)) => write!(f, "{} busbw at {}", self.subject, size(s)),
-            (Quantity::Time, Some(s)) => write!(f, "{} time at {}", self.subject, size(s)),
+            (Quantity::Busbw, Some(s)) => {
+                write!(f, "{} busbw at {}", self.subject, size::format(s))
+            }
+            (Quantity::Time, Some(s)) => write!(f, "{} time at {}", self.subject, size::format(s)),
             _ => write!(f, "{}", self.subject),
         }
     }
-}
-
-/// `16 KiB`, `128 MiB`, `8 B`.
-pub fn size(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes;
-    let mut u = 0;
-    while v >= 1024 && v % 1024 == 0 && u + 1 < UNITS.len() {
-        v /= 1024;
-        u += 1;
-    }
-    format!("{v} {}", UNITS[u])
 }
 
 /// A flow's two ends, read from a gate: `spark-b.f0.a -> spark-a.f0.a` is client `spark-b`
@@ -359,13 +350,5 @@ mod tests {
         assert_eq!((d.src.as_str(), d.src_port.as_str()), ("rack1.n1", "f0"));
         assert!(flow_of("mtu spark-a.f0.a", &n).is_none());
         assert!(flow_of("ping x.f0.a -> y.f0.a", &n).is_none());
-    }
-
-    #[test]
-    fn sizes_read_as_people_write_them() {
-        assert_eq!(size(8), "8 B");
-        assert_eq!(size(16384), "16 KiB");
-        assert_eq!(size(134217728), "128 MiB");
-        assert_eq!(size(1000), "1000 B");
     }
 }

@@ -10,6 +10,7 @@ use super::history::History;
 use super::threshold::Thresholds;
 use crate::results::RunResults;
 use crate::text::inert;
+use crate::text::width::{columns, pad, rpad};
 
 /// Format version of the JSON of `compare` and `history`.
 pub const FORMAT_VERSION: u32 = 1;
@@ -55,25 +56,14 @@ pub fn comparison_json(
     })
 }
 
-/// Pad `s` to `w` characters (left-aligned).
-fn pad(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    format!("{s}{}", " ".repeat(w.saturating_sub(n)))
-}
-
-/// Pad `s` to `w` characters (right-aligned).
-fn rpad(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    format!("{}{s}", " ".repeat(w.saturating_sub(n)))
-}
-
-/// Aligned columns; `right[i]` aligns column i to the right. No trailing spaces.
+/// Aligned columns, padded by display width; `right[i]` aligns column i to the right. No
+/// trailing spaces.
 fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     let cols = header.len();
-    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut w: Vec<usize> = header.iter().map(|h| columns(h)).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate().take(cols) {
-            w[i] = w[i].max(c.chars().count());
+            w[i] = w[i].max(columns(c));
         }
     }
     let line = |cells: Vec<String>| -> String {
@@ -308,4 +298,21 @@ pub fn history_json(h: &History, dir: &str) -> serde_json::Value {
         "series": h.series,
         "declining": h.series.iter().filter(|x| x.trend.declining).count(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_lines_up_by_display_width() {
+        let rows = vec![
+            vec!["節点-a".to_string(), "1".to_string()],
+            vec!["node-b".to_string(), "22".to_string()],
+            vec!["e\u{301}".to_string(), "333".to_string()],
+        ];
+        let t = table(&["name", "value"], &rows, &[false, true]);
+        let ends: Vec<usize> = t.lines().map(columns).collect();
+        assert_eq!(ends, [13, 13, 13, 13], "\n{t}");
+    }
 }

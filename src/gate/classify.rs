@@ -54,15 +54,6 @@ fn large_rows(parsed: &NcclReport) -> Vec<&crate::parse::nccl_tests::Row> {
         .collect()
 }
 
-fn size_name(b: u64) -> String {
-    match b {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
 /// The trap a tool error points at.
 pub fn trap_of_error(kind: ErrorKind) -> Trap {
     match kind {
@@ -359,9 +350,13 @@ fn nccl_busbw(
         large.iter().map(|r| r.size_bytes).max().unwrap_or(0),
     );
     let what = if lo == hi {
-        format!("busbw at {}", size_name(hi))
+        format!("busbw at {}", crate::text::size::format(hi))
     } else {
-        format!("busbw at {}-{}", size_name(lo), size_name(hi))
+        format!(
+            "busbw at {}-{}",
+            crate::text::size::format(lo),
+            crate::text::size::format(hi)
+        )
     };
     let mut v = busbw.judge(g(&what), &[measured], Some(expected).filter(|e| *e > 0.0));
     let avg = parsed

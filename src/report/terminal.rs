@@ -13,6 +13,7 @@ use crate::exec::runner::Event;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::results::{KeepChosen, KeepEvidence, RunResults};
 use crate::text::inert;
+use crate::text::width::{columns, pad, rpad};
 
 /// The verdict column, and the measured value's.
 const VERDICT_W: usize = 8;
@@ -30,8 +31,12 @@ impl Columns {
     fn fit(r: &RunResults, width: usize) -> Columns {
         let widest = r
             .verdicts()
-            .map(|v| v.gate.chars().count())
-            .chain(r.jobs.iter().map(|j| j.kind.len() + j.label.len() + 1))
+            .map(|v| columns(&v.gate))
+            .chain(
+                r.jobs
+                    .iter()
+                    .map(|j| columns(&j.kind) + columns(&j.label) + 1),
+            )
             .max()
             .unwrap_or(4);
         let gate = widest.min((width * 2 / 5).max(24));
@@ -200,12 +205,10 @@ impl Terminal {
                 " ".repeat(VERDICT_W)
             };
             let line = format!(
-                "{lead}{:<gw$}  {:>mw$}  {}",
-                g.get(i).map(String::as_str).unwrap_or(""),
-                if i == 0 { measured } else { "" },
+                "{lead}{}  {}  {}",
+                pad(g.get(i).map(String::as_str).unwrap_or(""), cols.gate),
+                rpad(if i == 0 { measured } else { "" }, MEASURED_W),
                 r.get(i).map(String::as_str).unwrap_or(""),
-                gw = cols.gate,
-                mw = MEASURED_W
             );
             writeln!(self.out, "{}", line.trim_end())?;
         }

@@ -5,7 +5,6 @@
 use std::fmt::Write as _;
 
 use super::noise::Rng;
-use super::shell;
 use super::world::Dev;
 
 pub(crate) const DASHES: &str =
@@ -89,7 +88,9 @@ pub(crate) fn parse(tool: &str, words: &[String]) -> Result<Args, String> {
                 format!("{tool}: option requires an argument -- '{}'\n Parser function exited with Error\n", key.trim_start_matches('-'))
             })
         };
-        let num = |v: String| -> Result<u64, String> { shell::size(&v).ok_or_else(|| bad(&v)) };
+        let num = |v: String| -> Result<u64, String> {
+            crate::text::size::parse(&v).ok_or_else(|| bad(&v))
+        };
         match key {
             "-d" | "--ib-dev" => a.dev = Some(value()?),
             "-i" | "--ib-port" => a.ib_port = num(value()?)? as u32,

@@ -232,20 +232,6 @@ pub(crate) fn cat_file(script: &str) -> Option<String> {
     }
 }
 
-/// `4K`, `128M`, `1G`, `65536` (binary multiples, as perftest and nccl-tests read them).
-pub(crate) fn size(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let (num, mult) = match t.chars().last()? {
-        'k' | 'K' => (&t[..t.len() - 1], 1u64 << 10),
-        'm' | 'M' => (&t[..t.len() - 1], 1 << 20),
-        'g' | 'G' => (&t[..t.len() - 1], 1 << 30),
-        't' | 'T' => (&t[..t.len() - 1], 1 << 40),
-        _ => (t, 1),
-    };
-    let v: f64 = num.parse().ok()?;
-    (v >= 0.0).then_some((v * mult as f64) as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,8 +273,6 @@ mod tests {
             cat_file(&wrap::cat("/tmp/fabricplan/r", "j.log")).as_deref(),
             Some("j.log")
         );
-        assert_eq!(size("128M"), Some(128 << 20));
-        assert_eq!(size("8"), Some(8));
     }
 
     #[test]

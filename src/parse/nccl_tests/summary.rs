@@ -2,22 +2,7 @@
 
 use super::NcclReport;
 use crate::parse::Status;
-
-fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    let unit = UNITS.get(u).copied().unwrap_or("B");
-    if (v - v.round()).abs() < 1e-9 {
-        format!("{} {unit}", v.round())
-    } else {
-        format!("{v:.1} {unit}")
-    }
-}
+use crate::text::size;
 
 impl NcclReport {
     /// A few human lines: what ran where, over which transport, and the headline numbers.
@@ -77,8 +62,8 @@ impl NcclReport {
             parts.push(format!(
                 "{} sizes {}..{}",
                 self.rows.len(),
-                human_bytes(lo),
-                human_bytes(hi)
+                size::format(lo),
+                size::format(hi)
             ));
         } else {
             parts.push("no result rows".into());

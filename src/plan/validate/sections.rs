@@ -698,7 +698,7 @@ fn nccl_sizes(ctx: &mut Ctx, t: &RawNcclTest) {
         .enumerate()
     {
         let Some(v) = v else { continue };
-        sizes[i] = parse_size(v.get_ref());
+        sizes[i] = crate::text::size::parse(v.get_ref());
         match sizes[i] {
             None => ctx.push(Problem::error("plan::size", format!("`{k} = \"{}\"` is not a size", v.get_ref())).at(span(v), "not a size").help("bytes with an optional K, M or G suffix (binary multiples, as nccl-tests reads them): `8`, `128M`, `1G`")),
             Some(n) if n == 0 || n > NCCL_MAX_BYTES => {
@@ -831,15 +831,3 @@ fn nccl_paths(
 /// Pairs of ranks checked for a fabric path per NCCL test (every pair up to about 2800 ranks);
 /// past it the check names what it found.
 const PAIR_CHECKS: usize = 4_000_000;
-
-/// `8`, `64K`, `128M`, `1G` -> bytes (binary multiples, as nccl-tests reads them).
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()? {
-        'K' | 'k' => (&s[..s.len() - 1], 1u64 << 10),
-        'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
-        'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    num.parse::<u64>().ok()?.checked_mul(mult)
-}

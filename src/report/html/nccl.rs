@@ -231,7 +231,7 @@ fn grid(h: &mut String, f: &Frame) {
             "<line x1=\"{xx:.1}\" y1=\"{t}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"#eaeef2\"/><text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>",
             f.hh - f.b,
             f.hh - f.b + 14.0,
-            compare::size(2f64.powf(e).round() as u64)
+            crate::text::size::format(2f64.powf(e).round() as u64)
         );
         e += every;
     }
@@ -288,7 +288,7 @@ fn curves(h: &mut String, f: &Frame, pts: &[(f64, f64, &compare::NcclRow)], opts
             "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.2\" fill=\"#0969da\"><title>{}: busbw {} GB/s{}</title></circle>",
             f.px(*x),
             f.py(*y),
-            compare::size(row.size_bytes),
+            crate::text::size::format(row.size_bytes),
             fmt_val(*y),
             row.time_us
                 .map(|t| format!(", in-place time {} us", fmt_val(t)))

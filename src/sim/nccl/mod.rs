@@ -11,7 +11,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 
 use super::noise::Rng;
-use super::shell;
 use super::world::World;
 use crate::exec::Output;
 use crate::plan::NodeId;
@@ -293,10 +292,10 @@ impl TestArgs {
         let get = |key: &str, d: &str| opt.get(key).cloned().unwrap_or_else(|| d.to_string());
         let num = |key: &str, d: u64| get(key, &d.to_string()).parse().unwrap_or(d);
         TestArgs {
-            min_bytes: shell::size(&get("b", "32M")).unwrap_or(32 << 20),
-            max_bytes: shell::size(&get("e", "32M")).unwrap_or(32 << 20),
+            min_bytes: crate::text::size::parse(&get("b", "32M")).unwrap_or(32 << 20),
+            max_bytes: crate::text::size::parse(&get("e", "32M")).unwrap_or(32 << 20),
             step_factor: num("f", 1),
-            step_bytes: shell::size(&get("i", "1M")).unwrap_or(1 << 20),
+            step_bytes: crate::text::size::parse(&get("i", "1M")).unwrap_or(1 << 20),
             ngpus: num("g", 1),
             nthreads: num("t", 1),
             warmup: num("w", 1),
