@@ -167,6 +167,27 @@ fn two_host_lab_end_to_end() {
     assert_eq!(ssh_ok(&lab, "host-b", "hostname").trim(), "host-b");
     assert!(ssh_ok(&lab, "host-a", "env").contains("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"));
 
+    // Every command over SSH goes through root's login shell, bash, which reads ~/.bashrc: it
+    // records what it ran for, and takes the lab's login cost of the host's own time.
+    assert_eq!(ssh_ok(&lab, "host-a", "echo $0").trim(), "bash");
+    let before = lab.login_shells("host-a").len();
+    lab.set_login_cost(300).unwrap();
+    let t = Instant::now();
+    ssh_ok(&lab, "host-a", "echo costly-$((6*7))");
+    let took = t.elapsed();
+    lab.set_login_cost(0).unwrap();
+    let shells = lab.login_shells("host-a");
+    assert_eq!(shells.len(), before + 1, "{shells:?}");
+    assert_eq!(shells.last().unwrap(), "echo costly-$((6*7))");
+    assert!(took >= Duration::from_millis(300), "{took:?}");
+    let t = Instant::now();
+    ssh_ok(&lab, "host-a", "true");
+    eprintln!(
+        "one command over ssh: {:?} at 300 ms of login, {:?} at 0",
+        took,
+        t.elapsed()
+    );
+
     // sysfs at the real path.
     let ib = "/sys/class/infiniband";
     assert_eq!(

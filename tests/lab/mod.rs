@@ -11,6 +11,7 @@
 //! cluster ([`slurm`]).
 #![allow(dead_code)]
 
+pub mod login;
 pub mod owner;
 pub mod run;
 mod sh;
@@ -171,6 +172,9 @@ pub struct LabSpec {
     /// The stand-ins' start-up and exit delays (see [`LabSpec::tool_delays`]); `None`: from
     /// `FABRICPLAN_LAB_TOOL_START_MS` / `FABRICPLAN_LAB_TOOL_EXIT_MS`, else none.
     pub tool_delays: Option<ToolDelays>,
+    /// What a login shell costs on every host, ms (see [`login`]); `None`: from
+    /// `FABRICPLAN_LAB_LOGIN_MS`, else 0.
+    pub login_ms: Option<u64>,
 }
 
 /// How long every stand-in tool (perftest and nccl-tests) waits, really (a sleep), before it
@@ -348,6 +352,13 @@ impl LabSpec {
     /// [`ToolDelays`]; [`Lab::set_tool_delays`] changes them on a built lab).
     pub fn tool_delays(mut self, start_ms: u64, exit_ms: u64) -> Self {
         self.tool_delays = Some(ToolDelays { start_ms, exit_ms });
+        self
+    }
+
+    /// Every host's login shell (its `~/.bashrc`) takes `ms` of the host's time (see
+    /// [`login`]; [`Lab::set_login_cost`] changes it on a built lab).
+    pub fn login_cost(mut self, ms: u64) -> Self {
+        self.login_ms = Some(ms);
         self
     }
 
@@ -662,6 +673,11 @@ impl Lab {
             None => ToolDelays::from_env()?,
         };
         self.set_tool_delays(delays)?;
+        let login_ms = match spec.login_ms {
+            Some(ms) => ms,
+            None => login::from_env()?,
+        };
+        self.set_login_cost(login_ms)?;
 
         // Management bridge in the root namespace.
         let br = format!("{}br", self.prefix);
@@ -830,7 +846,8 @@ impl Lab {
         nss.push_str("hosts: files\n");
         fs::write(etc.join("hosts"), hosts)
             .and_then(|_| fs::write(etc.join("nsswitch.conf"), nss))
-            .map_err(|e| format!("write {}: {e}", etc.display()))
+            .map_err(|e| format!("write {}: {e}", etc.display()))?;
+        login::write_views(&etc)
     }
 
     fn view(&self) -> slurm::View {
@@ -1201,10 +1218,12 @@ impl Lab {
              mount --bind {bin} /usr/local/bin\n\
              mount --bind {etc}/hosts /etc/hosts\n\
              mount --bind {etc}/nsswitch.conf /etc/nsswitch.conf\n\
+             mount --bind {etc}/passwd /etc/passwd\n\
              mount -t tmpfs -o mode=1777 fpltmp /tmp\n\
              mount -t tmpfs -o mode=700 fplroot /root\n\
              mkdir -m 700 /root/.ssh\n\
              cp {hd}/dotssh/* /root/.ssh/\n\
+             cp {etc}/bashrc /root/.bashrc\n\
              chmod 600 /root/.ssh/id_ed25519\n\
              /usr/sbin/sshd -D -f {hd}/sshd_config -E {hd}/sshd.log </dev/null &\n\
              echo $! > {hd}/sshd.pid\n\
@@ -1546,6 +1565,21 @@ impl Lab {
         let p = self.dir.join("bin/.delays");
         fs::write(&p, format!("{} {}\n", d.start_ms, d.exit_ms))
             .map_err(|e| format!("write {}: {e}", p.display()))
+    }
+
+    /// Sets what a login shell costs on every host from now on, ms (see [`login`]).
+    pub fn set_login_cost(&self, ms: u64) -> Result<(), String> {
+        login::set_cost(&self.dir.join("bin"), ms)
+    }
+
+    /// What each login shell on `host` ran for so far (bash's `-c` string, its first 200
+    /// characters), oldest first: one line per login shell.
+    pub fn login_shells(&self, host: &str) -> Vec<String> {
+        let o = self.exec(host, &format!("cat {} 2>/dev/null", login::SHELLS_FILE));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// Switches a fault on for a host (read by the stand-ins at run time).
