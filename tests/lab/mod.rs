@@ -58,7 +58,7 @@ pub fn lab_enabled() -> bool {
 #[allow(unused_imports)]
 pub use sh::{cmdline, run, wait_for as wait};
 #[allow(unused_imports)]
-pub use sysfs::{GB10_DEVICES, HW_COUNTERS, PORT_COUNTERS};
+pub use sysfs::{GB10_DEVICES, HW_COUNTERS, PORT_COUNTERS, PcieLink};
 
 /// Every lab name starts with this (namespaces `fpl<tag>-...`, root links `fpl<tag>...`; when
 /// those are taken, `fpl<tag>_<n>`).
@@ -108,6 +108,10 @@ pub struct HostSpec {
     pub gid_index: u32,
     /// RDMA devices forced to `1: DOWN` whatever their netdev does.
     pub down_devices: Vec<String>,
+    /// The firmware of every device of the host (`fw_ver`).
+    pub firmware: String,
+    /// PCIe links other than the lab's default, per device.
+    pub pcie: BTreeMap<String, sysfs::PcieLink>,
 }
 
 /// One end of a cable: the host, the netdev the plan names, the address the site configured.
@@ -175,6 +179,10 @@ pub struct LabSpec {
     /// What a login shell costs on every host, ms (see [`login`]); `None`: from
     /// `FABRICPLAN_LAB_LOGIN_MS`, else 0.
     pub login_ms: Option<u64>,
+    /// Every host runs a real lldpd on its fabric netdevs (see [`LabSpec::lldp`]).
+    pub lldp: bool,
+    /// The PCIe link of every device without its own ([`sysfs::PcieLink::gb10`] unless set).
+    pub pcie_default: Option<sysfs::PcieLink>,
 }
 
 /// How long every stand-in tool (perftest and nccl-tests) waits, really (a sleep), before it
@@ -227,6 +235,38 @@ impl LabSpec {
         self
     }
 
+    /// Every host runs Debian's real `lldpd` on its fabric netdevs (`en*`), started by the lab in
+    /// the host's namespaces with its own `/run` (so its control socket is at the standard
+    /// `/run/lldpd.socket` there, and `lldpcli` on the host needs no option), transmitting every
+    /// second; stopped by its pid at teardown. [`Lab::wait_lldp`] polls until every cable's far
+    /// end is seen.
+    pub fn lldp(mut self) -> Self {
+        self.lldp = true;
+        self
+    }
+
+    /// Every device of `host` runs firmware `version` (`fw_ver`).
+    pub fn firmware(mut self, host: &str, version: &str) -> Self {
+        if let Some(h) = self.hosts.iter_mut().find(|h| h.name == host) {
+            h.firmware = version.to_string();
+        }
+        self
+    }
+
+    /// The PCIe link of every device that has none of its own.
+    pub fn pcie_all(mut self, link: sysfs::PcieLink) -> Self {
+        self.pcie_default = Some(link);
+        self
+    }
+
+    /// The PCIe link under one device of `host` (e.g. trained at x2 of x4).
+    pub fn pcie(mut self, host: &str, dev: &str, link: sysfs::PcieLink) -> Self {
+        if let Some(h) = self.hosts.iter_mut().find(|h| h.name == host) {
+            h.pcie.insert(dev.to_string(), link);
+        }
+        self
+    }
+
     /// The spec's fabric networks (every configured cable or switch port address).
     pub fn fabric_nets(&self) -> Vec<Net> {
         let mut nets: Vec<Net> = self
@@ -247,6 +287,8 @@ impl LabSpec {
             name: name.to_string(),
             gid_index: 3,
             down_devices: Vec::new(),
+            firmware: sysfs::DEFAULT_FIRMWARE.to_string(),
+            pcie: BTreeMap::new(),
         });
         self
     }
@@ -393,6 +435,8 @@ pub struct Host {
     keeper: Option<Child>,
     keeper_pid: u32,
     sshd_pid: u32,
+    /// The host's lldpd (its monitor process), when the lab runs LLDP.
+    lldpd: Option<Child>,
 }
 
 impl Host {
@@ -480,6 +524,8 @@ pub struct Lab {
     created_ns: Vec<String>,
     root_links: Vec<String>,
     slurm: Option<slurm::Cluster>,
+    /// Per cabled host netdev, the host LLDP must see at its far end (labs with LLDP).
+    lldp_expected: Vec<(String, String, String)>,
     /// Listening ports seen before the build (for Slurm's ports).
     listening: std::collections::BTreeSet<u16>,
     _lock: LabLock,
@@ -653,6 +699,7 @@ impl Lab {
             created_ns: Vec::new(),
             root_links: Vec::new(),
             slurm: None,
+            lldp_expected: Vec::new(),
             listening: inv.tcp_listen.clone(),
             _lock: lock,
         };
@@ -708,6 +755,7 @@ impl Lab {
                 keeper: None,
                 keeper_pid: 0,
                 sshd_pid: 0,
+                lldpd: None,
             });
             fs::create_dir_all(host_dir.join("realclass"))
                 .and_then(|_| fs::create_dir_all(host_dir.join("ib")))
@@ -779,10 +827,132 @@ impl Lab {
             self.start_sshd(i)?;
             trace(&format!("sshd of {} up", self.hosts[i].name));
         }
+        if spec.lldp {
+            for i in 0..self.hosts.len() {
+                self.start_lldpd(i)?;
+            }
+            self.lldp_expected = spec
+                .links
+                .iter()
+                .flat_map(|l| {
+                    [
+                        (
+                            l.a.host.clone(),
+                            l.a.wired_netdev().to_string(),
+                            l.b.host.clone(),
+                        ),
+                        (
+                            l.b.host.clone(),
+                            l.b.wired_netdev().to_string(),
+                            l.a.host.clone(),
+                        ),
+                    ]
+                })
+                .collect();
+        }
         if spec.slurm {
             self.start_slurm()?;
         }
         Ok(())
+    }
+
+    /// Starts host `i`'s lldpd in its namespaces (net, mount with its own `/run`, UTS: the
+    /// chassis name is the hostname), transmitting every second, records its pid, and waits
+    /// until its control socket answers with that configuration.
+    fn start_lldpd(&mut self, i: usize) -> Result<(), String> {
+        let h = &self.hosts[i];
+        let log = fs::File::create(h.dir.join("lldpd.log")).map_err(|e| e.to_string())?;
+        // the interval goes in the configuration lldpd's own lldpcli reads as it starts (`-O`):
+        // set later by a second lldpcli, racing that first one, it left the transmit timer
+        // unarmed after the first frame now and then
+        let conf = self.dir.join("lldpd.conf");
+        fs::write(&conf, "configure lldp tx-interval 1\n")
+            .map_err(|e| format!("write {}: {e}", conf.display()))?;
+        let conf = conf.display().to_string();
+        let child = Command::new("nsenter")
+            .args(["-t", &h.keeper_pid.to_string(), "-n", "-m", "-u", "--"])
+            .args([
+                "/usr/sbin/lldpd",
+                "-d",
+                "-I",
+                "en*",
+                "-S",
+                "fabricplan lab host",
+            ])
+            .args(["-O", &conf])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("spawn lldpd for {}: {e}", h.name))?;
+        if let Some(start) = owner::start_time(child.id()) {
+            owner::record(&self.dir, &Created::Pid(child.id(), start));
+        }
+        let name = h.name.clone();
+        self.hosts[i].lldpd = Some(child);
+        // ready once its configuration says the interval
+        let mut last = String::new();
+        let up = sh::wait_for(Duration::from_secs(10), || {
+            let out = self.exec(&name, "lldpcli show configuration");
+            last = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out.status.success() && last.contains("Transmit delay: 1\n")
+        });
+        if !up {
+            return Err(format!("lldpd of {name} did not answer: {last}"));
+        }
+        Ok(())
+    }
+
+    /// What `lldpcli -f json0 show neighbors` prints on `host` (its lldpd, its socket).
+    pub fn lldp_neighbours(&self, host: &str) -> String {
+        let out = self.exec(host, "lldpcli -f json0 show neighbors");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Polls every host's lldpd until each cabled netdev has heard its far end's chassis (LLDP
+    /// needs a few seconds after start), or fails after `within` naming what is missing.
+    pub fn wait_lldp(&self, within: Duration) -> Result<(), String> {
+        let mut missing: Vec<String> = Vec::new();
+        let seen = sh::wait_for(within, || {
+            missing = self
+                .lldp_expected
+                .iter()
+                .filter(|(host, netdev, peer)| {
+                    !lldp_heard(&self.lldp_neighbours(host), netdev, peer)
+                })
+                .map(|(host, netdev, peer)| format!("{host}.{netdev} -> {peer}"))
+                .collect();
+            missing.is_empty()
+        });
+        if seen {
+            return Ok(());
+        }
+        let heard: Vec<String> = self
+            .hosts
+            .iter()
+            .map(|h| {
+                let log = fs::read_to_string(h.dir.join("lldpd.log")).unwrap_or_default();
+                let more = self.exec(
+                    &h.name,
+                    "lldpcli show interfaces; lldpcli show statistics; ip -o link",
+                );
+                format!(
+                    "{}: {}\n{log}\n{}",
+                    h.name,
+                    self.lldp_neighbours(&h.name),
+                    String::from_utf8_lossy(&more.stdout)
+                )
+            })
+            .collect();
+        Err(format!(
+            "LLDP did not see: {}\n{}",
+            missing.join(", "),
+            heard.join("\n")
+        ))
     }
 
     /// Creates a named network namespace (`lo` up, the lab's token as its alias) and records
@@ -1098,6 +1268,10 @@ impl Lab {
     }
 
     fn write_sysfs(&self, spec: &LabSpec) -> Result<(), String> {
+        let default_pcie = spec
+            .pcie_default
+            .clone()
+            .unwrap_or_else(sysfs::PcieLink::gb10);
         for (hi, (host, hs)) in self.hosts.iter().zip(&spec.hosts).enumerate() {
             let root = host.dir.join("ib");
             for (di, (dev, netdev)) in GB10_DEVICES.iter().enumerate() {
@@ -1113,6 +1287,8 @@ impl Lab {
                         ipv4,
                         gid_index: hs.gid_index,
                         mac_seed: ((hi as u32 + 1) << 8) | di as u32,
+                        firmware: &hs.firmware,
+                        pcie: hs.pcie.get(*dev).unwrap_or(&default_pcie),
                     },
                 )?;
             }
@@ -1220,6 +1396,8 @@ impl Lab {
              mount --bind {etc}/nsswitch.conf /etc/nsswitch.conf\n\
              mount --bind {etc}/passwd /etc/passwd\n\
              mount -t tmpfs -o mode=1777 fpltmp /tmp\n\
+             mount -t tmpfs -o mode=755 fplrun /run\n\
+             mkdir -m 755 /run/sshd\n\
              mount -t tmpfs -o mode=700 fplroot /root\n\
              mkdir -m 700 /root/.ssh\n\
              cp {hd}/dotssh/* /root/.ssh/\n\
@@ -1447,13 +1625,15 @@ impl Lab {
     }
 
     /// Command lines of the processes running in the host's namespace, except its sshd
-    /// listener and session processes and its slurmd (Slurm steps are listed).
+    /// listener and session processes, its slurmd (Slurm steps are listed) and its lldpd.
     pub fn processes(&self, host: &str) -> Vec<String> {
         let h = self.host(host);
         let slurmd = self.slurm.as_ref().and_then(|c| c.slurmd_pid(host));
+        let lldpd = h.lldpd.as_ref().map(Child::id);
         sh::netns_pids(&h.ns)
             .into_iter()
             .filter(|pid| *pid != h.sshd_pid && *pid != h.keeper_pid && Some(*pid) != slurmd)
+            .filter(|pid| lldpd.is_none_or(|l| *pid != l && parent_pid(*pid) != Some(l)))
             .map(sh::cmdline)
             .filter(|c| {
                 !c.is_empty() && !c.starts_with("sshd:") && !c.starts_with("/usr/sbin/sshd")
@@ -1608,6 +1788,21 @@ impl Lab {
             .map_err(|e| format!("set port state: {e}"))
     }
 
+    /// Sets the firmware of every device of `host` (`fw_ver`), as an update would.
+    pub fn set_firmware(&self, host: &str, version: &str) -> Result<(), String> {
+        let root = self.host(host).dir.join("ib");
+        for (dev, _) in GB10_DEVICES {
+            fs::write(root.join(dev).join("fw_ver"), format!("{version}\n"))
+                .map_err(|e| format!("set firmware: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Sets the PCIe link under `dev` of `host` (a link that retrained at another width).
+    pub fn set_pcie(&self, host: &str, dev: &str, link: &sysfs::PcieLink) -> Result<(), String> {
+        sysfs::write_pcie(&self.host(host).dir.join("ib"), dev, link)
+    }
+
     /// Reads a counter of `dev` on `host`: `counters/<name>` or `hw_counters/<name>`.
     pub fn counter(&self, host: &str, dev: &str, name: &str) -> u64 {
         let port = self.host(host).dir.join("ib").join(dev).join("ports/1");
@@ -1640,6 +1835,7 @@ impl Lab {
             cluster.stop();
         }
         let t = std::time::Instant::now();
+        self.stop_lldpd();
         for h in &mut self.hosts {
             if let Some(mut child) = h.keeper.take() {
                 let _ = child.kill();
@@ -1671,6 +1867,59 @@ impl Lab {
         }
         trace(&format!("directory removed in {:?}", t.elapsed()));
     }
+}
+
+impl Lab {
+    /// Stops every host's lldpd by its pid: SIGTERM (its monitor takes its privilege-separated
+    /// child with it), SIGKILL after 5 s, then reaped.
+    fn stop_lldpd(&mut self) {
+        let running: Vec<Child> = self
+            .hosts
+            .iter_mut()
+            .filter_map(|h| h.lldpd.take())
+            .collect();
+        for c in &running {
+            sh::run(&["kill", "-TERM", &c.id().to_string()]);
+        }
+        for mut c in running {
+            let gone = sh::wait_for(Duration::from_secs(5), || {
+                matches!(c.try_wait(), Ok(Some(_)))
+            });
+            if !gone {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// The parent of `pid` (`/proc/PID/stat`, the field after the command's closing paren).
+fn parent_pid(pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether a `lldpcli -f json0 show neighbors` text has a neighbour on `netdev` whose chassis is
+/// named `peer`.
+fn lldp_heard(json: &str, netdev: &str, peer: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json) else {
+        return false;
+    };
+    let interfaces = v["lldp"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|l| l["interface"].as_array().into_iter().flatten());
+    interfaces.into_iter().any(|i| {
+        i["name"] == netdev
+            && i["chassis"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c["name"].as_array().into_iter().flatten())
+                .any(|n| n["value"] == peer)
+    })
 }
 
 impl Drop for Lab {

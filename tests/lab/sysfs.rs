@@ -39,6 +39,47 @@ pub const HW_COUNTERS: [&str; 7] = [
 /// Number of GID table entries written per port (unused ones are all-zero, like a real table).
 const GID_SLOTS: u32 = 16;
 
+/// The firmware every lab device runs unless the spec says otherwise (a ConnectX-7 release).
+pub const DEFAULT_FIRMWARE: &str = "28.45.1200";
+/// The board id (PSID) of every lab device.
+pub const BOARD_ID: &str = "MT_0000000970";
+/// The driver every lab device is bound to (the link name of `device/driver`).
+pub const DRIVER: &str = "mlx5_core";
+
+/// The PCIe link under a device, as sysfs spells it (`32.0 GT/s PCIe`, width `4`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PcieLink {
+    pub speed: String,
+    pub width: u32,
+    pub max_speed: String,
+    pub max_width: u32,
+}
+
+impl PcieLink {
+    /// A GB10 half: its own PCIe Gen5 x4 function, trained at its maximum.
+    pub fn gb10() -> PcieLink {
+        PcieLink::trained("32.0 GT/s PCIe", 4, 4)
+    }
+
+    /// A link of `speed` that trained at `width` lanes of `max_width`.
+    pub fn trained(speed: &str, width: u32, max_width: u32) -> PcieLink {
+        PcieLink {
+            speed: speed.to_string(),
+            width,
+            max_speed: speed.to_string(),
+            max_width,
+        }
+    }
+}
+
+/// The PCI address of a GB10 device: `rocep1s0f0` is `0000:01:00.0`, `roceP2p1s0f1` is
+/// `0002:01:00.1` (the name spells domain, bus, slot and function).
+pub fn pci_address(dev: &str) -> String {
+    let domain = if dev.contains("P2") { 2 } else { 0 };
+    let function = dev.chars().last().and_then(|c| c.to_digit(10)).unwrap_or(0);
+    format!("{domain:04x}:01:00.{function}")
+}
+
 /// What one device of one host looks like.
 pub struct DeviceState<'a> {
     pub dev: &'a str,
@@ -50,6 +91,10 @@ pub struct DeviceState<'a> {
     pub gid_index: u32,
     /// Seed for the link-local GID (stands in for the MAC).
     pub mac_seed: u32,
+    /// `fw_ver`.
+    pub firmware: &'a str,
+    /// The PCIe link of the device's PCI function.
+    pub pcie: &'a PcieLink,
 }
 
 fn put(path: &Path, text: &str) -> Result<(), String> {
@@ -76,12 +121,60 @@ pub fn state_text(active: bool) -> (&'static str, &'static str) {
     }
 }
 
+/// The PCI function behind a device, as on a real host: `DEV/device` is a link to the function's
+/// directory (`.pci/ADDRESS`, hidden from a `*` glob of the class directory) holding `net/NETDEV`,
+/// the link's speed and width, and `driver`, a link to `.drivers/mlx5_core`.
+fn write_pci_function(root: &Path, d: &DeviceState<'_>) -> Result<(), String> {
+    let address = pci_address(d.dev);
+    let function = root.join(".pci").join(&address);
+    fs::create_dir_all(function.join("net").join(d.netdev))
+        .and_then(|_| fs::create_dir_all(root.join(".drivers").join(DRIVER)))
+        .map_err(|e| format!("mkdir {}: {e}", function.display()))?;
+    let link = |target: &str, at: &Path| {
+        let _ = fs::remove_file(at);
+        std::os::unix::fs::symlink(target, at).map_err(|e| format!("symlink {}: {e}", at.display()))
+    };
+    link(
+        &format!("../.pci/{address}"),
+        &root.join(d.dev).join("device"),
+    )?;
+    link(
+        &format!("../../.drivers/{DRIVER}"),
+        &function.join("driver"),
+    )?;
+    put(&function.join("current_link_speed"), &d.pcie.speed)?;
+    put(
+        &function.join("current_link_width"),
+        &d.pcie.width.to_string(),
+    )?;
+    put(&function.join("max_link_speed"), &d.pcie.max_speed)?;
+    put(
+        &function.join("max_link_width"),
+        &d.pcie.max_width.to_string(),
+    )
+}
+
+/// Rewrites the PCIe link of `dev` under `root` (a link that retrained).
+pub fn write_pcie(root: &Path, dev: &str, pcie: &PcieLink) -> Result<(), String> {
+    let function = root.join(".pci").join(pci_address(dev));
+    put(&function.join("current_link_speed"), &pcie.speed)?;
+    put(
+        &function.join("current_link_width"),
+        &pcie.width.to_string(),
+    )?;
+    put(&function.join("max_link_speed"), &pcie.max_speed)?;
+    put(
+        &function.join("max_link_width"),
+        &pcie.max_width.to_string(),
+    )
+}
+
 /// Writes one device under `root` (the host's infiniband dir).
 pub fn write_device(root: &Path, d: &DeviceState<'_>) -> Result<(), String> {
     let dev = root.join(d.dev);
     let port = dev.join("ports/1");
-    fs::create_dir_all(dev.join("device/net").join(d.netdev))
-        .map_err(|e| format!("mkdir device/net: {e}"))?;
+    fs::create_dir_all(&dev).map_err(|e| format!("mkdir {}: {e}", dev.display()))?;
+    write_pci_function(root, d)?;
     let (state, phys) = state_text(d.active);
     put(&port.join("state"), state)?;
     put(&port.join("phys_state"), phys)?;
@@ -89,7 +182,8 @@ pub fn write_device(root: &Path, d: &DeviceState<'_>) -> Result<(), String> {
     put(&port.join("rate"), "200 Gb/sec (4X HDR)")?;
     put(&port.join("link_layer"), "Ethernet")?;
     put(&dev.join("node_type"), "1: CA")?;
-    put(&dev.join("fw_ver"), "28.45.1200")?;
+    put(&dev.join("fw_ver"), d.firmware)?;
+    put(&dev.join("board_id"), BOARD_ID)?;
     put(&dev.join("hca_type"), "MT4129")?;
 
     let seed = d.mac_seed.to_be_bytes();
