@@ -26,6 +26,8 @@ const SETS: &[(&str, Tool)] = &[
     ("mpirun", Tool::Mpirun),
     ("iperf3", Tool::Iperf3),
     ("ping", Tool::Ping),
+    ("ip-neigh", Tool::IpNeigh),
+    ("lldpcli", Tool::Lldpcli),
 ];
 
 /// Replacements for a number: what a corrupt or lying capture could show.

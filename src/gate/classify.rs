@@ -74,6 +74,7 @@ pub fn trap_of_error(kind: ErrorKind) -> Trap {
         ErrorKind::Timeout => Trap::Timeout,
         ErrorKind::MessageTooLong | ErrorKind::FragNeeded => Trap::MtuMismatch,
         ErrorKind::Unreachable => Trap::Unreachable,
+        ErrorKind::NotRunning => Trap::ToolError,
         ErrorKind::CompletionError
         | ErrorKind::NonzeroExit
         | ErrorKind::ExitedImproperly

@@ -5,7 +5,9 @@
 //!   statistics); status `error` always carries the error;
 //! * no accepted value is impossible: every time, rate, bandwidth, latency and jitter is finite
 //!   and non-negative, a ping loss lies in 0-100 % and received never exceeds transmitted, an
-//!   iperf3 loss never exceeds 100 %.
+//!   iperf3 loss never exceeds 100 %;
+//! * every neighbour entry names an IP address and, when it has one, a lowercase six-octet MAC;
+//!   every LLDP neighbour names its local interface, and an id of type `mac` is a MAC.
 
 use super::{Parsed, Status};
 
@@ -104,6 +106,35 @@ pub fn check_invariants(p: &Parsed) -> Result<(), String> {
             }
             if r.lost_percent.is_some_and(|l| l > 100.0) {
                 return Err("loss above 100%".into());
+            }
+        }
+        Parsed::Neigh(r) => {
+            if st == Status::Ok && r.format.is_none() {
+                return Err("ok without a table".into());
+            }
+            for e in &r.entries {
+                if e.dst.parse::<std::net::IpAddr>().is_err() {
+                    return Err(format!("neighbour `{}` accepted", e.dst));
+                }
+                if let Some(m) = &e.lladdr
+                    && super::neigh::mac(m).as_deref() != Some(m.as_str())
+                {
+                    return Err(format!("lladdr `{m}` accepted"));
+                }
+            }
+        }
+        Parsed::Lldp(r) => {
+            for n in &r.neighbours {
+                if n.interface.trim().is_empty() {
+                    return Err("a neighbour on no interface".into());
+                }
+                for i in [&n.port_id, &n.chassis_id].into_iter().flatten() {
+                    if i.kind == "mac"
+                        && super::neigh::mac(&i.value).as_deref() != Some(i.value.as_str())
+                    {
+                        return Err(format!("mac id `{}` accepted", i.value));
+                    }
+                }
             }
         }
         Parsed::Ping(r) => {

@@ -1,6 +1,7 @@
 //! Parsers for what the measured tools print.
 //!
-//! Pure, synchronous, one file per tool output. A parser never panics, never accepts a partial
+//! Pure, synchronous, one file per tool output (the measured tools, and what proves the cabling:
+//! the neighbour table and lldpd's neighbours). A parser never panics, never accepts a partial
 //! row, and reports what it could not read through [`Status`] instead of guessing. The JSON shape
 //! produced by [`Parsed::to_json`] is the documented, stable output of `fabricplan parse`:
 //! `tool`, `status` (`ok` | `error` | `incomplete` | `unrecognized` | `empty`), `error`
@@ -35,9 +36,11 @@
 
 mod invariants;
 pub mod iperf3;
+pub mod lldp;
 pub mod mpirun;
 pub mod nccl_log;
 pub mod nccl_tests;
+pub mod neigh;
 pub mod perftest;
 pub mod ping;
 pub mod slurm;
@@ -147,6 +150,9 @@ pub enum ErrorKind {
     MessageTooLong,
     FragNeeded,
     Unreachable,
+    // lldpcli
+    /// The daemon the tool talks to is not running (lldpcli: no lldpd control socket).
+    NotRunning,
     // anything the tool said that is clearly an error but not one of the above
     Other,
 }
@@ -180,6 +186,7 @@ impl ErrorKind {
             ErrorKind::MessageTooLong => "message-too-long",
             ErrorKind::FragNeeded => "frag-needed",
             ErrorKind::Unreachable => "unreachable",
+            ErrorKind::NotRunning => "not-running",
             ErrorKind::Other => "other",
         }
     }
@@ -206,10 +213,14 @@ pub enum Tool {
     Mpirun,
     Iperf3,
     Ping,
+    /// `ip -j neigh show`: the neighbour table.
+    IpNeigh,
+    /// `lldpcli -f json0 show neighbors`.
+    Lldpcli,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 10] = [
+    pub const ALL: [Tool; 12] = [
         Tool::IbWriteBw,
         Tool::IbReadBw,
         Tool::IbSendBw,
@@ -220,6 +231,8 @@ impl Tool {
         Tool::Mpirun,
         Tool::Iperf3,
         Tool::Ping,
+        Tool::IpNeigh,
+        Tool::Lldpcli,
     ];
 
     pub fn name(self) -> &'static str {
@@ -234,6 +247,8 @@ impl Tool {
             Tool::Mpirun => "mpirun",
             Tool::Iperf3 => "iperf3",
             Tool::Ping => "ping",
+            Tool::IpNeigh => "ip-neigh",
+            Tool::Lldpcli => "lldpcli",
         }
     }
 
@@ -254,6 +269,8 @@ pub enum Parsed {
     Mpirun(mpirun::MpirunReport),
     Iperf3(iperf3::IperfReport),
     Ping(ping::PingReport),
+    Neigh(neigh::NeighReport),
+    Lldp(lldp::LldpReport),
 }
 
 /// Parse `text` as the output of `tool`.
@@ -269,6 +286,8 @@ pub fn parse(tool: Tool, text: &str) -> Parsed {
         Tool::Mpirun => Parsed::Mpirun(mpirun::parse(text)),
         Tool::Iperf3 => Parsed::Iperf3(iperf3::parse(text)),
         Tool::Ping => Parsed::Ping(ping::parse(text)),
+        Tool::IpNeigh => Parsed::Neigh(neigh::parse(text)),
+        Tool::Lldpcli => Parsed::Lldp(lldp::parse(text)),
     }
 }
 
@@ -281,6 +300,8 @@ impl Parsed {
             Parsed::Mpirun(r) => r.status,
             Parsed::Iperf3(r) => r.status,
             Parsed::Ping(r) => r.status,
+            Parsed::Neigh(r) => r.status,
+            Parsed::Lldp(r) => r.status,
         }
     }
 
@@ -292,6 +313,8 @@ impl Parsed {
             Parsed::Mpirun(r) => r.error.as_ref(),
             Parsed::Iperf3(r) => r.error.as_ref(),
             Parsed::Ping(r) => r.error.as_ref(),
+            Parsed::Neigh(r) => r.error.as_ref(),
+            Parsed::Lldp(r) => r.error.as_ref(),
         }
     }
 
@@ -304,6 +327,8 @@ impl Parsed {
             Parsed::Mpirun(r) => serde_json::to_value(r),
             Parsed::Iperf3(r) => serde_json::to_value(r),
             Parsed::Ping(r) => serde_json::to_value(r),
+            Parsed::Neigh(r) => serde_json::to_value(r),
+            Parsed::Lldp(r) => serde_json::to_value(r),
         }
         .unwrap_or(serde_json::Value::Null);
         let mut out = serde_json::Map::new();
@@ -323,6 +348,8 @@ impl Parsed {
             Parsed::Mpirun(r) => r.summary(),
             Parsed::Iperf3(r) => r.summary(),
             Parsed::Ping(r) => r.summary(),
+            Parsed::Neigh(r) => r.summary(),
+            Parsed::Lldp(r) => r.summary(),
         }
     }
 }
