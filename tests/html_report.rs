@@ -285,7 +285,8 @@ fn text_from_plans_and_hosts_is_escaped() {
         plan: None,
         plan_note: None,
         baseline: None,
-    });
+    })
+    .expect("the page renders");
     for bad in [
         "<script>alert",
         "<img",

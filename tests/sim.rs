@@ -223,7 +223,8 @@ async fn two_causes_in_one_group_say_which_each_follower_follows() {
         plan: None,
         plan_note: None,
         baseline: None,
-    });
+    })
+    .expect("the page renders");
     let start = html.find("<section id=\"fix\">").unwrap();
     let fix = &html[start..start + html[start..].find("</section>").unwrap()];
     assert!(
@@ -318,7 +319,8 @@ async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
         plan: None,
         plan_note: None,
         baseline: None,
-    });
+    })
+    .expect("the page renders");
     let start = html
         .find("<section id=\"fix\">")
         .expect("a what-to-fix section");

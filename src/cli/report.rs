@@ -48,11 +48,12 @@ pub fn run(args: &ReportArgs) -> Outcome {
         let v = compare::baseline_verdicts(&results, old, &t);
         baseline::apply(&mut results, v);
     }
-    let html = report_of(&run.dir, &results, old.as_ref());
     let target = args
         .output
         .clone()
         .unwrap_or_else(|| run.dir.join("report.html"));
+    let html = report_of(&run.dir, &results, old.as_ref())
+        .map_err(|e| CliError::NotWritten(format!("cannot write `{}`: {e}", target.display())))?;
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

@@ -1,38 +1,39 @@
 //! The run against its baseline: one row per compared measurement.
 
-use std::fmt::Write as _;
+use serde::Serialize;
 
-use super::format::{class, esc, fmt_val};
 use crate::compare::{self, baseline as base};
+use crate::gate::judge::Outcome;
 use crate::results::RunResults;
 
-pub(super) fn baseline_table(h: &mut String, r: &RunResults) {
-    let rows = base::of(r);
-    if rows.is_empty() {
-        return;
-    }
-    h.push_str("<section id=\"baseline\"><h2>Against the baseline</h2>\n<table><tr><th>measurement</th><th></th><th class=\"num\">baseline</th><th class=\"num\">now</th><th class=\"num\">change</th><th>allowed</th></tr>\n");
-    for (_, v) in rows {
-        let gate = v.gate.strip_suffix(base::SUFFIX).unwrap_or(&v.gate);
-        let change = match (v.expected, v.measured) {
-            (Some(o), Some(n)) => base::fmt_change(compare::change_pct(o, n)),
-            _ => "-".into(),
-        };
-        let _ = writeln!(
-            h,
-            "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-            esc(gate),
-            class(v.outcome),
-            v.outcome.as_str(),
-            v.expected
-                .map(|x| format!("{} {}", fmt_val(x), esc(&v.unit)))
-                .unwrap_or_default(),
-            v.measured
-                .map(|x| format!("{} {}", fmt_val(x), esc(&v.unit)))
-                .unwrap_or_default(),
-            change,
-            esc(&v.threshold)
-        );
-    }
-    h.push_str("</table></section>\n");
+/// A compared measurement: the baseline's value, the run's, the change, what was allowed.
+#[derive(Serialize)]
+pub(super) struct Row {
+    gate: String,
+    outcome: Outcome,
+    was: Option<f64>,
+    now: Option<f64>,
+    unit: String,
+    /// In percent; `None` when either value is missing.
+    change: Option<f64>,
+    threshold: String,
+}
+
+/// The rows of the run's baseline verdicts (none without a baseline).
+pub(super) fn rows(r: &RunResults) -> Vec<Row> {
+    base::of(r)
+        .into_iter()
+        .map(|(_, v)| Row {
+            gate: v.gate.strip_suffix(base::SUFFIX).unwrap_or(&v.gate).into(),
+            outcome: v.outcome,
+            was: v.expected,
+            now: v.measured,
+            unit: v.unit.clone(),
+            change: match (v.expected, v.measured) {
+                (Some(o), Some(n)) => compare::change_pct(o, n),
+                _ => None,
+            },
+            threshold: v.threshold.clone(),
+        })
+        .collect()
 }

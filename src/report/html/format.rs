@@ -1,36 +1,41 @@
-//! Text helpers of the report: HTML escaping, values as the gates print them, outcome classes,
-//! dates.
+//! How the page writes what it is given: the one escaper (every value a template prints, and
+//! every line of a tooltip, goes through [`esc`]), the filters that write numbers as the gates
+//! print them, and dates.
+
+use minijinja::value::Value;
+use minijinja::{AutoEscape, Environment, Error, HtmlEscape, Output, State, escape_formatter};
 
 use crate::compare::baseline as base;
-use crate::gate::judge::Outcome;
 use crate::text::inert;
 
-/// HTML text: control characters shown escaped, markup characters as entities.
+/// HTML text: control characters shown escaped (as on a terminal), markup characters as
+/// entities (minijinja's HTML escaping). The formatter of every template.
 pub fn esc(s: &str) -> String {
-    let s = inert(s);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    HtmlEscape(&inert(s)).to_string()
 }
 
+/// The templates' formatter: every string through [`esc`] (a value the page marks safe, its own
+/// style sheet and script, as it is); numbers and the rest as minijinja writes them.
+fn formatter(out: &mut Output, state: &mut State, value: &Value) -> Result<(), Error> {
+    match value.as_str() {
+        Some(s) if !value.is_safe() && *state.auto_escape() == AutoEscape::Html => {
+            out.write_str(&esc(s)).map_err(Error::from)
+        }
+        _ => escape_formatter(out, state, value),
+    }
+}
+
+/// A value as the gates print it: `92.10`, `1234.5`.
 pub(super) fn fmt_val(v: f64) -> String {
     base::fmt_val(v)
 }
 
-pub(super) fn class(o: Outcome) -> &'static str {
+/// The class of an outcome: `ok`, `warn`, `fail`.
+pub(super) fn class(o: crate::gate::judge::Outcome) -> &'static str {
     match o {
-        Outcome::Ok => "ok",
-        Outcome::Warn => "warn",
-        Outcome::Fail => "fail",
+        crate::gate::judge::Outcome::Ok => "ok",
+        crate::gate::judge::Outcome::Warn => "warn",
+        crate::gate::judge::Outcome::Fail => "fail",
     }
 }
 
@@ -43,6 +48,26 @@ pub(super) fn utc(ms: u64) -> String {
         .replace('Z', " UTC")
 }
 
+/// The formatter and the filters of the page's templates:
+///
+/// - `val`: a value as the gates print it (`92.10`);
+/// - `f0`, `f1`: a number with no or one decimal (`34`, `12.5`: coordinates, percentages);
+/// - `change`: a change in percent (`+0.2%`), `-` for none;
+/// - `size`: a byte size (`16 KiB`);
+/// - `lines`: a tooltip's lines, each escaped, joined by line breaks.
+pub(super) fn register(env: &mut Environment<'static>) {
+    env.set_formatter(formatter);
+    env.add_filter("val", fmt_val);
+    env.add_filter("f0", |v: f64| format!("{v:.0}"));
+    env.add_filter("f1", |v: f64| format!("{v:.1}"));
+    env.add_filter("change", |v: Option<f64>| base::fmt_change(v));
+    env.add_filter("size", |v: u64| crate::text::size::format(v));
+    env.add_filter("lines", |v: Vec<String>| {
+        let lines: Vec<String> = v.iter().map(|l| esc(l)).collect();
+        Value::from_safe_string(lines.join("\n"))
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,8 +76,29 @@ mod tests {
     fn escapes_markup_and_controls() {
         assert_eq!(
             esc("<script>\"a\" & 'b'\u{1b}[2J"),
-            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;\\u{1b}[2J"
+            "&lt;script&gt;&quot;a&quot; &amp; &#x27;b&#x27;\\u{1b}[2J"
         );
+    }
+
+    #[test]
+    fn every_printed_string_goes_through_the_one_escaper() {
+        let mut env = Environment::new();
+        env.set_auto_escape_callback(|_| AutoEscape::Html);
+        register(&mut env);
+        let out = env
+            .render_str(
+                "{{ s }}|{{ safe }}|{{ n }}|{{ t|lines }}|{{ x|val }}|{{ c|change }}",
+                minijinja::context! {
+                    s => "<b>\u{1b}[2J",
+                    safe => Value::from_safe_string("<i>".into()),
+                    n => 3,
+                    t => vec!["a<", "b\u{7}"],
+                    x => 1234.56,
+                    c => None::<f64>,
+                },
+            )
+            .unwrap();
+        assert_eq!(out, "&lt;b&gt;\\u{1b}[2J|<i>|3|a&lt;\nb\\u{7}|1234.6|-");
     }
 
     #[test]

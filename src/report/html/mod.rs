@@ -21,7 +21,11 @@ mod nccl;
 mod rounds;
 mod verdict;
 
-use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use minijinja::value::Value;
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use serde::Serialize;
 
 use crate::plan::Plan;
 use crate::results::RunResults;
@@ -50,39 +54,111 @@ fn big(r: &RunResults) -> bool {
     r.jobs.len() > crate::results::LINE_PER_JOB_ABOVE
 }
 
-/// The report.
-pub fn render(i: &Inputs<'_>) -> String {
+/// The page's templates (`templates/`), embedded in the binary.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("page.html", include_str!("templates/page.html")),
+    ("header.html", include_str!("templates/header.html")),
+    ("fix.html", include_str!("templates/fix.html")),
+    ("baseline.html", include_str!("templates/baseline.html")),
+    ("gates.html", include_str!("templates/gates.html")),
+];
+
+/// The templates' environment: every template HTML-escaped (its SVG too) through the one
+/// escaper, a name the context does not define an error, block tags leaving no blank lines.
+fn environment() -> Result<Environment<'static>, minijinja::Error> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| AutoEscape::Html);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(true)
+            .build()?,
+    );
+    format::register(&mut env);
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source)?;
+    }
+    Ok(env)
+}
+
+static ENV: LazyLock<Result<Environment<'static>, minijinja::Error>> = LazyLock::new(environment);
+
+/// Everything the page shows, section by section: computed here, laid out by the templates.
+#[derive(Serialize)]
+struct Page {
+    version: &'static str,
+    format_version: u32,
+    /// The page's own style sheet and script (safe: written as they are), the script's hash
+    /// for the Content-Security-Policy.
+    style: Value,
+    script: Value,
+    script_hash: String,
+    head: verdict::Head,
+    fix: verdict::Fix,
+    baseline: Vec<baseline::Row>,
+    heatmap: Value,
+    rounds: Value,
+    nccl: Value,
+    fabric: Value,
+    gates: gates::Gates,
+}
+
+/// A section still drawn in Rust, written as it is (its text escaped by [`esc`]).
+fn drawn(f: impl FnOnce(&mut String)) -> Value {
+    let mut h = String::new();
+    f(&mut h);
+    Value::from_safe_string(h)
+}
+
+/// The report; `Err` only when a template does not render (a defect of the page itself).
+pub fn render(i: &Inputs<'_>) -> Result<String, minijinja::Error> {
     let r = i.results;
     let script_hash = {
         use sha2::Digest;
         data_encoding::BASE64.encode(&sha2::Sha256::digest(SCRIPT.as_bytes()))
     };
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-{script_hash}'\">\n\
-         <meta name=\"generator\" content=\"fabricplan {}\">\n\
-         <title>fabricplan: {} &#8212; {}</title>\n<style>{STYLE}</style>\n<script>{SCRIPT}</script>\n</head>\n<body>\n<main>\n",
-        env!("CARGO_PKG_VERSION"),
-        esc(&r.plan),
-        esc(&verdict::verdict_line(r)),
-    );
-    verdict::header(&mut h, r);
-    verdict::fix_list(&mut h, r);
     let ctx = Ctx::new(i);
-    baseline::baseline_table(&mut h, r);
-    heatmap::heatmaps(&mut h, &ctx);
-    rounds::rounds(&mut h, &ctx);
-    nccl::nccl(&mut h, &ctx);
-    fabric::fabric(&mut h, &ctx);
-    gates::all_gates(&mut h, r);
-    let _ = writeln!(
-        h,
-        "<footer>fabricplan {} &#183; from results.json (format version {}) &#183; run directory evidence: results.json, junit.xml, summary.md, jobs/</footer>\n</main>\n</body>\n</html>",
-        env!("CARGO_PKG_VERSION"),
-        r.format_version
-    );
-    h
+    let page = Page {
+        version: env!("CARGO_PKG_VERSION"),
+        format_version: r.format_version,
+        style: Value::from_safe_string(STYLE.to_string()),
+        script: Value::from_safe_string(SCRIPT.to_string()),
+        script_hash,
+        head: verdict::head(r),
+        fix: verdict::fix(r),
+        baseline: baseline::rows(r),
+        heatmap: drawn(|h| heatmap::heatmaps(h, &ctx)),
+        rounds: drawn(|h| rounds::rounds(h, &ctx)),
+        nccl: drawn(|h| nccl::nccl(h, &ctx)),
+        fabric: drawn(|h| fabric::fabric(h, &ctx)),
+        gates: gates::gates(r),
+    };
+    let env = ENV.as_ref().map_err(|e| {
+        minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("report.html's templates do not load: {e}"),
+        )
+    })?;
+    env.get_template("page.html")?
+        .render(Value::from(minijinja::value::Serde(&page)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_templates_load_and_a_name_they_do_not_get_is_an_error() {
+        let env = environment().expect("every template compiles");
+        for (name, _) in TEMPLATES {
+            env.get_template(name).expect("registered");
+        }
+        assert!(env.render_str("{{ nothing }}", ()).is_err());
+        assert!(
+            env.render_str("{{ x.nothing }}", minijinja::context! { x => 1 })
+                .is_err()
+        );
+    }
 }

@@ -2,12 +2,13 @@
 //! grouped by trap, worst first, with the fix; jobs that measured nothing).
 
 use std::collections::{BTreeSet, HashMap};
-use std::fmt::Write as _;
 
-use super::format::{class, esc, fmt_val, utc};
+use serde::Serialize;
+
+use super::format::utc;
 use crate::compare::baseline as base;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::{JobResult, JobStatus, RunResults};
+use crate::results::{JobStatus, RunResults};
 
 pub(super) fn verdict_line(r: &RunResults) -> String {
     let v = if r.summary.verdict.is_empty() {
@@ -27,69 +28,133 @@ pub(super) fn verdict_line(r: &RunResults) -> String {
     }
 }
 
-fn run_class(r: &RunResults) -> &'static str {
-    if r.summary.fail > 0 || r.summary.exit_code != 0 {
-        "fail"
-    } else if r.summary.warn > 0 {
-        "warn"
+/// The top of the page: the run, its verdict and its counts.
+#[derive(Serialize)]
+pub(super) struct Head {
+    plan: String,
+    run_id: String,
+    started: String,
+    transport: String,
+    seconds: f64,
+    /// The verdict's colour: the worst outcome (FAIL too when a job could not measure).
+    worst: Outcome,
+    verdict: String,
+    ok: usize,
+    warn: usize,
+    fail: usize,
+    jobs: usize,
+    not_measured: usize,
+    simulated: bool,
+}
+
+pub(super) fn head(r: &RunResults) -> Head {
+    let s = &r.summary;
+    let worst = if s.fail > 0 || s.exit_code != 0 {
+        Outcome::Fail
+    } else if s.warn > 0 {
+        Outcome::Warn
     } else {
-        "ok"
+        Outcome::Ok
+    };
+    Head {
+        plan: r.plan.clone(),
+        run_id: r.run_id.clone(),
+        started: utc(r.started_unix_ms),
+        transport: r.transport.clone(),
+        seconds: r.finished_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
+        worst,
+        verdict: verdict_line(r),
+        ok: s.ok,
+        warn: s.warn,
+        fail: s.fail,
+        jobs: s.jobs,
+        not_measured: s.jobs_not_measured,
+        simulated: r.simulated,
     }
 }
 
-pub(super) fn header(h: &mut String, r: &RunResults) {
-    let dur = r.finished_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0;
-    let s = &r.summary;
-    let _ = write!(
-        h,
-        "<header class=\"top\"><div class=\"id\"><h1>fabricplan &#183; {}</h1>\
-         <div class=\"meta\">run {} &#183; {} &#183; over {} &#183; {:.1} s</div></div>\
-         <div id=\"verdict\" class=\"{}\">{}</div>\
-         <div class=\"counts\"><b class=\"ok\">{} OK</b> &#183; <b class=\"warn\">{} WARN</b> &#183; <b class=\"fail\">{} FAIL</b><br>{} job(s), {} not measured</div>",
-        esc(&r.plan),
-        esc(&r.run_id),
-        utc(r.started_unix_ms),
-        esc(&r.transport),
-        dur,
-        run_class(r),
-        esc(&verdict_line(r)),
-        s.ok,
-        s.warn,
-        s.fail,
-        s.jobs,
-        s.jobs_not_measured,
-    );
-    h.push_str("</header>\n");
-    if r.simulated {
-        h.push_str("<div class=\"sim\">SIMULATED FABRIC: a model of the plan, not a measurement of hardware</div>\n");
-    }
+/// What to fix: the groups of FAIL and WARN verdicts, worst first; the jobs that measured
+/// nothing.
+#[derive(Serialize)]
+pub(super) struct Fix {
+    groups: Vec<FixGroup>,
+    skipped: Vec<Skipped>,
+}
+
+/// One trap's group: the fix once when its verdicts share one, then every verdict (a big
+/// run's first ones, the rest counted), then what follows from them.
+#[derive(Serialize)]
+struct FixGroup {
+    worst: Outcome,
+    trap: String,
+    count: usize,
+    fix: Option<String>,
+    items: Vec<FixItem>,
+    more: usize,
+    following: Option<Following>,
+}
+
+#[derive(Serialize)]
+struct FixItem {
+    outcome: Outcome,
+    gate: String,
+    measured: Option<f64>,
+    unit: String,
+    threshold: String,
+    detail: String,
+    /// Its own fix, when the group's verdicts do not share one.
+    fix: Option<String>,
+}
+
+/// The gates that follow from a group's causes: counted, the first named (with the cause each
+/// follows when the group has several).
+#[derive(Serialize)]
+struct Following {
+    count: usize,
+    several: bool,
+    named: Vec<Named>,
+    more: usize,
+}
+
+#[derive(Serialize)]
+struct Named {
+    gate: String,
+    follows: Option<String>,
+}
+
+/// A job that measured nothing and judged nothing, with its reason.
+#[derive(Serialize)]
+struct Skipped {
+    kind: String,
+    label: String,
+    reason: String,
 }
 
 /// FAIL and WARN verdicts grouped by trap, worst first; skipped jobs with their reason.
-pub(super) fn fix_list(h: &mut String, r: &RunResults) {
-    h.push_str("<section id=\"fix\"><h2>What to fix</h2>\n");
-    let groups = trap_groups(r);
-    let skipped: Vec<&JobResult> = r
-        .jobs
-        .iter()
-        .filter(|j| j.status != JobStatus::Measured && j.verdicts.is_empty())
-        .collect();
-    if groups.is_empty() && skipped.is_empty() {
-        h.push_str("<div class=\"good\">Nothing to fix: every gate passed.</div>\n");
-    }
+pub(super) fn fix(r: &RunResults) -> Fix {
     // a big run lists the first of each group's gates and counts the rest
     let cap = if super::big(r) {
         MAX_FIX_ITEMS
     } else {
         usize::MAX
     };
-    for g in &groups {
-        fix_group(h, g, cap);
+    let skipped = r
+        .jobs
+        .iter()
+        .filter(|j| j.status != JobStatus::Measured && j.verdicts.is_empty())
+        .map(|j| Skipped {
+            kind: j.kind.clone(),
+            label: j.label.clone(),
+            reason: j
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no reason recorded".into()),
+        })
+        .collect();
+    Fix {
+        groups: trap_groups(r).iter().map(|g| fix_group(g, cap)).collect(),
+        skipped,
     }
-    if !skipped.is_empty() {
-        skipped_jobs(h, &skipped);
-    }
-    h.push_str("</section>\n");
 }
 
 /// The verdicts of one trap, and the worst of them.
@@ -151,96 +216,68 @@ fn trap_groups(r: &RunResults) -> Vec<Group<'_>> {
     groups
 }
 
-/// One trap's group: its badge and name, the fix once when its verdicts share one, then
-/// every verdict (with its own fix when they differ).
-fn fix_group(h: &mut String, g: &Group<'_>, cap: usize) {
+/// One trap's group as the page shows it.
+fn fix_group(g: &Group<'_>, cap: usize) -> FixGroup {
     let fixes: BTreeSet<&str> = if g.trap == base::TRAP_NAME {
         // each baseline fix repeats its own numbers: one fix for the group, numbers per item
         BTreeSet::from([BASELINE_FIX])
     } else {
         g.items.iter().filter_map(|v| v.fix.as_deref()).collect()
     };
-    let _ = write!(
-        h,
-        "<div class=\"fix-group {}\"><div><span class=\"badge {}\">{}</span> <span class=\"trap\">{}</span> <span class=\"note\">{} gate(s)</span></div>",
-        class(g.worst),
-        class(g.worst),
-        g.worst.as_str(),
-        esc(&g.trap),
-        g.items.len()
-    );
     let one_fix = fixes.len() == 1;
-    if let (true, Some(f)) = (one_fix, fixes.iter().next()) {
-        let _ = write!(h, "<div class=\"fixtext\"><b>Fix:</b> {}</div>", esc(f));
+    let items = g
+        .items
+        .iter()
+        .take(cap)
+        .map(|v| FixItem {
+            outcome: v.outcome,
+            gate: v.gate.clone(),
+            measured: v.measured,
+            unit: v.unit.clone(),
+            threshold: v.threshold.clone(),
+            detail: v.detail.clone(),
+            fix: v.fix.clone().filter(|_| !one_fix),
+        })
+        .collect();
+    FixGroup {
+        worst: g.worst,
+        trap: g.trap.clone(),
+        count: g.items.len(),
+        fix: fixes
+            .iter()
+            .next()
+            .filter(|_| one_fix)
+            .map(|f| f.to_string()),
+        items,
+        more: g.items.len().saturating_sub(cap),
+        following: following(g),
     }
-    h.push_str("<ul>");
-    for v in g.items.iter().take(cap) {
-        let measured = v
-            .measured
-            .map(|m| format!(" &#8212; {} {}", fmt_val(m), esc(&v.unit)))
-            .unwrap_or_default();
-        let threshold = if v.threshold.is_empty() {
-            String::new()
-        } else {
-            format!(" <span class=\"note\">(gate {})</span>", esc(&v.threshold))
-        };
-        let detail = if v.detail.is_empty() {
-            String::new()
-        } else {
-            format!("<br><span class=\"note\">{}</span>", esc(&v.detail))
-        };
-        let fix = match (&v.fix, one_fix) {
-            (Some(f), false) => format!("<br><b>Fix:</b> {}", esc(f)),
-            _ => String::new(),
-        };
-        let _ = write!(
-            h,
-            "<li><span class=\"badge {}\">{}</span> <b>{}</b>{measured}{threshold}{detail}{fix}</li>",
-            class(v.outcome),
-            v.outcome.as_str(),
-            esc(&v.gate)
-        );
+}
+
+/// What follows from a group's causes: other tests' gates first (a collective held down by
+/// the cause), then the rest in order; which cause each follows only when there are several.
+fn following(g: &Group<'_>) -> Option<Following> {
+    if g.following.is_empty() {
+        return None;
     }
-    if g.items.len() > cap {
-        let _ = write!(
-            h,
-            "<li class=\"note\">and {} more (every gate below, and in results.json)</li>",
-            g.items.len() - cap
-        );
-    }
-    if !g.following.is_empty() {
-        let n = g.following.len();
-        // other tests' gates first (a collective held down by the cause), then the rest in
-        // order; which cause each follows is said only when the group has several
-        let kind = |gate: &str| gate.split(' ').next().unwrap_or("").to_string();
-        let kinds: BTreeSet<String> = g.items.iter().map(|c| kind(&c.gate)).collect();
-        let mut following = g.following.clone();
-        following.sort_by_key(|v| kinds.contains(&kind(&v.gate)));
-        let mut names: Vec<String> = following
+    let kind = |gate: &str| gate.split(' ').next().unwrap_or("").to_string();
+    let kinds: BTreeSet<String> = g.items.iter().map(|c| kind(&c.gate)).collect();
+    let mut following = g.following.clone();
+    following.sort_by_key(|v| kinds.contains(&kind(&v.gate)));
+    let several = g.items.len() > 1;
+    Some(Following {
+        count: following.len(),
+        several,
+        named: following
             .iter()
             .take(FOLLOWERS_NAMED)
-            .map(|v| match g.items.len() {
-                1 => esc(&v.gate),
-                _ => format!(
-                    "{} (follows <i>{}</i>)",
-                    esc(&v.gate),
-                    esc(v.follows.as_deref().unwrap_or(""))
-                ),
+            .map(|v| Named {
+                gate: v.gate.clone(),
+                follows: v.follows.clone().filter(|_| several),
             })
-            .collect();
-        if n > FOLLOWERS_NAMED {
-            names.push(format!("and {} more", n - FOLLOWERS_NAMED));
-        }
-        let _ = write!(
-            h,
-            "<li class=\"note following\">and {n} more gate{} that follow from {} (the same cause \
-             seen again, not counted): {}</li>",
-            if n == 1 { "" } else { "s" },
-            if g.items.len() == 1 { "it" } else { "these" },
-            names.join("; ")
-        );
-    }
-    h.push_str("</ul></div>\n");
+            .collect(),
+        more: following.len().saturating_sub(FOLLOWERS_NAMED),
+    })
 }
 
 /// The gates a big run's what-to-fix group lists (the rest are counted).
@@ -248,25 +285,6 @@ const MAX_FIX_ITEMS: usize = 50;
 
 /// The gates that follow from a group's causes named in it (the rest are counted).
 const FOLLOWERS_NAMED: usize = 5;
-
-/// The jobs that measured nothing and judged nothing, with their reason.
-fn skipped_jobs(h: &mut String, skipped: &[&JobResult]) {
-    let _ = write!(
-        h,
-        "<div class=\"fix-group fail\"><div><span class=\"badge fail\">SKIP</span> <span class=\"trap\">not measured</span> <span class=\"note\">{} job(s)</span></div><ul>",
-        skipped.len()
-    );
-    for j in skipped {
-        let _ = write!(
-            h,
-            "<li><b>{} {}</b><br><span class=\"note\">{}</span></li>",
-            esc(&j.kind),
-            esc(&j.label),
-            esc(j.reason.as_deref().unwrap_or("no reason recorded"))
-        );
-    }
-    h.push_str("</ul></div>\n");
-}
 
 /// The fix of the baseline group in the report (each verdict's own fix repeats its numbers).
 const BASELINE_FIX: &str = "find what changed since the baseline run (firmware, driver, NCCL version and settings, cabling, switch configuration, other traffic); `fabricplan compare BASELINE RUN` lists every change";

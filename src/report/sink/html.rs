@@ -27,8 +27,9 @@ impl HtmlSink {
 }
 
 /// The report of the run whose directory is `dir`, with its results `r`: the plan is read from
-/// the directory, and the baseline too when none is given.
-pub fn report_of(dir: &Path, r: &RunResults, baseline: Option<&RunResults>) -> String {
+/// the directory, and the baseline too when none is given. `Err` when the page does not render
+/// (a defect of its templates).
+pub fn report_of(dir: &Path, r: &RunResults, baseline: Option<&RunResults>) -> io::Result<String> {
     let (plan, plan_note) = match std::fs::read_to_string(dir.join("plan.toml")) {
         Ok(text) => match crate::kinds::load_str(&dir.join("plan.toml"), &text, dir) {
             Ok(l) => (Some(l.plan), None),
@@ -51,6 +52,7 @@ pub fn report_of(dir: &Path, r: &RunResults, baseline: Option<&RunResults>) -> S
         plan_note,
         baseline: baseline.or(read.as_ref()),
     })
+    .map_err(io::Error::other)
 }
 
 impl Sink for HtmlSink {
@@ -65,7 +67,7 @@ impl Sink for HtmlSink {
         write_atomic(
             &self.dir,
             "report.html",
-            report_of(&self.dir, r, None).as_bytes(),
+            report_of(&self.dir, r, None)?.as_bytes(),
         )
         .map(|_| ())
     }
