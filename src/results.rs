@@ -11,7 +11,9 @@
 //! - `JobResult`: `format_version`, `job`, `kind`, `round`, `round_name`, `label`, `hosts`,
 //!   `expected_gbps`, `status` (`measured` | `failed` | `skipped`), `reason`, `steps`
 //!   (host, role, command, exit status, times, output file names), `parsed` (the `fabricplan parse`
-//!   JSON of the tool output), `counters` (per device deltas), `verdicts`.
+//!   JSON of the tool output: `tool`, then its report's fields; held typed, as the tool's report,
+//!   and read back through it by [`RunResults::read`]), `counters` (per device deltas),
+//!   `verdicts`.
 //! - `Verdict`: `gate`, `metric`, `outcome` (`OK` | `WARN` | `FAIL`), `measured`, `unit`,
 //!   `threshold`, `expected`, `trap`, `trap_name`, `fix`, `detail`.
 //!
@@ -54,6 +56,7 @@ use crate::discover::HalfResolution;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
+use crate::parse::{Parsed, Tool};
 use crate::render::job::Role;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
@@ -250,7 +253,10 @@ pub struct JobResult {
     pub status: JobStatus,
     pub reason: Option<String>,
     pub steps: Vec<StepRecord>,
-    pub parsed: Option<serde_json::Value>,
+    /// The tool's output as its parser read it, typed (its JSON is `fabricplan parse`'s). Read
+    /// back by [`RunResults::read`], through the tool's own report type.
+    #[serde(skip_deserializing)]
+    pub parsed: Option<Parsed>,
     pub counters: Vec<CounterDelta>,
     pub verdicts: Vec<Verdict>,
     /// Wall time of the measurement itself (client or mpirun), seconds.
@@ -571,7 +577,42 @@ pub struct RunResults {
     pub counter_totals: Vec<CounterTotal>,
 }
 
+/// Why a `results.json` document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("job {job}: its {tool} output does not read as one: {error}")]
+    Parsed {
+        job: String,
+        tool: String,
+        error: serde_json::Error,
+    },
+}
+
 impl RunResults {
+    /// Read a `results.json` document: every field by its type, and each job's `parsed` output
+    /// through the report type of its tool (`tools` names them: the shared ones and the test
+    /// kinds' own). A tool this build does not know leaves `parsed` empty; a known tool's
+    /// output that does not read as its report is an error naming the job.
+    pub fn read(
+        mut doc: serde_json::Value,
+        tools: &dyn Fn(&str) -> Option<Tool>,
+    ) -> Result<RunResults, ReadError> {
+        let outputs: Vec<Option<serde_json::Value>> = match doc.get_mut("jobs") {
+            Some(serde_json::Value::Array(jobs)) => jobs
+                .iter_mut()
+                .map(|j| j.as_object_mut().and_then(|o| o.remove("parsed")))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut r: RunResults = serde_json::from_value(doc)?;
+        for (job, out) in r.jobs.iter_mut().zip(outputs) {
+            job.parsed = read_parsed(&job.job, out, tools)?;
+        }
+        Ok(r)
+    }
+
     /// Every verdict: preflight, the jobs', then the suspects'.
     pub fn verdicts(&self) -> impl Iterator<Item = &Verdict> {
         self.preflight
@@ -651,6 +692,26 @@ impl RunResults {
         }
         m
     }
+}
+
+/// A job's `parsed` output, read by its tool.
+fn read_parsed(
+    job: &str,
+    out: Option<serde_json::Value>,
+    tools: &dyn Fn(&str) -> Option<Tool>,
+) -> Result<Option<Parsed>, ReadError> {
+    let Some(out) = out.filter(|o| !o.is_null()) else {
+        return Ok(None);
+    };
+    let name = out.get("tool").and_then(|t| t.as_str()).unwrap_or_default();
+    let Some(tool) = tools(name) else {
+        return Ok(None);
+    };
+    tool.read(out).map(Some).map_err(|error| ReadError::Parsed {
+        job: job.to_string(),
+        tool: tool.name().to_string(),
+        error,
+    })
 }
 
 /// Milliseconds since the Unix epoch.

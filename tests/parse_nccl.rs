@@ -29,8 +29,8 @@ fn mpi(name: &str) -> mpirun::MpirunReport {
 fn snapshots_nccl_tests() {
     insta::glob!("fixtures/parse/nccl-tests/*", |path| {
         let text = std::fs::read_to_string(path).unwrap();
-        let parsed = parse(Tool::NcclTests, &text);
-        insta::assert_json_snapshot!(parsed.to_json(Tool::NcclTests));
+        let parsed = parse(Tool::NCCL_TESTS, &text);
+        insta::assert_json_snapshot!(parsed.to_json());
     });
 }
 
@@ -38,8 +38,8 @@ fn snapshots_nccl_tests() {
 fn snapshots_nccl_json() {
     insta::glob!("fixtures/parse/nccl-json/*", |path| {
         let text = std::fs::read_to_string(path).unwrap();
-        let parsed = parse(Tool::NcclTests, &text);
-        insta::assert_json_snapshot!(parsed.to_json(Tool::NcclTests));
+        let parsed = parse(Tool::NCCL_TESTS, &text);
+        insta::assert_json_snapshot!(parsed.to_json());
     });
 }
 
@@ -47,8 +47,8 @@ fn snapshots_nccl_json() {
 fn snapshots_mpirun() {
     insta::glob!("fixtures/parse/mpirun/*", |path| {
         let text = std::fs::read_to_string(path).unwrap();
-        let parsed = parse(Tool::Mpirun, &text);
-        insta::assert_json_snapshot!(parsed.to_json(Tool::Mpirun));
+        let parsed = parse(Tool::MPIRUN, &text);
+        insta::assert_json_snapshot!(parsed.to_json());
     });
 }
 
@@ -57,9 +57,9 @@ fn summaries_snapshot() {
     let mut out = String::new();
     for dir in [NCCL_DIR, JSON_DIR, MPI_DIR] {
         let tool = if dir == MPI_DIR {
-            Tool::Mpirun
+            Tool::MPIRUN
         } else {
-            Tool::NcclTests
+            Tool::NCCL_TESTS
         };
         let mut names: Vec<String> =
             std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(dir))
@@ -521,7 +521,7 @@ spark-a:2011:2030 [0] NCCL INFO comm 0x55d0c8a0 rank 0 nranks 2 cudaDev 0 nvmlDe
     let s = r.summary();
     assert!(s.contains("2 ranks on spark-a, spark-b"), "{s}");
     assert!(s.contains("no results table"), "{s}");
-    let json = parse(Tool::NcclTests, t).to_json(Tool::NcclTests);
+    let json = parse(Tool::NCCL_TESTS, t).to_json();
     assert_eq!(json["status"], "incomplete");
     assert_eq!(json["nranks"], 2);
 }
@@ -565,18 +565,18 @@ fn negative_time_row_is_rejected_and_named() {
 
 #[test]
 fn empty_input_is_empty_not_unrecognized() {
-    for tool in [Tool::NcclTests, Tool::Mpirun] {
+    for tool in [Tool::NCCL_TESTS, Tool::MPIRUN] {
         for text in ["", "\n\n  \n"] {
             let p = parse(tool, text);
             assert_eq!(p.status(), Status::Empty);
             assert_eq!(fabricplan::parse::input_exit_code(&p), 1);
-            assert_eq!(p.to_json(tool)["status"], "empty");
+            assert_eq!(p.to_json()["status"], "empty");
         }
     }
-    let p = parse(Tool::NcclTests, "hello\n");
+    let p = parse(Tool::NCCL_TESTS, "hello\n");
     assert_eq!(p.status(), Status::Unrecognized);
     assert_eq!(fabricplan::parse::input_exit_code(&p), 1);
-    let p = parse(Tool::NcclTests, &fixture(NCCL_DIR, "cuda-failure.txt"));
+    let p = parse(Tool::NCCL_TESTS, &fixture(NCCL_DIR, "cuda-failure.txt"));
     assert_eq!(p.status(), Status::Error);
     assert_eq!(fabricplan::parse::input_exit_code(&p), 0);
 }
@@ -636,5 +636,5 @@ fn fuzz_regression_json_negative_average_is_rejected() {
     assert_eq!(r.avg_busbw_gbs, None);
     assert!(r.rejected[0].reason.contains("`-1`"), "{:?}", r.rejected);
     assert_ne!(r.status, Status::Ok);
-    fabricplan::parse::check_invariants(&parse(Tool::NcclTests, &bad)).unwrap();
+    fabricplan::parse::check_invariants(&parse(Tool::NCCL_TESTS, &bad)).unwrap();
 }

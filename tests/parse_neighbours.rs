@@ -7,8 +7,8 @@ use fabricplan::parse::{self, ErrorKind, Status, Tool};
 fn ip_neigh_fixture_snapshots() {
     insta::glob!("fixtures/parse/ip-neigh/*", |path| {
         let text = std::fs::read_to_string(path).expect("fixture readable");
-        let parsed = parse::parse(Tool::IpNeigh, &text);
-        insta::assert_json_snapshot!(parsed.to_json(Tool::IpNeigh));
+        let parsed = parse::parse(Tool::IP_NEIGH, &text);
+        insta::assert_json_snapshot!(parsed.to_json());
         insta::assert_snapshot!("ip_neigh_summary", parsed.summary());
     });
 }
@@ -17,8 +17,8 @@ fn ip_neigh_fixture_snapshots() {
 fn lldpcli_fixture_snapshots() {
     insta::glob!("fixtures/parse/lldpcli/*", |path| {
         let text = std::fs::read_to_string(path).expect("fixture readable");
-        let parsed = parse::parse(Tool::Lldpcli, &text);
-        insta::assert_json_snapshot!(parsed.to_json(Tool::Lldpcli));
+        let parsed = parse::parse(Tool::LLDPCLI, &text);
+        insta::assert_json_snapshot!(parsed.to_json());
         insta::assert_snapshot!("lldpcli_summary", parsed.summary());
     });
 }

@@ -12,8 +12,8 @@ fn fixture(rel: &str) -> String {
 fn iperf3_fixture_snapshots() {
     insta::glob!("fixtures/parse/iperf3/*", |path| {
         let text = std::fs::read_to_string(path).expect("fixture readable");
-        let parsed = parse::parse(Tool::Iperf3, &text);
-        insta::assert_json_snapshot!(parsed.to_json(Tool::Iperf3));
+        let parsed = parse::parse(Tool::IPERF3, &text);
+        insta::assert_json_snapshot!(parsed.to_json());
         insta::assert_snapshot!("iperf3_summary", parsed.summary());
     });
 }
@@ -22,8 +22,8 @@ fn iperf3_fixture_snapshots() {
 fn ping_fixture_snapshots() {
     insta::glob!("fixtures/parse/ping/*", |path| {
         let text = std::fs::read_to_string(path).expect("fixture readable");
-        let parsed = parse::parse(Tool::Ping, &text);
-        insta::assert_json_snapshot!(parsed.to_json(Tool::Ping));
+        let parsed = parse::parse(Tool::PING, &text);
+        insta::assert_json_snapshot!(parsed.to_json());
         insta::assert_snapshot!("ping_summary", parsed.summary());
     });
 }
@@ -177,7 +177,7 @@ proptest! {
         let m = mutate(text, cut, &insert, drop_len);
         let r = parse::iperf3::parse(&m);
         let _ = r.summary();
-        let _ = parse::parse(Tool::Iperf3, &m).to_json(Tool::Iperf3);
+        let _ = parse::parse(Tool::IPERF3, &m).to_json();
     }
 
     #[test]
@@ -189,7 +189,7 @@ proptest! {
         let m = mutate(text, cut, &insert, drop_len);
         let r = parse::ping::parse(&m);
         let _ = r.summary();
-        let _ = parse::parse(Tool::Ping, &m).to_json(Tool::Ping);
+        let _ = parse::parse(Tool::PING, &m).to_json();
     }
 }
 
@@ -289,7 +289,7 @@ fn iperf3_negative_rate_is_rejected() {
 
 #[test]
 fn empty_input_is_empty() {
-    for tool in [Tool::Iperf3, Tool::Ping] {
+    for tool in [Tool::IPERF3, Tool::PING] {
         let p = parse::parse(tool, "\n \n");
         assert_eq!(p.status(), Status::Empty);
         assert_eq!(parse::input_exit_code(&p), parse::EXIT_NOTHING_READ);

@@ -15,6 +15,7 @@ use fabricplan::exec::runner::{self, RunOptions};
 use fabricplan::exec::{Transport, TransportError};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
+use fabricplan::parse::nccl_tests::NcclReport;
 use fabricplan::plan::Plan;
 use fabricplan::results::{JobResult, JobStatus, RunResults};
 use fabricplan::sim::SimTransport;
@@ -78,6 +79,14 @@ fn within(v: f64, want: f64, pct: f64) -> bool {
     (v - want).abs() <= want * pct / 100.0
 }
 
+/// The nccl-tests report of an NCCL job.
+fn nccl_report(j: &JobResult) -> &NcclReport {
+    j.parsed
+        .as_ref()
+        .and_then(|p| p.get::<NcclReport>())
+        .expect("an nccl-tests report")
+}
+
 #[tokio::test]
 async fn two_spark_is_all_green_and_labelled_simulated() {
     let r = run("two-spark", &[]).await;
@@ -112,10 +121,7 @@ async fn two_spark_is_all_green_and_labelled_simulated() {
             .iter()
             .any(|c| c.counter == "port_xmit_data" && c.delta > 0)
     );
-    assert_eq!(
-        nccl.parsed.as_ref().unwrap()["transport"].as_str(),
-        Some("NET/IB")
-    );
+    assert_eq!(nccl_report(nccl).transport.as_deref(), Some("NET/IB"));
 }
 
 #[tokio::test]
@@ -123,9 +129,7 @@ async fn ring3_runs_green() {
     let r = run("ring3", &[]).await;
     assert_eq!(r.summary.verdict, "ALL GREEN", "{:#?}", verdicts(&r));
     let nccl = r.jobs.iter().find(|j| j.kind == "nccl").unwrap();
-    let busbw = nccl.parsed.as_ref().unwrap()["avg_busbw_gbs"]
-        .as_f64()
-        .unwrap();
+    let busbw = nccl_report(nccl).avg_busbw_gbs.unwrap();
     assert!(busbw > 10.0, "ring all_gather avg busbw {busbw}");
 }
 
@@ -576,9 +580,9 @@ async fn nccl_socket_fallback_is_caught() {
     let r = run("two-spark", &["nccl-socket:spark-b"]).await;
     assert_eq!(r.summary.exit_code, 1);
     let nccl = r.jobs.iter().find(|j| j.kind == "nccl").unwrap();
-    let parsed = nccl.parsed.as_ref().unwrap();
-    assert_eq!(parsed["transport"].as_str(), Some("NET/Socket"));
-    let busbw = parsed["avg_busbw_gbs"].as_f64().unwrap();
+    let parsed = nccl_report(nccl);
+    assert_eq!(parsed.transport.as_deref(), Some("NET/Socket"));
+    let busbw = parsed.avg_busbw_gbs.unwrap();
     assert!(busbw < 3.0, "{busbw}");
     let trap = |t| {
         nccl.verdicts
@@ -705,7 +709,7 @@ fn cli_verbose_prints_each_rounds_phases() {
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         let text = std::fs::read_to_string(out_dir.path().join("results.json")).unwrap();
-        let r: RunResults = serde_json::from_str(&text).unwrap();
+        let r = fabricplan::compare::parse_results(&text).unwrap();
         // the time before the first round: one line first, and in results.json
         let before = r.before_rounds.as_ref().expect("before_rounds");
         assert!(

@@ -1,4 +1,4 @@
-//! libFuzzer target: `Tool::IbReadBw` on arbitrary bytes, read as the CLI reads a capture.
+//! libFuzzer target: `Tool::IB_READ_BW` on arbitrary bytes, read as the CLI reads a capture.
 #![no_main]
 
 use fabricplan::parse::{Tool, check_invariants, parse};
@@ -6,8 +6,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let parsed = parse(Tool::IbReadBw, &text);
-    let _ = parsed.to_json(Tool::IbReadBw);
+    let parsed = parse(Tool::IB_READ_BW, &text);
+    let _ = parsed.to_json();
     let _ = parsed.summary();
     if let Err(e) = check_invariants(&parsed) {
         panic!("{e}");

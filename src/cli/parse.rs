@@ -43,7 +43,7 @@ pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> Outcome {
     match format {
         Format::Json => out.write(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&parsed.to_json(tool)).unwrap_or_default()
+            serde_json::to_string_pretty(&parsed.to_json()).unwrap_or_default()
         )),
         Format::Text => out.write(&format!("{}\n", parsed.summary())),
     }

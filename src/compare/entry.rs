@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
+use crate::parse::nccl_tests::NcclReport;
 use crate::results::{JobResult, RunResults};
 use crate::text::size;
 
@@ -219,55 +220,39 @@ pub struct NcclRow {
     pub time_us: Option<f64>,
 }
 
+/// The nccl-tests report of a job, when its output was one.
+fn nccl_report(j: &JobResult) -> Option<&NcclReport> {
+    j.parsed.as_ref()?.get::<NcclReport>()
+}
+
 /// The in-place rows of an nccl-tests job's parsed output (empty for any other job).
 pub fn nccl_rows_of(j: &JobResult) -> Vec<NcclRow> {
-    let Some(rows) = j
-        .parsed
-        .as_ref()
-        .and_then(|p| p.get("rows"))
-        .and_then(|r| r.as_array())
-    else {
+    let Some(r) = nccl_report(j) else {
         return Vec::new();
     };
-    if !is_nccl(j) {
-        return Vec::new();
-    }
-    rows.iter()
-        .filter_map(|row| {
-            let size_bytes = row.get("size_bytes")?.as_u64()?;
-            let inplace = row.get("in_place");
-            let num = |k: &str| {
-                inplace
-                    .and_then(|i| i.get(k))
-                    .and_then(|x| x.as_f64())
-                    .filter(|x| x.is_finite())
-            };
-            Some(NcclRow {
-                size_bytes,
-                busbw_gbs: num("busbw_gbs"),
-                time_us: num("time_us"),
-            })
+    r.rows
+        .iter()
+        .map(|row| {
+            let inplace = row.in_place.as_ref();
+            let num = |v: Option<f64>| v.filter(|x| x.is_finite());
+            NcclRow {
+                size_bytes: row.size_bytes,
+                busbw_gbs: num(inplace.map(|h| h.busbw_gbs)),
+                time_us: num(inplace.map(|h| h.time_us)),
+            }
         })
         .collect()
 }
 
 /// An nccl-tests job: its kind, or what its parsed output says it is.
 pub fn is_nccl(j: &JobResult) -> bool {
-    j.kind == "nccl"
-        || j.parsed
-            .as_ref()
-            .and_then(|p| p.get("tool"))
-            .and_then(|t| t.as_str())
-            == Some("nccl-tests")
+    j.kind == "nccl" || nccl_report(j).is_some()
 }
 
 /// `nccl all_reduce (all_reduce_perf)`: the test (its round) and the binary that ran.
 pub fn nccl_subject(j: &JobResult) -> String {
-    let collective = j
-        .parsed
-        .as_ref()
-        .and_then(|p| p.get("collective"))
-        .and_then(|c| c.as_str())
+    let collective = nccl_report(j)
+        .and_then(|r| r.collective.as_deref())
         .unwrap_or(&j.kind);
     format!("{} ({collective})", j.round_name)
 }

@@ -28,13 +28,15 @@ pub use format::{
 pub use history::{History, RunPoint, Series, Trend, history, order, trend};
 pub use threshold::{DEFAULT_MAX_DROP_PCT, RegressionError, Thresholds, parse_pct};
 
-use crate::results::RunResults;
+use crate::results::{ReadError, RunResults};
 
 /// Why text is not a run's results.
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
     #[error("not JSON: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("{0}")]
+    Parsed(String),
     #[error("not a fabricplan results.json (no `format_version`, `plan` or `jobs`)")]
     NotResults,
 }
@@ -47,7 +49,10 @@ pub fn parse_results(text: &str) -> Result<RunResults, ResultsError> {
     if !(has("format_version") && has("plan") && has("jobs")) {
         return Err(ResultsError::NotResults);
     }
-    let r: RunResults = serde_json::from_value(v)?;
+    let r = RunResults::read(v, &crate::kinds::tool).map_err(|e| match e {
+        ReadError::Json(e) => ResultsError::Json(e),
+        e => ResultsError::Parsed(e.to_string()),
+    })?;
     if r.format_version == 0 {
         return Err(ResultsError::NotResults);
     }

@@ -133,29 +133,10 @@ impl Evidence {
         for c in &mut job.counters {
             (c.before, c.after) = (None, None);
         }
-        if let Some(serde_json::Value::Object(parsed)) = job.parsed.as_mut() {
-            // perftest's banner as printed: its values are read into the parsed fields
-            parsed.remove("banner");
-            // a single row whose every figure is the parsed fields' own repeats them
-            let repeated = match parsed.get("rows") {
-                Some(serde_json::Value::Array(rows)) => match rows.as_slice() {
-                    [serde_json::Value::Object(row)] => {
-                        row.iter().all(|(k, v)| parsed.get(k) == Some(v))
-                    }
-                    _ => false,
-                },
-                _ => false,
-            };
-            if repeated {
-                parsed.remove("rows");
-            }
-            // a field with nothing in it says nothing: null, an empty list, an empty text
-            parsed.retain(|_, v| match v {
-                serde_json::Value::Null => false,
-                serde_json::Value::Array(a) => !a.is_empty(),
-                serde_json::Value::String(t) => !t.is_empty(),
-                _ => true,
-            });
+        // what the report only repeats (perftest's banner as printed, a single row equal to
+        // the totals), and the fields with nothing in them
+        if let Some(parsed) = job.parsed.as_mut() {
+            parsed.shed();
         }
     }
 
@@ -172,6 +153,8 @@ impl Evidence {
 mod tests {
     use super::{Captured, Evidence};
     use crate::gate::judge::{Outcome, Verdict};
+    use crate::parse::Tool;
+    use crate::parse::perftest::BwReport;
     use crate::render::job::Role;
     use crate::results::{CounterDelta, JobResult, JobStatus, KeepEvidence, StepRecord};
 
@@ -209,12 +192,19 @@ mod tests {
             job: "r01-a-b".to_string(),
             status: JobStatus::Measured,
             steps: vec![step("b", Role::Server), step("a", Role::Client)],
-            parsed: Some(serde_json::json!({
-                "bw_avg_gbps": 97.1,
-                "bytes": 65536,
-                "rows": [{"bw_avg_gbps": 97.1, "bytes": 65536}],
-                "banner": "RDMA_Write BW Test"
-            })),
+            parsed: Tool::IB_WRITE_BW
+                .read(serde_json::json!({
+                    "status": "ok",
+                    "bw_avg_gbps": 97.1,
+                    "bw_peak_gbps": 97.3,
+                    "msg_rate_mpps": 0.18,
+                    "bytes": 65536,
+                    "iterations": 1000,
+                    "rows": [{"bytes": 65536, "iterations": 1000, "bw_peak_gbps": 97.3,
+                              "bw_avg_gbps": 97.1, "msg_rate_mpps": 0.18}],
+                    "banner": {"Device": "rocep1s0f0"}
+                }))
+                .ok(),
             counters: vec![
                 counter("port_xmit_data", 100),
                 counter("port_xmit_packets", 7),
@@ -292,10 +282,15 @@ mod tests {
         assert!(j.steps.iter().all(|s| s.script.is_empty()));
         assert!(j.steps.iter().all(|s| !s.command.is_empty()));
         // the figures read from the output stay; the banner as printed goes
-        let parsed = j.parsed.as_ref().unwrap();
+        let parsed = j.parsed.as_ref().unwrap().to_json();
         assert_eq!(parsed["bw_avg_gbps"], 97.1);
         assert!(parsed.get("banner").is_none());
         assert!(parsed.get("rows").is_none());
+        // nothing in it: left out
+        assert!(parsed.get("error").is_none());
+        assert!(parsed.get("warnings").is_none());
+        let report = j.parsed.as_ref().unwrap().get::<BwReport>().unwrap();
+        assert_eq!(report.bw_avg_gbps, Some(97.1));
         let kept: Vec<&str> = j.counters.iter().map(|c| c.counter.as_str()).collect();
         assert_eq!(kept, ["port_xmit_data"]);
     }
@@ -315,7 +310,10 @@ mod tests {
             assert_eq!(files(&ev.dir, "r01-a-b").len(), 4, "{outcome:?} {status:?}");
             assert!(j.digests.is_empty());
             assert!(!j.steps[0].script.is_empty());
-            assert!(j.parsed.as_ref().unwrap().get("banner").is_some());
+            let parsed = j.parsed.as_ref().unwrap().to_json();
+            assert!(parsed.get("banner").is_some());
+            assert!(parsed.get("rows").is_some());
+            assert!(parsed.get("error").is_some());
         }
     }
 }

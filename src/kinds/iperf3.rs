@@ -11,6 +11,7 @@ use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
+use crate::parse::iperf3::IperfReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Direction;
 use crate::plan::raw::RawIperfTest;
@@ -74,7 +75,7 @@ impl TestKind for Iperf3 {
     }
 
     fn tool(&self) -> Tool {
-        Tool::Iperf3
+        Tool::IPERF3
     }
 
     fn metric(&self) -> Metric {
@@ -128,9 +129,9 @@ impl TestKind for Iperf3 {
     }
 
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
-        match parsed {
-            Parsed::Iperf3(r) => classify::iperf(&plan.gate(Metric::Iperf3), r, ctx),
-            other => mismatch(ctx, other),
+        match parsed.get::<IperfReport>() {
+            Some(r) => classify::iperf(&plan.gate(Metric::Iperf3), r, ctx),
+            None => mismatch(ctx, parsed),
         }
     }
 }

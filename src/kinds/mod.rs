@@ -176,6 +176,12 @@ pub fn json_schema() -> String {
     crate::plan::json_schema(&CATALOG)
 }
 
+/// A tool by name: the shared ones (perftest, nccl-tests, mpirun, iperf3, ping) and every
+/// kind's own.
+pub fn tool(name: &str) -> Option<Tool> {
+    Tool::from_name(name).or_else(|| ALL.iter().map(|k| k.tool()).find(|t| t.name() == name))
+}
+
 /// The kind named `id`.
 pub fn get(id: KindId) -> Option<&'static dyn TestKind> {
     ALL.iter().copied().find(|k| k.id() == id)

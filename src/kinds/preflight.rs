@@ -11,7 +11,7 @@ use minijinja::context;
 
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
-use crate::parse::{self, Parsed, Tool};
+use crate::parse;
 use crate::plan::{Endpoint, IslId, NodeId, Plan, SwitchId};
 use crate::render::job::Resolution;
 use crate::render::{Renderer, Template};
@@ -136,10 +136,8 @@ struct Said {
 }
 
 fn read(text: &str) -> Said {
-    let (replies, mtu_error) = match parse::parse(Tool::Ping, text) {
-        Parsed::Ping(p) => (p.received.unwrap_or(0), p.mtu_error.is_some()),
-        _ => (0, false),
-    };
+    let p = parse::ping::parse(text);
+    let (replies, mtu_error) = (p.received.unwrap_or(0), p.mtu_error.is_some());
     Said {
         replies,
         mtu_error,

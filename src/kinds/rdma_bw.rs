@@ -12,6 +12,7 @@ use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
+use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::raw::RawBwTest;
 use crate::plan::section::SectionData;
@@ -113,7 +114,7 @@ impl TestKind for RdmaBw {
     }
 
     fn tool(&self) -> Tool {
-        Tool::IbWriteBw
+        Tool::IB_WRITE_BW
     }
 
     fn metric(&self) -> Metric {
@@ -155,9 +156,9 @@ impl TestKind for RdmaBw {
     }
 
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
-        match parsed {
-            Parsed::PerftestBw(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
-            other => mismatch(ctx, other),
+        match parsed.get::<BwReport>() {
+            Some(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            None => mismatch(ctx, parsed),
         }
     }
 }

@@ -12,6 +12,7 @@ use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
+use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::raw::RawBwTest;
 use crate::plan::section::SectionData;
@@ -53,7 +54,7 @@ impl TestKind for RdmaBwBoth {
     }
 
     fn tool(&self) -> Tool {
-        Tool::IbWriteBw
+        Tool::IB_WRITE_BW
     }
 
     fn metric(&self) -> Metric {
@@ -99,9 +100,9 @@ impl TestKind for RdmaBwBoth {
     }
 
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
-        match parsed {
-            Parsed::PerftestBw(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
-            other => mismatch(ctx, other),
+        match parsed.get::<BwReport>() {
+            Some(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            None => mismatch(ctx, parsed),
         }
     }
 

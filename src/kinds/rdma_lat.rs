@@ -11,6 +11,7 @@ use super::{TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
+use crate::parse::perftest::LatReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Direction;
 use crate::plan::raw::RawLatTest;
@@ -78,7 +79,7 @@ impl TestKind for RdmaLat {
     }
 
     fn tool(&self) -> Tool {
-        Tool::IbWriteLat
+        Tool::IB_WRITE_LAT
     }
 
     fn metric(&self) -> Metric {
@@ -129,9 +130,9 @@ impl TestKind for RdmaLat {
     }
 
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
-        match parsed {
-            Parsed::PerftestLat(r) => classify::latency(&plan.gate(Metric::RdmaLat), r, ctx),
-            other => mismatch(ctx, other),
+        match parsed.get::<LatReport>() {
+            Some(r) => classify::latency(&plan.gate(Metric::RdmaLat), r, ctx),
+            None => mismatch(ctx, parsed),
         }
     }
 }

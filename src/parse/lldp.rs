@@ -16,14 +16,14 @@ use super::text::{is_blank, push_capped, reject};
 use super::{ErrorKind, MAX_STORED_ROWS, Rejected, Status, ToolError};
 
 /// An identifier with its subtype (`mac`, `ifname`, `local`, `ip`...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LldpId {
     pub kind: String,
     pub value: String,
 }
 
 /// The far end one local interface hears.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LldpNeighbour {
     /// The local interface (netdev) that heard it.
     pub interface: String,
@@ -51,13 +51,32 @@ impl LldpNeighbour {
 }
 
 /// What was read from one `lldpcli -f json0 show neighbors`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LldpReport {
     pub status: Status,
     pub error: Option<ToolError>,
     pub neighbours: Vec<LldpNeighbour>,
     pub rejected: Vec<Rejected>,
     pub not_stored: usize,
+}
+
+impl super::Report for LldpReport {
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        LldpReport::summary(self)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        super::invariants::lldp(self)
+    }
 }
 
 impl LldpReport {

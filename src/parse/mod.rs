@@ -47,7 +47,9 @@ pub mod slurm;
 mod text;
 
 pub use invariants::check_invariants;
-use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::any::Any;
 
 /// Result rows kept per report; further complete rows are counted in `not_stored`.
 pub const MAX_STORED_ROWS: usize = 10_000;
@@ -75,7 +77,7 @@ pub fn input_exit_code(parsed: &Parsed) -> i32 {
 }
 
 /// A line that looked like a result but was not accepted, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rejected {
     /// 1-based line number in the capture.
     pub line: usize,
@@ -84,7 +86,7 @@ pub struct Rejected {
 }
 
 /// How far a parser got through a capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// At least one complete result was read and no error was reported.
@@ -96,6 +98,7 @@ pub enum Status {
     /// Nothing in the text looks like this tool's output.
     Unrecognized,
     /// The input was empty (or only whitespace): there was nothing to read.
+    #[default]
     Empty,
 }
 
@@ -113,7 +116,7 @@ impl Status {
 }
 
 /// The classified error kinds, kebab-case in JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorKind {
     // perftest
@@ -193,164 +196,353 @@ impl ErrorKind {
 }
 
 /// An error the tool itself reported, with its own words.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolError {
     pub kind: ErrorKind,
     /// The tool's own line(s), trimmed, joined with `\n`.
     pub message: String,
 }
 
-/// The tools `fabricplan parse` understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tool {
-    IbWriteBw,
-    IbReadBw,
-    IbSendBw,
-    IbWriteLat,
-    IbReadLat,
-    IbSendLat,
-    NcclTests,
-    Mpirun,
-    Iperf3,
-    Ping,
-    /// `ip -j neigh show`: the neighbour table.
-    IpNeigh,
-    /// `lldpcli -f json0 show neighbors`.
-    Lldpcli,
+/// What one tool's parser reads, as a typed report: every report type of this module (and of a
+/// test kind's own tool) implements it. The report is its own JSON (serde), read back from a
+/// run's `results.json` by the same type.
+pub trait Report:
+    Serialize + DeserializeOwned + Clone + PartialEq + std::fmt::Debug + Send + Sync + 'static
+{
+    fn status(&self) -> Status;
+
+    fn error(&self) -> Option<&ToolError>;
+
+    /// A short human summary, a few lines, for `fabricplan parse --format text`.
+    fn summary(&self) -> String;
+
+    /// Drop what only repeats the report's own fields (a banner as printed whose values the
+    /// fields hold, a single row equal to the totals): what a digested job keeps.
+    fn shed(&mut self) {}
+
+    /// What the report promises beyond its status (see [`check_invariants`]); `Err` names the
+    /// broken promise.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A [`Report`] behind a pointer: what [`Parsed`] holds, whatever the tool.
+pub trait AnyReport: std::fmt::Debug + Send + Sync {
+    fn status(&self) -> Status;
+    fn error(&self) -> Option<&ToolError>;
+    fn summary(&self) -> String;
+    fn shed(&mut self);
+    fn check(&self) -> Result<(), String>;
+    /// The report's own fields, as a JSON object.
+    fn fields(&self) -> serde_json::Value;
+    fn as_any(&self) -> &dyn Any;
+    fn clone_box(&self) -> Box<dyn AnyReport>;
+    fn same(&self, other: &dyn AnyReport) -> bool;
+}
+
+impl<T: Report> AnyReport for T {
+    fn status(&self) -> Status {
+        Report::status(self)
+    }
+
+    fn error(&self) -> Option<&ToolError> {
+        Report::error(self)
+    }
+
+    fn summary(&self) -> String {
+        Report::summary(self)
+    }
+
+    fn shed(&mut self) {
+        Report::shed(self)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        Report::check(self)
+    }
+
+    fn fields(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn clone_box(&self) -> Box<dyn AnyReport> {
+        Box::new(self.clone())
+    }
+
+    fn same(&self, other: &dyn AnyReport) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+}
+
+/// A tool whose output fabricplan reads: its name, its parser and the reader of its report's
+/// JSON. The tools below are the shared ones (perftest, nccl-tests, mpirun, iperf3, ping,
+/// ip-neigh, lldpcli); a
+/// test kind with a tool of its own declares it beside its parser.
+pub struct ToolSpec {
+    /// The program's name (`ib_write_bw`), the `fabricplan parse` argument.
+    pub name: &'static str,
+    pub parse: fn(&str) -> Box<dyn AnyReport>,
+    pub read: fn(serde_json::Value) -> Result<Box<dyn AnyReport>, serde_json::Error>,
+}
+
+/// [`ToolSpec::read`] for the report type `T`.
+pub fn read_as<T: Report>(v: serde_json::Value) -> Result<Box<dyn AnyReport>, serde_json::Error> {
+    Ok(Box::new(serde_json::from_value::<T>(v)?))
+}
+
+/// A tool, by its spec; equal when the names are.
+#[derive(Clone, Copy)]
+pub struct Tool {
+    spec: &'static ToolSpec,
+}
+
+impl PartialEq for Tool {
+    fn eq(&self, other: &Tool) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Tool {}
+
+impl std::hash::Hash for Tool {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state)
+    }
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tool({})", self.name())
+    }
+}
+
+/// A perftest bandwidth tool (`ib_*_bw`).
+const fn perftest_bw(name: &'static str) -> ToolSpec {
+    ToolSpec {
+        name,
+        parse: |t| Box::new(perftest::parse_bw(t)),
+        read: read_as::<perftest::BwReport>,
+    }
+}
+
+/// A perftest latency tool (`ib_*_lat`).
+const fn perftest_lat(name: &'static str) -> ToolSpec {
+    ToolSpec {
+        name,
+        parse: |t| Box::new(perftest::parse_lat(t)),
+        read: read_as::<perftest::LatReport>,
+    }
 }
 
 impl Tool {
+    pub const IB_WRITE_BW: Tool = Tool {
+        spec: &perftest_bw("ib_write_bw"),
+    };
+    pub const IB_READ_BW: Tool = Tool {
+        spec: &perftest_bw("ib_read_bw"),
+    };
+    pub const IB_SEND_BW: Tool = Tool {
+        spec: &perftest_bw("ib_send_bw"),
+    };
+    pub const IB_WRITE_LAT: Tool = Tool {
+        spec: &perftest_lat("ib_write_lat"),
+    };
+    pub const IB_READ_LAT: Tool = Tool {
+        spec: &perftest_lat("ib_read_lat"),
+    };
+    pub const IB_SEND_LAT: Tool = Tool {
+        spec: &perftest_lat("ib_send_lat"),
+    };
+    pub const NCCL_TESTS: Tool = Tool {
+        spec: &ToolSpec {
+            name: "nccl-tests",
+            parse: |t| Box::new(nccl_tests::parse(t)),
+            read: read_as::<nccl_tests::NcclReport>,
+        },
+    };
+    pub const MPIRUN: Tool = Tool {
+        spec: &ToolSpec {
+            name: "mpirun",
+            parse: |t| Box::new(mpirun::parse(t)),
+            read: read_as::<mpirun::MpirunReport>,
+        },
+    };
+    pub const IPERF3: Tool = Tool {
+        spec: &ToolSpec {
+            name: "iperf3",
+            parse: |t| Box::new(iperf3::parse(t)),
+            read: read_as::<iperf3::IperfReport>,
+        },
+    };
+    pub const PING: Tool = Tool {
+        spec: &ToolSpec {
+            name: "ping",
+            parse: |t| Box::new(ping::parse(t)),
+            read: read_as::<ping::PingReport>,
+        },
+    };
+    /// `ip -j neigh show`: the neighbour table.
+    pub const IP_NEIGH: Tool = Tool {
+        spec: &ToolSpec {
+            name: "ip-neigh",
+            parse: |t| Box::new(neigh::parse(t)),
+            read: read_as::<neigh::NeighReport>,
+        },
+    };
+    /// `lldpcli -f json0 show neighbors`.
+    pub const LLDPCLI: Tool = Tool {
+        spec: &ToolSpec {
+            name: "lldpcli",
+            parse: |t| Box::new(lldp::parse(t)),
+            read: read_as::<lldp::LldpReport>,
+        },
+    };
+
+    /// The shared tools, in `fabricplan parse`'s order.
     pub const ALL: [Tool; 12] = [
-        Tool::IbWriteBw,
-        Tool::IbReadBw,
-        Tool::IbSendBw,
-        Tool::IbWriteLat,
-        Tool::IbReadLat,
-        Tool::IbSendLat,
-        Tool::NcclTests,
-        Tool::Mpirun,
-        Tool::Iperf3,
-        Tool::Ping,
-        Tool::IpNeigh,
-        Tool::Lldpcli,
+        Tool::IB_WRITE_BW,
+        Tool::IB_READ_BW,
+        Tool::IB_SEND_BW,
+        Tool::IB_WRITE_LAT,
+        Tool::IB_READ_LAT,
+        Tool::IB_SEND_LAT,
+        Tool::NCCL_TESTS,
+        Tool::MPIRUN,
+        Tool::IPERF3,
+        Tool::PING,
+        Tool::IP_NEIGH,
+        Tool::LLDPCLI,
     ];
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::IbWriteBw => "ib_write_bw",
-            Tool::IbReadBw => "ib_read_bw",
-            Tool::IbSendBw => "ib_send_bw",
-            Tool::IbWriteLat => "ib_write_lat",
-            Tool::IbReadLat => "ib_read_lat",
-            Tool::IbSendLat => "ib_send_lat",
-            Tool::NcclTests => "nccl-tests",
-            Tool::Mpirun => "mpirun",
-            Tool::Iperf3 => "iperf3",
-            Tool::Ping => "ping",
-            Tool::IpNeigh => "ip-neigh",
-            Tool::Lldpcli => "lldpcli",
-        }
+    /// The tool of `spec` (a test kind's own).
+    pub const fn new(spec: &'static ToolSpec) -> Tool {
+        Tool { spec }
     }
 
+    pub fn name(self) -> &'static str {
+        self.spec.name
+    }
+
+    /// One of the shared tools, by name.
     pub fn from_name(name: &str) -> Option<Tool> {
         Tool::ALL.into_iter().find(|t| t.name() == name)
     }
+
+    /// Read `text` as this tool's output.
+    pub fn parse(self, text: &str) -> Parsed {
+        Parsed {
+            tool: self,
+            report: (self.spec.parse)(text),
+            shed: false,
+        }
+    }
+
+    /// Read back a report of this tool from its JSON (`fabricplan parse`'s, or a job's `parsed`
+    /// in `results.json`): fields missing take their defaults, unknown ones are ignored.
+    pub fn read(self, fields: serde_json::Value) -> Result<Parsed, serde_json::Error> {
+        Ok(Parsed {
+            tool: self,
+            report: (self.spec.read)(fields)?,
+            shed: false,
+        })
+    }
 }
 
-/// What a parser read, per tool.
-// Reports differ a lot in size (nccl-tests carries ~30 fields); one value per parsed capture,
-// so boxing them would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq)]
-pub enum Parsed {
-    PerftestBw(perftest::BwReport),
-    PerftestLat(perftest::LatReport),
-    NcclTests(nccl_tests::NcclReport),
-    Mpirun(mpirun::MpirunReport),
-    Iperf3(iperf3::IperfReport),
-    Ping(ping::PingReport),
-    Neigh(neigh::NeighReport),
-    Lldp(lldp::LldpReport),
+/// What a parser read: the tool, and its typed report.
+#[derive(Debug)]
+pub struct Parsed {
+    tool: Tool,
+    report: Box<dyn AnyReport>,
+    /// Its repeats were shed (a digested job's): empty fields are left out of its JSON.
+    shed: bool,
+}
+
+impl Clone for Parsed {
+    fn clone(&self) -> Parsed {
+        Parsed {
+            tool: self.tool,
+            report: self.report.clone_box(),
+            shed: self.shed,
+        }
+    }
+}
+
+impl PartialEq for Parsed {
+    fn eq(&self, other: &Parsed) -> bool {
+        self.tool == other.tool && self.shed == other.shed && self.report.same(&*other.report)
+    }
 }
 
 /// Parse `text` as the output of `tool`.
 pub fn parse(tool: Tool, text: &str) -> Parsed {
-    match tool {
-        Tool::IbWriteBw | Tool::IbReadBw | Tool::IbSendBw => {
-            Parsed::PerftestBw(perftest::parse_bw(text))
-        }
-        Tool::IbWriteLat | Tool::IbReadLat | Tool::IbSendLat => {
-            Parsed::PerftestLat(perftest::parse_lat(text))
-        }
-        Tool::NcclTests => Parsed::NcclTests(nccl_tests::parse(text)),
-        Tool::Mpirun => Parsed::Mpirun(mpirun::parse(text)),
-        Tool::Iperf3 => Parsed::Iperf3(iperf3::parse(text)),
-        Tool::Ping => Parsed::Ping(ping::parse(text)),
-        Tool::IpNeigh => Parsed::Neigh(neigh::parse(text)),
-        Tool::Lldpcli => Parsed::Lldp(lldp::parse(text)),
-    }
+    tool.parse(text)
 }
 
 impl Parsed {
+    pub fn tool(&self) -> Tool {
+        self.tool
+    }
+
+    /// The report, when it is a `T` (the tool's report type).
+    pub fn get<T: Report>(&self) -> Option<&T> {
+        self.report.as_any().downcast_ref::<T>()
+    }
+
     pub fn status(&self) -> Status {
-        match self {
-            Parsed::PerftestBw(r) => r.status,
-            Parsed::PerftestLat(r) => r.status,
-            Parsed::NcclTests(r) => r.status,
-            Parsed::Mpirun(r) => r.status,
-            Parsed::Iperf3(r) => r.status,
-            Parsed::Ping(r) => r.status,
-            Parsed::Neigh(r) => r.status,
-            Parsed::Lldp(r) => r.status,
-        }
+        self.report.status()
     }
 
     pub fn error(&self) -> Option<&ToolError> {
-        match self {
-            Parsed::PerftestBw(r) => r.error.as_ref(),
-            Parsed::PerftestLat(r) => r.error.as_ref(),
-            Parsed::NcclTests(r) => r.error.as_ref(),
-            Parsed::Mpirun(r) => r.error.as_ref(),
-            Parsed::Iperf3(r) => r.error.as_ref(),
-            Parsed::Ping(r) => r.error.as_ref(),
-            Parsed::Neigh(r) => r.error.as_ref(),
-            Parsed::Lldp(r) => r.error.as_ref(),
-        }
-    }
-
-    /// The documented JSON object: `tool` first, then the report's own fields.
-    pub fn to_json(&self, tool: Tool) -> serde_json::Value {
-        let body = match self {
-            Parsed::PerftestBw(r) => serde_json::to_value(r),
-            Parsed::PerftestLat(r) => serde_json::to_value(r),
-            Parsed::NcclTests(r) => serde_json::to_value(r),
-            Parsed::Mpirun(r) => serde_json::to_value(r),
-            Parsed::Iperf3(r) => serde_json::to_value(r),
-            Parsed::Ping(r) => serde_json::to_value(r),
-            Parsed::Neigh(r) => serde_json::to_value(r),
-            Parsed::Lldp(r) => serde_json::to_value(r),
-        }
-        .unwrap_or(serde_json::Value::Null);
-        let mut out = serde_json::Map::new();
-        out.insert("tool".into(), tool.name().into());
-        if let serde_json::Value::Object(map) = body {
-            out.extend(map);
-        }
-        serde_json::Value::Object(out)
+        self.report.error()
     }
 
     /// A short human summary, a few lines, for `fabricplan parse --format text`.
     pub fn summary(&self) -> String {
-        match self {
-            Parsed::PerftestBw(r) => r.summary(),
-            Parsed::PerftestLat(r) => r.summary(),
-            Parsed::NcclTests(r) => r.summary(),
-            Parsed::Mpirun(r) => r.summary(),
-            Parsed::Iperf3(r) => r.summary(),
-            Parsed::Ping(r) => r.summary(),
-            Parsed::Neigh(r) => r.summary(),
-            Parsed::Lldp(r) => r.summary(),
+        self.report.summary()
+    }
+
+    /// Drop what only repeats the report's own fields, and from then on leave the fields that
+    /// hold nothing (null, an empty list, an empty text) out of its JSON: what a digested job
+    /// keeps.
+    pub fn shed(&mut self) {
+        self.report.shed();
+        self.shed = true;
+    }
+
+    /// The documented JSON object: `tool` first, then the report's own fields.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        out.insert("tool".into(), self.tool.name().into());
+        if let serde_json::Value::Object(map) = self.report.fields() {
+            out.extend(map.into_iter().filter(|(_, v)| !self.shed || !empty(v)));
         }
+        serde_json::Value::Object(out)
+    }
+
+    /// What the report promises beyond its status.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        self.report.check()
+    }
+}
+
+/// A field with nothing in it: null, an empty list, an empty text.
+fn empty(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Null => true,
+        serde_json::Value::Array(a) => a.is_empty(),
+        serde_json::Value::String(t) => t.is_empty(),
+        _ => false,
+    }
+}
+
+impl Serialize for Parsed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
     }
 }
 

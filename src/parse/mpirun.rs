@@ -11,11 +11,12 @@ use super::nccl_log::clean;
 use super::text::{is_blank, push_capped};
 use super::{ErrorKind, MAX_STORED_NOTES, Status, ToolError};
 use aho_corasick::{AhoCorasick, MatchKind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
 /// What an mpirun capture says about the job launch and its end.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MpirunReport {
     pub status: Status,
     /// The most specific error found (root causes such as the docker0 trap rank before the
@@ -42,6 +43,20 @@ pub struct MpirunReport {
     pub executable: Option<String>,
     /// Error boxes and warnings read past the [`MAX_STORED_NOTES`] cap (not stored).
     pub not_stored: usize,
+}
+
+impl crate::parse::Report for MpirunReport {
+    fn status(&self) -> crate::parse::Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&crate::parse::ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        MpirunReport::summary(self)
+    }
 }
 
 impl MpirunReport {

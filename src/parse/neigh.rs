@@ -15,7 +15,7 @@ use super::text::{is_blank, push_capped, reject};
 use super::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_ROWS, Rejected, Status, ToolError};
 
 /// One neighbour entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NeighEntry {
     /// The neighbour's IP address, as printed.
     pub dst: String,
@@ -29,7 +29,8 @@ pub struct NeighEntry {
 }
 
 /// What was read from one neighbour listing.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NeighReport {
     pub status: Status,
     pub error: Option<ToolError>,
@@ -40,6 +41,24 @@ pub struct NeighReport {
     pub rejected: Vec<Rejected>,
     /// Entries and notes read past their caps (not stored, counted).
     pub not_stored: usize,
+}
+
+impl super::Report for NeighReport {
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        NeighReport::summary(self)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        super::invariants::neigh(self)
+    }
 }
 
 impl NeighReport {

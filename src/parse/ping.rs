@@ -9,10 +9,10 @@
 
 use super::text::{clean_line, impossible, is_blank, num, reject};
 use super::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_NOTES, Rejected, Status, ToolError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The do-not-fragment probe failed: the path MTU is smaller than the packet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MtuError {
     /// `message-too-long` (refused by the local interface) or `frag-needed` (a router said so).
     pub kind: ErrorKind,
@@ -23,7 +23,8 @@ pub struct MtuError {
 }
 
 /// What was read from one ping run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PingReport {
     pub status: Status,
     pub error: Option<ToolError>,
@@ -55,6 +56,24 @@ pub struct PingReport {
     pub rejected: Vec<Rejected>,
     /// Error lines and notes read past their caps (not stored, counted).
     pub not_stored: usize,
+}
+
+impl crate::parse::Report for PingReport {
+    fn status(&self) -> crate::parse::Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&crate::parse::ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        PingReport::summary(self)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        crate::parse::invariants::ping(self)
+    }
 }
 
 impl PingReport {

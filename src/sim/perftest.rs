@@ -32,17 +32,18 @@ pub(crate) struct Args {
 
 /// Is `tool` one of perftest's bandwidth or latency tests?
 pub(crate) fn is_perftest(tool: &str) -> bool {
-    matches!(
-        crate::parse::Tool::from_name(tool),
-        Some(
-            crate::parse::Tool::IbWriteBw
-                | crate::parse::Tool::IbReadBw
-                | crate::parse::Tool::IbSendBw
-                | crate::parse::Tool::IbWriteLat
-                | crate::parse::Tool::IbReadLat
-                | crate::parse::Tool::IbSendLat
-        )
-    )
+    use crate::parse::Tool;
+    Tool::from_name(tool).is_some_and(|t| {
+        [
+            Tool::IB_WRITE_BW,
+            Tool::IB_READ_BW,
+            Tool::IB_SEND_BW,
+            Tool::IB_WRITE_LAT,
+            Tool::IB_READ_LAT,
+            Tool::IB_SEND_LAT,
+        ]
+        .contains(&t)
+    })
 }
 
 /// Read perftest's arguments; `Err` holds the parser's error lines.

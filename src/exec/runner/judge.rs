@@ -536,7 +536,7 @@ pub fn judge(plan: &Plan, round: &Round, job: &Job, attempts: Vec<Collected<'_>>
         reason: last
             .and_then(|c| c.failure.as_ref())
             .map(|f| f.detail.clone()),
-        parsed: judged.last().map(|j| j.parsed.to_json(kind.tool())),
+        parsed: judged.last().map(|j| j.parsed.clone()),
         tool_seconds: attempts
             .iter()
             .filter_map(|c| c.tool_seconds)

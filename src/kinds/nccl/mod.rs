@@ -16,6 +16,7 @@ use crate::gate::classify::{self, Context};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
 use crate::gate::trap::Trap;
+use crate::parse::nccl_tests::NcclReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::raw::RawNcclTest;
 use crate::plan::section::SectionData;
@@ -157,7 +158,7 @@ pub fn judge_launch(
         Ok(a) => {
             let text = format!("{}{}", a.stdout, a.stderr);
             let lines = a.stdout.lines().filter(|l| !l.trim().is_empty()).count();
-            match crate::parse::parse(Tool::Mpirun, &text).error() {
+            match crate::parse::parse(Tool::MPIRUN, &text).error() {
                 Some(e) => {
                     let trap = match classify::trap_of_error(e.kind) {
                         Trap::ToolError => Trap::MpiLaunch,
@@ -232,7 +233,7 @@ impl TestKind for Nccl {
     }
 
     fn tool(&self) -> Tool {
-        Tool::NcclTests
+        Tool::NCCL_TESTS
     }
 
     fn metric(&self) -> Metric {
@@ -308,8 +309,8 @@ impl TestKind for Nccl {
     }
 
     fn judge(&self, plan: &Plan, job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
-        match parsed {
-            Parsed::NcclTests(r) => {
+        match parsed.get::<NcclReport>() {
+            Some(r) => {
                 let Some(t) = job
                     .ranks
                     .as_ref()
@@ -332,11 +333,13 @@ impl TestKind for Nccl {
                     &model,
                 )
             }
-            other => mismatch(ctx, other),
+            None => mismatch(ctx, parsed),
         }
     }
 
     fn measured(&self, parsed: &Parsed) -> bool {
-        matches!(parsed, Parsed::NcclTests(r) if !r.rows.is_empty())
+        parsed
+            .get::<NcclReport>()
+            .is_some_and(|r| !r.rows.is_empty())
     }
 }

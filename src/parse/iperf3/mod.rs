@@ -14,11 +14,11 @@ mod text;
 
 use super::text::{clean_line, is_blank};
 use super::{ErrorKind, MAX_STORED_NOTES, Rejected, Status, ToolError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use text::strip_timestamp;
 
 /// Which end of the test printed the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Client,
@@ -26,7 +26,7 @@ pub enum Role {
 }
 
 /// Transport protocol of the test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Protocol {
     Tcp,
@@ -35,7 +35,7 @@ pub enum Protocol {
 }
 
 /// What the capture was: `json`, `json-stream` or `text`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     Json,
@@ -44,7 +44,8 @@ pub enum Format {
 }
 
 /// What was read from one iperf3 run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IperfReport {
     pub status: Status,
     pub error: Option<ToolError>,
@@ -81,6 +82,24 @@ pub struct IperfReport {
     pub rejected: Vec<Rejected>,
     /// Summary rows and notes read past their caps (not stored, counted).
     pub not_stored: usize,
+}
+
+impl crate::parse::Report for IperfReport {
+    fn status(&self) -> crate::parse::Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&crate::parse::ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        IperfReport::summary(self)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        crate::parse::invariants::iperf(self)
+    }
 }
 
 impl IperfReport {

@@ -28,11 +28,11 @@ pub use json::parse_json;
 
 use super::text::is_blank;
 use super::{ErrorKind, Rejected, Status, ToolError, mpirun};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One half (out-of-place or in-place) of a result row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Half {
     /// `time` column (or `cputime` with `-C 1`, see [`NcclReport::cputime`]), microseconds.
     pub time_us: f64,
@@ -50,7 +50,7 @@ pub struct Half {
 }
 
 /// `-I 1` per-iteration statistics of one half.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PerIter {
     pub min_us: Option<f64>,
     pub max_us: Option<f64>,
@@ -59,7 +59,7 @@ pub struct PerIter {
 }
 
 /// One complete result row.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     pub size_bytes: u64,
     pub count: u64,
@@ -75,7 +75,7 @@ pub struct Row {
 }
 
 /// A `#  Rank  0 Group  0 Pid  1234 on host device  0 [0000:01:00] NVIDIA GB10` line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Device {
     pub rank: u64,
     pub group: Option<u64>,
@@ -87,7 +87,7 @@ pub struct Device {
 }
 
 /// The `# nThread ...` parameter line.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Params {
     pub nthread: Option<u64>,
     pub ngpus: Option<u64>,
@@ -104,7 +104,8 @@ pub struct Params {
 }
 
 /// Everything read from one nccl-tests capture (or `-J` JSON file).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NcclReport {
     pub status: Status,
     pub error: Option<ToolError>,

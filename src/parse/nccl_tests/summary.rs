@@ -4,6 +4,24 @@ use super::NcclReport;
 use crate::parse::Status;
 use crate::text::size;
 
+impl crate::parse::Report for NcclReport {
+    fn status(&self) -> crate::parse::Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&crate::parse::ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        NcclReport::summary(self)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        crate::parse::invariants::nccl(self)
+    }
+}
+
 impl NcclReport {
     /// A few human lines: what ran where, over which transport, and the headline numbers.
     pub fn summary(&self) -> String {

@@ -1,7 +1,7 @@
 //! The banner block (test title, `key : value` setup lines), the server wait boxes and the
 //! address block (`local address:` / `remote address:` lines with their `GID:` lines).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Every key `ctx_print_test_info` prints (FORMATS.md 1.2), all banner generations.
 const KEYS: &[&str] = &[
@@ -162,7 +162,7 @@ pub(crate) fn address_side(t: &str) -> Option<Side> {
 
 /// A GID from the address block. perftest prints the 16 bytes in DECIMAL, at least two digits
 /// each, colon-separated (FORMATS.md 1.3) -- not hex.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gid {
     /// As printed (e.g. `00:00:00:00:00:00:00:00:00:00:255:255:192:168:01:39`).
     pub raw: String,

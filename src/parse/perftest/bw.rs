@@ -1,10 +1,10 @@
 //! Bandwidth tables (`print_full_bw_report`): header detection, column layout, unit conversion.
 
 use super::row::{Cell, split_row};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The unit of the BW columns, as the header prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BwUnit {
     #[serde(rename = "Gb/sec")]
     Gbits,
@@ -103,7 +103,7 @@ pub(crate) fn header(t: &str) -> Option<BwHeader> {
 }
 
 /// One complete result row, converted to Gb/s (10^9 bit/s).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BwRow {
     pub bytes: u64,
     pub iterations: u64,
@@ -126,11 +126,31 @@ pub struct BwRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub msg_rate_port2_mpps: Option<f64>,
     /// Printed with 6 decimals (Gb/s rows under 0.1 Gb/s).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub extended_accuracy: bool,
     /// `--report-both`: `local` or `remote` results section.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub section: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
+}
+
+impl BwRow {
+    /// Every figure of the row is the report's own (the row only repeats the totals).
+    pub(super) fn repeats(&self, r: &super::BwReport) -> bool {
+        let plain = self.sl.is_none()
+            && self.cpu_util_pct.is_none()
+            && self.bw_port1_gbps.is_none()
+            && self.msg_rate_port1_mpps.is_none()
+            && self.bw_port2_gbps.is_none()
+            && self.msg_rate_port2_mpps.is_none()
+            && !self.extended_accuracy
+            && self.section.is_none();
+        plain
+            && r.bytes == Some(self.bytes)
+            && r.iterations == Some(self.iterations)
+            && r.bw_peak_gbps == Some(self.bw_peak_gbps)
+            && r.bw_avg_gbps == Some(self.bw_avg_gbps)
+            && r.msg_rate_mpps == Some(self.msg_rate_mpps)
+    }
 }
 
 fn cells(h: &BwHeader, extended: bool) -> Vec<Cell> {

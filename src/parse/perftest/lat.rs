@@ -2,7 +2,7 @@
 //! generations (pre-2016 three values, current nine columns, duration mode) and their rows.
 
 use super::row::{Cell, split_row};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Col {
@@ -64,7 +64,7 @@ pub(crate) fn header(t: &str) -> Option<LatHeader> {
 
 /// One complete latency row. Values are in the report's `unit` (microseconds, or CPU cycles
 /// with `-C`), which is why the fields carry no unit suffix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatRow {
     pub bytes: u64,
     pub iterations: u64,

@@ -17,11 +17,11 @@ pub use lat::LatRow;
 
 use super::text::{impossible, is_blank, push_capped, reject, strip_harness_prefix};
 use super::{MAX_LINE_BYTES, MAX_STORED_NOTES, MAX_STORED_ROWS, Rejected, Status, ToolError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Which side of the test printed the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Server,
@@ -30,7 +30,8 @@ pub enum Role {
 
 /// Setup facts shared by BW and LAT reports: the banner, the address block, role and warnings.
 /// Flattened into the report JSON.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Setup {
     /// The title, e.g. `RDMA_Write BW Test`, `RDMA_Write Bidirectional BW Test`, `Send Latency Test`.
     pub test: Option<String>,
@@ -59,14 +60,17 @@ pub struct Setup {
     pub remote_ipv4: Option<String>,
     /// Some address-block GID is all zeros: an empty GID table entry.
     pub gid_all_zero: bool,
-    /// Every banner `key : value` pair as printed (key whitespace-normalised).
-    pub banner: BTreeMap<String, String>,
+    /// Every banner `key : value` pair as printed (key whitespace-normalised); shed from a
+    /// digested job (its values are in the fields above).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub banner: Option<BTreeMap<String, String>>,
     /// Warning lines the tool printed (CPU frequency, MTU changes, peak not measured, ...).
     pub warnings: Vec<String>,
 }
 
 /// What an `ib_*_bw` capture says.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BwReport {
     pub status: Status,
     pub error: Option<ToolError>,
@@ -98,7 +102,8 @@ pub struct BwReport {
 }
 
 /// What an `ib_*_lat` capture says.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LatReport {
     pub status: Status,
     pub error: Option<ToolError>,
@@ -116,7 +121,7 @@ pub struct LatReport {
     pub tps_avg: Option<f64>,
     pub rows: Vec<LatRow>,
     /// Unit of the row values: `usec`, or `cycles` with `-C/--report-cycles`.
-    pub unit: Option<&'static str>,
+    pub unit: Option<String>,
     /// `-C`: values are CPU cycles although the header still says `[usec]`. Known only from a
     /// `#, cycles` histogram line or the command line in the capture.
     pub cycles: bool,
@@ -440,19 +445,22 @@ fn apply_banner(s: &mut Setup, key: &'static str, v: &str) {
         "Data ex. method" => s.rdma_cm |= v.eq_ignore_ascii_case("rdma_cm"),
         _ => {}
     }
-    s.banner.insert(key.to_string(), v.to_string());
+    s.banner
+        .get_or_insert_with(BTreeMap::new)
+        .insert(key.to_string(), v.to_string());
 }
 
 /// Parse the output of `ib_write_bw`, `ib_read_bw` or `ib_send_bw`.
 pub fn parse_bw(text: &str) -> BwReport {
     let mut sc = scan(text, bw::header, bw::row, |r: &mut BwRow, sec| {
-        r.section = sec;
+        r.section = sec.map(str::to_string);
     });
     if is_blank(text) {
         sc.status = Status::Empty;
     }
     let last = sc.last.as_ref();
     let mut setup = sc.setup;
+    setup.banner.get_or_insert_with(BTreeMap::new);
     let unit = sc.header.as_ref().map(|h| h.unit);
     // --cpu_util exists only in duration mode (FORMATS.md 1.4).
     if sc.header.as_ref().is_some_and(|h| h.cpu_util) {
@@ -492,6 +500,7 @@ pub fn parse_lat(text: &str) -> LatReport {
     }
     let duration_header = sc.header.as_ref().is_some_and(|h| h.duration);
     let mut setup = sc.setup;
+    setup.banner.get_or_insert_with(BTreeMap::new);
     setup.duration_mode |= duration_header;
     let last = sc.last.as_ref();
     let us = |f: fn(&LatRow) -> Option<f64>| {
@@ -500,9 +509,9 @@ pub fn parse_lat(text: &str) -> LatReport {
     let unit = if sc.rows.is_empty() && !sc.cycles {
         None
     } else if sc.cycles {
-        Some("cycles")
+        Some("cycles".to_string())
     } else {
-        Some("usec")
+        Some("usec".to_string())
     };
     LatReport {
         status: sc.status,
@@ -594,6 +603,35 @@ fn status_word(st: Status) -> &'static str {
     }
 }
 
+impl super::Report for BwReport {
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        BwReport::summary(self)
+    }
+
+    /// The banner as printed (its values are in the fields), and a single row that only
+    /// repeats the totals.
+    fn shed(&mut self) {
+        self.setup.banner = None;
+        if let [row] = self.rows.as_slice()
+            && row.repeats(self)
+        {
+            self.rows.clear();
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        super::invariants::bw(self)
+    }
+}
+
 impl BwReport {
     /// A few human lines: the result (or why there is none), then the setup.
     pub fn summary(&self) -> String {
@@ -659,6 +697,29 @@ fn summary_tail(
         out.push(l);
     }
     out.join("\n")
+}
+
+impl super::Report for LatReport {
+    fn status(&self) -> Status {
+        self.status
+    }
+
+    fn error(&self) -> Option<&ToolError> {
+        self.error.as_ref()
+    }
+
+    fn summary(&self) -> String {
+        LatReport::summary(self)
+    }
+
+    /// The banner as printed (its values are in the fields).
+    fn shed(&mut self) {
+        self.setup.banner = None;
+    }
+
+    fn check(&self) -> Result<(), String> {
+        super::invariants::lat(self)
+    }
 }
 
 impl LatReport {

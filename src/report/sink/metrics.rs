@@ -23,6 +23,7 @@ use crate::compare::{self, is_baseline_verdict};
 use crate::exec::runner::Event;
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
+use crate::parse::nccl_tests::NcclReport;
 use crate::results::{JobResult, RunResults};
 
 /// A label value escaped as the exposition format says: `\\`, `\"` and `\n`.
@@ -393,8 +394,8 @@ fn nccl_labels(r: &RunResults, j: &JobResult, size: Option<u64>) -> Labels {
     let collective = j
         .parsed
         .as_ref()
-        .and_then(|p| p.get("collective"))
-        .and_then(|c| c.as_str())
+        .and_then(|p| p.get::<NcclReport>())
+        .and_then(|r| r.collective.as_deref())
         .unwrap_or_default()
         .trim_end_matches("_perf")
         .to_string();
