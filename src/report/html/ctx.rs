@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
+use serde::Serialize;
+
 use super::Inputs;
-use super::format::esc;
 use crate::compare::{self, Flow, baseline as base};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
@@ -77,8 +78,9 @@ impl<'a> Ctx<'a> {
         self.endpoints.get(name).cloned()
     }
 
-    /// The ISLs a flow crosses, in words (`isl-1 sw-a -> sw-b`); `None` without a plan.
-    pub(super) fn isls(&self, f: &Flow) -> Option<Vec<String>> {
+    /// The ISLs a flow crosses, each with the switch it left and the one it reached; `None`
+    /// without a plan.
+    pub(super) fn isls(&self, f: &Flow) -> Option<Vec<IslHop>> {
         let (p, fab) = (self.plan?, self.fabric.as_ref()?);
         let halves: Vec<String> = if f.half == "both" {
             ["a", "b"]
@@ -100,12 +102,11 @@ impl<'a> Ctx<'a> {
             for (isl, from) in path.isl_hops() {
                 let i = &p.isls[isl.0];
                 let to = if i.a == from { i.b } else { i.a };
-                let w = format!(
-                    "{} {} &#8594; {}",
-                    esc(&i.name),
-                    esc(&p.switches[from.0].name),
-                    esc(&p.switches[to.0].name)
-                );
+                let w = IslHop {
+                    name: i.name.clone(),
+                    from: p.switches[from.0].name.clone(),
+                    to: p.switches[to.0].name.clone(),
+                };
                 if !out.contains(&w) {
                     out.push(w);
                 }
@@ -122,6 +123,14 @@ impl<'a> Ctx<'a> {
     pub(super) fn node_order(&self, n: &str) -> usize {
         self.order.get(n).copied().unwrap_or(usize::MAX)
     }
+}
+
+/// An ISL a flow crossed: its name, the switch it left, the switch it reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(super) struct IslHop {
+    pub(super) name: String,
+    pub(super) from: String,
+    pub(super) to: String,
 }
 
 /// One measured bandwidth verdict with its flow.

@@ -61,6 +61,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("fix.html", include_str!("templates/fix.html")),
     ("baseline.html", include_str!("templates/baseline.html")),
     ("gates.html", include_str!("templates/gates.html")),
+    ("rounds.html", include_str!("templates/rounds.html")),
+    ("nccl.html", include_str!("templates/nccl.html")),
 ];
 
 /// The templates' environment: every template HTML-escaped (its SVG too) through the one
@@ -99,8 +101,8 @@ struct Page {
     fix: verdict::Fix,
     baseline: Vec<baseline::Row>,
     heatmap: Value,
-    rounds: Value,
-    nccl: Value,
+    rounds: Option<rounds::Rounds>,
+    nccl: Vec<nccl::Figure>,
     fabric: Value,
     gates: gates::Gates,
 }
@@ -130,8 +132,8 @@ pub fn render(i: &Inputs<'_>) -> Result<String, minijinja::Error> {
         fix: verdict::fix(r),
         baseline: baseline::rows(r),
         heatmap: drawn(|h| heatmap::heatmaps(h, &ctx)),
-        rounds: drawn(|h| rounds::rounds(h, &ctx)),
-        nccl: drawn(|h| nccl::nccl(h, &ctx)),
+        rounds: rounds::rounds(&ctx),
+        nccl: nccl::nccl(&ctx),
         fabric: drawn(|h| fabric::fabric(h, &ctx)),
         gates: gates::gates(r),
     };

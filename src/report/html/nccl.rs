@@ -1,21 +1,38 @@
 //! NCCL: bus bandwidth against message size per test, against the baseline's curve, with the
 //! test's gates.
 
-use std::fmt::Write as _;
+use serde::Serialize;
 
 use super::ctx::Ctx;
-use super::format::{class, esc, fmt_val};
 use crate::compare::{self, baseline as base};
 use crate::gate::threshold::Metric;
 use crate::results::JobResult;
 
-pub(super) fn nccl(h: &mut String, ctx: &Ctx<'_>) {
-    let jobs: Vec<&JobResult> = ctx.r.jobs.iter().filter(|j| compare::is_nccl(j)).collect();
-    if jobs.is_empty() {
-        return;
-    }
-    h.push_str("<section id=\"nccl\"><h2>NCCL: bus bandwidth against message size</h2>\n<div class=\"grid\">\n");
-    for j in jobs {
+/// One NCCL test: its caption, its chart (or why it has none), its gates.
+#[derive(Serialize)]
+pub(super) struct Figure {
+    caption: String,
+    /// Why there is no chart: the job measured no row.
+    no_rows: Option<String>,
+    chart: Option<Chart>,
+    gates: Vec<GateRow>,
+}
+
+/// A gate of the test, its name without the test's.
+#[derive(Serialize)]
+struct GateRow {
+    outcome: crate::gate::judge::Outcome,
+    gate: String,
+    measured: Option<f64>,
+    unit: String,
+    /// The threshold, or the evidence of a check.
+    text: String,
+}
+
+/// Every NCCL test of the run (none: no section).
+pub(super) fn nccl(ctx: &Ctx<'_>) -> Vec<Figure> {
+    let jobs = ctx.r.jobs.iter().filter(|j| compare::is_nccl(j));
+    jobs.map(|j| {
         let rows = compare::nccl_rows_of(j);
         let subject = compare::nccl_subject(j);
         let old_rows: Vec<compare::NcclRow> = ctx
@@ -27,41 +44,33 @@ pub(super) fn nccl(h: &mut String, ctx: &Ctx<'_>) {
             })
             .map(compare::nccl_rows_of)
             .unwrap_or_default();
-        let _ = write!(
-            h,
-            "<figure class=\"nccl-chart\"><figcaption>{}</figcaption>",
-            esc(&format!("{} {}", j.round_name, j.label))
-        );
-        if rows.is_empty() {
-            let _ = write!(
-                h,
-                "<p class=\"note\">no rows: {}</p>",
-                esc(j.reason.as_deref().unwrap_or("nothing was measured"))
-            );
-        } else {
-            nccl_chart(h, ctx, j, &rows, &old_rows);
-        }
-        h.push_str("<table>");
-        for v in j.verdicts.iter() {
-            let _ = write!(
-                h,
-                "<tr><td><span class=\"badge {}\">{}</span></td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                class(v.outcome),
-                v.outcome.as_str(),
-                esc(short_gate(j, &v.gate)),
-                v.measured
-                    .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
-                    .unwrap_or_default(),
-                esc(if v.threshold.is_empty() {
-                    &v.detail
+        let gates = j
+            .verdicts
+            .iter()
+            .map(|v| GateRow {
+                outcome: v.outcome,
+                gate: short_gate(j, &v.gate).to_string(),
+                measured: v.measured,
+                unit: v.unit.clone(),
+                text: if v.threshold.is_empty() {
+                    v.detail.clone()
                 } else {
-                    &v.threshold
-                })
-            );
+                    v.threshold.clone()
+                },
+            })
+            .collect();
+        Figure {
+            caption: format!("{} {}", j.round_name, j.label),
+            no_rows: rows.is_empty().then(|| {
+                j.reason
+                    .clone()
+                    .unwrap_or_else(|| "nothing was measured".into())
+            }),
+            chart: chart(ctx, j, &rows, &old_rows),
+            gates,
         }
-        h.push_str("</table></figure>\n");
-    }
-    h.push_str("</div></section>\n");
+    })
+    .collect()
 }
 
 /// An NCCL job's gate without the test's name (`transport`, `16 KiB time`).
@@ -139,15 +148,46 @@ impl Frame {
     }
 }
 
+/// A chart as the template draws it: its frame, the grid's ticks, the gate and the average
+/// as lines, the baseline's curve and the run's (points in pixels), a dot per size.
+#[derive(Serialize)]
+struct Chart {
+    w: f64,
+    hh: f64,
+    l: f64,
+    r: f64,
+    t: f64,
+    b: f64,
+    /// Horizontal grid lines (y, bandwidth) and vertical ones (x, message size).
+    ys: Vec<(f64, String)>,
+    xs: Vec<(f64, String)>,
+    /// The average bus bandwidth's pass gate: its y and value.
+    gate: Option<(f64, f64)>,
+    /// The measured average: its y and value.
+    avg: Option<(f64, f64)>,
+    baseline: Option<String>,
+    points: String,
+    dots: Vec<Dot>,
+}
+
+/// A size's point: where, the size, its bus bandwidth and in-place time.
+#[derive(Serialize)]
+struct Dot {
+    x: f64,
+    y: f64,
+    size: u64,
+    busbw: f64,
+    time_us: Option<f64>,
+}
+
 /// One chart: the run's bus bandwidth per size (and the baseline's, dashed), the average and
-/// its gate as lines.
-fn nccl_chart(
-    h: &mut String,
+/// its gate as lines; `None` without a row that has a bandwidth.
+fn chart(
     ctx: &Ctx<'_>,
     j: &JobResult,
     rows: &[compare::NcclRow],
     old: &[compare::NcclRow],
-) {
+) -> Option<Chart> {
     let pts: Vec<(f64, f64, &compare::NcclRow)> = rows
         .iter()
         .filter(|x| x.size_bytes > 0)
@@ -159,7 +199,7 @@ fn nccl_chart(
         .filter_map(|x| Some(((x.size_bytes as f64).log2(), x.busbw_gbs?)))
         .collect();
     if pts.is_empty() {
-        return;
+        return None;
     }
     let avg = j
         .verdicts
@@ -167,134 +207,63 @@ fn nccl_chart(
         .find(|v| v.metric == Some(Metric::NcclBusbw) && !base::is_baseline_verdict(v));
     let gate = avg.and_then(|v| ctx.pass_bound(Metric::NcclBusbw, v.expected));
     let f = Frame::around(&pts, &opts, gate);
-    let (w, hh) = (f.w, f.hh);
-    let _ = write!(
-        h,
-        "<svg width=\"{w}\" height=\"{hh}\" viewBox=\"0 0 {w} {hh}\" role=\"img\" aria-label=\"bus bandwidth against message size\">"
-    );
-    grid(h, &f);
-    axes(h, &f);
-    if let Some(g) = gate {
-        let yy = f.py(g);
-        let _ = write!(
-            h,
-            "<line x1=\"{}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#cf222e\" stroke-dasharray=\"6 4\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" text-anchor=\"end\" fill=\"#cf222e\">avg busbw gate &#8805; {} GB/s</text>",
-            f.l,
-            f.w - f.r,
-            f.w - f.r - 2.0,
-            yy - 4.0,
-            fmt_val(g)
-        );
-    }
-    if let Some(v) = avg
-        && let Some(m) = v.measured
-    {
-        let yy = f.py(m);
-        let _ = write!(
-            h,
-            "<line x1=\"{}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#0969da\" stroke-dasharray=\"2 3\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" text-anchor=\"end\" fill=\"#0969da\">avg busbw {} GB/s{}</text>",
-            f.l,
-            f.w - f.r,
-            f.w - f.r - 2.0,
-            yy + 13.0,
-            fmt_val(m),
-            if gate.is_none() { " (not gated)" } else { "" }
-        );
-    }
-    curves(h, &f, &pts, &opts);
-    h.push_str("</svg>");
+    let line = |p: &mut dyn Iterator<Item = (f64, f64)>| -> String {
+        let d: Vec<String> = p
+            .map(|(x, y)| format!("{:.1},{:.1}", f.px(x), f.py(y)))
+            .collect();
+        d.join(" ")
+    };
+    Some(Chart {
+        ys: y_ticks(&f),
+        xs: x_ticks(&f),
+        gate: gate.map(|g| (f.py(g), g)),
+        avg: avg.and_then(|v| v.measured).map(|m| (f.py(m), m)),
+        baseline: (!opts.is_empty()).then(|| line(&mut opts.iter().copied())),
+        points: line(&mut pts.iter().map(|(x, y, _)| (*x, *y))),
+        dots: pts
+            .iter()
+            .map(|(x, y, row)| Dot {
+                x: f.px(*x),
+                y: f.py(*y),
+                size: row.size_bytes,
+                busbw: *y,
+                time_us: row.time_us,
+            })
+            .collect(),
+        w: f.w,
+        hh: f.hh,
+        l: f.l,
+        r: f.r,
+        t: f.t,
+        b: f.b,
+    })
 }
 
-/// Horizontal lines at round bandwidths, vertical lines at powers of two, with their labels.
-fn grid(h: &mut String, f: &Frame) {
-    let (l, t) = (f.l, f.t);
+/// Horizontal lines at round bandwidths, with their labels.
+fn y_ticks(f: &Frame) -> Vec<(f64, String)> {
     let ystep = nice_step(f.ymax / 5.0);
+    let mut out = Vec::new();
     let mut y = 0.0;
     while y <= f.ymax + 1e-9 {
-        let yy = f.py(y);
-        let _ = write!(
-            h,
-            "<line x1=\"{l}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#eaeef2\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"#59636e\">{}</text>",
-            f.w - f.r,
-            l - 5.0,
-            yy + 3.5,
-            trim_num(y)
-        );
+        out.push((f.py(y), trim_num(y)));
         y += ystep;
     }
+    out
+}
+
+/// Vertical lines at powers of two (at most about eight), with their sizes.
+fn x_ticks(f: &Frame) -> Vec<(f64, String)> {
+    let mut out = Vec::new();
     let mut e = f.x0.ceil();
     let every = ((f.x1 - f.x0) / 8.0).ceil().max(1.0);
     while e <= f.x1 + 1e-9 {
-        let xx = f.px(e);
-        let _ = write!(
-            h,
-            "<line x1=\"{xx:.1}\" y1=\"{t}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"#eaeef2\"/><text x=\"{xx:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>",
-            f.hh - f.b,
-            f.hh - f.b + 14.0,
-            crate::text::size::format(2f64.powf(e).round() as u64)
-        );
+        out.push((
+            f.px(e),
+            crate::text::size::format(2f64.powf(e).round() as u64),
+        ));
         e += every;
     }
-}
-
-/// The two axes and their titles.
-fn axes(h: &mut String, f: &Frame) {
-    let (l, t, hh, b) = (f.l, f.t, f.hh, f.b);
-    let _ = write!(
-        h,
-        "<line x1=\"{l}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#8c959f\"/><line x1=\"{l}\" y1=\"{t}\" x2=\"{l}\" y2=\"{:.1}\" stroke=\"#8c959f\"/>",
-        hh - b,
-        f.w - f.r,
-        hh - b,
-        hh - b
-    );
-    let _ = write!(
-        h,
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#59636e\">message size (log scale)</text><text x=\"12\" y=\"{:.1}\" font-size=\"11\" fill=\"#59636e\" transform=\"rotate(-90 12 {:.1})\" text-anchor=\"middle\">busbw GB/s</text>",
-        (l + f.w - f.r) / 2.0,
-        hh - 8.0,
-        (t + hh - b) / 2.0,
-        (t + hh - b) / 2.0
-    );
-}
-
-/// The baseline's curve (dashed), then the run's with a dot per size.
-fn curves(h: &mut String, f: &Frame, pts: &[(f64, f64, &compare::NcclRow)], opts: &[(f64, f64)]) {
-    if !opts.is_empty() {
-        let d: Vec<String> = opts
-            .iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", f.px(*x), f.py(*y)))
-            .collect();
-        let _ = write!(
-            h,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"#8250df\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"><title>baseline</title></polyline><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" fill=\"#8250df\">baseline</text>",
-            d.join(" "),
-            f.l + 4.0,
-            f.t + 10.0
-        );
-    }
-    let d: Vec<String> = pts
-        .iter()
-        .map(|(x, y, _)| format!("{:.1},{:.1}", f.px(*x), f.py(*y)))
-        .collect();
-    let _ = write!(
-        h,
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"#0969da\" stroke-width=\"2\"/>",
-        d.join(" ")
-    );
-    for (x, y, row) in pts {
-        let _ = write!(
-            h,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.2\" fill=\"#0969da\"><title>{}: busbw {} GB/s{}</title></circle>",
-            f.px(*x),
-            f.py(*y),
-            crate::text::size::format(row.size_bytes),
-            fmt_val(*y),
-            row.time_us
-                .map(|t| format!(", in-place time {} us", fmt_val(t)))
-                .unwrap_or_default()
-        );
-    }
+    out
 }
 
 fn nice_step(raw: f64) -> f64 {

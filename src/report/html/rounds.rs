@@ -1,15 +1,16 @@
 //! Per round: the measured against the expected value of every flow, with the ISLs it crossed,
-//! its pass gate and its baseline.
+//! its pass gate and its baseline. What each bar shows and where its marks fall on the report's
+//! scale are computed here; `templates/rounds.html` draws them.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
-use super::ctx::Ctx;
-use super::format::{class, esc, fmt_val};
-use crate::compare::{self, baseline as base};
+use serde::Serialize;
+
+use super::ctx::{Ctx, IslHop};
+use crate::compare;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
-use crate::results::{JobResult, JobStatus};
+use crate::results::{JobResult, JobStatus, RoundRecord};
 
 /// A verdict the round bars draw: bandwidth and latency.
 fn gated(v: &Verdict) -> bool {
@@ -17,6 +18,86 @@ fn gated(v: &Verdict) -> bool {
         v.metric,
         Some(Metric::RdmaBw | Metric::RdmaBwBoth | Metric::RdmaLat | Metric::Iperf3)
     )
+}
+
+/// The bar chart's columns: the flow's label, the bar, the value; one row per verdict.
+const LABEL_W: f64 = 320.0;
+const BAR_W: f64 = 440.0;
+const RIGHT_W: f64 = 420.0;
+const ROW_H: f64 = 34.0;
+
+/// The section: every round with something to draw.
+#[derive(Serialize)]
+pub(super) struct Rounds {
+    /// Why the ISLs each flow crossed are not shown (no plan).
+    no_isls: Option<String>,
+    /// A big run draws only the rounds with a problem, and in them only the problems.
+    big: bool,
+    rounds: Vec<Round>,
+    /// Rounds with every flow OK, not drawn (a big run).
+    quiet: usize,
+    /// The columns of every chart: label, bar, value; the height of a bar's row.
+    label_w: f64,
+    bar_w: f64,
+    row_h: f64,
+}
+
+#[derive(Serialize)]
+struct Round {
+    number: usize,
+    name: String,
+    /// Jobs started together, and how far apart their clients started (ms).
+    together: Option<(usize, f64)>,
+    /// The chart's size; its bars, one per verdict drawn.
+    width: f64,
+    height: f64,
+    bars: Vec<Bar>,
+    /// Flows OK and not drawn (a big run).
+    hidden_ok: usize,
+    unmeasured: Vec<Unmeasured>,
+}
+
+/// One verdict's bar: what it measured against what was expected, and where its marks fall.
+#[derive(Serialize)]
+struct Bar {
+    /// The top of its row.
+    y: f64,
+    outcome: Outcome,
+    gate: String,
+    /// The metric's name (`rdma-bw`).
+    metric: &'static str,
+    /// The flow's two ends, when the gate names one.
+    flow: Option<(String, String)>,
+    /// The ISLs it crossed (`None` without a plan).
+    via: Option<Vec<IslHop>>,
+    measured: Option<f64>,
+    expected: Option<f64>,
+    /// Measured in percent of expected.
+    pct: Option<f64>,
+    unit: String,
+    threshold: String,
+    /// The measured bar's width, the expected mark's and the pass gate's x.
+    measured_w: Option<f64>,
+    expected_x: Option<f64>,
+    pass_x: Option<f64>,
+    /// The baseline's value, its mark's x, the change against it (percent).
+    was: Option<Was>,
+}
+
+#[derive(Serialize)]
+struct Was {
+    value: f64,
+    x: f64,
+    change: Option<f64>,
+}
+
+/// A job of the round that measured nothing, and why.
+#[derive(Serialize)]
+struct Unmeasured {
+    skipped: bool,
+    kind: String,
+    label: String,
+    why: String,
 }
 
 /// One scale per unit across the report, so rounds compare at a glance: the largest value
@@ -37,8 +118,8 @@ fn scales(ctx: &Ctx<'_>) -> HashMap<String, f64> {
     scale
 }
 
-pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
-    // rounds in order, with their bandwidth and latency verdicts
+/// The jobs of each round, rounds in order.
+fn by_round<'a>(ctx: &Ctx<'a>) -> Vec<((usize, &'a str), Vec<&'a JobResult>)> {
     let mut order: Vec<((usize, &str), Vec<&JobResult>)> = Vec::new();
     let mut at: HashMap<(usize, &str), usize> = HashMap::new();
     for j in &ctx.r.jobs {
@@ -49,268 +130,120 @@ pub(super) fn rounds(h: &mut String, ctx: &Ctx<'_>) {
         });
         order[i].1.push(j);
     }
-    let any = ctx.r.jobs.iter().any(|j| !compare::is_nccl(j));
-    if !any {
-        return;
+    order
+}
+
+/// The section; `None` when the run has no job but NCCL's.
+pub(super) fn rounds(ctx: &Ctx<'_>) -> Option<Rounds> {
+    if !ctx.r.jobs.iter().any(|j| !compare::is_nccl(j)) {
+        return None;
     }
     let scale = scales(ctx);
-    h.push_str("<section id=\"rounds\"><h2>Rounds: measured against expected</h2>\n<div class=\"legend\"><span><span class=\"swatch\" style=\"background:var(--ok)\"></span>measured (OK / <span style=\"color:var(--warn)\">WARN</span> / <span style=\"color:var(--fail)\">FAIL</span>)</span><span>&#9646; expected (capacity model)</span><span>&#8942; pass gate</span><span>&#9670; baseline</span></div>\n");
-    if ctx.plan.is_none() {
-        let _ = writeln!(
-            h,
-            "<p class=\"note\">ISLs crossed are not shown: {}</p>",
-            esc(ctx
-                .plan_note
-                .as_deref()
-                .unwrap_or("the run directory has no plan.toml"))
-        );
-    }
     let big = super::big(ctx.r);
-    if big {
-        h.push_str("<p class=\"note\">A big run: only the rounds with a WARN, FAIL or unmeasured flow are drawn, and in them only those flows; every gate is in results.json.</p>\n");
-    }
-    let records: HashMap<usize, &crate::results::RoundRecord> =
+    let records: HashMap<usize, &RoundRecord> =
         ctx.r.rounds.iter().rev().map(|x| (x.index, x)).collect();
-    let mut quiet = 0;
-    for ((idx, name), jobs) in &order {
-        let all_rows: Vec<(&JobResult, &Verdict)> = jobs
+    let mut out = Rounds {
+        no_isls: ctx.plan.is_none().then(|| {
+            ctx.plan_note
+                .clone()
+                .unwrap_or_else(|| "the run directory has no plan.toml".into())
+        }),
+        big,
+        rounds: Vec::new(),
+        quiet: 0,
+        label_w: LABEL_W,
+        bar_w: BAR_W,
+        row_h: ROW_H,
+    };
+    for ((idx, name), jobs) in by_round(ctx) {
+        let all: Vec<&Verdict> = jobs
             .iter()
-            .flat_map(|j| j.verdicts.iter().filter(|v| gated(v)).map(move |v| (*j, v)))
+            .flat_map(|j| j.verdicts.iter().filter(|v| gated(v)))
             .collect();
-        let unmeasured: Vec<&&JobResult> = jobs
+        let unmeasured: Vec<Unmeasured> = jobs
             .iter()
             .filter(|j| !compare::is_nccl(j) && !j.verdicts.iter().any(gated))
+            .map(|j| unmeasured_of(j))
             .collect();
-        if all_rows.is_empty() && unmeasured.is_empty() {
+        if all.is_empty() && unmeasured.is_empty() {
             continue;
         }
-        let rows: Vec<(&JobResult, &Verdict)> = all_rows
+        let shown: Vec<&Verdict> = all
             .iter()
-            .filter(|(_, v)| !big || v.outcome != Outcome::Ok)
             .copied()
+            .filter(|v| !big || v.outcome != Outcome::Ok)
             .collect();
-        if big && rows.is_empty() && unmeasured.is_empty() {
-            quiet += 1;
+        if big && shown.is_empty() && unmeasured.is_empty() {
+            out.quiet += 1;
             continue;
         }
-        let _ = write!(
-            h,
-            "<div class=\"round\"><h3>Round {} &#183; {}</h3>",
-            idx + 1,
-            esc(name)
-        );
-        if let Some(rec) = records.get(idx)
-            && let Some(sk) = rec.launch_skew_ms
-        {
-            let _ = write!(
-                h,
-                "<div class=\"note\">{} job(s) together; client launch skew {sk:.1} ms</div>",
-                rec.jobs.len()
-            );
-        }
-        round_bars(h, ctx, &rows, &scale);
-        if rows.len() < all_rows.len() {
-            let _ = write!(
-                h,
-                "<div class=\"note\">and {} flow(s) OK, not drawn</div>",
-                all_rows.len() - rows.len()
-            );
-        }
-        for j in unmeasured {
-            let why = j
-                .verdicts
-                .iter()
-                .find(|v| v.outcome != Outcome::Ok)
-                .map(|v| v.detail.as_str())
-                .filter(|d| !d.is_empty())
-                .or(j.reason.as_deref())
-                .unwrap_or("not measured");
-            let _ = write!(
-                h,
-                "<div class=\"note\"><span class=\"badge fail\">{}</span> {} {}: not measured: {}</div>",
-                if j.status == JobStatus::Skipped {
-                    "SKIP"
-                } else {
-                    "FAIL"
-                },
-                esc(&j.kind),
-                esc(&j.label),
-                esc(why)
-            );
-        }
-        h.push_str("</div>\n");
+        out.rounds.push(Round {
+            number: idx + 1,
+            name: name.to_string(),
+            together: records
+                .get(&idx)
+                .and_then(|rec| Some((rec.jobs.len(), rec.launch_skew_ms?))),
+            width: LABEL_W + BAR_W + RIGHT_W,
+            height: ROW_H * shown.len() as f64 + 4.0,
+            bars: bars(ctx, &shown, &scale),
+            hidden_ok: all.len() - shown.len(),
+            unmeasured,
+        });
     }
-    if quiet > 0 {
-        let _ = writeln!(
-            h,
-            "<p class=\"note\">{quiet} round(s) with every flow OK, not drawn.</p>"
-        );
-    }
-    h.push_str("</section>\n");
+    Some(out)
 }
 
-/// The bar chart's columns: the flow's label, the bar, the value; one row per verdict.
-const LABEL_W: f64 = 320.0;
-const BAR_W: f64 = 440.0;
-const RIGHT_W: f64 = 420.0;
-const ROW_H: f64 = 34.0;
+/// A job that measured nothing: skipped or failed, and why.
+fn unmeasured_of(j: &JobResult) -> Unmeasured {
+    let why = j
+        .verdicts
+        .iter()
+        .find(|v| v.outcome != Outcome::Ok)
+        .map(|v| v.detail.as_str())
+        .filter(|d| !d.is_empty())
+        .or(j.reason.as_deref())
+        .unwrap_or("not measured");
+    Unmeasured {
+        skipped: j.status == JobStatus::Skipped,
+        kind: j.kind.clone(),
+        label: j.label.clone(),
+        why: why.to_string(),
+    }
+}
 
 /// A round's bars, one per verdict, on the report's scale for its unit.
-fn round_bars(
-    h: &mut String,
-    ctx: &Ctx<'_>,
-    rows: &[(&JobResult, &Verdict)],
-    scale: &HashMap<String, f64>,
-) {
-    if rows.is_empty() {
-        return;
-    }
-    let w = LABEL_W + BAR_W + RIGHT_W;
-    let hh = ROW_H * rows.len() as f64 + 4.0;
-    let _ = write!(
-        h,
-        "<svg class=\"bars\" width=\"100%\" viewBox=\"0 0 {w:.0} {hh:.0}\" preserveAspectRatio=\"xMinYMin meet\" role=\"img\">"
-    );
-    for (i, (_, v)) in rows.iter().enumerate() {
-        let y = ROW_H * i as f64 + 2.0;
-        let max = scale.get(&v.unit).copied().unwrap_or(1.0).max(1e-9) * 1.04;
-        let x_of = |val: f64| LABEL_W + (val / max).clamp(0.0, 1.0) * BAR_W;
-        bar_label(h, ctx, v, y);
-        let color = match v.outcome {
-            Outcome::Ok => "#2da44e",
-            Outcome::Warn => "#bf8700",
-            Outcome::Fail => "#cf222e",
-        };
-        bar_marks(h, ctx, v, y, color, x_of);
-        bar_value(h, ctx, v, y, color);
-    }
-    h.push_str("</svg>");
-}
-
-/// A bar's group opens with its title; the metric, the flow and the ISLs it crossed.
-fn bar_label(h: &mut String, ctx: &Ctx<'_>, v: &Verdict, y: f64) {
-    let flow = compare::flow_of(&v.gate, &ctx.nodes);
-    let label = match &flow {
-        Some(f) => format!(
-            "{} &#8594; {}",
-            esc(&f.src_endpoint()),
-            esc(&f.dst_endpoint())
-        ),
-        None => esc(&v.gate),
-    };
-    let via = match flow.as_ref().and_then(|f| ctx.isls(f)) {
-        Some(isls) if isls.is_empty() => "no ISL".to_string(),
-        Some(isls) => format!("via {}", isls.join(", ")),
-        None => String::new(),
-    };
-    let kind = v.metric.map(|m| m.name()).unwrap_or("");
-    let _ = write!(
-        h,
-        "<g class=\"bar {}\"><title>{}: {}{}; gate {}: {}</title>",
-        class(v.outcome),
-        esc(&v.gate),
-        v.measured
-            .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
-            .unwrap_or_else(|| "not measured".into()),
-        v.expected
-            .map(|e| format!(", expected {}", fmt_val(e)))
-            .unwrap_or_default(),
-        esc(&v.threshold),
-        v.outcome.as_str()
-    );
-    let _ = write!(
-        h,
-        "<text x=\"0\" y=\"{:.1}\" font-size=\"12\"><tspan fill=\"#59636e\">{}</tspan> {label}</text><text x=\"0\" y=\"{:.1}\" font-size=\"10.5\" fill=\"#59636e\">{}</text>",
-        y + 12.0,
-        esc(kind),
-        y + 26.0,
-        via
-    );
-}
-
-/// The bar: its track, the measured value, the expected value, the pass gate, the baseline.
-fn bar_marks(
-    h: &mut String,
-    ctx: &Ctx<'_>,
-    v: &Verdict,
-    y: f64,
-    color: &str,
-    x_of: impl Fn(f64) -> f64,
-) {
-    let (label_w, bar_w) = (LABEL_W, BAR_W);
-    let _ = write!(
-        h,
-        "<rect x=\"{label_w}\" y=\"{:.1}\" width=\"{bar_w}\" height=\"18\" fill=\"#f6f8fa\"/>",
-        y + 4.0
-    );
-    if let Some(m) = v.measured {
-        let _ = write!(
-            h,
-            "<rect x=\"{label_w}\" y=\"{:.1}\" width=\"{:.1}\" height=\"18\" fill=\"{color}\" rx=\"2\"/>",
-            y + 4.0,
-            (x_of(m) - label_w).max(1.0)
-        );
-    }
-    if let Some(e) = v.expected {
-        let x = x_of(e);
-        let _ = write!(
-            h,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"3\" height=\"26\" fill=\"#1f2328\"/>",
-            x - 1.5,
-            y
-        );
-    }
-    if let Some(metric) = v.metric
-        && let Some(p) = ctx.pass_bound(metric, v.expected)
-    {
-        let x = x_of(p);
-        let _ = write!(
-            h,
-            "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#1f2328\" stroke-dasharray=\"3 2\"/>",
-            y + 1.0,
-            y + 25.0
-        );
-    }
-    if let Some(o) = ctx.was.get(&v.gate) {
-        let x = x_of(*o);
-        let yc = y + 13.0;
-        let _ = write!(
-            h,
-            "<path d=\"M{x:.1} {:.1} L{:.1} {yc:.1} L{x:.1} {:.1} L{:.1} {yc:.1} Z\" fill=\"#8250df\" stroke=\"#fff\"/>",
-            yc - 6.0,
-            x + 6.0,
-            yc + 6.0,
-            x - 6.0
-        );
-    }
-}
-
-/// The outcome and the value against the expected and the baseline's; the bar's group closes.
-fn bar_value(h: &mut String, ctx: &Ctx<'_>, v: &Verdict, y: f64, color: &str) {
-    let mut right = match v.measured {
-        Some(m) => format!(
-            "<tspan font-weight=\"600\">{} {}</tspan>",
-            fmt_val(m),
-            esc(&v.unit)
-        ),
-        None => "not measured".into(),
-    };
-    if let (Some(m), Some(e)) = (v.measured, v.expected) {
-        let _ = write!(right, " of {} ({:.0}%)", fmt_val(e), m / e * 100.0);
-    }
-    if let Some(o) = ctx.was.get(&v.gate) {
-        let _ = write!(
-            right,
-            " &#183; was {} ({})",
-            fmt_val(*o),
-            base::fmt_change(v.measured.and_then(|m| compare::change_pct(*o, m)))
-        );
-    }
-    let _ = write!(
-        h,
-        "<text x=\"{:.0}\" y=\"{:.1}\" font-size=\"12\"><tspan fill=\"{color}\" font-weight=\"700\">{}</tspan> {right}</text></g>",
-        LABEL_W + BAR_W + 10.0,
-        y + 17.0,
-        v.outcome.as_str()
-    );
+fn bars(ctx: &Ctx<'_>, shown: &[&Verdict], scale: &HashMap<String, f64>) -> Vec<Bar> {
+    shown
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let max = scale.get(&v.unit).copied().unwrap_or(1.0).max(1e-9) * 1.04;
+            let x_of = |val: f64| LABEL_W + (val / max).clamp(0.0, 1.0) * BAR_W;
+            let flow = compare::flow_of(&v.gate, &ctx.nodes);
+            Bar {
+                y: ROW_H * i as f64 + 2.0,
+                outcome: v.outcome,
+                gate: v.gate.clone(),
+                metric: v.metric.map(|m| m.name()).unwrap_or(""),
+                via: flow.as_ref().and_then(|f| ctx.isls(f)),
+                flow: flow.map(|f| (f.src_endpoint(), f.dst_endpoint())),
+                measured: v.measured,
+                expected: v.expected,
+                pct: v.measured.zip(v.expected).map(|(m, e)| m / e * 100.0),
+                unit: v.unit.clone(),
+                threshold: v.threshold.clone(),
+                measured_w: v.measured.map(|m| (x_of(m) - LABEL_W).max(1.0)),
+                expected_x: v.expected.map(x_of),
+                pass_x: v
+                    .metric
+                    .and_then(|m| ctx.pass_bound(m, v.expected))
+                    .map(x_of),
+                was: ctx.was.get(&v.gate).map(|o| Was {
+                    value: *o,
+                    x: x_of(*o),
+                    change: v.measured.and_then(|m| compare::change_pct(*o, m)),
+                }),
+            }
+        })
+        .collect()
 }
