@@ -73,7 +73,6 @@ impl HostArgs {
                 attempts: d.connect_attempts,
                 backoff: std::time::Duration::from_millis(u64::from(d.retry_backoff_ms)),
             },
-            ..Default::default()
         }
     }
 }

@@ -12,4 +12,4 @@ pub mod setup;
 pub mod ssh;
 pub mod transport;
 
-pub use transport::{BoxFuture, Output, Transport, TransportError};
+pub use transport::{BoxFuture, Output, Reopened, Transport, TransportError};

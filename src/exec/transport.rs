@@ -79,6 +79,20 @@ impl TransportError {
     }
 }
 
+/// A session (a node's one long-lived command stream, [`crate::exec::session`]) that ended
+/// during the run, and the one attempt made to open it again.
+#[derive(Debug, Clone)]
+pub struct Reopened {
+    /// The node (plan name).
+    pub host: String,
+    /// Why it ended, in words.
+    pub why: String,
+    /// The part at fault: the node's sshd (the session over SSH), its slurmd (a Slurm step).
+    pub part: crate::gate::part::Part,
+    /// The new session, or why there is none (the node is then out of the run).
+    pub again: Result<(), TransportError>,
+}
+
 /// Waits until `go` turns true: `true`. `false` when its sender is dropped without: the staged
 /// command is withdrawn and must not run (its server never came up).
 pub async fn released(mut go: tokio::sync::watch::Receiver<bool>) -> bool {
@@ -126,6 +140,18 @@ pub trait Transport: Send + Sync {
 
     /// A short name for reports (`ssh`, `local`, `sim`, `fake`).
     fn name(&self) -> &'static str;
+
+    /// Before any command: reach `nodes`, all at once (SSH: each node's session), and say for
+    /// each, in order, whether it was reached. Default: nothing to do.
+    fn open<'a>(&'a self, nodes: &'a [&'a Node]) -> BoxFuture<'a, Vec<Result<(), TransportError>>> {
+        Box::pin(async move { nodes.iter().map(|_| Ok(())).collect() })
+    }
+
+    /// The sessions that ended since the last call (not closed on purpose), each opened again
+    /// once. Default: none (a transport without sessions).
+    fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
+        Box::pin(async { Vec::new() })
+    }
 
     /// True when the transport answers from a model rather than real hosts.
     fn simulated(&self) -> bool {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
-use super::transport::{BoxFuture, Output, TransportError};
+use super::transport::{BoxFuture, Output, Reopened, TransportError};
 use crate::gate::judge::Verdict;
 use crate::gate::trap::Trap;
 use crate::plan::Node;
@@ -38,6 +38,9 @@ pub struct Unavailable {
     pub trap: Trap,
     /// The gate of an earlier failure this one follows from (`slurm allocation`).
     pub follows: Option<String>,
+    /// The parts it implicates, most specific first (the node's sshd, its slurmd, SSH or the
+    /// Slurm controller as fabricplan reaches them).
+    pub parts: Vec<crate::gate::part::Part>,
 }
 
 /// What identifies a started server, so exactly it can be stopped (never a name).
@@ -170,6 +173,13 @@ pub trait Launcher: Send + Sync {
 
     /// The runner is about to run `round` (see [`crate::exec::Transport::expect_round`]).
     fn expect_round(&self, _round: &crate::schedule::Round) {}
+
+    /// The nodes' sessions that ended since the last call, each opened again once (see
+    /// [`crate::exec::Transport::reopen`]); what the ended ones left running is stopped once
+    /// their node is reached again. Default: none.
+    fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
+        Box::pin(async { Vec::new() })
+    }
 
     /// Close connections, release what the launcher holds (best effort).
     fn close(&self) -> BoxFuture<'_, ()>;

@@ -1,16 +1,22 @@
-//! The SSH launcher: every command runs on its node under `/bin/sh -c`, carried by a transport
-//! (SSH, or the local, simulated and fake transports that answer the same scripts). Servers are
-//! started detached under `setsid` with their process group written beside their log, made
-//! ready by polling their port, and stopped by killing exactly that group; clients are staged
-//! and released together; NCCL runs as `mpirun` from the first rank over the fabric subnets.
+//! The SSH launcher: every command runs on its node as a POSIX sh script, carried by a
+//! transport (SSH, where each node's commands are jobs of its one session for the run; or the
+//! local, simulated and fake transports that answer the same scripts). Servers are started
+//! detached under `setsid` with their process group written beside their log, made ready by
+//! polling their port, and stopped by killing exactly that group; clients are staged and
+//! released together; NCCL runs as `mpirun` from the first rank over the fabric subnets. A
+//! server whose stop could not be carried out (its node's session ended) is stopped once the
+//! node is reached again, and at the end of the run.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::join_all;
 use tokio::sync::{oneshot, watch};
 
-use super::{Launcher, Readiness, ServerHandle, ServerMarks, Stopped};
-use crate::exec::transport::{BoxFuture, Output, Transport, TransportError};
+use super::{Launcher, Opening, Readiness, ServerHandle, ServerMarks, Stopped, Unavailable};
+use crate::exec::transport::{BoxFuture, Output, Reopened, Transport, TransportError};
+use crate::gate::part::{Part, Reach, Software};
+use crate::gate::trap::Trap;
 use crate::plan::Node;
 use crate::render::launch::remote_dir;
 use crate::render::launch::{LaunchStyle, SshStyle};
@@ -24,11 +30,46 @@ const SHORT: Duration = Duration::from_secs(20);
 /// The SSH launcher over a transport.
 pub struct SshLauncher {
     transport: Arc<dyn Transport>,
+    /// Servers whose stop could not be carried out: their node and process group.
+    unstopped: Mutex<Vec<(Node, u32)>>,
+}
+
+/// The parts a node that cannot be reached implicates, most specific first.
+fn parts_of(node: &str, e: &TransportError) -> Vec<Part> {
+    match e {
+        TransportError::HostKey { .. } => vec![Part::Reach { reach: Reach::Ssh }],
+        TransportError::Timeout { .. } => vec![Part::node(node)],
+        _ => vec![Part::software(node, Software::Sshd), Part::node(node)],
+    }
 }
 
 impl SshLauncher {
     pub fn new(transport: Arc<dyn Transport>) -> SshLauncher {
-        SshLauncher { transport }
+        SshLauncher {
+            transport,
+            unstopped: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Stop, by their recorded process groups, the servers whose stop failed before, where
+    /// their node answers now; those it still cannot reach are kept for later.
+    async fn stop_left(&self) {
+        let left: Vec<(Node, u32)> = std::mem::take(&mut *self.unstopped());
+        let tried = join_all(left.into_iter().map(|(node, pgid)| async move {
+            let done = self
+                .transport
+                .exec(&node, &wrap::kill_group(pgid), SHORT)
+                .await
+                .is_ok();
+            (node, pgid, done)
+        }))
+        .await;
+        let mut still = self.unstopped();
+        still.extend(tried.into_iter().filter(|t| !t.2).map(|t| (t.0, t.1)));
+    }
+
+    fn unstopped(&self) -> std::sync::MutexGuard<'_, Vec<(Node, u32)>> {
+        self.unstopped.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     async fn read(&self, node: &Node, run_id: &str, file: &str) -> Option<String> {
@@ -55,6 +96,42 @@ impl Launcher for SshLauncher {
 
     fn expect_round(&self, round: &crate::schedule::Round) {
         self.transport.expect_round(round);
+    }
+
+    /// Every node reached at once (over SSH: each node's session started); a node that cannot
+    /// be is unavailable, with why.
+    fn open<'a>(
+        &'a self,
+        nodes: &'a [&'a Node],
+        _cancel: watch::Receiver<bool>,
+    ) -> BoxFuture<'a, Opening> {
+        Box::pin(async move {
+            let reached = self.transport.open(nodes).await;
+            let unavailable = nodes
+                .iter()
+                .zip(reached)
+                .filter_map(|(n, r)| r.err().map(|e| (n, e)))
+                .map(|(n, e)| Unavailable {
+                    node: n.name.clone(),
+                    reason: e.to_string(),
+                    trap: e.trap().unwrap_or(Trap::Unreachable),
+                    follows: None,
+                    parts: parts_of(&n.name, &e),
+                })
+                .collect();
+            Opening {
+                verdicts: Vec::new(),
+                unavailable,
+            }
+        })
+    }
+
+    fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
+        Box::pin(async move {
+            let r = self.transport.reopen().await;
+            self.stop_left().await;
+            r
+        })
     }
 
     fn exec<'a>(
@@ -176,16 +253,23 @@ impl Launcher for SshLauncher {
                     survived: o.status != 0,
                     error: None,
                 },
-                Err(e) => Stopped {
-                    log,
-                    survived: false,
-                    error: Some(e),
-                },
+                Err(e) => {
+                    // stopped once its node answers again (its session re-opened), or at the end
+                    self.unstopped().push((node.clone(), *pgid));
+                    Stopped {
+                        log,
+                        survived: false,
+                        error: Some(e),
+                    }
+                }
             }
         })
     }
 
     fn close(&self) -> BoxFuture<'_, ()> {
-        self.transport.close()
+        Box::pin(async move {
+            self.stop_left().await;
+            self.transport.close().await
+        })
     }
 }

@@ -81,6 +81,40 @@ pub(crate) struct Ctx<'a> {
     pub(crate) blocked_tests: HashMap<String, String>,
     pub(crate) probes: HashMap<NodeId, Probe>,
     pub(crate) resolutions: HashMap<NodeId, Vec<HalfResolution>>,
+    /// node -> the gate whose FAIL put it out of the run during it (`session NODE`); a node
+    /// unreachable from the start is out by `reach NODE`
+    pub(crate) out_by: HashMap<NodeId, String>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A run's context before anything ran.
+    pub(crate) fn new(
+        plan: &'a Plan,
+        fabric: &'a Fabric,
+        launcher: Arc<dyn Launcher>,
+        opts: &'a RunOptions,
+        events: mpsc::UnboundedSender<Event>,
+        cancel: watch::Receiver<bool>,
+    ) -> Ctx<'a> {
+        Ctx {
+            plan,
+            fabric,
+            launcher,
+            renderer: crate::kinds::renderer(plan),
+            res: Resolution::from_plan(plan),
+            opts,
+            sem: Semaphore::new(opts.max_parallel.max(1)),
+            events,
+            cancel,
+            unreachable: HashMap::new(),
+            blocked: HashMap::new(),
+            blocked_isls: HashMap::new(),
+            blocked_tests: HashMap::new(),
+            probes: HashMap::new(),
+            resolutions: HashMap::new(),
+            out_by: HashMap::new(),
+        }
+    }
 }
 
 impl Ctx<'_> {

@@ -68,6 +68,7 @@ pub(crate) async fn open(
         if let Some(f) = u.follows {
             v = v.following(f);
         }
+        v = v.about(u.parts);
         ctx.emit(Event::Preflight(v.clone()));
         results.preflight.push(v);
         results.discovery.push(NodeDiscovery {

@@ -41,7 +41,7 @@ fn observed(results: &RunResults, jobs: &[Job], kind: KindId) -> Vec<Observed> {
 /// Re-test the failing flows of `sampled` and name what is at fault. Re-test rounds are
 /// numbered from `*next` on (after the schedule's), which moves past them.
 pub(super) async fn localise(
-    ctx: &Ctx<'_>,
+    ctx: &mut Ctx<'_>,
     sampled: Sampled,
     results: &mut RunResults,
     evidence: &Evidence,

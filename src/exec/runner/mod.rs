@@ -10,16 +10,16 @@ mod localise;
 mod phases;
 mod preflight;
 mod round;
+mod sessions;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::evidence::{Captured, Evidence};
 use super::launch::Launcher;
 use crate::plan::{NodeId, Plan};
-use crate::render::job::Resolution;
 use crate::results::{
     CounterTotal, JobResult, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION,
     RunResults, StartPhases, Summary, now_ms,
@@ -112,7 +112,7 @@ impl Books {
 /// the round told to the sinks, both kept in `results`. `total` is the count of rounds shown.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn measure(
-    ctx: &ctx::Ctx<'_>,
+    ctx: &mut ctx::Ctx<'_>,
     round: &Round,
     total: usize,
     pick: impl Fn(&Job) -> bool,
@@ -122,6 +122,9 @@ pub(super) async fn measure(
 ) {
     ctx.launcher.expect_round(round);
     let (mut jobs, outputs, record) = round::run_round(ctx, round, total, pick).await;
+    // a session that ended during the round: one FAIL, its failures following it, opened again
+    let when = format!("during round {}", round.name);
+    sessions::check(ctx, &when, &mut jobs, results).await;
     books.book(evidence, &mut jobs, outputs);
     for d in &jobs {
         ctx.emit(Event::JobDone(Box::new(d.clone())));
@@ -152,37 +155,18 @@ fn start_phases(
     }
 }
 
-/// Run a plan to its results.
-#[allow(clippy::too_many_arguments)]
-pub async fn run(
+/// A run's results before anything ran: what it is, and which outputs it keeps as files.
+fn empty_results(
     plan: &Plan,
-    fabric: &Fabric,
-    schedule: &Schedule,
-    launcher: Arc<dyn Launcher>,
+    launcher: &dyn Launcher,
     opts: &RunOptions,
-    evidence: &Evidence,
-    events: mpsc::UnboundedSender<Event>,
-    cancel: watch::Receiver<bool>,
+    jobs: usize,
 ) -> RunResults {
     let started = now_ms();
-    let mut ctx = ctx::Ctx {
-        plan,
-        fabric,
-        launcher: launcher.clone(),
-        renderer: crate::kinds::renderer(plan),
-        res: Resolution::from_plan(plan),
-        opts,
-        sem: Semaphore::new(opts.max_parallel.max(1)),
-        events,
-        cancel,
-        unreachable: HashMap::new(),
-        blocked: HashMap::new(),
-        blocked_isls: HashMap::new(),
-        blocked_tests: HashMap::new(),
-        probes: HashMap::new(),
-        resolutions: HashMap::new(),
-    };
-    let mut results = RunResults {
+    let keep = opts
+        .keep_evidence
+        .unwrap_or_else(|| KeepEvidence::default_for(jobs));
+    RunResults {
         format_version: RESULTS_FORMAT_VERSION,
         plan: plan.name.clone(),
         run_id: opts.run_id.clone(),
@@ -199,55 +183,59 @@ pub async fn run(
         suspects: Vec::new(),
         findings: Vec::new(),
         summary: Summary::default(),
-        keep_evidence: None,
+        keep_evidence: Some(keep),
         counter_totals: Vec::new(),
-        keep_evidence_chosen: None,
-        keep_evidence_failed_above_jobs: None,
-    };
-    let sel = selection(plan, fabric, schedule, opts);
-    let keep = opts
-        .keep_evidence
-        .unwrap_or_else(|| KeepEvidence::default_for(sel.jobs));
-    results.keep_evidence = Some(keep);
-    results.keep_evidence_chosen = Some(if opts.keep_evidence.is_some() {
-        KeepChosen::Option
-    } else {
-        KeepChosen::Default
-    });
-    results.keep_evidence_failed_above_jobs = Some(LINE_PER_JOB_ABOVE);
-    let mut books = Books {
-        keep,
-        causes: judge::Causes::default(),
-        totals: BTreeMap::new(),
-    };
-    let needed = &sel.needed;
+        keep_evidence_chosen: Some(if opts.keep_evidence.is_some() {
+            KeepChosen::Option
+        } else {
+            KeepChosen::Default
+        }),
+        keep_evidence_failed_above_jobs: Some(LINE_PER_JOB_ABOVE),
+    }
+}
 
-    // the launcher first: what it cannot reach is one FAIL per node, never probed
+/// Everything before the first round: the launcher opens the run (what it cannot reach is one
+/// FAIL per node, never probed), discovery, preflight (the launch checks start with the
+/// discovery probes: they depend on the plan alone), the sessions that ended meanwhile; and
+/// where that time went.
+async fn before_rounds(ctx: &mut ctx::Ctx<'_>, sel: &Selection, results: &mut RunResults) {
     let clock = std::time::Instant::now();
-    let reachable = discovery::open(&mut ctx, needed, &mut results).await;
+    let reachable = discovery::open(ctx, &sel.needed, results).await;
     let opened = clock.elapsed();
-    // the launch checks depend on the plan alone: they start with the discovery probes
-    let launches = plan.tests.preflight.then(|| {
-        let checks = preflight::launch_checks(&ctx, &sel.nccl_tests);
-        let answers = preflight::start_launch_checks(&ctx, &checks);
+    let preflight = ctx.plan.tests.preflight;
+    let launches = preflight.then(|| {
+        let checks = preflight::launch_checks(ctx, &sel.nccl_tests);
+        let answers = preflight::start_launch_checks(ctx, &checks);
         (checks, answers)
     });
-    discovery::discover_needed(&mut ctx, &reachable, &mut results).await;
+    discovery::discover_needed(ctx, &reachable, results).await;
     let discovered = clock.elapsed();
-    let checked = if plan.tests.preflight {
-        preflight::preflight(&mut ctx, needed, &mut results, launches).await
+    let checked = if preflight {
+        preflight::preflight(ctx, &sel.needed, results, launches).await
     } else {
         preflight::PreflightTimes::default()
     };
+    sessions::check(ctx, "before the first round", &mut [], results).await;
     let before = start_phases(opened, discovered, clock.elapsed(), checked);
     ctx.emit(Event::BeforeRounds(before.clone()));
     results.before_rounds = Some(before);
+}
 
+/// The selected rounds, in order (each sampled test's re-tests after its last round); once
+/// interrupted, the rest is recorded as skipped.
+async fn rounds(
+    ctx: &mut ctx::Ctx<'_>,
+    schedule: &Schedule,
+    selected: &[usize],
+    results: &mut RunResults,
+    evidence: &Evidence,
+    books: &mut Books,
+) {
+    let (plan, fabric, opts) = (ctx.plan, ctx.fabric, ctx.opts);
     // re-test rounds are numbered after the schedule's
     let mut next = schedule.len();
     let mut sampled = localise::Sampled::default();
-    let rounds = sel.rounds;
-    for (at, &i) in rounds.iter().enumerate() {
+    for (at, &i) in selected.iter().enumerate() {
         let Some(round) = schedule.round(plan, fabric, i) else {
             continue;
         };
@@ -255,37 +243,56 @@ pub async fn run(
         if ctx.cancelled() {
             results.interrupted = true;
             for j in round.jobs.iter().filter(|j| pick(j)) {
-                results.jobs.push(judge::skipped(
-                    plan,
-                    &round,
-                    j,
-                    crate::results::INTERRUPTED_REASON.into(),
-                ));
+                let why = crate::results::INTERRUPTED_REASON.into();
+                results.jobs.push(judge::skipped(plan, &round, j, why));
             }
             continue;
         }
-        measure(
-            &ctx,
-            &round,
-            schedule.len(),
-            pick,
-            &mut results,
-            evidence,
-            &mut books,
-        )
-        .await;
+        measure(ctx, &round, schedule.len(), pick, results, evidence, books).await;
         // a sampled test's last selected round: re-test its failing flows, name the culprit
         if let Some((Stage::Sampled { kind, .. }, span)) = schedule.stage_of(i) {
             sampled.kind = Some(*kind);
             sampled
                 .jobs
                 .extend(round.jobs.iter().filter(|j| pick(j)).cloned());
-            if rounds.get(at + 1).is_none_or(|n| !span.contains(n)) {
+            if selected.get(at + 1).is_none_or(|n| !span.contains(n)) {
                 let done = std::mem::take(&mut sampled);
-                localise::localise(&ctx, done, &mut results, evidence, &mut books, &mut next).await;
+                localise::localise(ctx, done, results, evidence, books, &mut next).await;
             }
         }
     }
+}
+
+/// Run a plan to its results.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    launcher: Arc<dyn Launcher>,
+    opts: &RunOptions,
+    evidence: &Evidence,
+    events: mpsc::UnboundedSender<Event>,
+    cancel: watch::Receiver<bool>,
+) -> RunResults {
+    let mut ctx = ctx::Ctx::new(plan, fabric, launcher.clone(), opts, events, cancel);
+    let sel = selection(plan, fabric, schedule, opts);
+    let mut results = empty_results(plan, launcher.as_ref(), opts, sel.jobs);
+    let mut books = Books {
+        keep: results.keep_evidence.unwrap_or(KeepEvidence::All),
+        causes: judge::Causes::default(),
+        totals: BTreeMap::new(),
+    };
+    before_rounds(&mut ctx, &sel, &mut results).await;
+    rounds(
+        &mut ctx,
+        schedule,
+        &sel.rounds,
+        &mut results,
+        evidence,
+        &mut books,
+    )
+    .await;
     if ctx.cancelled() {
         results.interrupted = true;
     }

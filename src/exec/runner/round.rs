@@ -99,11 +99,16 @@ fn prepare<'r>(
         // one root cause, one FAIL: `reach NODE` failed already; this job is skipped for it
         if let Some(n) = job.nodes().iter().find(|n| ctx.unreachable.contains_key(n)) {
             let name = &plan.node(*n).name;
+            let gate = ctx
+                .out_by
+                .get(n)
+                .cloned()
+                .unwrap_or_else(|| format!("reach {name}"));
             done.push(skipped(
                 plan,
                 round,
                 job,
-                format!("{name} is unreachable (`reach {name}` failed)"),
+                format!("{name} is unreachable (`{gate}` failed)"),
             ));
             continue;
         }

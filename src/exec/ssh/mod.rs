@@ -1,25 +1,33 @@
-//! The SSH transport (russh): one connection per node, reused; handshakes capped separately from
-//! channels (sshd's MaxStartups and MaxSessions); host keys verified against known_hosts inside
-//! that one connection's key exchange (strict by default; `accept_new` learns unknown keys; a
-//! changed key is always refused with the `ssh-keyscan` line to run); aliases resolved with
-//! `ssh -G`; TCP_NODELAY, since every packet we send is small and waited for. A node that
-//! refuses or times out is tried again after a jittered exponential backoff (`retry.rs`); one
-//! that still fails is unreachable, and the run goes on without it.
+//! The SSH transport: one connection per node (async-ssh2-tokio's client over russh), and on
+//! it one channel running the node's session ([`crate::exec::session`]) for the whole run:
+//! every command is a job of that session, so the node's login shell is paid once. Handshakes
+//! are capped (sshd's MaxStartups) and tried again after a jittered exponential backoff
+//! (`retry.rs`); host keys are verified against known_hosts in the one handshake that is used
+//! (strict by default; `accept_new` learns unknown keys; a changed key is always refused and
+//! named, with the `ssh-keyscan` line to run: `connect.rs`); aliases are resolved with `ssh -G`;
+//! TCP_NODELAY, since every packet is small and waited for. A node that still fails is
+//! unreachable, and the run goes on without it; a session that ends during the run is that
+//! node's, and is opened again once when the runner asks ([`Transport::reopen`]).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_ssh2_tokio::client::Client;
+use futures::future::join_all;
 use russh::ChannelMsg;
-use tokio::sync::{Mutex, Semaphore, oneshot, watch};
+use tokio::sync::{Mutex, Semaphore, mpsc, oneshot, watch};
 
+mod connect;
 mod retry;
 
 pub use retry::Retry;
 use retry::{Failure, with_retries};
 
-use super::transport::{BoxFuture, Output, Transport, TransportError, released};
+use super::session::{Chunk, Session, Sink, Source, wire};
+use super::transport::{BoxFuture, Output, Reopened, Transport, TransportError};
+use crate::gate::part::{Part, Software};
 use crate::plan::{Node, SshDefaults, SshTarget};
 use crate::render::wrap;
 
@@ -37,8 +45,6 @@ pub struct SshOptions {
     /// permit covers one attempt's TCP connect, key exchange and authentication, and is given
     /// back before the wait for the next attempt.
     pub max_handshakes: usize,
-    /// Channels per connection (sshd MaxSessions 10).
-    pub max_channels: usize,
     /// When a node is retried (the plan's `connect-attempts` and `retry-backoff-ms`).
     pub retry: Retry,
 }
@@ -52,7 +58,6 @@ impl Default for SshOptions {
             connect_timeout: Duration::from_secs(u64::from(SshDefaults::CONNECT_TIMEOUT_S)),
             default_user: None,
             max_handshakes: SshDefaults::MAX_CONNECTIONS as usize,
-            max_channels: 8,
             retry: Retry::default(),
         }
     }
@@ -68,15 +73,19 @@ pub struct Target {
     pub known_hosts: PathBuf,
 }
 
-struct Conn {
-    client: Arc<russh::client::Handle<Verifier>>,
-    channels: Arc<Semaphore>,
+/// A node reached: its connection and the session on it.
+struct Open {
+    node: Node,
+    client: Client,
+    session: Session,
 }
 
 pub struct SshTransport {
     opts: SshOptions,
     handshakes: Semaphore,
-    conns: Mutex<HashMap<String, Arc<Conn>>>,
+    open: Mutex<HashMap<String, Arc<Open>>>,
+    /// Nodes whose session ended and could not be opened again: why (nothing more is sent).
+    gone: std::sync::Mutex<HashMap<String, String>>,
     /// per node: a lock so one node is connected once
     connecting: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
@@ -201,169 +210,62 @@ fn evaluate(
     })
 }
 
-/// Decide on a server's key against known_hosts: Ok(()) known and matching (or learned with
-/// accept-new); Err(reason) otherwise, with the `ssh-keyscan` line to run.
-fn check_host_key(
-    t: &Target,
-    accept_new: bool,
-    key: &russh::keys::PublicKey,
-) -> Result<(), String> {
-    let q = |s: &str| crate::render::quote(s).unwrap_or_else(|| "''".into());
-    let keyscan = format!(
-        "ssh-keyscan -p {} {} >> {}",
-        t.port,
-        q(&t.host),
-        q(&t.known_hosts.display().to_string())
-    );
-    match russh::keys::check_known_hosts_path(&t.host, t.port, key, &t.known_hosts) {
-        Ok(true) => Ok(()),
-        Ok(false) if accept_new => {
-            russh::keys::known_hosts::learn_known_hosts_path(&t.host, t.port, key, &t.known_hosts)
-                .map_err(|e| {
-                    format!(
-                        "cannot record the host key in {}: {e}",
-                        t.known_hosts.display()
-                    )
-                })
-        }
-        Ok(false) => Err(format!(
-            "host key of {} is not in {}: refused (verify it, then run `{keyscan}`, or pass --accept-new-host-keys)",
-            t.host,
-            t.known_hosts.display()
-        )),
-        Err(russh::keys::Error::KeyChanged { line }) => Err(format!(
-            "HOST KEY CHANGED for {} ({}:{line}): refused; if the change is legitimate remove the old entry and run `{keyscan}`",
-            t.host,
-            t.known_hosts.display()
-        )),
-        Err(e) => Err(format!(
-            "cannot check the host key of {} against {}: {e}",
-            t.host,
-            t.known_hosts.display()
-        )),
-    }
-}
-
-/// The connection's handler: the server's key is checked against known_hosts inside the very
-/// connection that is then used, before anything is sent over it (authentication comes after
-/// the key exchange). A refused key ends the handshake; why is left in `refused` (russh itself
-/// only reports "unknown key"). One connection, one handshake per node: a separate connection
-/// just to fetch the key doubled every node's handshakes (and sshd's fork, re-exec and key
-/// exchange per connection) for nothing.
-struct Verifier {
-    target: Target,
-    accept_new: bool,
-    refused: Arc<std::sync::Mutex<Option<String>>>,
-}
-
-impl russh::client::Handler for Verifier {
-    type Error = russh::Error;
-
-    async fn check_server_key(
-        &mut self,
-        key: &russh::keys::PublicKey,
-    ) -> Result<bool, Self::Error> {
-        match check_host_key(&self.target, self.accept_new, key) {
-            Ok(()) => Ok(true),
-            Err(reason) => {
-                if let Ok(mut r) = self.refused.lock() {
-                    *r = Some(reason);
+/// Carry a session over `channel`: its writer is the loop's stdin; its data, the loop's
+/// answers; its end says why (the shell's exit status or signal, the last line it said on
+/// stderr).
+fn carry(channel: russh::Channel<russh::client::Msg>) -> (Sink, Source) {
+    let (mut read, write) = channel.split();
+    let sink: Sink = Box::new(write.make_writer());
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut status = None;
+        let mut err: Vec<u8> = Vec::new();
+        while let Some(msg) = read.wait().await {
+            match msg {
+                ChannelMsg::Data { data } if tx.send(Chunk::Data(data.to_vec())).is_err() => {
+                    return;
                 }
-                Ok(false)
-            }
-        }
-    }
-}
-
-/// Offer only the configured key (or the agent's identities when there is none).
-async fn authenticate(
-    h: &mut russh::client::Handle<Verifier>,
-    user: &str,
-    identity: Option<&Path>,
-) -> Result<(), Failure> {
-    let lost = |e: russh::Error| Failure::Connect(e.to_string());
-    let hash = h.best_supported_rsa_hash().await.map_err(lost)?.flatten();
-    match identity {
-        Some(p) => {
-            let key = russh::keys::load_secret_key(p, None)
-                .map_err(|e| Failure::Auth(format!("cannot load the key {}: {e}", p.display())))?;
-            let r = h
-                .authenticate_publickey(
-                    user,
-                    russh::keys::PrivateKeyWithHashAlg::new(Arc::new(key), hash),
-                )
-                .await
-                .map_err(lost)?;
-            if r.success() {
-                Ok(())
-            } else {
-                Err(Failure::Auth(format!(
-                    "key authentication failed ({} refused)",
-                    p.display()
-                )))
-            }
-        }
-        None => {
-            let mut agent = russh::keys::agent::client::AgentClient::connect_env()
-                .await
-                .map_err(|e| Failure::Auth(format!("no key file and no SSH agent: {e}")))?;
-            let ids = agent
-                .request_identities()
-                .await
-                .map_err(|e| Failure::Auth(format!("the SSH agent lists no identities: {e}")))?;
-            for id in ids {
-                let r = h
-                    .authenticate_publickey_with(
-                        user,
-                        id.public_key().into_owned(),
-                        hash,
-                        &mut agent,
-                    )
-                    .await;
-                if r.is_ok_and(|r| r.success()) {
-                    return Ok(());
+                ChannelMsg::Data { .. } => {}
+                ChannelMsg::ExtendedData { data, ext: 1 } => {
+                    err.extend_from_slice(&data);
+                    let keep = err.len().saturating_sub(2048);
+                    err.drain(..keep);
                 }
+                ChannelMsg::ExitStatus { exit_status } => {
+                    status = Some(format!("its shell exited {exit_status}"))
+                }
+                ChannelMsg::ExitSignal { signal_name, .. } => {
+                    status = Some(format!("its shell was killed by signal {signal_name:?}"))
+                }
+                _ => {}
             }
-            Err(Failure::Auth(
-                "agent authentication failed: no identity was accepted".into(),
-            ))
         }
-    }
-}
-
-/// One connection attempt: TCP, key exchange with the host key checked, authentication.
-async fn handshake(
-    target: &Target,
-    accept_new: bool,
-) -> Result<russh::client::Handle<Verifier>, Failure> {
-    let config = Arc::new(russh::client::Config {
-        keepalive_interval: Some(Duration::from_secs(15)),
-        keepalive_max: 4,
-        // Nagle's algorithm (russh's default) holds every small request until the previous
-        // one is acknowledged: with delayed ACKs that cost ~40 ms per handshake step and per
-        // command; our packets are all small and latency-bound.
-        nodelay: true,
-        ..Default::default()
+        let said = String::from_utf8_lossy(&err)
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default();
+        let why = status.unwrap_or_else(|| "the connection closed".to_string());
+        let _ = tx.send(Chunk::End(format!("{why}{said}")));
     });
-    let refused = Arc::new(std::sync::Mutex::new(None));
-    let verifier = Verifier {
-        target: target.clone(),
-        accept_new,
-        refused: refused.clone(),
-    };
-    let connected =
-        russh::client::connect(config, (target.host.as_str(), target.port), verifier).await;
-    let mut h = match connected {
-        Ok(h) => h,
-        Err(e) => {
-            return Err(match refused.lock().ok().and_then(|mut r| r.take()) {
-                Some(reason) => Failure::HostKey(reason),
-                None => Failure::Connect(e.to_string()),
-            });
-        }
-    };
-    authenticate(&mut h, &target.user, target.identity.as_deref()).await?;
-    Ok(h)
+    (sink, rx)
+}
+
+/// Start the node's session on `client`: one channel, the loop under the login shell.
+async fn start_session(client: &Client, node: &str, limit: Duration) -> Result<Session, String> {
+    let channel = client
+        .get_channel()
+        .await
+        .map_err(|e| format!("cannot open a channel: {e}"))?;
+    let token = wire::random_word();
+    channel
+        .exec(true, wire::command(&token))
+        .await
+        .map_err(|e| format!("cannot start fabricplan's session: {e}"))?;
+    let (sink, source) = carry(channel);
+    Session::attach(node, &token, sink, source, limit).await
 }
 
 impl SshTransport {
@@ -371,35 +273,25 @@ impl SshTransport {
         SshTransport {
             handshakes: Semaphore::new(opts.max_handshakes.max(1)),
             opts,
-            conns: Mutex::new(HashMap::new()),
+            open: Mutex::new(HashMap::new()),
+            gone: std::sync::Mutex::new(HashMap::new()),
             connecting: Mutex::new(HashMap::new()),
         }
     }
 
-    async fn connect(&self, node: &Node) -> Result<Arc<Conn>, TransportError> {
+    /// Connect to `node` (retried as the plan says) and start its session.
+    async fn connect(&self, node: &Node) -> Result<Arc<Open>, TransportError> {
         let unreachable = |reason: String| TransportError::Unreachable {
             host: node.name.clone(),
             reason,
         };
-        let lock = {
-            let mut m = self.connecting.lock().await;
-            m.entry(node.name.clone())
-                .or_insert_with(|| Arc::new(Mutex::new(())))
-                .clone()
-        };
-        let _guard = lock.lock().await;
-        if let Some(c) = self.conns.lock().await.get(&node.name)
-            && !c.client.is_closed()
-        {
-            return Ok(c.clone());
-        }
         let target = resolve_target_async(node, &self.opts)
             .await
             .map_err(unreachable)?;
         let attempt = || async {
             match tokio::time::timeout(
                 self.opts.connect_timeout,
-                handshake(&target, self.opts.accept_new),
+                connect::handshake(&target, self.opts.accept_new),
             )
             .await
             {
@@ -411,178 +303,99 @@ impl SshTransport {
             }
         };
         let seed = Retry::seed(&node.name);
-        match with_retries(&self.handshakes, self.opts.retry, seed, attempt).await {
-            Ok(handle) => {
-                let conn = Arc::new(Conn {
-                    client: Arc::new(handle),
-                    channels: Arc::new(Semaphore::new(self.opts.max_channels.max(1))),
+        let at = format!("{}@{}:{}", target.user, target.host, target.port);
+        let client = match with_retries(&self.handshakes, self.opts.retry, seed, attempt).await {
+            Ok(c) => c,
+            Err(Failure::HostKey(reason)) => {
+                return Err(TransportError::HostKey {
+                    host: node.name.clone(),
+                    reason,
                 });
-                self.conns
-                    .lock()
-                    .await
-                    .insert(node.name.clone(), conn.clone());
-                Ok(conn)
             }
-            Err(Failure::HostKey(reason)) => Err(TransportError::HostKey {
+            Err(Failure::Auth(last) | Failure::Connect(last)) => {
+                return Err(unreachable(format!("{at}: {last}")));
+            }
+        };
+        let session = start_session(&client, &node.name, self.opts.connect_timeout)
+            .await
+            .map_err(|why| unreachable(format!("{at}: {why}")))?;
+        Ok(Arc::new(Open {
+            node: node.clone(),
+            client,
+            session,
+        }))
+    }
+
+    /// The node's session: the one open (even if it ended: its commands then fail with why), or
+    /// a new one when the node was never reached.
+    async fn session(&self, node: &Node) -> Result<Session, TransportError> {
+        if let Some(why) = self
+            .gone
+            .lock()
+            .ok()
+            .and_then(|g| g.get(&node.name).cloned())
+        {
+            return Err(TransportError::Lost {
                 host: node.name.clone(),
-                reason,
-            }),
-            Err(Failure::Auth(last) | Failure::Connect(last)) => Err(unreachable(format!(
-                "{}@{}:{}: {last}",
-                target.user, target.host, target.port
-            ))),
+                reason: why,
+            });
         }
+        let lock = {
+            let mut m = self.connecting.lock().await;
+            m.entry(node.name.clone())
+                .or_insert_with(|| Arc::new(Mutex::new(())))
+                .clone()
+        };
+        let _guard = lock.lock().await;
+        if let Some(o) = self.open.lock().await.get(&node.name) {
+            return Ok(o.session.clone());
+        }
+        let o = self.connect(node).await?;
+        let session = o.session.clone();
+        self.open.lock().await.insert(node.name.clone(), o);
+        Ok(session)
     }
 
-    /// Run `script` on `node`; with a `gate`, staged: the channel is opened and the remote shell
-    /// started first ([`wrap::gated`]), `armed` is signalled once it says it waits, and the one
-    /// line releasing it is sent when `go` turns true. Without a free channel on the connection
-    /// it is not staged (staging must never hold a channel another staged command waits for):
-    /// armed at once, run on release.
-    /// Run `script`; with `gate`, staged: armed once the remote shell waits, run on release.
-    /// `timeout` bounds the work before the wait for the release and, afresh, the command after
-    /// it: how long the round keeps a staged client waiting is the runner's business.
-    async fn run(
-        &self,
-        node: &Node,
-        script: &str,
-        gate: Option<(oneshot::Sender<()>, watch::Receiver<bool>)>,
-        timeout: Duration,
-    ) -> Result<Output, TransportError> {
-        let timed_out = || TransportError::Timeout {
-            host: node.name.clone(),
-            secs: timeout.as_secs(),
-        };
-        let mut deadline = tokio::time::Instant::now() + timeout;
-        let conn = tokio::time::timeout_at(deadline, self.connect(node))
-            .await
-            .map_err(|_| timed_out())??;
-        let (mut gate, _permit) = match gate {
-            None => (
-                None,
-                tokio::time::timeout_at(deadline, conn.channels.acquire())
-                    .await
-                    .map_err(|_| timed_out())?,
-            ),
-            // staged only while a channel stays free for the commands the release waits for
-            // (a server's start and readiness on this host); else armed now, and the channel
-            // taken once released
-            Some((armed, go)) => match conn
-                .channels
-                .try_acquire()
-                .ok()
-                .filter(|_| conn.channels.available_permits() > 0)
-            {
-                Some(p) => (Some((armed, go)), Ok(p)),
-                None => {
-                    let _ = armed.send(());
-                    if !released(go).await {
-                        return Err(TransportError::Withdrawn {
-                            host: node.name.clone(),
-                        });
-                    }
-                    deadline = tokio::time::Instant::now() + timeout;
-                    let p = tokio::time::timeout_at(deadline, conn.channels.acquire())
-                        .await
-                        .map_err(|_| timed_out())?;
-                    (None, p)
+    /// Open again the session of a node whose session ended: once. What still ran in the old
+    /// one is stopped by the process groups it recorded, and its directory removed.
+    async fn reopen_one(&self, old: Arc<Open>) -> Reopened {
+        let why = old.session.ended().unwrap_or_default();
+        let node = old.node.clone();
+        let _ = old.client.disconnect().await;
+        let again = match self.connect(&node).await {
+            Ok(o) => {
+                let tidy: Vec<String> = old
+                    .session
+                    .orphans()
+                    .into_iter()
+                    .map(wrap::kill_group)
+                    .chain(std::iter::once(format!(
+                        "rm -rf {}",
+                        crate::render::quote(old.session.dir()).unwrap_or_default()
+                    )))
+                    .collect();
+                for script in tidy {
+                    let _ = o.session.run(&script, Duration::from_secs(20)).await;
                 }
-            },
-        };
-        let staged = gate.is_some();
-        let lost = |reason: String| TransportError::Lost {
-            host: node.name.clone(),
-            reason,
-        };
-        let opened = async {
-            let ch = conn
-                .client
-                .channel_open_session()
-                .await
-                .map_err(|e| lost(e.to_string()))?;
-            // the login shell may be csh or fish: always run under /bin/sh
-            let cmd = if staged {
-                wrap::sh(&wrap::gated(script))
-            } else {
-                wrap::sh(script)
-            };
-            ch.exec(true, cmd.as_bytes())
-                .await
-                .map_err(|e| lost(e.to_string()))?;
-            Ok::<_, TransportError>(ch)
-        };
-        let mut ch = tokio::time::timeout_at(deadline, opened)
-            .await
-            .map_err(|_| timed_out())??;
-        let mut out = Output {
-            status: -1,
-            ..Output::default()
-        };
-        let (mut so, mut se) = (Vec::new(), Vec::new());
-        loop {
-            let msg = tokio::select! {
-                m = ch.wait() => m,
-                _ = tokio::time::sleep_until(deadline) => return Err(timed_out()),
-            };
-            let Some(msg) = msg else { break };
-            match msg {
-                ChannelMsg::Data { data } => so.extend_from_slice(&data),
-                ChannelMsg::ExtendedData { data, ext: 1 } => {
-                    se.extend_from_slice(&data);
-                    if gate.is_some() && se.ends_with(b"\n") {
-                        let text = String::from_utf8_lossy(&se);
-                        if text.lines().any(|l| l == wrap::ARMED_MARK)
-                            && let Some((armed, go)) = gate.take()
-                        {
-                            let _ = armed.send(());
-                            if !released(go).await {
-                                // withdrawn: the remote shell reads EOF and exits unrun
-                                let _ = ch.eof().await;
-                                let _ = ch.close().await;
-                                return Err(TransportError::Withdrawn {
-                                    host: node.name.clone(),
-                                });
-                            }
-                            deadline = tokio::time::Instant::now() + timeout;
-                            ch.data(&b"\n"[..]).await.map_err(|e| lost(e.to_string()))?;
-                        }
-                    }
-                }
-                ChannelMsg::ExitStatus { exit_status } => out.status = exit_status as i32,
-                ChannelMsg::ExitSignal { signal_name, .. } => {
-                    out.status = 128 + signal_number(&signal_name)
-                }
-                _ => {}
+                self.open.lock().await.insert(node.name.clone(), o);
+                Ok(())
             }
+            Err(e) => {
+                if let Ok(mut g) = self.gone.lock() {
+                    g.insert(
+                        node.name.clone(),
+                        format!("its session ended ({why}) and could not be opened again: {e}"),
+                    );
+                }
+                Err(e)
+            }
+        };
+        Reopened {
+            host: node.name.clone(),
+            why: format!("fabricplan's session on {} ended: {why}", node.name),
+            part: Part::software(&node.name, Software::Sshd),
+            again,
         }
-        out.stdout = String::from_utf8_lossy(&so).into_owned();
-        out.stderr = String::from_utf8_lossy(&se).into_owned();
-        if staged {
-            out.stderr = wrap::take_armed_mark(&out.stderr).1;
-        }
-        if out.status == -1 {
-            return Err(lost("the channel closed without an exit status".into()));
-        }
-        Ok(out)
-    }
-}
-
-fn signal_number(s: &russh::Sig) -> i32 {
-    use russh::Sig;
-    match s {
-        Sig::ABRT => 6,
-        Sig::ALRM => 14,
-        Sig::FPE => 8,
-        Sig::HUP => 1,
-        Sig::ILL => 4,
-        Sig::INT => 2,
-        Sig::KILL => 9,
-        Sig::PIPE => 13,
-        Sig::QUIT => 3,
-        Sig::SEGV => 11,
-        Sig::TERM => 15,
-        Sig::USR1 => 10,
-        _ => 0,
     }
 }
 
@@ -593,9 +406,19 @@ impl Transport for SshTransport {
         script: &'a str,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        Box::pin(self.run(node, script, None, timeout))
+        Box::pin(async move {
+            let session = tokio::time::timeout(timeout, self.session(node))
+                .await
+                .map_err(|_| TransportError::Timeout {
+                    host: node.name.clone(),
+                    secs: timeout.as_secs(),
+                })??;
+            session.run(script, timeout).await
+        })
     }
 
+    /// Staged in the node's session: the job prepares and waits at its gate; its release is
+    /// one line.
     fn exec_released<'a>(
         &'a self,
         node: &'a Node,
@@ -604,22 +427,56 @@ impl Transport for SshTransport {
         armed: oneshot::Sender<()>,
         go: watch::Receiver<bool>,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        Box::pin(self.run(node, script, Some((armed, go)), timeout))
+        Box::pin(async move {
+            let session = tokio::time::timeout(timeout, self.session(node))
+                .await
+                .map_err(|_| TransportError::Timeout {
+                    host: node.name.clone(),
+                    secs: timeout.as_secs(),
+                })??;
+            session.run_released(script, timeout, armed, go).await
+        })
     }
 
     fn name(&self) -> &'static str {
         "ssh"
     }
 
+    /// Every node's session, all at once (handshakes capped as the plan says).
+    fn open<'a>(&'a self, nodes: &'a [&'a Node]) -> BoxFuture<'a, Vec<Result<(), TransportError>>> {
+        Box::pin(async move {
+            join_all(
+                nodes
+                    .iter()
+                    .map(|n| async move { self.session(n).await.map(|_| ()) }),
+            )
+            .await
+        })
+    }
+
+    fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
+        Box::pin(async move {
+            let ended: Vec<Arc<Open>> = {
+                let mut open = self.open.lock().await;
+                let names: Vec<String> = open
+                    .iter()
+                    .filter(|(_, o)| o.session.ended().is_some() && !o.session.closed())
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                names.iter().filter_map(|n| open.remove(n)).collect()
+            };
+            join_all(ended.into_iter().map(|o| self.reopen_one(o))).await
+        })
+    }
+
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let conns: Vec<Arc<Conn>> = self.conns.lock().await.drain().map(|(_, c)| c).collect();
-            for c in conns {
-                let _ = c
-                    .client
-                    .disconnect(russh::Disconnect::ByApplication, "", "")
-                    .await;
-            }
+            let open: Vec<Arc<Open>> = self.open.lock().await.drain().map(|(_, o)| o).collect();
+            join_all(open.iter().map(|o| async move {
+                o.session.close().await;
+                let _ = o.client.disconnect().await;
+            }))
+            .await;
         })
     }
 }

@@ -8,6 +8,7 @@ use super::step;
 use crate::exec::launch::{Opening, Unavailable};
 use crate::gate::classify::trap_of_slurm;
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::{Part, Reach, Software};
 use crate::gate::trap::Trap;
 use crate::parse::slurm::{self as said, NodeState};
 use crate::plan::Node;
@@ -48,12 +49,16 @@ impl SlurmLauncher {
                     ),
                     trap: Trap::SlurmNodeUnavailable,
                     follows: None,
+                    parts: vec![Part::Plan {
+                        what: format!("node `{name}` is not a Slurm node name"),
+                    }],
                 }),
                 Some(s) if !s.usable() => o.unavailable.push(Unavailable {
                     node: name.to_string(),
                     reason: format!("Slurm reports node `{name}` {}", s.describe()),
                     trap: Trap::SlurmNodeUnavailable,
                     follows: None,
+                    parts: vec![Part::software(name, Software::Slurmd), Part::node(name)],
                 }),
                 Some(_) => usable.push(name),
             }
@@ -116,6 +121,7 @@ impl SlurmLauncher {
                     reason: "interrupted while Slurm allocated the nodes".into(),
                     trap: Trap::SlurmAllocationRefused,
                     follows: Some("interrupt".into()),
+                    parts: Vec::new(),
                 });
             }
             return o;
@@ -241,6 +247,9 @@ impl SlurmLauncher {
                     ),
                     trap: Trap::SlurmNodeUnavailable,
                     follows: None,
+                    parts: vec![Part::Plan {
+                        what: format!("node `{n}` is outside allocation {job}"),
+                    }],
                 });
             }
         }
@@ -261,7 +270,11 @@ impl SlurmLauncher {
 /// No allocation: one FAIL, and every node it would have held follows it.
 fn refused(nodes: &[&str], why: String, trap: Trap) -> Opening {
     Opening {
-        verdicts: vec![Verdict::check(GATE, Outcome::Fail, why.clone(), Some(trap))],
+        verdicts: vec![
+            Verdict::check(GATE, Outcome::Fail, why.clone(), Some(trap)).about(vec![Part::Reach {
+                reach: Reach::SlurmController,
+            }]),
+        ],
         unavailable: nodes
             .iter()
             .map(|n| Unavailable {
@@ -269,6 +282,9 @@ fn refused(nodes: &[&str], why: String, trap: Trap) -> Opening {
                 reason: format!("no Slurm allocation holds it ({why})"),
                 trap,
                 follows: Some(GATE.into()),
+                parts: vec![Part::Reach {
+                    reach: Reach::SlurmController,
+                }],
             })
             .collect(),
     }

@@ -1,0 +1,69 @@
+//! Sessions that ended during the run. A node's session (its one command stream,
+//! [`crate::exec::session`]) that dies or stops answering is that node's finding: one FAIL
+//! (`session NODE`) naming the part (its sshd, its slurmd), the failures of the round on that
+//! node that came from it following it. The session is opened again once, before the next
+//! round; a node it cannot be opened on is out of the run from then on (its jobs are skipped
+//! for that FAIL), and the run goes on with the rest.
+
+use super::ctx::{Ctx, Event};
+use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::trap::Trap;
+use crate::results::{JobResult, RunResults};
+
+/// The gate of a node's session.
+pub(crate) fn gate(node: &str) -> String {
+    format!("session {node}")
+}
+
+/// Ask the launcher which sessions ended (`when`: during which round, or before the rounds),
+/// record each as one FAIL, mark `jobs`' failures that followed from it, and put the nodes whose
+/// session could not be opened again out of the run.
+pub(crate) async fn check(
+    ctx: &mut Ctx<'_>,
+    when: &str,
+    jobs: &mut [JobResult],
+    results: &mut RunResults,
+) {
+    for r in ctx.launcher.reopen().await {
+        let Some(node) = ctx
+            .plan
+            .nodes
+            .iter()
+            .find(|n| n.name == r.host)
+            .map(|n| n.id)
+        else {
+            continue;
+        };
+        let gate = gate(&r.host);
+        let detail = match &r.again {
+            Ok(()) => format!("{} ({when}); opened again for the rest of the run", r.why),
+            Err(e) => format!(
+                "{} ({when}); opening it again failed ({e}): {} is out of the run from here on",
+                r.why, r.host
+            ),
+        };
+        let v = Verdict::check(gate.clone(), Outcome::Fail, detail, Some(Trap::Unreachable))
+            .about(vec![r.part.clone()]);
+        for j in jobs.iter_mut().filter(|j| j.hosts.contains(&r.host)) {
+            follow(j, &gate);
+        }
+        if let Err(e) = &r.again {
+            ctx.unreachable.insert(node, e.to_string());
+            ctx.out_by.insert(node, gate.clone());
+        }
+        ctx.emit(Event::Preflight(v.clone()));
+        results.preflight.push(v);
+    }
+}
+
+/// A job's failures that a lost session explains (the host unreachable, no answer in time)
+/// follow its FAIL.
+fn follow(job: &mut JobResult, gate: &str) {
+    for v in job.verdicts.iter_mut().filter(|v| {
+        v.outcome != Outcome::Ok
+            && v.follows.is_none()
+            && matches!(v.trap, Some(Trap::Unreachable | Trap::Timeout))
+    }) {
+        v.follows = Some(gate.to_string());
+    }
+}
