@@ -12,6 +12,7 @@ pub mod compare;
 pub mod discover;
 pub mod exec;
 pub mod exit;
+pub mod files;
 pub mod gate;
 pub mod kinds;
 pub mod localise;

@@ -45,6 +45,9 @@
 //!   launcher's opening, discovery, the pings, the launch checks and the longest one's own run,
 //!   the total and the total beyond that own run.
 //!
+//! - `Summary.evidence_complete` (written only when false) and `Summary.evidence_lost` (each file
+//!   or output that could not be written): a run whose evidence is incomplete (exit 3).
+//!
 //! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
 //! (the top level still indented), so the file opens, greps and diffs line by line.
 
@@ -429,7 +432,7 @@ pub struct NodeDiscovery {
     pub halves: Vec<HalfResolution>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Default, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct Summary {
     pub ok: usize,
@@ -446,6 +449,61 @@ pub struct Summary {
     /// run `INTERRUPTED after R of N jobs: F FAIL so far` (never green).
     pub verdict: String,
     pub exit_code: i32,
+    /// False when the run could not write all of its evidence (a full disk, a permission): the
+    /// verdict then starts `EVIDENCE INCOMPLETE` and the exit code is 3. Written only when false
+    /// (absent reads as true, as in files written before it was recorded).
+    #[serde(skip_serializing_if = "is_true")]
+    pub evidence_complete: bool,
+    /// What could not be written, one line each (`PATH: error`); left out when nothing was lost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence_lost: Vec<String>,
+}
+
+impl Default for Summary {
+    fn default() -> Summary {
+        Summary {
+            ok: 0,
+            warn: 0,
+            fail: 0,
+            fail_following: 0,
+            jobs: 0,
+            jobs_run: 0,
+            jobs_not_measured: 0,
+            verdict: String::new(),
+            exit_code: 0,
+            evidence_complete: true,
+            evidence_lost: Vec::new(),
+        }
+    }
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// How the verdict of a run whose evidence is incomplete starts.
+pub const EVIDENCE_INCOMPLETE: &str = "EVIDENCE INCOMPLETE";
+
+impl Summary {
+    /// Record that `lost` (one line per file or output) could not be written: the verdict says
+    /// so first (`EVIDENCE INCOMPLETE (2 not written): ALL GREEN`, never green alone) and the
+    /// exit code is 3. Nothing changes when `lost` is empty; called again, the list is replaced.
+    pub fn evidence_lost(&mut self, lost: &[String]) {
+        if lost.is_empty() {
+            return;
+        }
+        let measured = match self.verdict.strip_prefix(EVIDENCE_INCOMPLETE) {
+            Some(rest) => rest.split_once("): ").map_or(rest, |x| x.1).to_string(),
+            None => self.verdict.clone(),
+        };
+        self.verdict = format!(
+            "{EVIDENCE_INCOMPLETE} ({} not written): {measured}",
+            lost.len()
+        );
+        self.evidence_complete = false;
+        self.evidence_lost = lost.to_vec();
+        self.exit_code = crate::exit::EVIDENCE;
+    }
 }
 
 /// Results written before attempts were recorded ran each job once.
@@ -742,5 +800,36 @@ mod keep_tests {
             d.sha256,
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
+    }
+}
+
+#[cfg(test)]
+mod evidence_tests {
+    use super::{EVIDENCE_INCOMPLETE, Summary};
+
+    #[test]
+    fn lost_evidence_is_never_green_alone() {
+        let mut s = Summary {
+            verdict: "ALL GREEN".into(),
+            ..Summary::default()
+        };
+        assert!(s.evidence_complete);
+        s.evidence_lost(&[]);
+        assert_eq!(s.verdict, "ALL GREEN");
+        s.evidence_lost(&["R/results.jsonl: No space left on device".into()]);
+        assert_eq!(
+            s.verdict,
+            format!("{EVIDENCE_INCOMPLETE} (1 not written): ALL GREEN")
+        );
+        assert_eq!((s.evidence_complete, s.exit_code), (false, 3));
+        // again, with more lost: one prefix, the new count
+        s.evidence_lost(&["a".into(), "b".into()]);
+        assert_eq!(
+            s.verdict,
+            format!("{EVIDENCE_INCOMPLETE} (2 not written): ALL GREEN")
+        );
+        // a file written before it was recorded reads as complete
+        let old: Summary = serde_json::from_str(r#"{"verdict": "ALL GREEN"}"#).unwrap();
+        assert!(old.evidence_complete && old.evidence_lost.is_empty());
     }
 }

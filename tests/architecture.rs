@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// Bottom first. Every top-level module of `src/` appears exactly once.
 const LAYERS: &[&str] = &[
-    "text", "exit", "parse", "gate", "plan", "topology", "schedule", "capacity", "render",
+    "text", "exit", "files", "parse", "gate", "plan", "topology", "schedule", "capacity", "render",
     "discover", "results", "localise", "kinds", "exec", "sim", "compare", "report", "cli",
 ];
 

@@ -340,14 +340,16 @@ fn plan_and_graph_refuse_an_invalid_plan() {
 }
 
 /// Regression: plan text with raw ANSI/OSC escapes (a site trap's name and fix) reached the
-/// terminal as is, where it can repaint the screen or hide the verdict.
+/// terminal as is, where it can repaint the screen or hide the verdict. A control character is
+/// now refused by validate (its diagnostic shown inert); a bidirectional override, which is no
+/// control character, still reaches the run's text and is shown escaped there.
 #[test]
 fn plan_escapes_reach_the_terminal_inert() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("esc.toml");
-    std::fs::write(
-        &plan,
-        r#"format-version = 1
+    let text = |trap: &str, fix: &str| {
+        format!(
+            r#"format-version = 1
 name = "esc"
 [[node]]
 name = "spark-a"
@@ -357,32 +359,54 @@ name = "spark-b"
 kind = "direct"
 ends = ["spark-a.f0", "spark-b.f0"]
 halves = ["a"]
-subnets = { a = "198.51.100.0/30" }
+subnets = {{ a = "198.51.100.0/30" }}
 [tests.rdma-bw]
 duration-s = 1
 [gates.rdma-bw]
-trap = "site trap\u001b]0;pwned\u0007"
-fix = "call the lab\u001b[8m hidden\u001b[2J"
-"#,
+trap = "{trap}"
+fix = "{fix}"
+"#
+        )
+    };
+    std::fs::write(
+        &plan,
+        text(
+            "site trap\\u001b]0;pwned\\u0007",
+            "call the lab\\u001b[8m hidden",
+        ),
     )
     .unwrap();
     let out = dir.path().join("run");
-    let o = fabricplan(&[
-        "run",
-        plan.to_str().unwrap(),
-        "--sim",
-        "--sim-fault",
-        "throttle:spark-a.f0.a",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let text = stdout(&o);
-    assert!(text.contains("call the lab\\u{1b}[8m hidden"), "{text}");
+    let run = |out: &std::path::Path| {
+        fabricplan(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--sim",
+            "--sim-fault",
+            "throttle:spark-a.f0.a",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let o = run(&out);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        !text.contains('\u{1b}') && !text.contains('\u{7}'),
-        "{text:?}"
+        stderr(&o).contains("plan::control-character"),
+        "{}",
+        stderr(&o)
     );
+    assert!(!stderr(&o).contains('\u{1b}') && !stdout(&o).contains('\u{1b}'));
+    assert!(!out.exists(), "refused before the run");
+    std::fs::write(
+        &plan,
+        text("site trap\u{202e}", "call the lab\u{202e} hidden"),
+    )
+    .unwrap();
+    let o = run(&out);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let shown = stdout(&o);
+    assert!(shown.contains("call the lab\\u{202e} hidden"), "{shown}");
+    assert!(!shown.contains('\u{202e}'), "{shown:?}");
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(!md.contains('\u{1b}'), "{md:?}");
+    assert!(!md.contains('\u{202e}'), "{md:?}");
 }

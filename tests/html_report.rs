@@ -299,6 +299,6 @@ fn text_from_plans_and_hosts_is_escaped() {
     }
     assert!(html.contains("&lt;svg onload=alert(4)&gt;"));
     assert!(html.contains("a &amp; b"));
-    assert!(html.contains("\\u{1b}[2J"));
+    assert!(html.contains("\\x1b[2J"));
     assert!(html.contains("No picture"), "no plan: said, not drawn");
 }

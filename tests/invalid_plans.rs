@@ -467,7 +467,7 @@ fn a_problem_past_column_65535_renders_without_panic() {
 
 /// Issue "hardening": raw control bytes in a plan (a TOML error, shown with its line) and
 /// escaped ones in its values (shown in messages) never reach the terminal as control
-/// characters: the snippet shows `?` per byte, messages show `\u{1b}`.
+/// characters: the snippet shows `?` per byte, messages show `\x1b`.
 #[test]
 fn control_characters_in_a_plan_never_reach_the_terminal() {
     let raw = "format-version = 1\nname = \"x\" # \u{1b}]0;owned\u{7}\u{1b}[2J \u{9b}31m \u{202e}\n[[node]]\nname = \"a\"\n";
@@ -494,5 +494,5 @@ fn control_characters_in_a_plan_never_reach_the_terminal() {
     let out = invalid("ctl.toml", raw).render(false, 100);
     assert!(out.contains("# ?]0;owned??[2J ??31m ???"), "{out}");
     let out = invalid("ctl.toml", esc).render(false, 100);
-    assert!(out.contains("`a\\u{1b}[2J\\u{7}\\u{9b}\\u{202e}`"), "{out}");
+    assert!(out.contains("`a\\x1b[2J\\x07\\u{9b}\\u{202e}`"), "{out}");
 }

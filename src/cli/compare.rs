@@ -31,6 +31,9 @@ pub struct CompareArgs {
     pub max_drop: Option<f64>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: CompareFormat,
+    /// The largest results.json (or plan.toml) read; a bigger file is refused.
+    #[arg(long, value_parser = crate::files::parse_size, value_name = "SIZE", default_value = "1GiB")]
+    pub max_input_size: u64,
 }
 
 /// A run read from disk.
@@ -44,31 +47,38 @@ pub struct LoadedRun {
     pub plan_text: Option<String>,
 }
 
-/// Read a run from its directory or its results.json.
-pub fn load_run(path: &Path) -> Result<LoadedRun, String> {
-    let (file, dir) = if path.is_dir() {
+/// The results file a run path names: `PATH/results.json` for a directory (a link to one
+/// followed), else the path itself; and the run's directory.
+fn results_file(path: &Path) -> (PathBuf, PathBuf) {
+    if path.is_dir() {
         (path.join("results.json"), path.to_path_buf())
     } else {
-        let dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
-        (path.to_path_buf(), dir)
-    };
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        if path.is_dir() && e.kind() == std::io::ErrorKind::NotFound {
-            format!(
+        (path.to_path_buf(), crate::files::output::folder_of(path))
+    }
+}
+
+/// Read a run from its directory or its results.json: regular files only, each at most `max`
+/// bytes, the results streamed (read in passes: the head, the typed fields, the tools' outputs;
+/// never the whole document as one value).
+pub fn load_run(path: &Path, max: u64) -> Result<LoadedRun, String> {
+    use crate::files::input::{self, Accept, InputError};
+    let (file, dir) = results_file(path);
+    let open = || {
+        input::open(&file, max, Accept::Regular).map_err(|e| match e {
+            InputError::NotFound(_) if path.is_dir() => format!(
                 "`{}` is not a run directory: it has no results.json",
                 path.display()
-            )
-        } else {
-            format!("cannot read `{}`: {e}", file.display())
-        }
-    })?;
-    let results = compare::parse_results(&text)
-        .map_err(|e| format!("`{}` is not a run's results: {e}", file.display()))?;
-    let plan_text = std::fs::read_to_string(dir.join("plan.toml")).ok();
+            ),
+            e => e.to_string(),
+        })
+    };
+    let not_results =
+        |e: compare::ResultsError| format!("`{}` is not a run's results: {e}", file.display());
+    compare::check_head(open()?).map_err(not_results)?;
+    let mut results = compare::results_from(open()?).map_err(not_results)?;
+    compare::outputs_from(open()?, &mut results).map_err(not_results)?;
+    let plan_text = input::read_text_if_there(&dir.join("plan.toml"), max, Accept::Regular)
+        .map_err(|e| e.to_string())?;
     Ok(LoadedRun {
         path: path.display().to_string(),
         dir,
@@ -90,7 +100,8 @@ pub fn thresholds(run: &LoadedRun, max_drop: Option<f64>) -> Result<Thresholds, 
 
 pub fn run(args: &CompareArgs) -> Outcome {
     // both inputs are read, and what is wrong with each is said
-    let (old, new) = match (load_run(&args.old), load_run(&args.new)) {
+    let max = args.max_input_size;
+    let (old, new) = match (load_run(&args.old, max), load_run(&args.new, max)) {
         (Ok(o), Ok(n)) => (o, n),
         (o, n) => {
             let errors = [o.err(), n.err()].into_iter().flatten();
@@ -151,14 +162,12 @@ pub fn load_baseline(
     path: &Path,
     regression: &crate::plan::Regression,
     max_drop: Option<f64>,
+    max: u64,
 ) -> Result<Baseline, String> {
-    let old = load_run(path).map_err(|e| format!("--baseline: {e}"))?;
-    let file = if path.is_dir() {
-        path.join("results.json")
-    } else {
-        path.to_path_buf()
-    };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("--baseline: {e}"))?;
+    use crate::files::input::{Accept, read_text};
+    let old = load_run(path, max).map_err(|e| format!("--baseline: {e}"))?;
+    let (file, _) = results_file(path);
+    let text = read_text(&file, max, Accept::Regular).map_err(|e| format!("--baseline: {e}"))?;
     let thresholds = Thresholds::from_plan(regression, max_drop);
     Ok(Baseline {
         results: old.results,

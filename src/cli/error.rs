@@ -54,9 +54,10 @@ impl CliError {
 
     /// What `report` says, with or without colour, at a terminal width.
     pub fn write(&self, out: &mut String, color: bool, width: usize) {
+        // a message may hold a path or a value read from a file: shown inert
         let mut line = |l: &str| {
             out.push_str("error: ");
-            out.push_str(l);
+            out.push_str(&crate::text::inert_lines(l));
             out.push('\n');
         };
         match self {

@@ -3,7 +3,7 @@
 //!
 //! Exit codes: 0 the history was printed; 2 DIR cannot be read or holds no run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -11,6 +11,7 @@ use super::compare::load_run;
 use super::{CliError, Format, Outcome, Stdout};
 use crate::compare;
 use crate::exit;
+use crate::results::RunResults;
 
 #[derive(Debug, Clone, Args)]
 pub struct HistoryArgs {
@@ -18,30 +19,45 @@ pub struct HistoryArgs {
     pub dir: PathBuf,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// The largest results.json (or plan.toml) read; a bigger file is refused (and its run
+    /// skipped, with a warning).
+    #[arg(long, value_parser = crate::files::parse_size, value_name = "SIZE", default_value = "1GiB")]
+    pub max_input_size: u64,
+}
+
+/// The runs in `dir`, by name, each one read within `max` bytes per file; every entry that is
+/// not a readable run is named on stderr with why.
+fn read_runs(dir: &Path, max: u64) -> Result<Vec<(String, RunResults)>, CliError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| CliError::Usage(format!("cannot read `{}`: {e}", dir.display())))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    let mut runs = Vec::new();
+    for p in &paths {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // a folder of runs may hold other things: each one not read is said, with why
+        let read = match std::fs::metadata(p) {
+            Ok(m) if !m.is_dir() => Err(format!(
+                "{}, not a run directory",
+                crate::files::kind_of(&m)
+            )),
+            Err(e) => Err(e.to_string()),
+            Ok(_) => load_run(p, max).map_err(|e| e.to_string()),
+        };
+        match read {
+            Ok(r) => runs.push((name, r.results)),
+            // one unreadable run does not hide the others
+            Err(e) => super::warning(&format!("skipped `{name}`: {e}")),
+        }
+    }
+    Ok(runs)
 }
 
 pub fn run(args: &HistoryArgs) -> Outcome {
-    let entries = std::fs::read_dir(&args.dir)
-        .map_err(|e| CliError::Usage(format!("cannot read `{}`: {e}", args.dir.display())))?;
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("results.json").is_file())
-        .collect();
-    dirs.sort();
-    let mut runs = Vec::new();
-    for d in &dirs {
-        match load_run(d) {
-            Ok(r) => {
-                let name = d
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                runs.push((name, r.results));
-            }
-            // one unreadable run does not hide the others
-            Err(e) => super::say(&format!("warning: skipped: {e}\n")),
-        }
-    }
+    let mut runs = read_runs(&args.dir, args.max_input_size)?;
     if runs.is_empty() {
         return Err(CliError::Usage(format!(
             "`{}` holds no run directory (a folder with a results.json)",
@@ -51,8 +67,8 @@ pub fn run(args: &HistoryArgs) -> Outcome {
     let plans: std::collections::BTreeSet<&str> =
         runs.iter().map(|(_, r)| r.plan.as_str()).collect();
     if plans.len() > 1 {
-        super::say(&format!(
-            "warning: runs of {} plans ({}): each measurement is followed where it appears\n",
+        super::warning(&format!(
+            "runs of {} plans ({}): each measurement is followed where it appears",
             plans.len(),
             plans.into_iter().collect::<Vec<_>>().join(", ")
         ));

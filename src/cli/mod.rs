@@ -261,6 +261,12 @@ impl Drop for Stdout {
     }
 }
 
+/// `warning: MSG` on stderr, its text inert (a path or a value read from a file cannot drive
+/// the terminal).
+pub(crate) fn warning(msg: &str) {
+    say(&format!("warning: {}\n", crate::text::inert_lines(msg)));
+}
+
 /// The runtime for the commands that reach hosts.
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()

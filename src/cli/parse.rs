@@ -22,17 +22,38 @@ impl ValueEnum for Tool {
     }
 }
 
+/// The largest tool output read.
+const MAX: u64 = crate::files::input::STREAM_MAX;
+
 pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> Outcome {
+    use crate::files::input::{self, Accept, InputError};
     // `-` is stdin, as for most tools
     let file = file.filter(|f| f.as_os_str() != "-");
     let bytes = match file {
-        Some(f) => std::fs::read(f)
-            .map_err(|e| CliError::Unreadable(format!("cannot read `{}`: {e}", f.display())))?,
+        // a file or a pipe, never a device read forever, at most the input limit
+        Some(f) => input::open(f, MAX, Accept::Stream)
+            .and_then(|mut r| {
+                let mut b = Vec::new();
+                r.read_to_end(&mut b)
+                    .map(|_| b)
+                    .map_err(|source| InputError::Io {
+                        path: f.to_path_buf(),
+                        source,
+                    })
+            })
+            .map_err(|e| CliError::Unreadable(e.to_string()))?,
         None => {
             let mut b = Vec::new();
             std::io::stdin()
+                .take(MAX + 1)
                 .read_to_end(&mut b)
                 .map_err(|e| CliError::Unreadable(format!("cannot read stdin: {e}")))?;
+            if b.len() as u64 > MAX {
+                return Err(CliError::Unreadable(format!(
+                    "stdin is larger than the {} limit",
+                    crate::text::size::format(MAX)
+                )));
+            }
             b
         }
     };
@@ -45,7 +66,11 @@ pub fn run(tool: Tool, file: Option<&Path>, format: Format) -> Outcome {
             "{}\n",
             serde_json::to_string_pretty(&parsed.to_json()).unwrap_or_default()
         )),
-        Format::Text => out.write(&format!("{}\n", parsed.summary())),
+        // what a tool printed reaches the terminal inert
+        Format::Text => out.write(&format!(
+            "{}\n",
+            crate::text::inert_lines(&parsed.summary())
+        )),
     }
     match parsed.status() {
         Status::Empty => Err(CliError::NothingRead(

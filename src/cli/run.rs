@@ -66,6 +66,9 @@ pub struct RunArgs {
     /// node_exporter's textfile collector.
     #[arg(long, value_name = "FILE")]
     pub metrics: Option<PathBuf>,
+    /// The largest baseline results.json read (`--baseline`); a bigger file is refused.
+    #[arg(long, value_parser = crate::files::parse_size, value_name = "SIZE", default_value = "1GiB")]
+    pub max_input_size: u64,
     /// After each round, print where its time went on stderr (counters, server starts,
     /// readiness, staging, release, the longest tool, stops and logs, judging, overhead: the
     /// round's `phases` in results.json).
@@ -146,30 +149,71 @@ pub(super) fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
     });
 }
 
-/// The baseline and the metrics file's folder, checked before anything runs.
-fn check_inputs(plan: &Plan, args: &RunArgs) -> Result<Option<Baseline>, CliError> {
+/// What a run writes, checked and opened before anything runs.
+struct Prepared {
+    baseline: Option<Baseline>,
+    dir: PathBuf,
+    evidence: Evidence,
+    run_id: String,
+}
+
+/// Read the baseline and check every output path (the run directory, each sink's file, the
+/// metrics file) before anything runs; then create the run directory.
+fn prepare(
+    plan: &Plan,
+    args: &RunArgs,
+    sinks: impl FnOnce(&std::path::Path) -> Sinks,
+) -> Result<(Prepared, Sinks), CliError> {
     let baseline = args
         .baseline
         .as_deref()
-        .map(|p| super::compare::load_baseline(p, &plan.regression, args.max_drop))
+        .map(|p| {
+            super::compare::load_baseline(p, &plan.regression, args.max_drop, args.max_input_size)
+        })
         .transpose()
         .map_err(CliError::Usage)?;
-    if let Some(m) = &args.metrics
-        && let Some(d) = m
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
-    {
-        return Err(CliError::Usage(format!(
-            "--metrics: `{}` is not a directory",
-            d.display()
-        )));
+    let stamp = utc_stamp();
+    let run_id = format!("{}-{stamp}", plan.name);
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&plan.name, &stamp));
+    let sinks = sinks(&dir);
+    let mut problems: Vec<CliError> = Vec::new();
+    if let Err(e) = crate::files::output::check_run_dir(&dir) {
+        problems.push(CliError::Usage(format!("--out: {e}")));
+    } else if let Err(e) = Evidence::check_free(&dir) {
+        problems.push(CliError::Usage(e.to_string()));
+    } else {
+        problems.extend(
+            sinks
+                .check_outputs()
+                .iter()
+                .map(|e| CliError::Usage(e.to_string())),
+        );
     }
-    Ok(baseline)
+    if !problems.is_empty() {
+        problems.push(CliError::Usage(
+            "nothing was run: every output must be a new or regular file of its own".into(),
+        ));
+        return Err(CliError::Many(problems));
+    }
+    let evidence =
+        Evidence::create(&dir, &plan.text).map_err(|e| CliError::Usage(e.to_string()))?;
+    Ok((
+        Prepared {
+            baseline,
+            dir,
+            evidence,
+            run_id,
+        },
+        sinks,
+    ))
 }
 
 /// The sinks that show the run as it goes: the terminal (and its progress bar, which `-v`'s
 /// phase lines print above) or JSON on stdout.
-fn front_sinks(sinks: &mut Sinks, launcher: &dyn Launcher, dir: &std::path::Path, args: &RunArgs) {
+fn front_sinks(launcher: &dyn Launcher, dir: &std::path::Path, args: &RunArgs) -> Sinks {
     let (front, bar): (Box<dyn Sink>, _) = match args.format {
         Format::Text => {
             let t = Terminal::new(
@@ -184,104 +228,158 @@ fn front_sinks(sinks: &mut Sinks, launcher: &dyn Launcher, dir: &std::path::Path
         }
         Format::Json => (Box::new(JsonStdout::new(Box::new(Stdout::new()))), None),
     };
-    sinks.push(front);
+    let mut sinks = Sinks::new(vec![front]);
     if args.verbose {
         sinks.push(Box::new(PhaseLines::new(Box::new(std::io::stderr()), bar)));
     }
+    sinks
 }
 
 /// Run a plan with a launcher; prints progress and the verdict; returns the verdict's exit
-/// code, or the evidence that could not be written.
+/// code, or the evidence that could not be written. Every output is checked (and the baseline
+/// read) before anything runs.
 pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outcome {
-    let baseline = check_inputs(plan, args)?;
-    let stamp = utc_stamp();
-    let run_id = format!("{}-{stamp}", plan.name);
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| default_dir(&plan.name, &stamp));
-    let evidence =
-        Evidence::create(&dir, &plan.text).map_err(|e| CliError::Usage(e.to_string()))?;
+    let metrics: Vec<Box<dyn Sink>> = match &args.metrics {
+        Some(m) => vec![Box::new(sink::MetricsSink::new(m))],
+        None => Vec::new(),
+    };
+    let (p, files) = prepare(plan, args, |dir| {
+        Sinks::new(sink::run_directory(dir, metrics))
+    })?;
     let fabric = Fabric::build(plan);
     let schedule = crate::kinds::schedule(plan);
     let opts = RunOptions {
-        run_id,
+        run_id: p.run_id.clone(),
         only: args.only.clone(),
         skip: args.skip.clone(),
         max_parallel: args.max_parallel,
         keep_evidence: args.keep_evidence.map(KeepEvidence::from),
     };
     let rt = runtime()?;
-    let mut sinks = Sinks::new(sink::run_directory(&dir));
-    // the baseline's results beside the run's, the metrics file
+    // the baseline's results beside the run's
     let mut baseline_lost = Vec::new();
-    if let Some(b) = &baseline
-        && let Err(e) = sink::write_atomic(&dir, sink::html::BASELINE_FILE, b.text.as_bytes())
+    if let Some(b) = &p.baseline
+        && let Err(e) = sink::write_atomic(&p.dir, sink::html::BASELINE_FILE, b.text.as_bytes())
     {
         baseline_lost.push(format!(
             "{}: {e}",
-            dir.join(sink::html::BASELINE_FILE).display()
+            p.dir.join(sink::html::BASELINE_FILE).display()
         ));
     }
-    if let Some(m) = &args.metrics {
-        sinks.push(Box::new(sink::MetricsSink::new(m)));
-    }
-    front_sinks(&mut sinks, launcher.as_ref(), &dir, args);
-    let results = rt.block_on(async {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-        on_interrupt(cancel_tx);
-        let printer = async {
-            while let Some(e) = rx.recv().await {
-                sinks.event(&e);
+    let front = front_sinks(launcher.as_ref(), &p.dir, args);
+    let mut sinks = [files, front];
+    let results = rt.block_on(measure(
+        plan,
+        &fabric,
+        &schedule,
+        launcher,
+        &opts,
+        &p.evidence,
+        args,
+        &mut sinks,
+    ));
+    let [files, front] = &mut sinks;
+    finish(results, &p, baseline_lost, files, front)
+}
+
+/// The run itself: the setup stage when asked, then the runner, its events fed to `sinks`.
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &crate::schedule::Schedule,
+    launcher: Arc<dyn Launcher>,
+    opts: &RunOptions,
+    evidence: &Evidence,
+    args: &RunArgs,
+    sinks: &mut [Sinks; 2],
+) -> crate::results::RunResults {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    on_interrupt(cancel_tx);
+    let printer = async {
+        while let Some(e) = rx.recv().await {
+            for s in sinks.iter_mut() {
+                s.event(&e);
             }
+        }
+    };
+    let work = async {
+        // the setup stage changes hosts: only with --setup, before anything is measured (on
+        // the nodes the launcher opens the run on: under Slurm, once they are allocated)
+        let setup_verdicts = if args.setup {
+            let nodes: Vec<&crate::plan::Node> = plan.nodes.iter().collect();
+            let opening = launcher.open(&nodes, cancel_rx.clone()).await;
+            crate::exec::setup::run(plan, launcher.as_ref(), &opening).await
+        } else {
+            Vec::new()
         };
-        let work = async {
-            // the setup stage changes hosts: only with --setup, before anything is measured (on
-            // the nodes the launcher opens the run on: under Slurm, once they are allocated)
-            let setup_verdicts = if args.setup {
-                let nodes: Vec<&crate::plan::Node> = plan.nodes.iter().collect();
-                let opening = launcher.open(&nodes, cancel_rx.clone()).await;
-                crate::exec::setup::run(plan, launcher.as_ref(), &opening).await
-            } else {
-                Vec::new()
-            };
-            let mut r = runner::run(
-                plan,
-                &fabric,
-                &schedule,
-                launcher.clone(),
-                &opts,
-                &evidence,
-                tx,
-                cancel_rx,
-            )
-            .await;
-            if !setup_verdicts.is_empty() {
-                r.preflight.splice(0..0, setup_verdicts);
-                r.summarize();
-            }
-            r
-        };
-        let (r, ()) = tokio::join!(work, printer);
+        let mut r = runner::run(
+            plan,
+            fabric,
+            schedule,
+            launcher.clone(),
+            opts,
+            evidence,
+            tx,
+            cancel_rx,
+        )
+        .await;
+        if !setup_verdicts.is_empty() {
+            r.preflight.splice(0..0, setup_verdicts);
+            r.summarize();
+        }
         r
-    });
-    // judged against the baseline too, before anything reports the end
-    let mut results = results;
-    if let Some(b) = &baseline {
+    };
+    let (r, ()) = tokio::join!(work, printer);
+    r
+}
+
+/// The end of a run: judged against the baseline, the files written (results.json last, with
+/// what the others could not write; a file written before a later one failed is written again
+/// to say so), then the terminal or stdout, whose verdict admits any lost evidence.
+fn finish(
+    mut results: crate::results::RunResults,
+    p: &Prepared,
+    baseline_lost: Vec<String>,
+    files: &mut Sinks,
+    front: &mut Sinks,
+) -> Outcome {
+    if let Some(b) = &p.baseline {
         super::compare::judge(&mut results, b);
     }
+    let lost = |files: &Sinks| -> Vec<String> {
+        let mut l = p.evidence.errors();
+        l.extend(baseline_lost.iter().cloned());
+        l.extend(files.errors().iter().map(|e| e.to_string()));
+        l
+    };
+    let before = lost(files);
+    results.summary.evidence_lost(&before);
     // the sinks read the results in place: a big run's results are not copied
-    let finished = Event::Finished(Box::new(results));
-    sinks.event(&finished);
+    let mut finished = Event::Finished(Box::new(results));
+    files.event(&finished);
+    let after = lost(files);
+    if after.len() > before.len() {
+        // what was written before a later file failed says so too (once)
+        if let Event::Finished(r) = &mut finished {
+            r.summary.evidence_lost(&after);
+        }
+        files.event(&finished);
+    }
+    let all = lost(files);
+    if let Event::Finished(r) = &mut finished {
+        r.summary.evidence_lost(&all);
+    }
+    front.event(&finished);
     let Event::Finished(results) = finished else {
         unreachable!("built just above")
     };
-    let mut lost: Vec<String> = evidence.errors();
-    lost.extend(baseline_lost);
-    lost.extend(sinks.errors().iter().map(|e| e.to_string()));
-    if !lost.is_empty() {
-        return Err(CliError::Incomplete { lost, dir });
+    if !all.is_empty() {
+        return Err(CliError::Incomplete {
+            lost: all,
+            dir: p.dir.clone(),
+        });
     }
     Ok(results.summary.exit_code)
 }

@@ -87,12 +87,22 @@ fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
     out
 }
 
-fn key_line(k: &Key) -> String {
+/// Text from a run as the terminal shows it.
+fn shown(s: &str) -> String {
+    inert(s).into_owned()
+}
+
+/// A measurement's name and its round (when the name does not say it), each part through `esc`.
+fn key_line_with(k: &Key, esc: &dyn Fn(&str) -> String) -> String {
     if k.subject.contains(&k.round) {
-        inert(&k.to_string()).into_owned()
+        esc(&k.to_string())
     } else {
-        format!("{} (round {})", inert(&k.to_string()), inert(&k.round))
+        format!("{} (round {})", esc(&k.to_string()), esc(&k.round))
     }
+}
+
+fn key_line(k: &Key) -> String {
+    key_line_with(k, &shown)
 }
 
 fn verdict_word(regression: bool, hib: bool, max: f64) -> String {
@@ -122,8 +132,8 @@ pub fn comparison_text(c: &Comparison, old: &Side<'_>, new: &Side<'_>, t: &Thres
             vec![
                 inert(&r.key.round).into_owned(),
                 inert(&r.key.to_string()).into_owned(),
-                format!("{} {}", fmt_val(r.old), r.unit),
-                format!("{} {}", fmt_val(r.new), r.unit),
+                format!("{} {}", fmt_val(r.old), inert(&r.unit)),
+                format!("{} {}", fmt_val(r.new), inert(&r.unit)),
                 fmt_change(r.change_pct),
                 verdict_word(r.regression, r.higher_is_better, r.max_drop_pct),
             ]
@@ -135,12 +145,14 @@ pub fn comparison_text(c: &Comparison, old: &Side<'_>, new: &Side<'_>, t: &Thres
         &[false, false, true, true, true, false],
     ));
     s.push('\n');
-    s.push_str(&tail(c, key_line));
+    s.push_str(&tail(c, &shown));
     s
 }
 
-/// What follows a comparison's table: the regressions, what only one run has, the notes.
-fn tail(c: &Comparison, line: impl Fn(&Key) -> String) -> String {
+/// What follows a comparison's table: the regressions, what only one run has, the notes; every
+/// text from the runs through `esc`.
+fn tail(c: &Comparison, esc: &dyn Fn(&str) -> String) -> String {
+    let line = |k: &Key| key_line_with(k, esc);
     let mut s = String::new();
     let n = c.regressions().count();
     if n == 0 {
@@ -159,7 +171,7 @@ fn tail(c: &Comparison, line: impl Fn(&Key) -> String) -> String {
                 line(&r.key),
                 fmt_val(r.old),
                 fmt_val(r.new),
-                r.unit,
+                esc(&r.unit),
                 fmt_change(r.change_pct)
             ));
         }
@@ -174,14 +186,15 @@ fn tail(c: &Comparison, line: impl Fn(&Key) -> String) -> String {
         }
     }
     for n in &c.notes {
-        s.push_str(&format!("note: {}\n", inert(n)));
+        s.push_str(&format!("note: {}\n", esc(n)));
     }
     s
 }
 
-/// A Markdown table cell: inert, and no `|` to split it.
+/// Markdown text from a run, in a table cell or a list: every Markdown and HTML character
+/// escaped ([`crate::text::md`]).
 fn cell(s: &str) -> String {
-    inert(s).replace('|', "/")
+    crate::text::md(s)
 }
 
 /// The comparison as Markdown (a table, then the regressions and notes).
@@ -192,11 +205,11 @@ pub fn comparison_markdown(
     t: &Thresholds,
 ) -> String {
     let mut s = format!(
-        "## fabricplan compare\n\n- old: `{}` ({}), {}\n- new: `{}` ({}), {}\n- max change: {}\n\n",
-        cell(&old.run.run_id).replace('`', "'"),
+        "## fabricplan compare\n\n- old: {} ({}), {}\n- new: {} ({}), {}\n- max change: {}\n\n",
+        cell(&old.run.run_id),
         cell(&old.path),
         cell(&old.run.summary.verdict),
-        cell(&new.run.run_id).replace('`', "'"),
+        cell(&new.run.run_id),
         cell(&new.path),
         cell(&new.run.summary.verdict),
         t.describe()
@@ -218,11 +231,11 @@ pub fn comparison_markdown(
             } else {
                 String::new()
             },
-            u = r.unit
+            u = cell(&r.unit)
         ));
     }
     s.push('\n');
-    for l in tail(c, |k| cell(&key_line(k))).lines() {
+    for l in tail(c, &cell).lines() {
         s.push_str(&format!("{l}\n"));
         if !l.starts_with("  ") {
             s.push('\n');
@@ -255,7 +268,7 @@ pub fn history_text(h: &History, dir: &str) -> String {
         .series
         .iter()
         .map(|x| {
-            let mut r = vec![key_line(&x.key), x.unit.clone()];
+            let mut r = vec![key_line(&x.key), shown(&x.unit)];
             r.extend(
                 x.values
                     .iter()

@@ -13,6 +13,7 @@ mod diff;
 mod entry;
 mod format;
 mod history;
+mod read;
 mod threshold;
 
 pub use baseline::{baseline_verdicts, is_baseline_verdict};
@@ -28,33 +29,6 @@ pub use format::{
 pub use history::{History, RunPoint, Series, Trend, history, order, trend};
 pub use threshold::{DEFAULT_MAX_DROP_PCT, RegressionError, Thresholds, parse_pct};
 
-use crate::results::{ReadError, RunResults};
-
-/// Why text is not a run's results.
-#[derive(Debug, thiserror::Error)]
-pub enum ResultsError {
-    #[error("not JSON: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("{0}")]
-    Parsed(String),
-    #[error("not a fabricplan results.json (no `format_version`, `plan` or `jobs`)")]
-    NotResults,
-}
-
-/// Read a run's `results.json` text. Fields this version does not know are ignored, missing ones
-/// take their defaults; a document without `format_version`, `plan` or `jobs` is not a run.
-pub fn parse_results(text: &str) -> Result<RunResults, ResultsError> {
-    let v: serde_json::Value = serde_json::from_str(text)?;
-    let has = |k: &str| v.get(k).is_some();
-    if !(has("format_version") && has("plan") && has("jobs")) {
-        return Err(ResultsError::NotResults);
-    }
-    let r = RunResults::read(v, &crate::kinds::tool).map_err(|e| match e {
-        ReadError::Json(e) => ResultsError::Json(e),
-        e => ResultsError::Parsed(e.to_string()),
-    })?;
-    if r.format_version == 0 {
-        return Err(ResultsError::NotResults);
-    }
-    Ok(r)
-}
+pub use read::{
+    MAX_UNIX_MS, READS, ResultsError, check_head, outputs_from, parse_results, results_from,
+};

@@ -46,20 +46,32 @@ pub struct Evidence {
 const RUN_FILES: [&str; 4] = ["plan.toml", "results.jsonl", "results.json", "jobs"];
 
 impl Evidence {
+    /// Does `dir` already hold a run (any of its files there, a dangling link too)?
+    pub fn check_free(dir: &Path) -> Result<(), EvidenceError> {
+        // anything there counts, a dangling link too (never written through)
+        match RUN_FILES
+            .iter()
+            .find(|f| fs::symlink_metadata(dir.join(f)).is_ok())
+        {
+            Some(found) => Err(EvidenceError::Taken {
+                dir: dir.to_path_buf(),
+                found: (*found).to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Create the run directory (new, or existing and empty) and copy the plan into it.
     pub fn create(dir: &Path, plan_text: &str) -> Result<Evidence, EvidenceError> {
         let io = |source| EvidenceError::Io {
             dir: dir.to_path_buf(),
             source,
         };
-        if let Some(found) = RUN_FILES.iter().find(|f| dir.join(f).exists()) {
-            return Err(EvidenceError::Taken {
-                dir: dir.to_path_buf(),
-                found: (*found).to_string(),
-            });
-        }
-        fs::create_dir_all(dir.join("jobs")).map_err(io)?;
-        fs::write(dir.join("plan.toml"), plan_text).map_err(io)?;
+        Self::check_free(dir)?;
+        fs::create_dir_all(dir).map_err(io)?;
+        fs::create_dir(dir.join("jobs")).map_err(io)?;
+        crate::files::output::write_new(&dir.join("plan.toml"), plan_text.as_bytes())
+            .map_err(io)?;
         Ok(Evidence {
             dir: dir.to_path_buf(),
             enabled: true,
@@ -87,7 +99,7 @@ impl Evidence {
         let written = path
             .parent()
             .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|()| fs::write(&path, content));
+            .and_then(|()| crate::files::output::write_new(&path, content.as_bytes()));
         match written {
             Ok(()) => Some(rel),
             Err(e) => {

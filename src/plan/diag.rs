@@ -127,27 +127,11 @@ fn labels_of(p: &Problem, map: impl Fn(&Range<usize>) -> Range<usize>) -> Vec<La
 /// message is cut, not wrapped over a thousand lines.
 const MAX_TEXT: usize = 600;
 
-/// A message, label or help text as shown: control characters escaped (`\u{1b}`: a plan's
+/// A message, label or help text as shown: control characters escaped (`\x1b`: a plan's
 /// names reach the messages), cut at `MAX_TEXT`.
 fn shown(s: &str) -> String {
+    // control and bidirectional characters escaped, so a plan's text cannot reorder a line
     let s = crate::text::inert(s);
-    // bidirectional overrides and isolates reorder a line on screen: escaped as well
-    let bidi = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    let s = if s.chars().any(bidi) {
-        std::borrow::Cow::Owned(
-            s.chars()
-                .map(|c| {
-                    if bidi(c) {
-                        c.escape_unicode().to_string()
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect(),
-        )
-    } else {
-        s
-    };
     if s.len() <= MAX_TEXT {
         return s.into_owned();
     }

@@ -4,6 +4,7 @@
 //! `model` is what the rest of fabricplan works from. This module reads files and nothing else:
 //! no network, no printing.
 
+pub mod controls;
 pub mod diag;
 pub mod model;
 pub mod raw;
@@ -42,9 +43,24 @@ pub struct Loaded {
 
 /// Read and validate a plan file, its `[tests]` sections read by `catalog`'s kinds.
 pub fn load(path: &Path, catalog: &dyn Catalog) -> Result<Loaded, LoadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
-        path: path.to_path_buf(),
-        source,
+    // a file or a stream (`<(...)`), never a directory or a socket, at most 256 MiB
+    use crate::files::input::{Accept, InputError, STREAM_MAX, read_text};
+    let text = read_text(path, STREAM_MAX, Accept::Stream).map_err(|e| {
+        let source = match e {
+            InputError::Io { source, .. } => source,
+            InputError::NotFound(_) => std::io::Error::from(std::io::ErrorKind::NotFound),
+            InputError::NotRegular { kind, .. } => {
+                std::io::Error::other(format!("it is {kind}, not a regular file or a stream"))
+            }
+            InputError::TooLarge { max, .. } => std::io::Error::other(format!(
+                "it is larger than the {} limit",
+                crate::files::size_text(max)
+            )),
+        };
+        LoadError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     let base = path
         .parent()
@@ -71,10 +87,14 @@ pub fn load_str(
         Ok(doc) => doc,
         Err(e) => return invalid(vec![toml_problem(&e)]),
     };
-    // the shape first: every unknown key, wrong type and number out of range at once
-    let shape = shape::check(&doc, catalog);
+    // control characters in any key or value, and the shape: every unknown key, wrong type and
+    // number out of range at once
+    let controls = controls::check(&doc);
+    let mut shape = shape::check(&doc, catalog);
     if !shape.only_unknown_keys() {
-        return invalid(shape.problems);
+        let mut all = controls;
+        all.append(&mut shape.problems);
+        return invalid(all);
     }
     // unknown keys alone leave the rest readable: check it too, so one pass shows everything
     shape::strip_unknown(&mut doc, &shape.unknown_keys);
@@ -82,14 +102,16 @@ pub fn load_str(
     let raw = match RawPlan::deserialize(toml::de::Deserializer::from(doc)) {
         Ok(r) => r,
         Err(e) => {
-            let mut problems = shape.problems;
+            let mut problems = controls;
+            problems.append(&mut shape.problems);
             problems.push(toml_problem(&e));
             return invalid(problems);
         }
     };
     let (plan, mut problems) = validate::validate(raw, path, text, base_dir, sections, catalog);
-    if !shape.problems.is_empty() {
-        let mut all = shape.problems;
+    if !shape.problems.is_empty() || !controls.is_empty() {
+        let mut all = controls;
+        all.append(&mut shape.problems);
         all.append(&mut problems);
         return invalid(all);
     }

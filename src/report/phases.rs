@@ -146,6 +146,10 @@ impl Sink for PhaseLines {
         "phases (stderr)".into()
     }
 
+    fn outputs(&self) -> Vec<(std::path::PathBuf, crate::files::output::Existing)> {
+        Vec::new()
+    }
+
     fn event(&mut self, e: &Event) -> io::Result<()> {
         match e {
             Event::RoundStart { total, .. } => {

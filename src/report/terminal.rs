@@ -442,6 +442,10 @@ impl Sink for Terminal {
         "the terminal".into()
     }
 
+    fn outputs(&self) -> Vec<(std::path::PathBuf, crate::files::output::Existing)> {
+        Vec::new()
+    }
+
     fn event(&mut self, e: &Event) -> io::Result<()> {
         self.progress(e);
         match e {
@@ -468,6 +472,10 @@ impl JsonStdout {
 impl Sink for JsonStdout {
     fn name(&self) -> String {
         "stdout".into()
+    }
+
+    fn outputs(&self) -> Vec<(std::path::PathBuf, crate::files::output::Existing)> {
+        Vec::new()
     }
 
     fn event(&mut self, e: &Event) -> io::Result<()> {

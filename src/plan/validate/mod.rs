@@ -126,8 +126,10 @@ fn build(
 
     let profiles = nodes::profiles(ctx, &raw.profile);
     let nodes = nodes::nodes(ctx, &raw.node, &profiles);
+    names::case_twins(ctx, "node", raw.node.iter().map(|n| &n.name));
     ctx.node_ids = nodes.iter().map(|n| (n.name.clone(), n.id)).collect();
     let switches = switches::switches(ctx, &raw.switch);
+    names::case_twins(ctx, "switch", raw.switch.iter().map(|s| &s.name));
     ctx.switch_ids = switches.iter().map(|s| (s.name.clone(), s.id)).collect();
     let isls = switches::isls(ctx, &raw.isl, &switches);
     let wired = cables::cables(ctx, &raw.cable, &nodes, &profiles, &switches);

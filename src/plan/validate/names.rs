@@ -224,3 +224,48 @@ pub(super) fn keyword<T: Copy>(
     ctx.push(p);
     None
 }
+
+/// Names of `what` (nodes, switches) that differ only by case: a warning naming each, since
+/// host names, ssh_config aliases and file systems may not tell them apart (`SPARK-A` and
+/// `spark-a` reach the same host; their run files can overwrite each other on a case-blind
+/// disk).
+pub(super) fn case_twins<'a>(
+    ctx: &mut Ctx,
+    what: &str,
+    names: impl Iterator<Item = &'a Spanned<String>>,
+) {
+    let mut by_lower: HashMap<String, Vec<&Spanned<String>>> = HashMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for n in names {
+        let lower = n.get_ref().to_lowercase();
+        let group = by_lower.entry(lower.clone()).or_default();
+        if group.is_empty() {
+            order.push(lower);
+        }
+        if !group.iter().any(|g| g.get_ref() == n.get_ref()) {
+            group.push(n);
+        }
+    }
+    for lower in order {
+        let group = &by_lower[&lower];
+        if group.len() < 2 {
+            continue;
+        }
+        let shown: Vec<&str> = group.iter().map(|n| n.get_ref().as_str()).collect();
+        let mut p = Problem::warning(
+            "plan::name-case",
+            format!(
+                "{what} names {} differ only by case",
+                list_of(&shown, MAX_LABELS)
+            ),
+        )
+        .at(span(group[0]), "this name");
+        for n in group.iter().skip(1).take(MAX_LABELS) {
+            p = p.also(span(n), "the same name in another case");
+        }
+        ctx.push(p.help(
+            "host names and ssh_config aliases ignore case, and so do some file systems: give \
+             each a name that differs in more than case",
+        ));
+    }
+}

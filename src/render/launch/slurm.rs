@@ -429,9 +429,17 @@ ends = ["spark-a.f0", "spark-b.f0"]
 subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
 "#
         );
-        crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."), &NoKinds)
-            .unwrap()
-            .plan
+        match crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."), &NoKinds) {
+            Ok(l) => l.plan,
+            // a control character is refused by validate (`x\npwned`); the launcher still
+            // quotes it as data when it meets one
+            Err(_) if env.values().any(|v| v.chars().any(char::is_control)) => {
+                let mut p = plan(&BTreeMap::new());
+                p.nodes[0].env = env.clone();
+                p
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
 
     fn words(line: &str) -> Vec<String> {

@@ -39,13 +39,17 @@ pub(super) fn class(o: crate::gate::judge::Outcome) -> &'static str {
     }
 }
 
-/// `2026-12-01 11:26:52 UTC`
+/// `2026-12-01 11:26:52 UTC`; a date past the year 9999 (which results.json readers refuse)
+/// is shown as its milliseconds, never a panic.
 pub(super) fn utc(ms: u64) -> String {
-    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
-    humantime::format_rfc3339_seconds(t)
-        .to_string()
-        .replace('T', " ")
-        .replace('Z', " UTC")
+    let t = std::time::UNIX_EPOCH.checked_add(std::time::Duration::from_millis(ms));
+    match t.filter(|_| ms <= crate::compare::MAX_UNIX_MS) {
+        Some(t) => humantime::format_rfc3339_seconds(t)
+            .to_string()
+            .replace('T', " ")
+            .replace('Z', " UTC"),
+        None => format!("{ms} ms after 1970 (past the year 9999)"),
+    }
 }
 
 /// The formatter and the filters of the page's templates:
@@ -76,7 +80,7 @@ mod tests {
     fn escapes_markup_and_controls() {
         assert_eq!(
             esc("<script>\"a\" & 'b'\u{1b}[2J"),
-            "&lt;script&gt;&quot;a&quot; &amp; &#x27;b&#x27;\\u{1b}[2J"
+            "&lt;script&gt;&quot;a&quot; &amp; &#x27;b&#x27;\\x1b[2J"
         );
     }
 
@@ -98,12 +102,15 @@ mod tests {
                 },
             )
             .unwrap();
-        assert_eq!(out, "&lt;b&gt;\\u{1b}[2J|<i>|3|a&lt;\nb\\u{7}|1234.6|-");
+        assert_eq!(out, "&lt;b&gt;\\x1b[2J|<i>|3|a&lt;\nb\\x07|1234.6|-");
     }
 
     #[test]
     fn dates() {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(utc(1_796_124_412_899), "2026-12-01 11:26:52 UTC");
+        assert_eq!(utc(253_402_300_799_999), "9999-12-31 23:59:59 UTC");
+        assert!(utc(253_402_300_800_000).contains("past the year 9999"));
+        assert!(utc(u64::MAX).contains("past the year 9999"));
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
 use crate::exec::runner::Event;
+use crate::files::output::Existing;
 use crate::report::html::{Inputs, render};
 use crate::results::RunResults;
 
@@ -30,19 +31,22 @@ impl HtmlSink {
 /// the directory, and the baseline too when none is given. `Err` when the page does not render
 /// (a defect of its templates).
 pub fn report_of(dir: &Path, r: &RunResults, baseline: Option<&RunResults>) -> io::Result<String> {
-    let (plan, plan_note) = match std::fs::read_to_string(dir.join("plan.toml")) {
-        Ok(text) => match crate::kinds::load_str(&dir.join("plan.toml"), &text, dir) {
-            Ok(l) => (Some(l.plan), None),
-            Err(e) => (None, Some(format!("plan.toml does not load ({e})"))),
-        },
-        Err(e) => (
-            None,
-            Some(format!("no plan.toml in the run directory ({e})")),
-        ),
-    };
+    use crate::files::input::{Accept, DEFAULT_MAX_INPUT, read_text};
+    // read within limits: a run directory read back may hold anything
+    let (plan, plan_note) =
+        match read_text(&dir.join("plan.toml"), DEFAULT_MAX_INPUT, Accept::Regular) {
+            Ok(text) => match crate::kinds::load_str(&dir.join("plan.toml"), &text, dir) {
+                Ok(l) => (Some(l.plan), None),
+                Err(e) => (None, Some(format!("plan.toml does not load ({e})"))),
+            },
+            Err(e) => (
+                None,
+                Some(format!("no plan.toml in the run directory ({e})")),
+            ),
+        };
     let read = match baseline {
         Some(_) => None,
-        None => std::fs::read_to_string(dir.join(BASELINE_FILE))
+        None => read_text(&dir.join(BASELINE_FILE), DEFAULT_MAX_INPUT, Accept::Regular)
             .ok()
             .and_then(|t| crate::compare::parse_results(&t).ok()),
     };
@@ -58,6 +62,10 @@ pub fn report_of(dir: &Path, r: &RunResults, baseline: Option<&RunResults>) -> i
 impl Sink for HtmlSink {
     fn name(&self) -> String {
         self.dir.join("report.html").display().to_string()
+    }
+
+    fn outputs(&self) -> Vec<(PathBuf, Existing)> {
+        vec![(self.dir.join("report.html"), Existing::Nothing)]
     }
 
     fn event(&mut self, e: &Event) -> io::Result<()> {

@@ -9,19 +9,26 @@ use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
 use crate::exec::runner::Event;
+use crate::files::output::Existing;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::results::RunResults;
+
+/// Text as XML 1.0 may hold it (see [`crate::text::xml`]): every string handed to the
+/// document goes through it.
+fn x(s: &str) -> String {
+    crate::text::xml(s).into_owned()
+}
 
 fn case(v: &Verdict, classname: &str) -> TestCase {
     let status = match v.outcome {
         // counted once, at its root cause; shown here as what it is
         Outcome::Fail if v.follows.is_some() => {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(format!(
+            s.set_message(x(&format!(
                 "follows from `{}`: {}",
                 v.follows.clone().unwrap_or_default(),
                 v.detail
-            ));
+            )));
             s
         }
         Outcome::Fail => {
@@ -31,17 +38,17 @@ fn case(v: &Verdict, classname: &str) -> TestCase {
                 v.trap_name.clone().unwrap_or_else(|| "failed".into()),
                 v.fix.clone().unwrap_or_default()
             );
-            s.set_message(msg);
-            s.set_type(v.trap_name.clone().unwrap_or_default());
-            s.set_description(describe(v));
+            s.set_message(x(&msg));
+            s.set_type(x(v.trap_name.as_deref().unwrap_or_default()));
+            s.set_description(x(&describe(v)));
             s
         }
         _ => TestCaseStatus::success(),
     };
-    let mut c = TestCase::new(v.gate.clone(), status);
-    c.set_classname(classname.to_string());
+    let mut c = TestCase::new(x(&v.gate), status);
+    c.set_classname(x(classname));
     if v.outcome != Outcome::Fail {
-        c.set_system_out(describe(v));
+        c.set_system_out(x(&describe(v)));
     }
     c
 }
@@ -68,18 +75,18 @@ fn describe(v: &Verdict) -> String {
 /// The JUnit document of a run.
 pub fn render(r: &RunResults) -> String {
     let label = if r.simulated { " (SIMULATED)" } else { "" };
-    let mut report = Report::new(format!("fabricplan {}{label}", r.plan));
-    let mut pre = TestSuite::new(format!("{}{label} preflight", r.plan));
+    let mut report = Report::new(x(&format!("fabricplan {}{label}", r.plan)));
+    let mut pre = TestSuite::new(x(&format!("{}{label} preflight", r.plan)));
     for v in &r.preflight {
         pre.add_test_case(case(v, &format!("{}.preflight", r.plan)));
     }
     if r.interrupted {
         // never green: the run itself is a failed case, and every job it did not run is skipped
         let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-        s.set_message(r.summary.verdict.clone());
+        s.set_message(x(&r.summary.verdict));
         s.set_type("interrupted");
-        let mut c = TestCase::new(format!("fabricplan run {}", r.plan), s);
-        c.set_classname(format!("{}.run", r.plan));
+        let mut c = TestCase::new(x(&format!("fabricplan run {}", r.plan)), s);
+        c.set_classname(x(&format!("{}.run", r.plan)));
         pre.add_test_case(c);
     }
     report.add_test_suite(pre);
@@ -90,7 +97,7 @@ pub fn render(r: &RunResults) -> String {
     for j in &r.jobs {
         let idx = *at.entry(j.round_name.as_str()).or_insert_with(|| {
             let name = format!("{}{label} {}", r.plan, j.round_name);
-            suites.push((TestSuite::new(name), 0));
+            suites.push((TestSuite::new(x(&name)), 0));
             suites.len() - 1
         });
         let (suite, ok) = &mut suites[idx];
@@ -103,9 +110,9 @@ pub fn render(r: &RunResults) -> String {
         }
         if j.verdicts.is_empty() {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(j.reason.clone().unwrap_or_default());
-            let mut c = TestCase::new(format!("{} {}", j.kind, j.label), s);
-            c.set_classname(format!("{}.{}", r.plan, j.kind));
+            s.set_message(x(j.reason.as_deref().unwrap_or_default()));
+            let mut c = TestCase::new(x(&format!("{} {}", j.kind, j.label)), s);
+            c.set_classname(x(&format!("{}.{}", r.plan, j.kind)));
             suite.add_test_case(c);
         }
     }
@@ -115,7 +122,7 @@ pub fn render(r: &RunResults) -> String {
                 format!("{ok} gate(s) OK (listed in results.json)"),
                 TestCaseStatus::success(),
             );
-            c.set_classname(format!("{}.ok", r.plan));
+            c.set_classname(x(&format!("{}.ok", r.plan)));
             s.add_test_case(c);
         }
         report.add_test_suite(s);
@@ -141,10 +148,106 @@ impl Sink for JunitSink {
         self.dir.join("junit.xml").display().to_string()
     }
 
+    fn outputs(&self) -> Vec<(PathBuf, Existing)> {
+        vec![(self.dir.join("junit.xml"), Existing::Nothing)]
+    }
+
     fn event(&mut self, e: &Event) -> io::Result<()> {
         let Event::Finished(r) = e else {
             return Ok(());
         };
         write_atomic(&self.dir, "junit.xml", render(r).as_bytes()).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gate::judge::{Outcome, Verdict};
+    use crate::gate::trap::Trap;
+    use crate::results::{JobResult, RunResults};
+
+    /// Every character XML 1.0 forbids, and markup, in every text of the run.
+    const BAD: &str = "a\u{fffe}b\u{ffff}c\u{1}\u{1b}[2J\u{7f}\u{9b}<x>&\"']]>\r\n\td";
+
+    /// Parse `xml` through, panicking on the first well-formedness error; its text content.
+    fn parse(xml: &str) -> String {
+        let mut r = quick_xml::Reader::from_str(xml);
+        let mut text = String::new();
+        loop {
+            match r.read_event() {
+                Ok(quick_xml::events::Event::Eof) => break,
+                Ok(quick_xml::events::Event::Start(e) | quick_xml::events::Event::Empty(e)) => {
+                    for a in e.attributes() {
+                        let a = a.unwrap_or_else(|err| panic!("{err}: {xml}"));
+                        text.push_str(
+                            &a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                .unwrap(),
+                        );
+                    }
+                }
+                Ok(quick_xml::events::Event::Text(t)) => {
+                    text.push_str(&t.decode().unwrap());
+                }
+                Ok(_) => {}
+                Err(e) => panic!("not well-formed: {e}\n{xml}"),
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn well_formed_whatever_the_text() {
+        let mut fail = Verdict::check(
+            format!("rdma-bw {BAD}"),
+            Outcome::Fail,
+            BAD,
+            Some(Trap::Site),
+        );
+        fail.trap_name = Some(BAD.into());
+        fail.fix = Some(BAD.into());
+        fail.unit = BAD.into();
+        fail.threshold = BAD.into();
+        fail.measured = Some(1.0);
+        let mut warn = fail.clone();
+        warn.outcome = Outcome::Warn;
+        let mut follows = fail.clone();
+        follows.follows = Some(BAD.into());
+        let j = JobResult {
+            kind: BAD.into(),
+            label: BAD.into(),
+            round_name: BAD.into(),
+            verdicts: vec![fail.clone(), warn, follows],
+            ..JobResult::default()
+        };
+        let skipped = JobResult {
+            kind: BAD.into(),
+            label: BAD.into(),
+            round_name: BAD.into(),
+            reason: Some(BAD.into()),
+            ..JobResult::default()
+        };
+        let mut r = RunResults {
+            plan: BAD.into(),
+            preflight: vec![fail],
+            jobs: vec![j, skipped],
+            interrupted: true,
+            ..RunResults::default()
+        };
+        r.summarize();
+        r.summary.verdict = BAD.into();
+        let xml = super::render(&r);
+        let text = parse(&xml);
+        // XML 1.0's Char production: the parser does not check it, so it is checked here
+        for c in xml.chars() {
+            assert!(
+                matches!(c as u32, 0x9 | 0xa | 0xd | 0x20..=0xd7ff | 0xe000..=0xfffd | 0x10000..),
+                "{c:?} in {xml}"
+            );
+        }
+        // shown, not dropped
+        assert!(
+            text.contains("\\u{fffe}") && text.contains("<x>&"),
+            "{text}"
+        );
     }
 }

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use super::{Sink, write_atomic};
 use crate::compare::{self, is_baseline_verdict};
 use crate::exec::runner::Event;
+use crate::files::output::Existing;
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::Metric;
 use crate::parse::nccl_tests::NcclReport;
@@ -432,6 +433,10 @@ impl MetricsSink {
 impl Sink for MetricsSink {
     fn name(&self) -> String {
         self.path.display().to_string()
+    }
+
+    fn outputs(&self) -> Vec<(PathBuf, Existing)> {
+        vec![(self.path.clone(), Existing::Replace)]
     }
 
     fn event(&mut self, e: &Event) -> io::Result<()> {

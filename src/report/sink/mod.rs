@@ -14,6 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::exec::runner::Event;
+use crate::files::output::{Existing, OutputError, check_file};
 
 pub use html::HtmlSink;
 pub use jsonl::JsonlSink;
@@ -29,6 +30,10 @@ pub trait Sink: Send {
 
     /// Take one event; an error is reported and the run goes on.
     fn event(&mut self, e: &Event) -> io::Result<()>;
+
+    /// The files it will write, and what may be there already: every one is checked before
+    /// the run starts ([`Sinks::check_outputs`]). None for the terminal and stdout.
+    fn outputs(&self) -> Vec<(PathBuf, Existing)>;
 }
 
 /// A sink that failed, and how.
@@ -80,43 +85,32 @@ impl Sinks {
     pub fn errors(&self) -> &[SinkError] {
         &self.failed
     }
+
+    /// Every file the sinks will write, checked before anything runs: each problem, in order.
+    pub fn check_outputs(&self) -> Vec<OutputError> {
+        self.sinks
+            .iter()
+            .flat_map(|s| s.outputs())
+            .filter_map(|(p, existing)| check_file(&p, existing).err())
+            .collect()
+    }
 }
 
-/// The sinks of a run directory: results.jsonl as jobs finish, then results.json, junit.xml,
-/// summary.md and report.html.
-pub fn run_directory(dir: &Path) -> Vec<Box<dyn Sink>> {
-    vec![
+/// The sinks of a run directory, with `also` (the metrics file): results.jsonl as jobs finish,
+/// then junit.xml, summary.md, report.html, `also`, and results.json last, so that it records
+/// what the others could not write.
+pub fn run_directory(dir: &Path, also: Vec<Box<dyn Sink>>) -> Vec<Box<dyn Sink>> {
+    let mut v: Vec<Box<dyn Sink>> = vec![
         Box::new(JsonlSink::new(dir)),
-        Box::new(ResultsJsonSink::new(dir)),
         Box::new(JunitSink::new(dir)),
         Box::new(SummarySink::new(dir)),
         Box::new(HtmlSink::new(dir)),
-    ]
+    ];
+    v.extend(also);
+    v.push(Box::new(ResultsJsonSink::new(dir)));
+    v
 }
 
-/// Write `name` in `dir` atomically: a temporary file beside it, then a rename, so a reader never
-/// sees half a file.
-pub fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> io::Result<PathBuf> {
-    write_atomic_with(dir, name, |w| w.write_all(content))
-}
-
-/// [`write_atomic`] with the content written by `write` through a buffer: a big file is never
-/// held in memory whole.
-pub fn write_atomic_with(
-    dir: &Path,
-    name: &str,
-    write: impl FnOnce(&mut dyn io::Write) -> io::Result<()>,
-) -> io::Result<PathBuf> {
-    use std::io::Write;
-    let target = dir.join(name);
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .tempfile_in(dir)?;
-    let mut w = io::BufWriter::with_capacity(1 << 16, tmp);
-    write(&mut w)?;
-    w.flush()?;
-    let tmp = w.into_inner().map_err(|e| e.into_error())?;
-    tmp.as_file().sync_data()?;
-    tmp.persist(&target).map_err(|e| e.error)?;
-    Ok(target)
-}
+/// Files are written through [`crate::files::output`]: never over anything but a regular file,
+/// with the umask's mode, atomically.
+pub use crate::files::output::{write_atomic, write_atomic_with};

@@ -11,6 +11,7 @@ use serde_json::ser::Formatter;
 
 use super::{Sink, write_atomic_with};
 use crate::exec::runner::Event;
+use crate::files::output::Existing;
 use crate::results::{LINE_PER_JOB_ABOVE, RunResults};
 
 pub struct ResultsJsonSink {
@@ -28,6 +29,10 @@ impl ResultsJsonSink {
 impl Sink for ResultsJsonSink {
     fn name(&self) -> String {
         self.dir.join("results.json").display().to_string()
+    }
+
+    fn outputs(&self) -> Vec<(PathBuf, Existing)> {
+        vec![(self.dir.join("results.json"), Existing::Nothing)]
     }
 
     fn event(&mut self, e: &Event) -> io::Result<()> {

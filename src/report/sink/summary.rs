@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
 use crate::exec::runner::Event;
+use crate::files::output::Existing;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::results::{JobResult, RunResults};
-use crate::text::inert;
-
-/// A table cell: inert, and no `|` to split it.
+/// Text in the file, a table cell or a heading: inert, every Markdown and HTML character
+/// escaped ([`crate::text::md`]).
 fn cell(s: &str) -> String {
-    inert(s).replace('|', "/")
+    crate::text::md(s)
 }
 
 /// One row of a verdict table.
@@ -24,7 +24,7 @@ fn verdict_row(s: &mut String, v: &Verdict) {
         .map(|m| format!("{m:.2} {}", v.unit))
         .unwrap_or_default();
     let verdict = match (&v.follows, v.outcome) {
-        (Some(g), Outcome::Fail) => format!("FAIL (follows from `{}`)", cell(g)),
+        (Some(g), Outcome::Fail) => format!("FAIL (follows from {})", cell(g)),
         _ => v.outcome.as_str().to_string(),
     };
     let seen = match (&v.trap_name, v.outcome) {
@@ -41,7 +41,7 @@ fn verdict_row(s: &mut String, v: &Verdict) {
     s.push_str(&format!(
         "| {} | {verdict} | {} | {} | {} | {} |\n",
         cell(&v.gate),
-        measured,
+        cell(&measured),
         cell(&v.threshold),
         cell(&seen),
         cell(&fix)
@@ -96,7 +96,7 @@ fn matrix(s: &mut String, r: &RunResults) {
         } else {
             half.to_string()
         };
-        let value = format!("{tag} {:.1}", v.measured.unwrap_or_default());
+        let value = format!("{} {:.1}", cell(&tag), v.measured.unwrap_or_default());
         let value = match v.outcome {
             Outcome::Fail => format!("**{value} ✗**"),
             Outcome::Warn => format!("_{value} !_"),
@@ -173,11 +173,11 @@ pub fn render(r: &RunResults) -> String {
         ""
     };
     s.push_str(&format!(
-        "# fabricplan: {}{sim}\n\nRun `{}` over {}: **{}**\n",
-        inert(&r.plan),
-        inert(&r.run_id),
-        r.transport,
-        r.summary.verdict
+        "# fabricplan: {}{sim}\n\nRun {} over {}: **{}**\n",
+        cell(&r.plan),
+        cell(&r.run_id),
+        cell(&r.transport),
+        cell(&r.summary.verdict)
     ));
     if big {
         s.push_str(&format!(
@@ -336,6 +336,10 @@ impl Sink for SummarySink {
         self.dir.join("summary.md").display().to_string()
     }
 
+    fn outputs(&self) -> Vec<(PathBuf, Existing)> {
+        vec![(self.dir.join("summary.md"), Existing::Nothing)]
+    }
+
     fn event(&mut self, e: &Event) -> io::Result<()> {
         let Event::Finished(r) = e else {
             return Ok(());
@@ -376,6 +380,72 @@ mod tests {
         };
         let md = super::render(&r);
         assert!(!md.contains('\u{1b}') && !md.contains('\u{7}'), "{md:?}");
-        assert!(md.contains("\\u{1b}[8m hidden"), "{md}");
+        assert!(md.contains("\\\\x1b\\[8m hidden"), "{md}");
+    }
+
+    /// Unescaped `|` in a Markdown line: the cell separators.
+    pub(crate) fn pipes(line: &str) -> usize {
+        let b = line.as_bytes();
+        let mut n = 0;
+        for i in 0..b.len() {
+            if b[i] == b'|' {
+                let slashes = b[..i].iter().rev().take_while(|c| **c == b'\\').count();
+                n += usize::from(slashes % 2 == 0);
+            }
+        }
+        n
+    }
+
+    /// Every text of the results that summary.md shows, hostile: no tag, no raw control, no
+    /// cell split, whatever column it lands in.
+    #[test]
+    fn every_column_is_escaped() {
+        use crate::results::{JobResult, JobStatus};
+        let bad = "<img src=x onerror=alert(1)>|`x`|\u{1b}[2J\n| a | b |";
+        let mut v = Verdict::check(
+            format!("rdma-bw {bad}"),
+            Outcome::Fail,
+            bad,
+            Some(Trap::Site),
+        );
+        v.trap_name = Some(bad.into());
+        v.fix = Some(bad.into());
+        v.unit = bad.into();
+        v.threshold = bad.into();
+        v.measured = Some(1.0);
+        v.metric = Some(crate::gate::threshold::Metric::RdmaBw);
+        let j = JobResult {
+            kind: "rdma-bw".into(),
+            label: format!("{bad} -> n.f0.a"),
+            round_name: bad.into(),
+            hosts: vec![bad.into(), format!("{bad}2")],
+            status: JobStatus::Measured,
+            verdicts: vec![v.clone()],
+            ..JobResult::default()
+        };
+        let skipped = JobResult {
+            kind: bad.into(),
+            label: bad.into(),
+            round: 1,
+            round_name: bad.into(),
+            reason: Some(bad.into()),
+            ..JobResult::default()
+        };
+        let mut r = RunResults {
+            format_version: 1,
+            plan: bad.into(),
+            run_id: bad.into(),
+            transport: bad.into(),
+            preflight: vec![v],
+            jobs: vec![j, skipped],
+            ..RunResults::default()
+        };
+        r.summarize();
+        r.summary.verdict = bad.into();
+        let md = super::render(&r);
+        assert!(!md.contains('<') && !md.contains('\u{1b}'), "{md}");
+        for l in md.lines().filter(|l| l.starts_with('|')) {
+            assert!(matches!(pipes(l), 4 | 7), "a split cell: {l}");
+        }
     }
 }
