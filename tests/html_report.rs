@@ -222,6 +222,20 @@ fn switched_and_ring_runs_in_a_browser() {
         "ISL per flow"
     );
     assert!(html.contains("fab-isl fab-fail"));
+    // a tooltip's lines are lines (the ISL's: itself, its count, each flow that failed over
+    // it), never a literal `\n`
+    let titles: Vec<&str> = html
+        .split("<title>")
+        .skip(1)
+        .filter_map(|t| t.split("</title>").next())
+        .collect();
+    assert!(titles.iter().all(|t| !t.contains("\\n")), "{titles:#?}");
+    assert!(
+        titles
+            .iter()
+            .any(|t| t.starts_with("ISL sw-a-sw-b") && t.lines().count() >= 3),
+        "{titles:#?}"
+    );
     let (ring, o) = sim_run(tmp.path(), "ring", "plans/ring3.toml", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     self_contained(&std::fs::read_to_string(ring.join("report.html")).unwrap());

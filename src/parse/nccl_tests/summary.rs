@@ -25,54 +25,7 @@ impl crate::parse::Report for NcclReport {
 impl NcclReport {
     /// A few human lines: what ran where, over which transport, and the headline numbers.
     pub fn summary(&self) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        let name = self.collective.as_deref().unwrap_or("nccl-tests");
-        // without a `Using devices` block, the communicator size NCCL announced
-        let ranks = match (self.ranks, self.nranks) {
-            (0, Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
-            (r, _) => r,
-        };
-        let mut who = format!("{name}, {ranks} rank{}", if ranks == 1 { "" } else { "s" });
-        if !self.hosts.is_empty() {
-            who.push_str(&format!(" on {}", self.hosts.join(", ")));
-        }
-        if self.duplicate_headers {
-            who.push_str(&format!(
-                " ({} independent processes: binary built without MPI)",
-                self.processes
-            ));
-        }
-        parts.push(who);
-        let mut net = format!(
-            "NCCL {}",
-            self.nccl_version.as_deref().unwrap_or("(version unknown)")
-        );
-        match self.transport.as_deref() {
-            Some(t) => {
-                net.push_str(&format!(" over {t}"));
-                let mut q = Vec::new();
-                if t == "NET/IB" {
-                    match self.roce {
-                        Some(true) => q.push("RoCE".to_string()),
-                        Some(false) => q.push("IB".to_string()),
-                        None => {}
-                    }
-                    match self.gdr {
-                        Some(true) => q.push("GDR on".into()),
-                        Some(false) => q.push("GDR off".into()),
-                        None => {}
-                    }
-                }
-                if self.mixed_transport {
-                    q.push("mixed: some connections over IB".into());
-                }
-                if !q.is_empty() {
-                    net.push_str(&format!(" ({})", q.join(", ")));
-                }
-            }
-            None => net.push_str(" (no network transport seen)"),
-        }
-        parts.push(net);
+        let mut parts: Vec<String> = vec![self.who(), self.network()];
         if let (Some(lo), Some(hi)) = (
             self.rows.iter().map(|r| r.size_bytes).min(),
             self.rows.iter().map(|r| r.size_bytes).max(),
@@ -137,5 +90,59 @@ impl NcclReport {
             _ => {}
         }
         s
+    }
+
+    /// What ran where: the collective, its ranks, their hosts.
+    fn who(&self) -> String {
+        let name = self.collective.as_deref().unwrap_or("nccl-tests");
+        // without a `Using devices` block, the communicator size NCCL announced
+        let ranks = match (self.ranks, self.nranks) {
+            (0, Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+            (r, _) => r,
+        };
+        let mut who = format!("{name}, {ranks} rank{}", if ranks == 1 { "" } else { "s" });
+        if !self.hosts.is_empty() {
+            who.push_str(&format!(" on {}", self.hosts.join(", ")));
+        }
+        if self.duplicate_headers {
+            who.push_str(&format!(
+                " ({} independent processes: binary built without MPI)",
+                self.processes
+            ));
+        }
+        who
+    }
+
+    /// NCCL's version and the transport it chose (RoCE or IB, GDR, mixed).
+    fn network(&self) -> String {
+        let mut net = format!(
+            "NCCL {}",
+            self.nccl_version.as_deref().unwrap_or("(version unknown)")
+        );
+        let Some(t) = self.transport.as_deref() else {
+            net.push_str(" (no network transport seen)");
+            return net;
+        };
+        net.push_str(&format!(" over {t}"));
+        let mut q = Vec::new();
+        if t == "NET/IB" {
+            match self.roce {
+                Some(true) => q.push("RoCE".to_string()),
+                Some(false) => q.push("IB".to_string()),
+                None => {}
+            }
+            match self.gdr {
+                Some(true) => q.push("GDR on".into()),
+                Some(false) => q.push("GDR off".into()),
+                None => {}
+            }
+        }
+        if self.mixed_transport {
+            q.push("mixed: some connections over IB".into());
+        }
+        if !q.is_empty() {
+            net.push_str(&format!(" ({})", q.join(", ")));
+        }
+        net
     }
 }

@@ -30,15 +30,6 @@ pub(super) fn fmt_val(v: f64) -> String {
     base::fmt_val(v)
 }
 
-/// The class of an outcome: `ok`, `warn`, `fail`.
-pub(super) fn class(o: crate::gate::judge::Outcome) -> &'static str {
-    match o {
-        crate::gate::judge::Outcome::Ok => "ok",
-        crate::gate::judge::Outcome::Warn => "warn",
-        crate::gate::judge::Outcome::Fail => "fail",
-    }
-}
-
 /// `2026-12-01 11:26:52 UTC`; a date past the year 9999 (which results.json readers refuse)
 /// is shown as its milliseconds, never a panic.
 pub(super) fn utc(ms: u64) -> String {

@@ -2,12 +2,14 @@
 //! server, one cell per measured pair, coloured by the fraction of the expected value.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+
+use serde::Serialize;
 
 use super::ctx::{BwItem, Ctx, bw_items};
-use super::format::{class, esc, fmt_val};
+use super::format::fmt_val;
 use crate::compare::{self, baseline as base};
 use crate::gate::judge::Outcome;
+use crate::text::width::columns;
 
 /// Hue from red (at 30% of expected and below) to green (at 100%).
 fn heat(frac: f64) -> String {
@@ -16,12 +18,71 @@ fn heat(frac: f64) -> String {
     format!("hsl({hue:.0},62%,{}%)", 78.0 - 8.0 * (1.0 - t))
 }
 
-pub(super) fn heatmaps(h: &mut String, ctx: &Ctx<'_>) {
+/// The section: the colour legend, one matrix per kind and half.
+#[derive(Serialize)]
+pub(super) struct Heatmap {
+    /// What a colour means: a fraction of the expected value and its colour.
+    legend: Vec<(&'static str, String)>,
+    matrices: Vec<Matrix>,
+}
+
+/// The matrix of one kind and half: its rows (nodes, or groups of nodes), its geometry, its
+/// cells row by row.
+#[derive(Serialize)]
+struct Matrix {
+    kind: String,
+    half: String,
+    /// Nodes per row and column (1 unless grouped).
+    per_row: usize,
+    w: f64,
+    hh: f64,
+    label_w: f64,
+    top: f64,
+    cw: f64,
+    chh: f64,
+    /// Each column's middle and its server(s).
+    cols: Vec<(f64, String)>,
+    rows: Vec<Row>,
+}
+
+#[derive(Serialize)]
+struct Row {
+    /// The client(s), and the baseline of the row's label.
+    name: String,
+    y: f64,
+    cells: Vec<Cell>,
+}
+
+/// A cell's top left corner; a measured pair's heat, or the fill of a blank cell (grey on the
+/// diagonal).
+#[derive(Serialize)]
+struct Cell {
+    x: f64,
+    y: f64,
+    blank: Option<&'static str>,
+    heat: Option<Heat>,
+}
+
+/// A measured cell: its worst outcome, colour, value (the weakest), fraction of expected, the
+/// number of measurements and its tooltip.
+#[derive(Serialize)]
+struct Heat {
+    worst: Outcome,
+    /// `kind|half|client|server`, for the page's facts.
+    pair: String,
+    fill: String,
+    value: Option<f64>,
+    frac: Option<f64>,
+    count: usize,
+    title: Vec<String>,
+}
+
+/// The section; `None` when nothing was measured between pairs.
+pub(super) fn heatmaps(ctx: &Ctx<'_>) -> Option<Heatmap> {
     let items = bw_items(ctx);
     if items.is_empty() {
-        return;
+        return None;
     }
-    legend(h);
     // matrices: (kind, half) in order of appearance
     let mut mats: Vec<(String, String)> = Vec::new();
     for it in &items {
@@ -30,33 +91,27 @@ pub(super) fn heatmaps(h: &mut String, ctx: &Ctx<'_>) {
             mats.push(k);
         }
     }
-    for (kind, half) in &mats {
-        let mine: Vec<&BwItem<'_>> = items
-            .iter()
-            .filter(|it| &it.job.kind == kind && &it.flow.half == half)
-            .collect();
-        matrix(h, ctx, &mine, kind, half);
-    }
-    h.push_str("</div></section>\n");
-}
-
-/// The section's heading and colour legend; the grid of matrices opens.
-fn legend(h: &mut String) {
-    h.push_str("<section id=\"heatmap\"><h2>Bandwidth, node x node</h2>\n<div class=\"legend\"><span>row: client (sends) &#8594; column: server (receives); colour: measured / expected</span>");
-    for (label, f) in [
-        ("&#8804; 30%", 0.3),
+    let matrices = mats
+        .iter()
+        .map(|(kind, half)| {
+            let mine: Vec<&BwItem<'_>> = items
+                .iter()
+                .filter(|it| &it.job.kind == kind && &it.flow.half == half)
+                .collect();
+            matrix(ctx, &mine, kind, half)
+        })
+        .collect();
+    let legend = [
+        ("\u{2264} 30%", 0.3),
         ("65%", 0.65),
         ("80%", 0.8),
         ("90%", 0.9),
-        ("&#8805; 100%", 1.0),
-    ] {
-        let _ = write!(
-            h,
-            "<span><span class=\"swatch\" style=\"background:{}\"></span>{label}</span>",
-            heat(f)
-        );
-    }
-    h.push_str("<span><span class=\"swatch\" style=\"background:#fff;border:2px solid var(--fail)\"></span>FAIL</span><span><span class=\"swatch\" style=\"background:#fff;border:2px solid var(--warn)\"></span>WARN</span></div>\n<div class=\"grid\">\n");
+        ("\u{2265} 100%", 1.0),
+    ]
+    .into_iter()
+    .map(|(label, f)| (label, heat(f)))
+    .collect();
+    Some(Heatmap { legend, matrices })
 }
 
 /// Up to this many nodes a matrix has a row and a column per node; above, consecutive nodes
@@ -111,8 +166,7 @@ impl<'i, 'a> Grid<'i, 'a> {
         let n = names.len();
         let cw = (760.0 / n as f64).clamp(16.0, 76.0);
         let chh = (cw * 0.62).max(16.0);
-        let label_w =
-            names.iter().map(|s| s.chars().count()).max().unwrap_or(4) as f64 * 7.2 + 12.0;
+        let label_w = names.iter().map(|s| columns(s)).max().unwrap_or(4) as f64 * 7.2 + 12.0;
         let top = 22.0 + if cw < 40.0 { 60.0 } else { 18.0 };
         Grid {
             names,
@@ -126,119 +180,71 @@ impl<'i, 'a> Grid<'i, 'a> {
     }
 }
 
-/// The matrix of one kind and half: caption, axis names, column labels, then row by row.
-fn matrix(h: &mut String, ctx: &Ctx<'_>, mine: &[&BwItem<'_>], kind: &str, half: &str) {
+/// The matrix of one kind and half.
+fn matrix(ctx: &Ctx<'_>, mine: &[&BwItem<'_>], kind: &str, half: &str) -> Matrix {
     let g = Grid::of(ctx, mine);
     let n = g.names.len();
-    let (label_w, top) = (g.label_w, g.top);
-    let w = label_w + g.cw * n as f64 + 8.0;
-    let hh = top + g.chh * n as f64 + 8.0;
-    let what = if half == "both" {
-        "both halves, summed".to_string()
-    } else {
-        format!("half {}", esc(half))
+    let cols = g
+        .names
+        .iter()
+        .enumerate()
+        .map(|(ci, name)| (g.label_w + g.cw * ci as f64 + g.cw / 2.0, name.clone()))
+        .collect();
+    let rows = (0..n)
+        .map(|ri| Row {
+            name: g.names[ri].clone(),
+            y: g.top + g.chh * ri as f64 + g.chh / 2.0 + 4.0,
+            cells: (0..n).map(|ci| cell(ctx, &g, ri, ci)).collect(),
+        })
+        .collect();
+    Matrix {
+        kind: kind.to_string(),
+        half: half.to_string(),
+        per_row: g.per_row,
+        w: g.label_w + g.cw * n as f64 + 8.0,
+        hh: g.top + g.chh * n as f64 + 8.0,
+        label_w: g.label_w,
+        top: g.top,
+        cw: g.cw,
+        chh: g.chh,
+        cols,
+        rows,
+    }
+}
+
+/// The cell of row `ri` and column `ci`: blank where nothing was measured, else the heat of
+/// the pair (of the two groups, when grouped).
+fn cell(ctx: &Ctx<'_>, g: &Grid<'_, '_>, ri: usize, ci: usize) -> Cell {
+    let (x, y) = (g.label_w + g.cw * ci as f64, g.top + g.chh * ri as f64);
+    let Some(list) = g.cells.get(&(ri, ci)) else {
+        let fill = if ri == ci { "#eaeef2" } else { "#fff" };
+        return Cell {
+            x,
+            y,
+            blank: Some(fill),
+            heat: None,
+        };
     };
-    let grouped = if g.per_row > 1 {
-        format!(
-            " &#183; {} nodes per row and column, each cell the weakest flow between two groups",
-            g.per_row
-        )
+    let title = if g.per_row > 1 {
+        vec![group_title(list, &g.names[ri], &g.names[ci])]
     } else {
-        String::new()
+        cell_title(ctx, list)
     };
-    let _ = write!(
-        h,
-        "<figure><figcaption>{} &#183; {what}{grouped}</figcaption><svg class=\"heatmap\" width=\"{w:.0}\" height=\"{hh:.0}\" viewBox=\"0 0 {w:.0} {hh:.0}\" role=\"img\" aria-label=\"{} {what} bandwidth matrix\">",
-        esc(kind),
-        esc(kind),
-    );
-    let _ = write!(
-        h,
-        "<text x=\"{label_w:.0}\" y=\"12\" font-size=\"10.5\" fill=\"#59636e\">server &#8594;</text><text x=\"2\" y=\"{:.0}\" font-size=\"10.5\" fill=\"#59636e\">client &#8595;</text>",
-        top - 4.0
-    );
-    column_labels(h, &g);
-    for ri in 0..n {
-        matrix_row(h, ctx, &g, ri);
-    }
-    h.push_str("</svg></figure>\n");
-}
-
-/// The servers over the columns, slanted when the columns are narrow.
-fn column_labels(h: &mut String, g: &Grid<'_, '_>) {
-    let (cw, top) = (g.cw, g.top);
-    for (ci, name) in g.names.iter().enumerate() {
-        let x = g.label_w + cw * ci as f64 + cw / 2.0;
-        if cw < 40.0 {
-            let _ = write!(
-                h,
-                "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"10.5\" transform=\"rotate(-55 {x:.1} {:.1})\">{}</text>",
-                top - 4.0,
-                top - 4.0,
-                esc(name)
-            );
-        } else {
-            let _ = write!(
-                h,
-                "<text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-                top - 5.0,
-                esc(name)
-            );
-        }
+    Cell {
+        x,
+        y,
+        blank: None,
+        heat: Some(heat_of(list, title)),
     }
 }
 
-/// Row `ri`: the client's name, then a cell per server (blank where nothing was measured,
-/// grey on the diagonal).
-fn matrix_row(h: &mut String, ctx: &Ctx<'_>, g: &Grid<'_, '_>, ri: usize) {
-    let (cw, chh, top) = (g.cw, g.chh, g.top);
-    let y = top + chh * ri as f64 + chh / 2.0 + 4.0;
-    let _ = write!(
-        h,
-        "<text x=\"{:.1}\" y=\"{y:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
-        g.label_w - 6.0,
-        esc(&g.names[ri])
-    );
-    for ci in 0..g.names.len() {
-        let x = g.label_w + cw * ci as f64;
-        let y0 = top + chh * ri as f64;
-        match g.cells.get(&(ri, ci)) {
-            None => {
-                let fill = if ri == ci { "#eaeef2" } else { "#fff" };
-                let _ = write!(
-                    h,
-                    "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{fill}\" stroke=\"#d1d9e0\"/>",
-                    x + 1.0,
-                    y0 + 1.0,
-                    cw - 2.0,
-                    chh - 2.0
-                );
-            }
-            Some(list) if g.per_row > 1 => {
-                let title = group_title(list, &g.names[ri], &g.names[ci]);
-                heat_cell(h, list, title, x, y0, cw, chh)
-            }
-            Some(list) => heat_cell(h, list, cell_title(ctx, list), x, y0, cw, chh),
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn heat_cell(
-    h: &mut String,
-    list: &[&BwItem<'_>],
-    title: String,
-    x: f64,
-    y0: f64,
-    cw: f64,
-    chh: f64,
-) {
+/// A measured cell: the weakest measurement of the pair decides the colour and the value.
+fn heat_of(list: &[&BwItem<'_>], title: Vec<String>) -> Heat {
     let worst = list
         .iter()
         .map(|it| it.v.outcome)
         .max()
         .unwrap_or(Outcome::Ok);
-    // the weakest measurement of the pair decides the colour
     let frac = list
         .iter()
         .filter_map(|it| Some(it.v.measured? / it.v.expected.filter(|e| *e > 0.0)?))
@@ -254,54 +260,18 @@ fn heat_cell(
         .filter_map(|it| it.v.measured)
         .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.min(v))));
     let it0 = list[0];
-    let pair = format!(
-        "{}|{}|{}|{}",
-        it0.job.kind, it0.flow.half, it0.flow.src, it0.flow.dst
-    );
-    let stroke = match worst {
-        Outcome::Fail => "stroke=\"#cf222e\" stroke-width=\"3\"",
-        Outcome::Warn => "stroke=\"#9a6700\" stroke-width=\"3\"",
-        Outcome::Ok => "stroke=\"#fff\" stroke-width=\"1\"",
-    };
-    let _ = write!(
-        h,
-        "<g class=\"hm-cell {}\" data-pair=\"{}\"><title>{}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" rx=\"3\" fill=\"{fill}\" {stroke}/>",
-        class(worst),
-        esc(&pair),
-        title.trim_end(),
-        x + 1.5,
-        y0 + 1.5,
-        cw - 3.0,
-        chh - 3.0
-    );
-    if cw >= 40.0 {
-        let cx = x + cw / 2.0;
-        let txt = value.map(fmt_val).unwrap_or_else(|| "&#8212;".into());
-        let _ = write!(
-            h,
-            "<text x=\"{cx:.1}\" y=\"{:.1}\" font-size=\"12\" font-weight=\"600\" text-anchor=\"middle\">{txt}</text>",
-            y0 + chh / 2.0
-                + (if frac.is_some() && chh >= 40.0 {
-                    -1.0
-                } else {
-                    4.0
-                })
-        );
-        if let (Some(f), true) = (frac, chh >= 40.0) {
-            let _ = write!(
-                h,
-                "<text x=\"{cx:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"middle\" fill=\"#3d444d\">{:.0}%{}</text>",
-                y0 + chh / 2.0 + 12.0,
-                f * 100.0,
-                if list.len() > 1 {
-                    format!(" &#215;{}", list.len())
-                } else {
-                    String::new()
-                }
-            );
-        }
+    Heat {
+        worst,
+        pair: format!(
+            "{}|{}|{}|{}",
+            it0.job.kind, it0.flow.half, it0.flow.src, it0.flow.dst
+        ),
+        fill,
+        value,
+        frac,
+        count: list.len(),
+        title,
     }
-    h.push_str("</g>");
 }
 
 /// A grouped cell's tooltip: how many flows between the two groups, how many failed or
@@ -310,9 +280,7 @@ fn group_title(list: &[&BwItem<'_>], rows: &str, cols: &str) -> String {
     let count = |o: Outcome| list.iter().filter(|it| it.v.outcome == o).count();
     let frac = |it: &&BwItem<'_>| Some(it.v.measured? / it.v.expected.filter(|e| *e > 0.0)?);
     let mut title = format!(
-        "{} &#8594; {}: {} flow(s), {} FAIL, {} WARN",
-        esc(rows),
-        esc(cols),
+        "{rows} \u{2192} {cols}: {} flow(s), {} FAIL, {} WARN",
         list.len(),
         count(Outcome::Fail),
         count(Outcome::Warn)
@@ -322,54 +290,50 @@ fn group_title(list: &[&BwItem<'_>], rows: &str, cols: &str) -> String {
         .filter_map(|it| Some((frac(it)?, it)))
         .min_by(|a, b| a.0.total_cmp(&b.0));
     if let Some((f, it)) = weakest {
-        let _ = write!(
-            title,
-            "; weakest {} &#8594; {} (round {}): {} {}, {:.0}% of expected",
-            esc(&it.flow.src_endpoint()),
-            esc(&it.flow.dst_endpoint()),
-            esc(&it.job.round_name),
+        title.push_str(&format!(
+            "; weakest {} \u{2192} {} (round {}): {} {}, {:.0}% of expected",
+            it.flow.src_endpoint(),
+            it.flow.dst_endpoint(),
+            it.job.round_name,
             it.v.measured.map(fmt_val).unwrap_or_default(),
-            esc(&it.v.unit),
+            it.v.unit,
             f * 100.0
-        );
+        ));
     }
     title
 }
 
 /// A cell's tooltip: one line per measurement of the pair (round, value, expected, gate,
 /// baseline).
-fn cell_title(ctx: &Ctx<'_>, list: &[&BwItem<'_>]) -> String {
-    let mut title = String::new();
-    for it in list {
-        let v = it.v;
-        let _ = write!(
-            title,
-            "{} &#8594; {} (round {}): {}",
-            esc(&it.flow.src_endpoint()),
-            esc(&it.flow.dst_endpoint()),
-            esc(&it.job.round_name),
-            v.measured
-                .map(|m| format!("{} {}", fmt_val(m), esc(&v.unit)))
-                .unwrap_or_else(|| "not measured".into()),
-        );
-        if let (Some(m), Some(e)) = (v.measured, v.expected) {
-            let _ = write!(title, ", expected {} ({:.0}%)", fmt_val(e), m / e * 100.0);
-        }
-        let _ = write!(
-            title,
-            "; gate {}: {}",
-            esc(&v.threshold),
-            v.outcome.as_str()
-        );
-        if let Some(o) = ctx.was.get(&v.gate) {
-            let _ = write!(
-                title,
-                "; baseline {} ({})",
-                fmt_val(*o),
-                base::fmt_change(v.measured.and_then(|m| compare::change_pct(*o, m)))
+fn cell_title(ctx: &Ctx<'_>, list: &[&BwItem<'_>]) -> Vec<String> {
+    list.iter()
+        .map(|it| {
+            let v = it.v;
+            let mut line = format!(
+                "{} \u{2192} {} (round {}): {}",
+                it.flow.src_endpoint(),
+                it.flow.dst_endpoint(),
+                it.job.round_name,
+                v.measured
+                    .map(|m| format!("{} {}", fmt_val(m), v.unit))
+                    .unwrap_or_else(|| "not measured".into()),
             );
-        }
-        title.push('\n');
-    }
-    title
+            if let (Some(m), Some(e)) = (v.measured, v.expected) {
+                line.push_str(&format!(
+                    ", expected {} ({:.0}%)",
+                    fmt_val(e),
+                    m / e * 100.0
+                ));
+            }
+            line.push_str(&format!("; gate {}: {}", v.threshold, v.outcome.as_str()));
+            if let Some(o) = ctx.was.get(&v.gate) {
+                line.push_str(&format!(
+                    "; baseline {} ({})",
+                    fmt_val(*o),
+                    base::fmt_change(v.measured.and_then(|m| compare::change_pct(*o, m)))
+                ));
+            }
+            line
+        })
+        .collect()
 }

@@ -61,8 +61,10 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("fix.html", include_str!("templates/fix.html")),
     ("baseline.html", include_str!("templates/baseline.html")),
     ("gates.html", include_str!("templates/gates.html")),
+    ("heatmap.html", include_str!("templates/heatmap.html")),
     ("rounds.html", include_str!("templates/rounds.html")),
     ("nccl.html", include_str!("templates/nccl.html")),
+    ("fabric.html", include_str!("templates/fabric.html")),
 ];
 
 /// The templates' environment: every template HTML-escaped (its SVG too) through the one
@@ -100,18 +102,11 @@ struct Page {
     head: verdict::Head,
     fix: verdict::Fix,
     baseline: Vec<baseline::Row>,
-    heatmap: Value,
+    heatmap: Option<heatmap::Heatmap>,
     rounds: Option<rounds::Rounds>,
     nccl: Vec<nccl::Figure>,
-    fabric: Value,
+    fabric: fabric::Section,
     gates: gates::Gates,
-}
-
-/// A section still drawn in Rust, written as it is (its text escaped by [`esc`]).
-fn drawn(f: impl FnOnce(&mut String)) -> Value {
-    let mut h = String::new();
-    f(&mut h);
-    Value::from_safe_string(h)
 }
 
 /// The report; `Err` only when a template does not render (a defect of the page itself).
@@ -131,10 +126,10 @@ pub fn render(i: &Inputs<'_>) -> Result<String, minijinja::Error> {
         head: verdict::head(r),
         fix: verdict::fix(r),
         baseline: baseline::rows(r),
-        heatmap: drawn(|h| heatmap::heatmaps(h, &ctx)),
+        heatmap: heatmap::heatmaps(&ctx),
         rounds: rounds::rounds(&ctx),
         nccl: nccl::nccl(&ctx),
-        fabric: drawn(|h| fabric::fabric(h, &ctx)),
+        fabric: fabric::fabric(&ctx),
         gates: gates::gates(r),
     };
     let env = ENV.as_ref().map_err(|e| {

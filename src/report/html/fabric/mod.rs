@@ -4,10 +4,11 @@
 mod picture;
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
+
+use serde::Serialize;
 
 use super::ctx::{Ctx, bw_items};
-use super::format::{esc, fmt_val};
+use super::format::fmt_val;
 use crate::gate::judge::Outcome;
 use crate::plan::{Endpoint, Plan};
 use crate::topology::Fabric;
@@ -50,21 +51,19 @@ impl Mark {
         }
     }
 
-    fn title(&self) -> String {
+    /// What crossed it, then what did not pass over it: a tooltip's lines.
+    fn lines(&self) -> Vec<String> {
         let n = self.ok + self.warn + self.fail;
-        let mut s = if n == 0 {
+        let mut out = vec![if n == 0 {
             "nothing measured over it".to_string()
         } else {
             format!(
                 "{n} measurement(s): {} OK, {} WARN, {} FAIL",
                 self.ok, self.warn, self.fail
             )
-        };
-        for x in &self.notes {
-            s.push('\n');
-            s.push_str(x);
-        }
-        s
+        }];
+        out.extend(self.notes.iter().cloned());
+        out
     }
 }
 
@@ -192,23 +191,27 @@ impl Marks {
     }
 }
 
-pub(super) fn fabric(h: &mut String, ctx: &Ctx<'_>) {
-    h.push_str("<section id=\"fabric\"><h2>The fabric</h2>\n");
-    let (Some(p), Some(fab)) = (ctx.plan, ctx.fabric.as_ref()) else {
-        let _ = writeln!(
-            h,
-            "<p class=\"note\">No picture: {}</p></section>",
-            esc(ctx
-                .plan_note
-                .as_deref()
-                .unwrap_or("the run directory has no plan.toml"))
-        );
-        return;
-    };
-    let marks = Marks::of(ctx, p, fab);
-    picture::draw(h, p, &marks);
-    h.push_str(LEGEND);
+/// The section: the picture, or why there is none.
+#[derive(Serialize)]
+pub(super) struct Section {
+    no_picture: Option<String>,
+    drawing: Option<picture::Drawing>,
 }
 
-/// The picture's legend, and the end of the section.
-const LEGEND: &str = "<div class=\"legend\"><span><span class=\"swatch\" style=\"background:#2da44e\"></span>every measurement over it passed</span><span><span class=\"swatch\" style=\"background:#bf8700\"></span>some did not pass</span><span><span class=\"swatch\" style=\"background:#cf222e\"></span>all failed, or a check on it failed</span><span><span class=\"swatch\" style=\"background:#8c959f\"></span>not measured</span><span>hover an element for its measurements</span></div>\n</section>\n";
+pub(super) fn fabric(ctx: &Ctx<'_>) -> Section {
+    let (Some(p), Some(fab)) = (ctx.plan, ctx.fabric.as_ref()) else {
+        return Section {
+            no_picture: Some(
+                ctx.plan_note
+                    .clone()
+                    .unwrap_or_else(|| "the run directory has no plan.toml".into()),
+            ),
+            drawing: None,
+        };
+    };
+    let marks = Marks::of(ctx, p, fab);
+    Section {
+        no_picture: None,
+        drawing: Some(picture::draw(p, &marks)),
+    }
+}

@@ -1,11 +1,11 @@
 //! The fabric picture as SVG: where nodes and switches sit, then the direct and ring links,
 //! the cables to switches, the ISLs, the switches and the nodes, each coloured by its mark.
 
-use std::fmt::Write as _;
+use serde::Serialize;
 
 use super::{Mark, Marks};
 use crate::plan::{Member, Plan, Segment};
-use crate::report::html::format::{esc, fmt_val};
+use crate::report::html::format::fmt_val;
 
 /// A node's box.
 const NODE_W: f64 = 112.0;
@@ -124,31 +124,114 @@ impl Layout {
     }
 }
 
-/// The picture of the plan's fabric with its marks.
-pub(super) fn draw(h: &mut String, p: &Plan, marks: &Marks) {
-    let lay = Layout::of(p);
-    let _ = write!(
-        h,
-        "<svg class=\"fabric\" width=\"{:.0}\" height=\"{:.0}\" viewBox=\"0 0 {:.0} {:.0}\" role=\"img\" aria-label=\"the fabric\">",
-        lay.width, lay.height, lay.width, lay.height
-    );
-    for (_, segs) in &link_pairs(p) {
-        pair_links(h, p, &lay, marks, segs);
-    }
-    cables(h, p, &lay, marks);
-    isls(h, p, &lay, marks);
-    switches(h, p, &lay);
-    nodes(h, p, &lay, marks);
-    h.push_str("</svg>");
+/// The picture as the template draws it: its size, each pair of directly linked nodes (their
+/// links, ports and name), the cables to switches, the ISLs, the switches and the nodes, in
+/// that order (the later drawn over the earlier). An element's class is its mark: `fab-ok`,
+/// `fab-warn`, `fab-fail`, or `fab-none` when nothing crossed it.
+#[derive(Serialize)]
+pub(super) struct Drawing {
+    width: f64,
+    height: f64,
+    node_w: f64,
+    node_h: f64,
+    pairs: Vec<Pair>,
+    cables: Vec<Cable>,
+    isls: Vec<IslLine>,
+    switches: Vec<SwitchBox>,
+    nodes: Vec<NodeBox>,
 }
 
-fn mark_color(c: Option<&str>) -> &'static str {
-    match c {
-        Some("fab-fail") => "#cf222e",
-        Some("fab-warn") => "#bf8700",
-        Some("fab-ok") => "#2da44e",
-        _ => "#8c959f",
+/// The links of one pair of nodes (one curve per half), the port near each end, the link's
+/// name beside them.
+#[derive(Serialize)]
+struct Pair {
+    links: Vec<Link>,
+    ports: Vec<(f64, f64, String)>,
+    /// Where the name goes, its anchor (`start`, `middle`, `end`), the name.
+    name: (f64, f64, &'static str, String),
+}
+
+/// A link as a quadratic curve from one node to the other through `q`; its half's name at the
+/// curve's middle `c`.
+#[derive(Serialize)]
+struct Link {
+    class: &'static str,
+    title: Vec<String>,
+    from: (f64, f64),
+    q: (f64, f64),
+    to: (f64, f64),
+    c: (f64, f64),
+    half: String,
+}
+
+/// A line from a node's half to its switch.
+#[derive(Serialize)]
+struct Cable {
+    class: &'static str,
+    title: Vec<String>,
+    from: (f64, f64),
+    to: (f64, f64),
+}
+
+#[derive(Serialize)]
+struct IslLine {
+    class: &'static str,
+    title: Vec<String>,
+    from: (f64, f64),
+    to: (f64, f64),
+    name: String,
+    capacity_gbps: f64,
+}
+
+#[derive(Serialize)]
+struct SwitchBox {
+    x: f64,
+    y: f64,
+    name: String,
+    description: Option<String>,
+}
+
+/// A node's box: outlined red when a check on it failed, amber when one named it.
+#[derive(Serialize)]
+struct NodeBox {
+    class: &'static str,
+    title: Vec<String>,
+    x: f64,
+    y: f64,
+    name: String,
+}
+
+/// The picture of the plan's fabric with its marks.
+pub(super) fn draw(p: &Plan, marks: &Marks) -> Drawing {
+    let lay = Layout::of(p);
+    Drawing {
+        width: lay.width,
+        height: lay.height,
+        node_w: NODE_W,
+        node_h: NODE_H,
+        pairs: link_pairs(p)
+            .iter()
+            .map(|(_, segs)| pair(p, &lay, marks, segs))
+            .collect(),
+        cables: cables(p, &lay, marks),
+        isls: isls(p, &lay, marks),
+        switches: p
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(si, s)| SwitchBox {
+                x: lay.switches[si].0,
+                y: lay.switches[si].1,
+                name: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect(),
+        nodes: nodes(p, &lay, marks),
     }
+}
+
+fn class_name(c: Option<&'static str>) -> &'static str {
+    c.unwrap_or("fab-none")
 }
 
 fn worst_class(a: Option<&'static str>, b: Option<&'static str>) -> Option<&'static str> {
@@ -180,19 +263,27 @@ fn link_pairs(p: &Plan) -> Vec<((usize, usize), Vec<&Segment>)> {
 
 /// The links of one pair of nodes: one curve per segment (half), the halves fanned out; the
 /// ports at each end and the link's name once per pair, as on a cabling diagram.
-fn pair_links(h: &mut String, p: &Plan, lay: &Layout, marks: &Marks, segs: &[&Segment]) {
+fn pair(p: &Plan, lay: &Layout, marks: &Marks, segs: &[&Segment]) -> Pair {
     let c = segs.len();
     let mut max_off: f64 = 0.0;
+    let mut links = Vec::new();
     for (k, s) in segs.iter().enumerate() {
         let off = (k as f64 - (c as f64 - 1.0) / 2.0) * 40.0;
         max_off = max_off.max(off.abs());
-        link_curve(h, p, lay, marks, s, off);
+        links.push(link(p, lay, marks, s, off));
     }
-    pair_labels(h, lay, segs[0], max_off);
+    let (ports, name) = pair_labels(lay, segs[0], max_off);
+    Pair { links, ports, name }
+}
+
+/// What a mark says, its lines; `nothing measured over it` without one.
+fn mark_lines(mk: Option<&Mark>) -> Vec<String> {
+    mk.map(Mark::lines)
+        .unwrap_or_else(|| vec!["nothing measured over it".into()])
 }
 
 /// One link as a curve bowed by `off`, with its half's name at its middle.
-fn link_curve(h: &mut String, p: &Plan, lay: &Layout, marks: &Marks, s: &Segment, off: f64) {
+fn link(p: &Plan, lay: &Layout, marks: &Marks, s: &Segment, off: f64) -> Link {
     let (a, b) = (s.members[0].endpoint.node.0, s.members[1].endpoint.node.0);
     let mk = marks.segs.get(&(s.id.0, 0));
     let mk2 = marks.segs.get(&(s.id.0, 1));
@@ -202,44 +293,44 @@ fn link_curve(h: &mut String, p: &Plan, lay: &Layout, marks: &Marks, s: &Segment
     let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
     let (dx, dy) = (x2 - x1, y2 - y1);
     let len = (dx * dx + dy * dy).sqrt().max(1.0);
-    let (nx, ny) = (-dy / len * off, dx / len * off);
-    let (qx, qy) = (mx + nx, my + ny);
-    // the curve's own middle (t = 1/2 of the quadratic)
-    let (cx, cy) = ((x1 + 2.0 * qx + x2) / 4.0, (y1 + 2.0 * qy + y2) / 4.0);
+    let (qx, qy) = (mx - dy / len * off, my + dx / len * off);
     let end = |m: &Member| {
         format!(
             "{} {}.{} {}",
-            esc(&p.node(m.endpoint.node).name),
-            esc(&m.endpoint.port),
-            esc(&m.endpoint.half),
+            p.node(m.endpoint.node).name,
+            m.endpoint.port,
+            m.endpoint.half,
             m.address
         )
     };
-    let title = format!(
-        "link {} ({}): {} &#8212; {}\n{}",
-        esc(&s.name),
-        esc(&s.subnet.to_string()),
+    let mut title = vec![format!(
+        "link {} ({}): {} \u{2014} {}",
+        s.name,
+        s.subnet,
         end(&s.members[0]),
         end(&s.members[1]),
-        esc(&mk
-            .map(Mark::title)
-            .unwrap_or_else(|| "nothing measured over it".into()))
-    );
-    let _ = write!(
-        h,
-        "<g class=\"fab-link {}\"><title>{title}</title><path d=\"M{x1:.1} {y1:.1} Q{qx:.1} {qy:.1} {x2:.1} {y2:.1}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"/><text x=\"{cx:.1}\" y=\"{:.1}\" font-size=\"10.5\" font-weight=\"600\" text-anchor=\"middle\" fill=\"{}\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"4\">{}</text></g>",
-        cls.unwrap_or("fab-none"),
-        mark_color(cls),
-        if cls == Some("fab-fail") { 5 } else { 3 },
-        cy + 4.0,
-        mark_color(cls),
-        esc(&s.half),
-    );
+    )];
+    title.extend(mark_lines(mk));
+    Link {
+        class: class_name(cls),
+        title,
+        from: (x1, y1),
+        q: (qx, qy),
+        to: (x2, y2),
+        // the curve's own middle (t = 1/2 of the quadratic)
+        c: ((x1 + 2.0 * qx + x2) / 4.0, (y1 + 2.0 * qy + y2) / 4.0),
+        half: s.half.clone(),
+    }
 }
 
 /// The ports near each end of a pair's links, and the link's name beside the pair, away from
 /// the picture's middle (`max_off`: how far the curves bow).
-fn pair_labels(h: &mut String, lay: &Layout, s: &Segment, max_off: f64) {
+#[allow(clippy::type_complexity)]
+fn pair_labels(
+    lay: &Layout,
+    s: &Segment,
+    max_off: f64,
+) -> (Vec<(f64, f64, String)>, (f64, f64, &'static str, String)) {
     let (fx, fy) = lay.centre();
     let (a, b) = (s.members[0].endpoint.node.0, s.members[1].endpoint.node.0);
     let (x1, y1) = lay.nodes[a];
@@ -248,18 +339,19 @@ fn pair_labels(h: &mut String, lay: &Layout, s: &Segment, max_off: f64) {
     let len = (dx * dx + dy * dy).sqrt().max(1.0);
     let (ux, uy) = (dx / len, dy / len);
     let reach = (NODE_W / 2.0 + 20.0).min(len / 3.0);
-    for (m, (x, y), dir) in [
+    let ports = [
         (&s.members[0], (x1, y1), 1.0),
         (&s.members[1], (x2, y2), -1.0),
-    ] {
-        let _ = write!(
-            h,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10.5\" text-anchor=\"middle\" fill=\"#3d444d\" paint-order=\"stroke\" stroke=\"#fff\" stroke-width=\"4\">{}</text>",
+    ]
+    .into_iter()
+    .map(|(m, (x, y), dir)| {
+        (
             x + ux * reach * dir,
             y + uy * reach * dir + if uy.abs() < 0.3 { -10.0 } else { 4.0 },
-            esc(&m.endpoint.port)
-        );
-    }
+            m.endpoint.port.clone(),
+        )
+    })
+    .collect();
     let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
     let (mut nx, mut ny) = (-uy, ux);
     if (mx + nx - fx).powi(2) + (my + ny - fy).powi(2) < (mx - fx).powi(2) + (my - fy).powi(2) {
@@ -277,134 +369,92 @@ fn pair_labels(h: &mut String, lay: &Layout, s: &Segment, max_off: f64) {
     } else {
         "middle"
     };
-    let _ = write!(
-        h,
-        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"{anchor}\" fill=\"#59636e\">{}</text>",
-        mx + nx * d,
-        my + ny * d + 4.0,
-        esc(name)
-    );
+    (
+        ports,
+        (mx + nx * d, my + ny * d + 4.0, anchor, name.to_string()),
+    )
 }
 
 /// Switched: a line from each node half to its switch.
-fn cables(h: &mut String, p: &Plan, lay: &Layout, marks: &Marks) {
+fn cables(p: &Plan, lay: &Layout, marks: &Marks) -> Vec<Cable> {
+    let mut out = Vec::new();
     for s in &p.segments {
         for (mi, m) in s.members.iter().enumerate() {
             let Some(sw) = m.switch else { continue };
             let mk = marks.segs.get(&(s.id.0, mi));
-            let cls = mk.and_then(Mark::class);
             let (x1, y1) = lay.nodes[m.endpoint.node.0];
             let (x2, y2) = lay.switches[sw.0];
             let off = if m.endpoint.half == "a" { -8.0 } else { 8.0 };
-            let title = format!(
-                "{} {}.{} on {} ({}, {})\n{}",
-                esc(&p.node(m.endpoint.node).name),
-                esc(&m.endpoint.port),
-                esc(&m.endpoint.half),
-                esc(&p.switches[sw.0].name),
-                esc(&s.name),
+            let mut title = vec![format!(
+                "{} {}.{} on {} ({}, {})",
+                p.node(m.endpoint.node).name,
+                m.endpoint.port,
+                m.endpoint.half,
+                p.switches[sw.0].name,
+                s.name,
                 m.address,
-                esc(&mk
-                    .map(Mark::title)
-                    .unwrap_or_else(|| "nothing measured over it".into()))
-            );
-            let _ = write!(
-                h,
-                "<g class=\"fab-cable {}\"><title>{title}</title><line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\" stroke-width=\"{}\"/></g>",
-                cls.unwrap_or("fab-none"),
-                x1 + off,
-                y1 + NODE_H / 2.0,
-                x2 + off * 2.0,
-                y2 - 16.0,
-                mark_color(cls),
-                if cls == Some("fab-fail") { 4 } else { 2 },
-            );
+            )];
+            title.extend(mark_lines(mk));
+            out.push(Cable {
+                class: class_name(mk.and_then(Mark::class)),
+                title,
+                from: (x1 + off, y1 + NODE_H / 2.0),
+                to: (x2 + off * 2.0, y2 - 16.0),
+            });
         }
     }
+    out
 }
 
 /// The ISLs between switches, with their name and capacity.
-fn isls(h: &mut String, p: &Plan, lay: &Layout, marks: &Marks) {
-    for (ii, isl) in p.isls.iter().enumerate() {
-        let (x1, y1) = lay.switches[isl.a.0];
-        let (x2, y2) = lay.switches[isl.b.0];
-        let cls = marks.isls[ii].class();
-        let title = format!(
-            "ISL {} {} &#8212; {}, {} Gb/s per direction\n{}",
-            esc(&isl.name),
-            esc(&p.switches[isl.a.0].name),
-            esc(&p.switches[isl.b.0].name),
-            fmt_val(isl.capacity_gbps),
-            esc(&marks.isls[ii].title())
-        );
-        let _ = write!(
-            h,
-            "<g class=\"fab-isl {}\"><title>{title}</title><line x1=\"{x1:.1}\" y1=\"{y1:.1}\" x2=\"{x2:.1}\" y2=\"{y2:.1}\" stroke=\"{}\" stroke-width=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"#3d444d\">{} &#183; {} Gb/s</text></g>",
-            cls.unwrap_or("fab-none"),
-            mark_color(cls),
-            if cls == Some("fab-fail") { 8 } else { 6 },
-            (x1 + x2) / 2.0,
-            (y1 + y2) / 2.0 + 24.0,
-            esc(&isl.name),
-            fmt_val(isl.capacity_gbps)
-        );
-    }
-}
-
-fn switches(h: &mut String, p: &Plan, lay: &Layout) {
-    for (si, s) in p.switches.iter().enumerate() {
-        let (x, y) = lay.switches[si];
-        let _ = write!(
-            h,
-            "<g class=\"fab-switch\"><title>switch {}{}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"120\" height=\"32\" rx=\"4\" fill=\"#24292f\"/><text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"#fff\" text-anchor=\"middle\">{}</text></g>",
-            esc(&s.name),
-            s.description
-                .as_deref()
-                .map(|d| format!(": {}", esc(d)))
-                .unwrap_or_default(),
-            x - 60.0,
-            y - 16.0,
-            y + 4.0,
-            esc(&s.name)
-        );
-    }
+fn isls(p: &Plan, lay: &Layout, marks: &Marks) -> Vec<IslLine> {
+    p.isls
+        .iter()
+        .enumerate()
+        .map(|(ii, isl)| {
+            let mut title = vec![format!(
+                "ISL {} {} \u{2014} {}, {} Gb/s per direction",
+                isl.name,
+                p.switches[isl.a.0].name,
+                p.switches[isl.b.0].name,
+                fmt_val(isl.capacity_gbps),
+            )];
+            title.extend(marks.isls[ii].lines());
+            IslLine {
+                class: class_name(marks.isls[ii].class()),
+                title,
+                from: lay.switches[isl.a.0],
+                to: lay.switches[isl.b.0],
+                name: isl.name.clone(),
+                capacity_gbps: isl.capacity_gbps,
+            }
+        })
+        .collect()
 }
 
 /// The nodes: outlined red when a check on them failed, amber when one named them.
-fn nodes(h: &mut String, p: &Plan, lay: &Layout, marks: &Marks) {
-    let (node_w, node_h) = (NODE_W, NODE_H);
-    for (ni, node) in p.nodes.iter().enumerate() {
-        let (x, y) = lay.nodes[ni];
-        let mk = &marks.nodes[ni];
-        let failed = mk.check_fail;
-        let warned = !mk.notes.is_empty();
-        let cls = if failed {
-            "fab-node fab-fail"
-        } else if warned {
-            "fab-node fab-warn"
-        } else {
-            "fab-node"
-        };
-        let stroke = if failed {
-            "#cf222e"
-        } else if warned {
-            "#bf8700"
-        } else {
-            "#57606a"
-        };
-        let mut title = format!("node {}", esc(&node.name));
-        for x in &mk.notes {
-            title.push('\n');
-            title.push_str(&esc(x));
-        }
-        let _ = write!(
-            h,
-            "<g class=\"{cls}\"><title>{title}</title><rect x=\"{:.1}\" y=\"{:.1}\" width=\"{node_w}\" height=\"{node_h}\" rx=\"6\" fill=\"#fff\" stroke=\"{stroke}\" stroke-width=\"{}\"/><text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"12.5\" font-weight=\"600\" text-anchor=\"middle\">{}</text></g>",
-            x - node_w / 2.0,
-            y - node_h / 2.0,
-            if failed || warned { 3.0 } else { 1.5 },
-            y + 4.5,
-            esc(&node.name)
-        );
-    }
+fn nodes(p: &Plan, lay: &Layout, marks: &Marks) -> Vec<NodeBox> {
+    p.nodes
+        .iter()
+        .enumerate()
+        .map(|(ni, node)| {
+            let mk = &marks.nodes[ni];
+            let class = if mk.check_fail {
+                "fab-node fab-fail"
+            } else if !mk.notes.is_empty() {
+                "fab-node fab-warn"
+            } else {
+                "fab-node"
+            };
+            let mut title = vec![format!("node {}", node.name)];
+            title.extend(mk.notes.iter().cloned());
+            NodeBox {
+                class,
+                title,
+                x: lay.nodes[ni].0,
+                y: lay.nodes[ni].1,
+                name: node.name.clone(),
+            }
+        })
+        .collect()
 }
