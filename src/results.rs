@@ -51,8 +51,6 @@
 //! Runs of more than [`LINE_PER_JOB_ABOVE`] jobs write `results.json` with one job per line
 //! (the top level still indented), so the file opens, greps and diffs line by line.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use crate::discover::HalfResolution;
@@ -732,24 +730,6 @@ impl RunResults {
         };
         self.summary = s;
     }
-
-    /// Node x node bandwidth matrix (client row, server column): every measured flow of the
-    /// pair in job order (one per half), Gb/s, so a weak half is never hidden behind a good one.
-    pub fn bandwidth_matrix(&self) -> BTreeMap<(String, String), Vec<f64>> {
-        let mut m: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-        for j in self
-            .jobs
-            .iter()
-            .filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
-        {
-            if let (Some(v), [server, client]) = (j.main_value(), j.hosts.as_slice()) {
-                m.entry((client.clone(), server.clone()))
-                    .or_default()
-                    .push(v);
-            }
-        }
-        m
-    }
 }
 
 /// A job's `parsed` output, read by its tool.
@@ -770,6 +750,87 @@ fn read_parsed(
         tool: tool.name().to_string(),
         error,
     })
+}
+
+/// A flow's two ends, read from a gate: `spark-b.f0.a -> spark-a.f0.a` is client `spark-b`
+/// port `f0` to server `spark-a` port `f0` on half `a`; a both-halves sum (`spark-b.f0 ->
+/// spark-a.f0`) has half `both`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Flow {
+    /// The client node (it sends).
+    pub src: String,
+    pub src_port: String,
+    /// The server node (it receives).
+    pub dst: String,
+    pub dst_port: String,
+    pub half: String,
+}
+
+impl Flow {
+    /// `spark-b.f0.a`, or `spark-b.f0` for a sum.
+    pub fn src_endpoint(&self) -> String {
+        endpoint(&self.src, &self.src_port, &self.half)
+    }
+
+    pub fn dst_endpoint(&self) -> String {
+        endpoint(&self.dst, &self.dst_port, &self.half)
+    }
+}
+
+fn endpoint(node: &str, port: &str, half: &str) -> String {
+    if half == "both" {
+        format!("{node}.{port}")
+    } else {
+        format!("{node}.{port}.{half}")
+    }
+}
+
+/// The flow a gate names (`... CLIENT -> SERVER`), with node names taken from `nodes` (a node
+/// name may hold dots). `None` when the gate names no flow of those nodes.
+pub fn flow_of(gate: &str, nodes: &[String]) -> Option<Flow> {
+    let (left, right) = gate.split_once(" -> ")?;
+    let src = left.split_whitespace().last()?;
+    let dst = right.split_whitespace().next()?;
+    let end = |e: &str| -> Option<(String, String, String)> {
+        // the longest node name that prefixes the endpoint
+        let node = nodes
+            .iter()
+            .filter(|n| e.len() > n.len() + 1 && e.starts_with(n.as_str()))
+            .filter(|n| e.as_bytes()[n.len()] == b'.')
+            .max_by_key(|n| n.len())?;
+        let rest = &e[node.len() + 1..];
+        let (port, half) = match rest.split_once('.') {
+            Some((p, h)) => (p.to_string(), h.to_string()),
+            None => (rest.to_string(), "both".to_string()),
+        };
+        Some((node.clone(), port, half))
+    };
+    let (s, sp, sh) = end(src)?;
+    let (d, dp, dh) = end(dst)?;
+    if sh != dh {
+        return None;
+    }
+    Some(Flow {
+        src: s,
+        src_port: sp,
+        dst: d,
+        dst_port: dp,
+        half: sh,
+    })
+}
+
+/// Every node name a run knows: discovery's, and every job's hosts.
+pub fn node_names(r: &RunResults) -> Vec<String> {
+    let mut v: Vec<String> = r.discovery.iter().map(|d| d.node.clone()).collect();
+    let mut seen: std::collections::HashSet<String> = v.iter().cloned().collect();
+    for j in &r.jobs {
+        for h in &j.hosts {
+            if seen.insert(h.clone()) {
+                v.push(h.clone());
+            }
+        }
+    }
+    v
 }
 
 /// Milliseconds since the Unix epoch.

@@ -94,3 +94,37 @@ fn the_section_is_validated_and_in_the_schema() {
         "{schema}"
     );
 }
+
+/// summary.md's node x node matrix and report.html's heatmap show the kind's pairs, measured
+/// or not, because the kind says it has a matrix (no report names it).
+#[test]
+fn the_reports_show_its_pairs_measured_or_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = "tests/fixtures/kinds/rdma-read-bw.toml";
+    let (dir, o) = support::sim_run(
+        tmp.path(),
+        "t",
+        plan,
+        &["--sim-fault", "throttle:spark-a.f0.a"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", support::stderr(&o));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("`ar`, `br` that half's RDMA reads (rdma-read-bw)"),
+        "{md}"
+    );
+    assert!(md.contains("**ar 12.7 ✗**"), "{md}");
+    // a server that dies: no pair measures, and each is in the heatmap as not measured
+    let (dir, _) = support::sim_run(
+        tmp.path(),
+        "d",
+        plan,
+        &["--sim-fault", "server-dies:spark-a"],
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for half in ["a", "b"] {
+        let cell = format!("data-pair=\"rdma-read-bw|{half}|spark-b|spark-a\"");
+        assert!(html.contains(&cell), "{cell} missing");
+    }
+    assert!(html.contains("not measured; gate : FAIL"));
+}

@@ -15,7 +15,6 @@ mod support;
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
-use fabricplan::gate::threshold::Metric;
 use fabricplan::gate::trap::Trap;
 use fabricplan::localise::{self, Element, Observed, Seen};
 use fabricplan::plan::{Endpoint, Plan};
@@ -553,7 +552,13 @@ fn localise_512(broken: &Broken) -> (Vec<fabricplan::results::Suspect>, usize, u
     let retest_jobs: Vec<Job> = retests.iter().flat_map(|r| r.jobs.clone()).collect();
     let ids: HashSet<String> = retest_jobs.iter().map(|j| j.id.clone()).collect();
     seen.extend(observe(&plan, broken, &retest_jobs));
-    let d = localise::decide(&plan, RDMA_BW, Metric::RdmaBw, &seen, &ids);
+    let d = localise::decide(
+        &plan,
+        RDMA_BW,
+        fabricplan::kinds::get(RDMA_BW).unwrap().metric(),
+        &seen,
+        &ids,
+    );
     // every failing flow is explained by a suspect
     let explained: usize = d.explains.iter().map(Vec::len).sum();
     let all_failing = seen.iter().filter(|o| o.seen == Seen::Failed).count();
@@ -597,6 +602,12 @@ fn sampled_512_healthy_needs_no_retest_and_names_nothing() {
     let jobs: Vec<Job> = rounds.iter().flat_map(|r| r.jobs.clone()).collect();
     let seen = observe(&plan, &Broken::Half("no such half"), &jobs);
     assert!(localise::retests(&plan, &fabric, RDMA_BW, 17, &seen).is_empty());
-    let d = localise::decide(&plan, RDMA_BW, Metric::RdmaBw, &seen, &HashSet::new());
+    let d = localise::decide(
+        &plan,
+        RDMA_BW,
+        fabricplan::kinds::get(RDMA_BW).unwrap().metric(),
+        &seen,
+        &HashSet::new(),
+    );
     assert!(d.suspects.is_empty());
 }

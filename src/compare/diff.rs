@@ -112,7 +112,7 @@ pub fn compare(old: &RunResults, new: &RunResults, t: &Thresholds) -> Comparison
             only_new.push(n.key.clone());
             continue;
         };
-        let hib = n.metric.higher_is_better();
+        let hib = n.higher_is_better;
         let max = t.max_drop(n.metric);
         rows.push(Row {
             key: n.key.clone(),

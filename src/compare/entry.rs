@@ -10,9 +10,9 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::threshold::Metric;
-use crate::parse::nccl_tests::NcclReport;
-use crate::results::{JobResult, RunResults};
+use crate::gate::threshold::{Metric, Unit};
+use crate::kinds;
+use crate::results::{Flow, JobResult, RunResults, flow_of, node_names};
 use crate::text::size;
 
 /// The end of every baseline verdict's gate.
@@ -62,87 +62,6 @@ impl fmt::Display for Key {
     }
 }
 
-/// A flow's two ends, read from a gate: `spark-b.f0.a -> spark-a.f0.a` is client `spark-b`
-/// port `f0` to server `spark-a` port `f0` on half `a`; a both-halves sum (`spark-b.f0 ->
-/// spark-a.f0`) has half `both`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct Flow {
-    /// The client node (it sends).
-    pub src: String,
-    pub src_port: String,
-    /// The server node (it receives).
-    pub dst: String,
-    pub dst_port: String,
-    pub half: String,
-}
-
-impl Flow {
-    /// `spark-b.f0.a`, or `spark-b.f0` for a sum.
-    pub fn src_endpoint(&self) -> String {
-        endpoint(&self.src, &self.src_port, &self.half)
-    }
-
-    pub fn dst_endpoint(&self) -> String {
-        endpoint(&self.dst, &self.dst_port, &self.half)
-    }
-}
-
-fn endpoint(node: &str, port: &str, half: &str) -> String {
-    if half == "both" {
-        format!("{node}.{port}")
-    } else {
-        format!("{node}.{port}.{half}")
-    }
-}
-
-/// The flow a gate names (`... CLIENT -> SERVER`), with node names taken from `nodes` (a node
-/// name may hold dots). `None` when the gate names no flow of those nodes.
-pub fn flow_of(gate: &str, nodes: &[String]) -> Option<Flow> {
-    let (left, right) = gate.split_once(" -> ")?;
-    let src = left.split_whitespace().last()?;
-    let dst = right.split_whitespace().next()?;
-    let end = |e: &str| -> Option<(String, String, String)> {
-        // the longest node name that prefixes the endpoint
-        let node = nodes
-            .iter()
-            .filter(|n| e.len() > n.len() + 1 && e.starts_with(n.as_str()))
-            .filter(|n| e.as_bytes()[n.len()] == b'.')
-            .max_by_key(|n| n.len())?;
-        let rest = &e[node.len() + 1..];
-        let (port, half) = match rest.split_once('.') {
-            Some((p, h)) => (p.to_string(), h.to_string()),
-            None => (rest.to_string(), "both".to_string()),
-        };
-        Some((node.clone(), port, half))
-    };
-    let (s, sp, sh) = end(src)?;
-    let (d, dp, dh) = end(dst)?;
-    if sh != dh {
-        return None;
-    }
-    Some(Flow {
-        src: s,
-        src_port: sp,
-        dst: d,
-        dst_port: dp,
-        half: sh,
-    })
-}
-
-/// Every node name a run knows: discovery's, and every job's hosts.
-pub fn node_names(r: &RunResults) -> Vec<String> {
-    let mut v: Vec<String> = r.discovery.iter().map(|d| d.node.clone()).collect();
-    let mut seen: std::collections::HashSet<String> = v.iter().cloned().collect();
-    for j in &r.jobs {
-        for h in &j.hosts {
-            if seen.insert(h.clone()) {
-                v.push(h.clone());
-            }
-        }
-    }
-    v
-}
-
 /// One comparable value of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
@@ -151,6 +70,8 @@ pub struct Entry {
     pub metric: Metric,
     pub value: f64,
     pub unit: String,
+    /// Bandwidths are better higher, latencies and times lower.
+    pub higher_is_better: bool,
     /// The job it comes from, in this run.
     pub job: String,
     /// The capacity model's expected value (gates), if any.
@@ -171,7 +92,7 @@ pub fn entries(r: &RunResults) -> Vec<Entry> {
                 out.push(e);
             }
         }
-        out.extend(nccl_rows(j));
+        out.extend(sweep_entries(j));
     }
     let mut seen: HashMap<Key, usize> = HashMap::new();
     for e in &mut out {
@@ -190,6 +111,7 @@ fn gate_entry(j: &JobResult, v: &Verdict, nodes: &[String]) -> Option<Entry> {
     }
     let metric = v.metric?;
     let value = v.measured.filter(|x| x.is_finite())?;
+    let (unit, higher_is_better) = facts(metric, &v.unit);
     Some(Entry {
         key: Key {
             kind: j.kind.clone(),
@@ -200,11 +122,8 @@ fn gate_entry(j: &JobResult, v: &Verdict, nodes: &[String]) -> Option<Entry> {
         },
         metric,
         value,
-        unit: if v.unit.is_empty() {
-            metric.unit().symbol().to_string()
-        } else {
-            v.unit.clone()
-        },
+        unit,
+        higher_is_better,
         job: j.job.clone(),
         expected: v.expected,
         outcome: Some(v.outcome),
@@ -212,84 +131,33 @@ fn gate_entry(j: &JobResult, v: &Verdict, nodes: &[String]) -> Option<Entry> {
     })
 }
 
-/// One NCCL row, read defensively from a job's parsed output.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NcclRow {
-    pub size_bytes: u64,
-    pub busbw_gbs: Option<f64>,
-    pub time_us: Option<f64>,
-}
-
-/// The nccl-tests report of a job, when its output was one.
-fn nccl_report(j: &JobResult) -> Option<&NcclReport> {
-    j.parsed.as_ref()?.get::<NcclReport>()
-}
-
-/// The in-place rows of an nccl-tests job's parsed output (empty for any other job).
-pub fn nccl_rows_of(j: &JobResult) -> Vec<NcclRow> {
-    let Some(r) = nccl_report(j) else {
+/// The entries of a job's sweep over message sizes (NCCL's bus bandwidth and time per size),
+/// when its kind sweeps: keyed by the sweep's subject and the size.
+fn sweep_entries(j: &JobResult) -> Vec<Entry> {
+    let Some(sw) = kinds::sweep(j) else {
         return Vec::new();
     };
-    r.rows
-        .iter()
-        .map(|row| {
-            let inplace = row.in_place.as_ref();
-            let num = |v: Option<f64>| v.filter(|x| x.is_finite());
-            NcclRow {
-                size_bytes: row.size_bytes,
-                busbw_gbs: num(inplace.map(|h| h.busbw_gbs)),
-                time_us: num(inplace.map(|h| h.time_us)),
-            }
-        })
-        .collect()
-}
-
-/// An nccl-tests job: its kind, or what its parsed output says it is.
-pub fn is_nccl(j: &JobResult) -> bool {
-    j.kind == "nccl" || nccl_report(j).is_some()
-}
-
-/// `nccl all_reduce (all_reduce_perf)`: the test (its round) and the binary that ran.
-pub fn nccl_subject(j: &JobResult) -> String {
-    let collective = nccl_report(j)
-        .and_then(|r| r.collective.as_deref())
-        .unwrap_or(&j.kind);
-    format!("{} ({collective})", j.round_name)
-}
-
-fn nccl_rows(j: &JobResult) -> Vec<Entry> {
-    let rows = nccl_rows_of(j);
-    if rows.is_empty() {
-        return Vec::new();
-    }
-    let subject = nccl_subject(j);
     let mut out = Vec::new();
-    for r in rows {
+    for r in &sw.rows {
         let key = |quantity| Key {
             kind: j.kind.clone(),
             round: j.round_name.clone(),
-            subject: subject.clone(),
+            subject: sw.subject.clone(),
             quantity,
             size_bytes: Some(r.size_bytes),
         };
-        if let Some(b) = r.busbw_gbs {
+        for (quantity, metric, value) in [
+            (Quantity::Busbw, sw.bandwidth, r.bandwidth),
+            (Quantity::Time, sw.time, r.time),
+        ] {
+            let Some(value) = value else { continue };
+            let (unit, higher_is_better) = facts(metric, "");
             out.push(Entry {
-                key: key(Quantity::Busbw),
-                metric: Metric::NcclBusbw,
-                value: b,
-                unit: "GB/s".into(),
-                job: j.job.clone(),
-                expected: None,
-                outcome: None,
-                flow: None,
-            });
-        }
-        if let Some(t) = r.time_us {
-            out.push(Entry {
-                key: key(Quantity::Time),
-                metric: Metric::NcclSmallTime,
-                value: t,
-                unit: "us".into(),
+                key: key(quantity),
+                metric,
+                value,
+                unit,
+                higher_is_better,
                 job: j.job.clone(),
                 expected: None,
                 outcome: None,
@@ -298,6 +166,19 @@ fn nccl_rows(j: &JobResult) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// A metric's unit and whether higher is better: its kind's, or (a metric this build does not
+/// measure) the unit a verdict gave.
+fn facts(metric: Metric, unit: &str) -> (String, bool) {
+    match kinds::metric(metric) {
+        Some(spec) if unit.is_empty() => (spec.unit.symbol().to_string(), spec.higher_is_better()),
+        Some(spec) => (unit.to_string(), spec.higher_is_better()),
+        None => (
+            unit.to_string(),
+            Unit::parse(unit).is_none_or(Unit::higher_is_better),
+        ),
+    }
 }
 
 #[cfg(test)]

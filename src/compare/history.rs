@@ -89,7 +89,7 @@ pub fn history(runs: &[(String, RunResults)]) -> History {
                     key: e.key.clone(),
                     metric: e.metric,
                     unit: e.unit.clone(),
-                    higher_is_better: e.metric.higher_is_better(),
+                    higher_is_better: e.higher_is_better,
                     values: vec![None; n],
                     trend: Trend {
                         first_to_last_pct: None,

@@ -16,12 +16,10 @@ mod history;
 mod read;
 mod threshold;
 
+pub use crate::results::{Flow, flow_of, node_names};
 pub use baseline::{baseline_verdicts, is_baseline_verdict};
 pub use diff::{Comparison, NCCL_BANDWIDTH_REGIME_GBS, Row, change_pct, compare, is_regression};
-pub use entry::{
-    Entry, Flow, Key, NcclRow, Quantity, entries, flow_of, is_nccl, nccl_rows_of, nccl_subject,
-    node_names,
-};
+pub use entry::{Entry, Key, Quantity, entries};
 pub use format::{
     FORMAT_VERSION, Side, comparison_json, comparison_markdown, comparison_text, history_json,
     history_text,

@@ -95,8 +95,8 @@ impl Thresholds {
             })?;
             if k == "max-drop" {
                 r.max_drop_pct = Some(pct);
-            } else if let Some(m) = Metric::from_name(k) {
-                r.per_metric.insert(m, pct);
+            } else if let Some(m) = crate::kinds::metrics().iter().find(|m| m.name() == k) {
+                r.per_metric.insert(m.metric, pct);
             } else {
                 return Err(RegressionError::UnknownKey(k.clone()));
             }
@@ -159,13 +159,13 @@ mod tests {
             None,
         )
         .unwrap();
-        assert_eq!(t.max_drop(Metric::RdmaBw), 5.0);
-        assert_eq!(t.max_drop(Metric::RdmaLat), 20.0);
-        assert_eq!(t.max_drop(Metric::NcclBusbw), 12.5);
+        assert_eq!(t.max_drop(Metric::new("rdma-bw")), 5.0);
+        assert_eq!(t.max_drop(Metric::new("rdma-lat")), 20.0);
+        assert_eq!(t.max_drop(Metric::new("nccl-busbw")), 12.5);
         // --max-drop wins over the table's default, not over a metric it names
         let c = Thresholds::from_plan_text("[regression]\nrdma-bw = \"5%\"\n", Some(3.0)).unwrap();
-        assert_eq!(c.max_drop(Metric::RdmaBw), 5.0);
-        assert_eq!(c.max_drop(Metric::NcclBusbw), 3.0);
+        assert_eq!(c.max_drop(Metric::new("rdma-bw")), 5.0);
+        assert_eq!(c.max_drop(Metric::new("nccl-busbw")), 3.0);
         assert_eq!(
             Thresholds::from_plan_text("name = \"x\"\n", None).unwrap(),
             Thresholds::default()

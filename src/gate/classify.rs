@@ -455,7 +455,7 @@ mod tests {
     //! Every classification here reads what the real parsers make of real-format captures: a
     //! renamed parser field or a new error kind breaks these tests, not a verdict.
     use super::*;
-    use crate::gate::threshold::Metric;
+    use crate::gate::test_metrics::{BUSBW, BW, LAT, TIME};
     use crate::parse::nccl_tests;
     use crate::parse::perftest::{parse_bw, parse_lat};
 
@@ -503,10 +503,7 @@ mod tests {
     }
 
     fn nccl_specs() -> (GateSpec, GateSpec) {
-        (
-            GateSpec::default_for(Metric::NcclSmallTime),
-            GateSpec::default_for(Metric::NcclBusbw),
-        )
+        (GateSpec::default_for(&TIME), GateSpec::default_for(&BUSBW))
     }
 
     #[test]
@@ -518,7 +515,7 @@ mod tests {
 
     #[test]
     fn throttle_signature() {
-        let s = GateSpec::default_for(Metric::RdmaBw);
+        let s = GateSpec::default_for(&BW);
         let v = bandwidth(&s, &bw(12.74), &ctx(111.9));
         assert_eq!(v[0].outcome, Outcome::Fail);
         assert_eq!(v[0].trap, Some(Trap::FirmwareThrottle));
@@ -529,7 +526,7 @@ mod tests {
 
     #[test]
     fn signatures_scale_with_the_link_rate() {
-        let s = GateSpec::default_for(Metric::RdmaBw);
+        let s = GateSpec::default_for(&BW);
         // a 25G site (standalone 24 Gb/s): 3 Gb/s is its throttle band, not "below line rate"
         let mut c = ctx(24.0);
         c.standalone_gbps = Some(24.0);
@@ -552,7 +549,7 @@ mod tests {
 
     #[test]
     fn rstp_and_software_forwarding_signatures() {
-        let s = GateSpec::default_for(Metric::RdmaBw);
+        let s = GateSpec::default_for(&BW);
         let mut c = ctx(111.1);
         c.crosses_isl = true;
         assert_eq!(
@@ -578,7 +575,7 @@ mod tests {
 
     #[test]
     fn connect_failed_names_the_detached_server_trap() {
-        let s = GateSpec::default_for(Metric::RdmaBw);
+        let s = GateSpec::default_for(&BW);
         let r = parse_bw(&capture("ib_write_bw", "err-connect-new-two-line.txt"));
         let v = bandwidth(&s, &r, &ctx(111.9));
         assert_eq!(v[0].trap, Some(Trap::ServerGoneOrFirewall));
@@ -685,7 +682,7 @@ mod tests {
 
     #[test]
     fn tool_errors_name_their_traps() {
-        let s = GateSpec::default_for(Metric::RdmaBw);
+        let s = GateSpec::default_for(&BW);
         let trap = |name: &str| {
             bandwidth(&s, &parse_bw(&capture("ib_write_bw", name)), &ctx(111.9))[0].trap
         };
@@ -704,7 +701,7 @@ mod tests {
 
     #[test]
     fn latency_reads_t_typical() {
-        let s = GateSpec::default_for(Metric::RdmaLat);
+        let s = GateSpec::default_for(&LAT);
         let r = parse_lat(&capture("ib_write_lat", "lat-a-sweep-client.txt"));
         let v = latency(&s, &r, &Context::default());
         assert!(v[0].measured.is_some(), "{v:#?}");

@@ -153,7 +153,7 @@ impl GateSpec {
         let pass = self.bound(self.pass, expected);
         let warn = self.bound(self.warn, expected);
         let better = |v: f64, b: f64| {
-            if self.metric.higher_is_better() {
+            if self.unit.higher_is_better() {
                 v >= b
             } else {
                 v <= b
@@ -169,8 +169,8 @@ impl GateSpec {
 
     /// The threshold in words.
     pub fn describe(&self, expected: Option<f64>) -> String {
-        let unit = self.metric.unit().symbol();
-        let cmp = if self.metric.higher_is_better() {
+        let unit = self.unit.symbol();
+        let cmp = if self.unit.higher_is_better() {
             ">="
         } else {
             "<="
@@ -235,7 +235,7 @@ impl GateSpec {
         attempts: &[Option<f64>],
         expected: Option<f64>,
     ) -> Verdict {
-        let unit = self.metric.unit().symbol().to_string();
+        let unit = self.unit.symbol().to_string();
         let gate = gate.into();
         let values: Vec<f64> = attempts.iter().flatten().copied().collect();
         if values.is_empty() {
@@ -273,7 +273,7 @@ impl GateSpec {
         } else {
             Outcome::Fail
         };
-        let measured = if self.metric.higher_is_better() {
+        let measured = if self.unit.higher_is_better() {
             values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
         } else {
             values.iter().copied().fold(f64::INFINITY, f64::min)
@@ -289,7 +289,7 @@ impl GateSpec {
                 .map(|b| {
                     format!(
                         " {} {} {unit}",
-                        if self.metric.higher_is_better() {
+                        if self.unit.higher_is_better() {
                             ">="
                         } else {
                             "<="
@@ -337,10 +337,11 @@ impl GateSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::test_metrics::{BW, INFO, LAT};
 
     #[test]
     fn bandwidth_default_relative_to_expected() {
-        let g = GateSpec::default_for(Metric::RdmaBw);
+        let g = GateSpec::default_for(&BW);
         assert_eq!(g.judge("x", &[109.0], Some(111.9)).outcome, Outcome::Ok);
         // R2b: two flows on one ISL direction, expected ~82 each
         assert_eq!(g.judge("x", &[81.9], Some(82.0)).outcome, Outcome::Ok);
@@ -354,7 +355,7 @@ mod tests {
 
     #[test]
     fn latency_lower_is_better() {
-        let g = GateSpec::default_for(Metric::RdmaLat);
+        let g = GateSpec::default_for(&LAT);
         assert_eq!(g.judge("x", &[1.45], None).outcome, Outcome::Ok);
         assert_eq!(g.judge("x", &[3.0], None).outcome, Outcome::Ok);
         assert_eq!(g.judge("x", &[3.01], None).outcome, Outcome::Warn);
@@ -368,7 +369,7 @@ mod tests {
 
     #[test]
     fn k_of_n_attempts() {
-        let mut g = GateSpec::default_for(Metric::RdmaBw);
+        let mut g = GateSpec::default_for(&BW);
         g.pass = Some(Threshold::Absolute { value: 90.0 });
         g.warn = Some(Threshold::Absolute { value: 30.0 });
         g.attempts = 3;
@@ -388,13 +389,13 @@ mod tests {
 
     #[test]
     fn no_value_is_a_fail_not_a_pass() {
-        let g = GateSpec::default_for(Metric::RdmaBw);
+        let g = GateSpec::default_for(&BW);
         assert_eq!(g.judge("x", &[], Some(111.9)).outcome, Outcome::Fail);
     }
 
     #[test]
     fn ungated_metric_reports_ok() {
-        let g = GateSpec::default_for(Metric::Iperf3);
+        let g = GateSpec::default_for(&INFO);
         let v = g.judge("x", &[12.0], None);
         assert_eq!(v.outcome, Outcome::Ok);
         assert_eq!(v.threshold, "reported, not gated");

@@ -9,13 +9,16 @@ pub mod trap;
 
 use serde::Serialize;
 
-use threshold::{Metric, Threshold};
+use threshold::{Metric, MetricSpec, Threshold, Unit};
 use trap::Trap;
 
 /// The thresholds of one metric, with the trap to name when it is not met.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GateSpec {
     pub metric: Metric,
+    /// The metric's unit (which way is better).
+    #[serde(skip)]
+    pub unit: Unit,
     pub pass: Option<Threshold>,
     pub warn: Option<Threshold>,
     pub trap: Trap,
@@ -27,48 +30,14 @@ pub struct GateSpec {
 }
 
 impl GateSpec {
-    /// DOMAIN.md's defaults. Bandwidth gates are relative to the capacity model's expected
-    /// value (80% is 90 Gb/s on an uncontended GB10 half, ~111.9 Gb/s expected), so a fairly
-    /// shared ISL (81.9 of ~82 expected) passes while a throttled half (13 Gb/s) fails.
-    pub fn default_for(metric: Metric) -> GateSpec {
-        let (pass, warn, trap) = match metric {
-            Metric::RdmaBw => (
-                Some(Threshold::PctOfExpected { pct: 80.0 }),
-                Some(Threshold::PctOfExpected { pct: 27.0 }),
-                Trap::FirmwareThrottle,
-            ),
-            Metric::RdmaBwBoth => (
-                Some(Threshold::PctOfExpected { pct: 90.0 }),
-                Some(Threshold::PctOfExpected { pct: 50.0 }),
-                Trap::HalfDeadOrThrottled,
-            ),
-            Metric::RdmaLat => (
-                Some(Threshold::Absolute { value: 3.0 }),
-                Some(Threshold::Absolute { value: 10.0 }),
-                Trap::SlowLatency,
-            ),
-            // against the model's time for the ranks and the fabric: twice it passes (60 us of
-            // ~30 on two GB10 boxes), 6.7 times it warns (200 us there)
-            Metric::NcclSmallTime => (
-                Some(Threshold::PctOfExpected { pct: 200.0 }),
-                Some(Threshold::PctOfExpected { pct: 670.0 }),
-                Trap::SlowCollective,
-            ),
-            // at the largest sizes, against the model (23.75 GB/s all_gather on a GB10 pair):
-            // MTU 1500 on the path (18.9) warns, the TCP fallback (1-3) fails
-            Metric::NcclBusbw => (
-                Some(Threshold::PctOfExpected { pct: 80.0 }),
-                Some(Threshold::PctOfExpected { pct: 40.0 }),
-                Trap::SlowBusBandwidth,
-            ),
-            // informational: one TCP stream on GB10 sits near 12 Gb/s whatever the link.
-            Metric::Iperf3 => (None, None, Trap::BelowLineRate),
-        };
+    /// The metric's own default gate (DOMAIN.md's, declared with the metric by its kind).
+    pub fn default_for(spec: &MetricSpec) -> GateSpec {
         GateSpec {
-            metric,
-            pass,
-            warn,
-            trap,
+            metric: spec.metric,
+            unit: spec.unit,
+            pass: spec.pass,
+            warn: spec.warn,
+            trap: spec.trap,
             trap_text: None,
             fix_text: None,
             attempts: 1,
@@ -87,4 +56,62 @@ impl GateSpec {
             .clone()
             .unwrap_or_else(|| self.trap.fix().to_string())
     }
+}
+
+/// Metrics for the gate layer's own tests (the real ones are the kinds').
+#[cfg(test)]
+pub(crate) mod test_metrics {
+    use super::threshold::{Metric, MetricSpec, Threshold, Unit};
+    use super::trap::Trap;
+
+    /// A bandwidth against the expected value.
+    pub static BW: MetricSpec = MetricSpec {
+        metric: Metric::new("test-bw"),
+        unit: Unit::Gbps,
+        about: "a bandwidth",
+        pass: Some(Threshold::PctOfExpected { pct: 80.0 }),
+        warn: Some(Threshold::PctOfExpected { pct: 27.0 }),
+        trap: Trap::FirmwareThrottle,
+        per_flow: true,
+    };
+    /// A latency under an absolute bound.
+    pub static LAT: MetricSpec = MetricSpec {
+        metric: Metric::new("test-lat"),
+        unit: Unit::Us,
+        about: "a latency",
+        pass: Some(Threshold::Absolute { value: 3.0 }),
+        warn: Some(Threshold::Absolute { value: 10.0 }),
+        trap: Trap::SlowLatency,
+        per_flow: true,
+    };
+    /// A time against the expected value.
+    pub static TIME: MetricSpec = MetricSpec {
+        metric: Metric::new("test-time"),
+        unit: Unit::Us,
+        about: "a time",
+        pass: Some(Threshold::PctOfExpected { pct: 200.0 }),
+        warn: Some(Threshold::PctOfExpected { pct: 670.0 }),
+        trap: Trap::SlowCollective,
+        per_flow: false,
+    };
+    /// A bus bandwidth against the expected value.
+    pub static BUSBW: MetricSpec = MetricSpec {
+        metric: Metric::new("test-busbw"),
+        unit: Unit::GBps,
+        about: "a bus bandwidth",
+        pass: Some(Threshold::PctOfExpected { pct: 80.0 }),
+        warn: Some(Threshold::PctOfExpected { pct: 40.0 }),
+        trap: Trap::SlowBusBandwidth,
+        per_flow: false,
+    };
+    /// Reported, not gated.
+    pub static INFO: MetricSpec = MetricSpec {
+        metric: Metric::new("test-info"),
+        unit: Unit::Gbps,
+        about: "informational",
+        pass: None,
+        warn: None,
+        trap: Trap::BelowLineRate,
+        per_flow: true,
+    };
 }

@@ -2,62 +2,123 @@
 
 use serde::Serialize;
 
-/// A measured quantity fabricplan gates.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Metric {
-    /// ib_write_bw average per half, Gb/s.
-    RdmaBw,
-    /// Both halves of a cable at once, summed per node, Gb/s.
-    RdmaBwBoth,
-    /// ib_write_lat t_typical, us.
-    RdmaLat,
-    /// NCCL in-place time at 16 KiB, us.
-    NcclSmallTime,
-    /// NCCL average bus bandwidth, GB/s.
-    NcclBusbw,
-    /// iperf3 receiver rate, Gb/s (informational by default).
-    Iperf3,
+use super::trap::Trap;
+
+/// A measured quantity fabricplan gates, by its name (`rdma-bw`, `nccl-busbw`): the key of its
+/// `[gates.<name>]` table, of `[regression]` and of a verdict's `metric`. What it is (its unit,
+/// its default gate) is its [`MetricSpec`], which the test kind that measures it declares.
+///
+/// The name is held inline (at most [`Metric::MAX_LEN`] bytes), so a metric is `Copy` and a
+/// verdict read back from a results file names any metric, known to this build or not.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Metric {
+    len: u8,
+    bytes: [u8; Metric::MAX_LEN],
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
-        Metric::RdmaBw,
-        Metric::RdmaBwBoth,
-        Metric::RdmaLat,
-        Metric::NcclSmallTime,
-        Metric::NcclBusbw,
-        Metric::Iperf3,
-    ];
+    /// The longest metric name.
+    pub const MAX_LEN: usize = 31;
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::RdmaBw => "rdma-bw",
-            Metric::RdmaBwBoth => "rdma-bw-both",
-            Metric::RdmaLat => "rdma-lat",
-            Metric::NcclSmallTime => "nccl-small-time",
-            Metric::NcclBusbw => "nccl-busbw",
-            Metric::Iperf3 => "iperf3",
+    /// The metric named `name` (at most [`Metric::MAX_LEN`] bytes: longer is a build error
+    /// where it is a constant).
+    pub const fn new(name: &str) -> Metric {
+        let b = name.as_bytes();
+        assert!(
+            b.len() <= Metric::MAX_LEN,
+            "a metric name is at most 31 bytes"
+        );
+        let mut bytes = [0u8; Metric::MAX_LEN];
+        let mut i = 0;
+        while i < b.len() {
+            bytes[i] = b[i];
+            i += 1;
+        }
+        Metric {
+            len: b.len() as u8,
+            bytes,
         }
     }
 
-    pub fn from_name(s: &str) -> Option<Metric> {
-        Metric::ALL.into_iter().find(|m| m.name() == s)
+    /// The metric named `name`, if the name fits.
+    pub fn named(name: &str) -> Option<Metric> {
+        (name.len() <= Metric::MAX_LEN).then(|| Metric::new(name))
     }
 
-    /// The unit values of this metric are kept in.
-    pub fn unit(self) -> Unit {
-        match self {
-            Metric::RdmaBw | Metric::RdmaBwBoth | Metric::Iperf3 => Unit::Gbps,
-            Metric::RdmaLat | Metric::NcclSmallTime => Unit::Us,
-            Metric::NcclBusbw => Unit::GBps,
-        }
+    pub fn name(&self) -> &str {
+        // built from a `&str` cut at its own length: always UTF-8
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+}
+
+impl PartialOrd for Metric {
+    fn partial_cmp(&self, other: &Metric) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// By name.
+impl Ord for Metric {
+    fn cmp(&self, other: &Metric) -> std::cmp::Ordering {
+        self.name().cmp(other.name())
+    }
+}
+
+impl std::fmt::Debug for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Metric({})", self.name())
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Metric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Metric, D::Error> {
+        let name = String::deserialize(d)?;
+        Metric::named(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "a metric name is at most {} bytes",
+                Metric::MAX_LEN
+            ))
+        })
+    }
+}
+
+/// What a metric is: its unit (and so which way is better), its default gate, and whether it
+/// is measured per flow. Declared by the test kind that measures it.
+#[derive(Debug, PartialEq)]
+pub struct MetricSpec {
+    pub metric: Metric,
+    /// The unit values are kept in.
+    pub unit: Unit,
+    /// One line: what it measures (`fabricplan schema`, the README's gate table).
+    pub about: &'static str,
+    /// DOMAIN.md's default pass and warn thresholds, and the trap a miss names.
+    pub pass: Option<Threshold>,
+    pub warn: Option<Threshold>,
+    pub trap: Trap,
+    /// Measured on one flow (a pair of ends), as bandwidths and latencies are; a collective's
+    /// figures are not.
+    pub per_flow: bool,
+}
+
+impl MetricSpec {
+    pub fn name(&self) -> &str {
+        self.metric.name()
     }
 
-    pub fn higher_is_better(self) -> bool {
-        self.unit().dimension() == Dimension::Bandwidth
+    pub fn higher_is_better(&self) -> bool {
+        self.unit.higher_is_better()
     }
 }
 
@@ -109,6 +170,11 @@ impl Unit {
             Unit::Us => "us",
             Unit::Ms => "ms",
         }
+    }
+
+    /// Bandwidths are better higher, times lower.
+    pub fn higher_is_better(self) -> bool {
+        self.dimension() == Dimension::Bandwidth
     }
 
     pub fn dimension(self) -> Dimension {
@@ -165,7 +231,7 @@ pub enum ThresholdError {
     WrongDimension {
         unit: String,
         found: &'static str,
-        metric: &'static str,
+        metric: String,
         expected: &'static str,
     },
 }
@@ -183,7 +249,7 @@ pub fn parse_pct(s: &str) -> Result<f64, String> {
     }
 }
 
-pub fn parse_threshold(text: &str, metric: Metric) -> Result<Threshold, ThresholdError> {
+pub fn parse_threshold(text: &str, metric: &MetricSpec) -> Result<Threshold, ThresholdError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -202,7 +268,7 @@ pub fn parse_threshold(text: &str, metric: Metric) -> Result<Threshold, Threshol
         return Err(ThresholdError::Malformed(text.to_string()));
     }
     let u = Unit::parse(unit).ok_or_else(|| ThresholdError::UnknownUnit(unit.to_string()))?;
-    let want = metric.unit();
+    let want = metric.unit;
     if u.dimension() != want.dimension() {
         let dim = |d| match d {
             Dimension::Bandwidth => "bandwidth",
@@ -211,7 +277,7 @@ pub fn parse_threshold(text: &str, metric: Metric) -> Result<Threshold, Threshol
         return Err(ThresholdError::WrongDimension {
             unit: unit.to_string(),
             found: dim(u.dimension()),
-            metric: metric.name(),
+            metric: metric.name().to_string(),
             expected: want.symbol(),
         });
     }
@@ -222,24 +288,38 @@ pub fn parse_threshold(text: &str, metric: Metric) -> Result<Threshold, Threshol
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_metrics::{BW, TIME};
     use super::*;
+
+    #[test]
+    fn a_metric_is_its_name() {
+        let m = Metric::new("rdma-bw");
+        assert_eq!(m.name(), "rdma-bw");
+        assert_eq!(m, Metric::named("rdma-bw").unwrap());
+        assert!(Metric::named(&"x".repeat(32)).is_none());
+        assert!(Metric::new("a") < Metric::new("b"));
+        let j = serde_json::to_string(&m).unwrap();
+        assert_eq!(j, "\"rdma-bw\"");
+        assert_eq!(serde_json::from_str::<Metric>(&j).unwrap(), m);
+        assert!(serde_json::from_str::<Metric>(&format!("\"{}\"", "y".repeat(40))).is_err());
+    }
 
     #[test]
     fn reads_units_and_converts() {
         assert_eq!(
-            parse_threshold("90 Gb/s", Metric::RdmaBw),
+            parse_threshold("90 Gb/s", &BW),
             Ok(Threshold::Absolute { value: 90.0 })
         );
         assert_eq!(
-            parse_threshold("2 GB/s", Metric::RdmaBw),
+            parse_threshold("2 GB/s", &BW),
             Ok(Threshold::Absolute { value: 16.0 })
         );
         assert_eq!(
-            parse_threshold("0.06ms", Metric::NcclSmallTime),
+            parse_threshold("0.06ms", &TIME),
             Ok(Threshold::Absolute { value: 60.0 })
         );
         assert_eq!(
-            parse_threshold("85%", Metric::RdmaBw),
+            parse_threshold("85%", &BW),
             Ok(Threshold::PctOfExpected { pct: 85.0 })
         );
     }
@@ -247,19 +327,19 @@ mod tests {
     #[test]
     fn rejects_unknown_and_mismatched_units() {
         assert_eq!(
-            parse_threshold("90 Gb/min", Metric::RdmaBw),
+            parse_threshold("90 Gb/min", &BW),
             Err(ThresholdError::UnknownUnit("Gb/min".into()))
         );
         assert!(matches!(
-            parse_threshold("3 us", Metric::RdmaBw),
+            parse_threshold("3 us", &BW),
             Err(ThresholdError::WrongDimension { .. })
         ));
         assert!(matches!(
-            parse_threshold("fast", Metric::RdmaBw),
+            parse_threshold("fast", &BW),
             Err(ThresholdError::Malformed(_))
         ));
         assert!(matches!(
-            parse_threshold("90", Metric::RdmaBw),
+            parse_threshold("90", &BW),
             Err(ThresholdError::Malformed(_))
         ));
     }

@@ -7,10 +7,11 @@ use minijinja::context;
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
-use super::{TestKind, mismatch};
+use super::{FlowSeries, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::{Metric, MetricSpec, Unit};
+use crate::gate::trap::Trap;
 use crate::parse::iperf3::IperfReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Direction;
@@ -49,6 +50,18 @@ const TEMPLATES: &[Template] = &[
     },
 ];
 
+/// iperf3 receiver rate, Gb/s: informational (one TCP stream on GB10 sits near 12 Gb/s whatever
+/// the link).
+pub static METRIC: MetricSpec = MetricSpec {
+    metric: Metric::new("iperf3"),
+    unit: Unit::Gbps,
+    about: "TCP rate per half (iperf3 receiver), Gb/s; informational by default",
+    pass: None,
+    warn: None,
+    trap: Trap::BelowLineRate,
+    per_flow: true,
+};
+
 impl SectionKind for Iperf3 {
     fn key(&self) -> &'static str {
         ID.name()
@@ -69,6 +82,8 @@ impl SectionKind for Iperf3 {
     }
 }
 
+static SERIES: [FlowSeries; 1] = [super::rdma_bw::bandwidth_series(&METRIC)];
+
 impl TestKind for Iperf3 {
     fn id(&self) -> KindId {
         ID
@@ -78,8 +93,8 @@ impl TestKind for Iperf3 {
         Tool::IPERF3
     }
 
-    fn metric(&self) -> Metric {
-        Metric::Iperf3
+    fn metric(&self) -> &'static MetricSpec {
+        &METRIC
     }
 
     fn templates(&self) -> &'static [Template] {
@@ -128,9 +143,13 @@ impl TestKind for Iperf3 {
         crate::capacity::expected(plan, round)
     }
 
+    fn series(&self) -> &'static [FlowSeries] {
+        &SERIES
+    }
+
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
         match parsed.get::<IperfReport>() {
-            Some(r) => classify::iperf(&plan.gate(Metric::Iperf3), r, ctx),
+            Some(r) => classify::iperf(&plan.gate(&METRIC), r, ctx),
             None => mismatch(ctx, parsed),
         }
     }

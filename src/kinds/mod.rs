@@ -14,20 +14,22 @@ mod rdma_bw;
 mod rdma_bw_both;
 mod rdma_lat;
 mod rdma_read_bw;
+pub mod view;
 
 use crate::gate::classify::Context;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::{Metric, MetricSpec};
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
 use crate::plan::{Catalog, Plan, SectionKind};
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
-use crate::results::JobResult;
+use crate::results::{JobResult, RunResults};
 use crate::schedule::{Job, KindId, Round, Schedule, Stage};
 
 pub use nccl::{Answer, LaunchCheck, judge_launch, launch_check, tests as nccl_tests};
+pub use view::{Family, FlowSeries, Matrix, Sample, Sweep, SweepRow, sweep};
 
 /// What a test kind is to the rest of fabricplan. Its plan section is the [`SectionKind`] half.
 pub trait TestKind: SectionKind {
@@ -38,7 +40,12 @@ pub trait TestKind: SectionKind {
     fn tool(&self) -> Tool;
 
     /// The metric of its main gate: the one whose `attempts` repeat the job.
-    fn metric(&self) -> Metric;
+    fn metric(&self) -> &'static MetricSpec;
+
+    /// Every metric it judges with (its main gate's first): each has a `[gates.<metric>]` table.
+    fn metrics(&self) -> Vec<&'static MetricSpec> {
+        vec![self.metric()]
+    }
 
     /// The command templates it owns (a plan may override them by name).
     fn templates(&self) -> &'static [Template];
@@ -72,6 +79,33 @@ pub trait TestKind: SectionKind {
     /// Whether the output holds a reading even when no verdict carries a measured value.
     fn measured(&self, _parsed: &Parsed) -> bool {
         false
+    }
+
+    /// Its pairs in the node x node bandwidth matrix (summary.md, report.html), and how its
+    /// cells are tagged there.
+    fn matrix(&self) -> Option<Matrix> {
+        None
+    }
+
+    /// How its per-flow metrics go to the metrics file.
+    fn series(&self) -> &'static [FlowSeries] {
+        &[]
+    }
+
+    /// The metrics file's families it feeds, in their order there.
+    fn families(&self) -> Vec<&'static Family> {
+        view::series_families(self.series())
+    }
+
+    /// The metrics file's samples of one of its jobs.
+    fn samples(&self, r: &RunResults, job: &JobResult) -> Vec<Sample> {
+        view::flow_samples(self.series(), r, job)
+    }
+
+    /// Its job's figures over message sizes, when it sweeps them (compare matches them by
+    /// size, report.html draws the curve).
+    fn sweep(&self, _job: &JobResult) -> Option<Sweep> {
+        None
     }
 }
 
@@ -135,6 +169,10 @@ impl Catalog for Kinds {
         ALL.iter().map(|k| *k as &'static dyn SectionKind).collect()
     }
 
+    fn metrics(&self) -> Vec<&'static MetricSpec> {
+        metrics()
+    }
+
     fn template_names(&self) -> Vec<&'static str> {
         templates().iter().map(|t| t.name).collect()
     }
@@ -180,6 +218,29 @@ pub fn json_schema() -> String {
 /// kind's own.
 pub fn tool(name: &str) -> Option<Tool> {
     Tool::from_name(name).or_else(|| ALL.iter().map(|k| k.tool()).find(|t| t.name() == name))
+}
+
+/// Every metric the kinds judge with, in registry order (each once).
+pub fn metrics() -> Vec<&'static MetricSpec> {
+    let mut out: Vec<&'static MetricSpec> = Vec::new();
+    for m in ALL.iter().flat_map(|k| k.metrics()) {
+        if !out.iter().any(|o| o.metric == m.metric) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// What `metric` is, when a kind of this build measures it.
+pub fn metric(metric: Metric) -> Option<&'static MetricSpec> {
+    ALL.iter()
+        .flat_map(|k| k.metrics())
+        .find(|m| m.metric == metric)
+}
+
+/// The kind of a job's result, when this build knows it.
+pub fn of(job: &JobResult) -> Option<&'static dyn TestKind> {
+    ALL.iter().copied().find(|k| k.id().name() == job.kind)
 }
 
 /// The kind named `id`.
@@ -229,4 +290,51 @@ fn mismatch(ctx: &Context, parsed: &Parsed) -> Vec<Verdict> {
         ),
         Some(Trap::Unparseable),
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::threshold::Threshold;
+
+    fn gates(extra: &str) -> std::collections::BTreeMap<Metric, crate::gate::GateSpec> {
+        let text = format!(
+            "format-version = 1\nname = \"g\"\n[[node]]\nname = \"a\"\n[[node]]\nname = \"b\"\n[[cable]]\nkind = \"direct\"\nends = [\"a.f0\", \"b.f0\"]\nhalves = [\"a\"]\nsubnets = {{ a = \"198.51.100.0/30\" }}\n{extra}"
+        );
+        load_str(
+            std::path::Path::new("g.toml"),
+            &text,
+            std::path::Path::new("."),
+        )
+        .unwrap()
+        .plan
+        .gates
+    }
+
+    #[test]
+    fn pass_only_keeps_a_compatible_default_warn() {
+        let (lat, bw) = (rdma_lat::METRIC.metric, rdma_bw::METRIC.metric);
+        let g = gates("[gates.rdma-lat]\npass = \"2.5 us\"\n");
+        assert_eq!(g[&lat].pass, Some(Threshold::Absolute { value: 2.5 }));
+        assert_eq!(g[&lat].warn, Some(Threshold::Absolute { value: 10.0 }));
+        // an absolute pass beside the relative default warn: no band rather than a mixed one
+        let g = gates("[gates.rdma-bw]\npass = \"95 Gb/s\"\n");
+        assert_eq!(g[&bw].warn, Some(Threshold::Absolute { value: 95.0 }));
+        let g = gates("[gates.rdma-bw]\nmin-pct-of-expected = 85\n");
+        assert_eq!(g[&bw].warn, Some(Threshold::PctOfExpected { pct: 27.0 }));
+    }
+
+    #[test]
+    fn every_kind_metric_has_a_default_gate_in_the_plan() {
+        let g = gates("");
+        for m in metrics() {
+            assert_eq!(
+                g[&m.metric],
+                crate::gate::GateSpec::default_for(m),
+                "{}",
+                m.name()
+            );
+        }
+        assert_eq!(g.len(), metrics().len());
+    }
 }

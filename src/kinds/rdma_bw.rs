@@ -8,10 +8,12 @@ use minijinja::context;
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
-use super::{TestKind, mismatch};
+use super::view::{LINK_BANDWIDTH, LINK_EXPECTED};
+use super::{FlowSeries, Matrix, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
+use crate::gate::trap::Trap;
 use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::raw::RawBwTest;
@@ -26,6 +28,19 @@ use crate::schedule::{Job, KindId, Round, Stage};
 pub const ID: KindId = KindId("rdma-bw");
 
 pub struct RdmaBw;
+
+/// ib_write_bw (and ib_read_bw) average per half, Gb/s, against the capacity model: 80% of
+/// expected passes (90 Gb/s on an uncontended GB10 half, ~111.9 expected), so a fairly shared ISL
+/// (81.9 of ~82 expected) passes while a throttled half (13 Gb/s) fails.
+pub static METRIC: MetricSpec = MetricSpec {
+    metric: Metric::new("rdma-bw"),
+    unit: Unit::Gbps,
+    about: "RDMA bandwidth per half (ib_write_bw, ib_read_bw average), Gb/s",
+    pass: Some(Threshold::PctOfExpected { pct: 80.0 }),
+    warn: Some(Threshold::PctOfExpected { pct: 27.0 }),
+    trap: Trap::FirmwareThrottle,
+    per_flow: true,
+};
 
 /// The variables of the perftest bandwidth templates.
 const BW_VARS: &[&str] = &[
@@ -108,6 +123,18 @@ pub(super) fn perftest_bw_commands(
     })
 }
 
+/// A bandwidth per flow and its expected value, in the metrics file.
+pub(super) const fn bandwidth_series(metric: &MetricSpec) -> FlowSeries {
+    FlowSeries {
+        metric: metric.metric,
+        family: &LINK_BANDWIDTH,
+        exp: 9,
+        expected: Some(&LINK_EXPECTED),
+    }
+}
+
+static SERIES: [FlowSeries; 1] = [bandwidth_series(&METRIC)];
+
 impl TestKind for RdmaBw {
     fn id(&self) -> KindId {
         ID
@@ -117,8 +144,8 @@ impl TestKind for RdmaBw {
         Tool::IB_WRITE_BW
     }
 
-    fn metric(&self) -> Metric {
-        Metric::RdmaBw
+    fn metric(&self) -> &'static MetricSpec {
+        &METRIC
     }
 
     fn templates(&self) -> &'static [Template] {
@@ -155,9 +182,20 @@ impl TestKind for RdmaBw {
         crate::capacity::expected(plan, round)
     }
 
+    fn matrix(&self) -> Option<Matrix> {
+        Some(Matrix {
+            tag: "",
+            legend: "one half measured alone",
+        })
+    }
+
+    fn series(&self) -> &'static [FlowSeries] {
+        &SERIES
+    }
+
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
         match parsed.get::<BwReport>() {
-            Some(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            Some(r) => classify::bandwidth(&plan.gate(&METRIC), r, ctx),
             None => mismatch(ctx, parsed),
         }
     }

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
-use super::{TestKind, mismatch};
+use super::{FlowSeries, Matrix, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
+use crate::gate::trap::Trap;
 use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::raw::RawBwTest;
@@ -27,6 +28,17 @@ use crate::schedule::{Job, KindId, Round, Stage};
 pub const ID: KindId = KindId("rdma-bw-both");
 
 pub struct RdmaBwBoth;
+
+/// Both halves of a cable at once, summed per node pair, Gb/s: 90% of the expected sum passes.
+pub static METRIC: MetricSpec = MetricSpec {
+    metric: Metric::new("rdma-bw-both"),
+    unit: Unit::Gbps,
+    about: "both halves of a cable at once, summed per node pair, Gb/s",
+    pass: Some(Threshold::PctOfExpected { pct: 90.0 }),
+    warn: Some(Threshold::PctOfExpected { pct: 50.0 }),
+    trap: Trap::HalfDeadOrThrottled,
+    per_flow: true,
+};
 
 impl SectionKind for RdmaBwBoth {
     fn key(&self) -> &'static str {
@@ -48,6 +60,11 @@ impl SectionKind for RdmaBwBoth {
     }
 }
 
+static SERIES: [FlowSeries; 2] = [
+    super::rdma_bw::bandwidth_series(&super::rdma_bw::METRIC),
+    super::rdma_bw::bandwidth_series(&METRIC),
+];
+
 impl TestKind for RdmaBwBoth {
     fn id(&self) -> KindId {
         ID
@@ -57,8 +74,12 @@ impl TestKind for RdmaBwBoth {
         Tool::IB_WRITE_BW
     }
 
-    fn metric(&self) -> Metric {
-        Metric::RdmaBw
+    fn metric(&self) -> &'static MetricSpec {
+        &super::rdma_bw::METRIC
+    }
+
+    fn metrics(&self) -> Vec<&'static MetricSpec> {
+        vec![&super::rdma_bw::METRIC, &METRIC]
     }
 
     fn templates(&self) -> &'static [Template] {
@@ -99,9 +120,20 @@ impl TestKind for RdmaBwBoth {
         crate::capacity::expected(plan, round)
     }
 
+    fn matrix(&self) -> Option<Matrix> {
+        Some(Matrix {
+            tag: "+",
+            legend: "that half while both halves of the cable ran at once",
+        })
+    }
+
+    fn series(&self) -> &'static [FlowSeries] {
+        &SERIES
+    }
+
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
         match parsed.get::<BwReport>() {
-            Some(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            Some(r) => classify::bandwidth(&plan.gate(&super::rdma_bw::METRIC), r, ctx),
             None => mismatch(ctx, parsed),
         }
     }
@@ -120,7 +152,7 @@ impl TestKind for RdmaBwBoth {
                 groups.entry(g.clone()).or_default().push(value);
             }
         }
-        let spec = plan.gate(Metric::RdmaBwBoth);
+        let spec = plan.gate(&METRIC);
         let expected = self.expected(plan, round);
         for (g, vals) in groups {
             let Some(vals) = vals.into_iter().collect::<Option<Vec<f64>>>() else {

@@ -7,10 +7,12 @@ use minijinja::context;
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
-use super::{TestKind, mismatch};
+use super::view::LINK_LATENCY;
+use super::{FlowSeries, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
+use crate::gate::trap::Trap;
 use crate::parse::perftest::LatReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Direction;
@@ -26,6 +28,17 @@ use crate::schedule::{Job, KindId, Stage};
 pub const ID: KindId = KindId("rdma-lat");
 
 pub struct RdmaLat;
+
+/// ib_write_lat t_typical, us, against the hardware floor (~1.45 us on a GB10 direct cable).
+pub static METRIC: MetricSpec = MetricSpec {
+    metric: Metric::new("rdma-lat"),
+    unit: Unit::Us,
+    about: "RDMA latency per half (ib_write_lat typical), us",
+    pass: Some(Threshold::Absolute { value: 3.0 }),
+    warn: Some(Threshold::Absolute { value: 10.0 }),
+    trap: Trap::SlowLatency,
+    per_flow: true,
+};
 
 const LAT_VARS: &[&str] = &[
     "tool",
@@ -73,6 +86,13 @@ impl SectionKind for RdmaLat {
     }
 }
 
+static SERIES: [FlowSeries; 1] = [FlowSeries {
+    metric: METRIC.metric,
+    family: &LINK_LATENCY,
+    exp: -6,
+    expected: None,
+}];
+
 impl TestKind for RdmaLat {
     fn id(&self) -> KindId {
         ID
@@ -82,8 +102,8 @@ impl TestKind for RdmaLat {
         Tool::IB_WRITE_LAT
     }
 
-    fn metric(&self) -> Metric {
-        Metric::RdmaLat
+    fn metric(&self) -> &'static MetricSpec {
+        &METRIC
     }
 
     fn templates(&self) -> &'static [Template] {
@@ -129,9 +149,13 @@ impl TestKind for RdmaLat {
         })
     }
 
+    fn series(&self) -> &'static [FlowSeries] {
+        &SERIES
+    }
+
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
         match parsed.get::<LatReport>() {
-            Some(r) => classify::latency(&plan.gate(Metric::RdmaLat), r, ctx),
+            Some(r) => classify::latency(&plan.gate(&METRIC), r, ctx),
             None => mismatch(ctx, parsed),
         }
     }

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
-use super::{TestKind, mismatch};
+use super::{FlowSeries, Matrix, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::MetricSpec;
 use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::raw::RawBwTest;
@@ -51,6 +51,8 @@ impl SectionKind for RdmaReadBw {
     }
 }
 
+static SERIES: [FlowSeries; 1] = [super::rdma_bw::bandwidth_series(&super::rdma_bw::METRIC)];
+
 impl TestKind for RdmaReadBw {
     fn id(&self) -> KindId {
         ID
@@ -60,8 +62,8 @@ impl TestKind for RdmaReadBw {
         Tool::IB_READ_BW
     }
 
-    fn metric(&self) -> Metric {
-        Metric::RdmaBw
+    fn metric(&self) -> &'static MetricSpec {
+        &super::rdma_bw::METRIC
     }
 
     fn templates(&self) -> &'static [Template] {
@@ -111,9 +113,20 @@ impl TestKind for RdmaReadBw {
             .collect()
     }
 
+    fn matrix(&self) -> Option<Matrix> {
+        Some(Matrix {
+            tag: "r",
+            legend: "that half's RDMA reads",
+        })
+    }
+
+    fn series(&self) -> &'static [FlowSeries] {
+        &SERIES
+    }
+
     fn judge(&self, plan: &Plan, _job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {
         match parsed.get::<BwReport>() {
-            Some(r) => classify::bandwidth(&plan.gate(Metric::RdmaBw), r, ctx),
+            Some(r) => classify::bandwidth(&plan.gate(&super::rdma_bw::METRIC), r, ctx),
             None => mismatch(ctx, parsed),
         }
     }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::evidence::{Element, Observed, Seen, elements};
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::MetricSpec;
 use crate::gate::trap::Trap;
 use crate::plan::{Endpoint, IslId, Plan};
 use crate::results::{Suspect, SuspectKind};
@@ -90,7 +90,7 @@ fn vouches(carried: Option<f64>, measured: Option<f64>) -> bool {
 pub fn decide(
     plan: &Plan,
     kind: KindId,
-    metric: Metric,
+    metric: &MetricSpec,
     observed: &[Observed],
     retests: &HashSet<String>,
 ) -> Decision {
@@ -166,7 +166,7 @@ pub fn decide(
 fn suspect(
     plan: &Plan,
     kind: KindId,
-    metric: Metric,
+    metric: &MetricSpec,
     p: &Part,
     els: &BTreeSet<Element>,
     proving: &[&Observed],
@@ -199,7 +199,7 @@ fn suspect(
     let measured = median(proving.iter().filter_map(|o| o.measured).collect());
     let expected = median(proving.iter().filter_map(|o| o.expected).collect());
     let trap = most_common(proving.iter().filter_map(|o| o.trap));
-    let unit = metric.unit().symbol();
+    let unit = metric.unit.symbol();
     let seen = match (measured, expected) {
         (Some(m), Some(e)) => format!("; typically {m:.2} {unit} of {e:.1} expected"),
         (Some(m), None) => format!("; typically {m:.2} {unit}"),

@@ -13,7 +13,7 @@ use ipnet::Ipv4Net;
 use serde::Serialize;
 
 use crate::gate::GateSpec;
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::{Metric, MetricSpec};
 
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
@@ -567,10 +567,10 @@ impl Plan {
     }
 
     /// The gate of `metric`: the plan's, with every default validation filled in, or the
-    /// library default for a metric the plan does not mention.
-    pub fn gate(&self, metric: Metric) -> GateSpec {
+    /// metric's own default for a metric the plan was not validated with.
+    pub fn gate(&self, metric: &MetricSpec) -> GateSpec {
         self.gates
-            .get(&metric)
+            .get(&metric.metric)
             .cloned()
             .unwrap_or_else(|| GateSpec::default_for(metric))
     }

@@ -14,6 +14,7 @@ use super::diag::Problem;
 use super::model::{BwTest, IperfTest, LatTest, NcclTest};
 pub use super::model::{Section, SectionData};
 use super::raw::{RawBwTest, RawIperfTest, RawLatTest, RawNcclTest};
+use crate::gate::threshold::MetricSpec;
 
 /// A test kind's section of the plan, as the plan language sees it.
 pub trait SectionKind: Sync {
@@ -41,6 +42,10 @@ pub trait SectionKind: Sync {
 pub trait Catalog: Sync {
     fn sections(&self) -> Vec<&'static dyn SectionKind>;
 
+    /// The metrics the kinds measure: each has a `[gates.<metric>]` table and a `[regression]`
+    /// key.
+    fn metrics(&self) -> Vec<&'static MetricSpec>;
+
     /// Names of the built-in templates.
     fn template_names(&self) -> Vec<&'static str>;
 
@@ -56,6 +61,10 @@ pub struct NoKinds;
 
 impl Catalog for NoKinds {
     fn sections(&self) -> Vec<&'static dyn SectionKind> {
+        Vec::new()
+    }
+
+    fn metrics(&self) -> Vec<&'static MetricSpec> {
         Vec::new()
     }
 

@@ -431,7 +431,8 @@ fn merge_attempts(
     expected: Option<f64>,
     judged: &[Judged],
 ) -> (Vec<Verdict>, Vec<Attempt>) {
-    let metric = kind.metric();
+    let spec = kind.metric();
+    let metric = spec.metric;
     let main = |j: &Judged| {
         j.verdicts
             .iter()
@@ -463,7 +464,7 @@ fn merge_attempts(
         })
         .collect();
     let values: Vec<Option<f64>> = attempts.iter().map(|a| a.measured).collect();
-    let mut merged = plan.gate(metric).judge_attempts(gate, &values, expected);
+    let mut merged = plan.gate(spec).judge_attempts(gate, &values, expected);
     if merged.outcome != Outcome::Ok
         && let Some(bad) = judged.iter().flat_map(|j| j.verdicts.iter()).find(|v| {
             v.outcome != Outcome::Ok && (v.metric == Some(metric) || v.measured.is_none())

@@ -33,7 +33,7 @@ fn observed(results: &RunResults, jobs: &[Job], kind: KindId) -> Vec<Observed> {
     jobs.iter()
         .filter_map(|j| {
             let r = &results.jobs[*by_id.get(j.id.as_str())?];
-            Observed::from_result(j, r, k.metric())
+            Observed::from_result(j, r, k.metric().metric)
         })
         .collect()
 }

@@ -5,16 +5,17 @@
 //! check (mpirun starting `hostname` on every rank) runs in preflight.
 
 mod render;
+mod view;
 
 use std::sync::Arc;
 
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
-use super::{TestKind, mismatch};
+use super::{Family, Sample, Sweep, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::threshold::Metric;
+use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
 use crate::parse::nccl_tests::NcclReport;
 use crate::parse::{Parsed, Tool};
@@ -24,6 +25,7 @@ use crate::plan::{NcclTest, NodeId, Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, Resolution, Step};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
+use crate::results::{JobResult, RunResults};
 use crate::schedule::{Job, KindId, Ranks, Stage};
 
 pub const ID: KindId = KindId("nccl");
@@ -59,6 +61,30 @@ const TEMPLATES: &[Template] = &[
         variables: &["hosts", "subnets"],
     },
 ];
+
+/// NCCL in-place time at 16 KiB, us, against the model's time for the ranks and the fabric:
+/// twice it passes (60 us of ~30 on two GB10 boxes), 6.7 times it warns (200 us there).
+pub static SMALL_TIME: MetricSpec = MetricSpec {
+    metric: Metric::new("nccl-small-time"),
+    unit: Unit::Us,
+    about: "NCCL in-place time at 16 KiB, us",
+    pass: Some(Threshold::PctOfExpected { pct: 200.0 }),
+    warn: Some(Threshold::PctOfExpected { pct: 670.0 }),
+    trap: Trap::SlowCollective,
+    per_flow: false,
+};
+
+/// NCCL bus bandwidth at the largest sizes, GB/s, against the model (23.75 GB/s all_gather on a
+/// GB10 pair): MTU 1500 on the path (18.9) warns, the TCP fallback (1-3) fails.
+pub static BUSBW: MetricSpec = MetricSpec {
+    metric: Metric::new("nccl-busbw"),
+    unit: Unit::GBps,
+    about: "NCCL average bus bandwidth, GB/s",
+    pass: Some(Threshold::PctOfExpected { pct: 80.0 }),
+    warn: Some(Threshold::PctOfExpected { pct: 40.0 }),
+    trap: Trap::SlowBusBandwidth,
+    per_flow: false,
+};
 
 impl SectionKind for Nccl {
     fn key(&self) -> &'static str {
@@ -236,8 +262,12 @@ impl TestKind for Nccl {
         Tool::NCCL_TESTS
     }
 
-    fn metric(&self) -> Metric {
-        Metric::NcclSmallTime
+    fn metric(&self) -> &'static MetricSpec {
+        &SMALL_TIME
+    }
+
+    fn metrics(&self) -> Vec<&'static MetricSpec> {
+        vec![&SMALL_TIME, &BUSBW]
     }
 
     fn templates(&self) -> &'static [Template] {
@@ -325,16 +355,22 @@ impl TestKind for Nccl {
                     small_time_us: Some(e.time_us(16384)),
                     busbw_gbs: &busbw,
                 };
-                classify::nccl(
-                    &plan.gate(Metric::NcclSmallTime),
-                    &plan.gate(Metric::NcclBusbw),
-                    r,
-                    ctx,
-                    &model,
-                )
+                classify::nccl(&plan.gate(&SMALL_TIME), &plan.gate(&BUSBW), r, ctx, &model)
             }
             None => mismatch(ctx, parsed),
         }
+    }
+
+    fn families(&self) -> Vec<&'static Family> {
+        vec![&view::AVERAGE, &view::SMALL, &view::PER_SIZE]
+    }
+
+    fn samples(&self, r: &RunResults, job: &JobResult) -> Vec<Sample> {
+        view::samples(r, job)
+    }
+
+    fn sweep(&self, job: &JobResult) -> Option<Sweep> {
+        Some(view::sweep(job))
     }
 
     fn measured(&self, parsed: &Parsed) -> bool {

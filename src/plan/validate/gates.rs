@@ -8,7 +8,9 @@ use toml::Spanned;
 
 use super::{Ctx, span};
 use crate::gate::GateSpec;
-use crate::gate::threshold::{Metric, Threshold, ThresholdError, Unit, parse_pct, parse_threshold};
+use crate::gate::threshold::{
+    Metric, MetricSpec, Threshold, ThresholdError, Unit, parse_pct, parse_threshold,
+};
 use crate::gate::trap::Trap;
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::Regression;
@@ -18,23 +20,26 @@ use crate::plan::raw::*;
 /// of `min-pct-of-expected` and `warn-pct-of-expected`, for `"N%"` strings).
 const PCT_MAX: f64 = 200.0;
 
+/// The gate of every metric the test kinds measure: the metric's default, with the plan's
+/// `[gates.<metric>]` over it.
 pub(super) fn gates(
     ctx: &mut Ctx,
     raw: &BTreeMap<Spanned<String>, RawGate>,
+    metrics: &[&'static MetricSpec],
 ) -> BTreeMap<Metric, GateSpec> {
-    let mut out: BTreeMap<Metric, GateSpec> = Metric::ALL
+    let mut out: BTreeMap<Metric, GateSpec> = metrics
         .iter()
-        .map(|m| (*m, GateSpec::default_for(*m)))
+        .map(|m| (m.metric, GateSpec::default_for(m)))
         .collect();
     for (key_spanned, g) in raw {
         let key = key_spanned.get_ref();
-        let Some(metric) = Metric::from_name(key) else {
+        let Some(metric) = metrics.iter().find(|m| m.name() == key) else {
             let mut p = Problem::error(
                 "plan::unknown-metric",
                 format!("`[gates.{key}]` is not a metric fabricplan gates"),
             )
             .at(span(key_spanned), "not a metric");
-            let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+            let names: Vec<&str> = metrics.iter().map(|m| m.name()).collect();
             p = match did_you_mean(key, names.iter().copied()) {
                 Some(s) => p.help(format!("did you mean `{s}`?")),
                 None => p.help(format!("metrics: {}", names.join(", "))),
@@ -42,8 +47,9 @@ pub(super) fn gates(
             ctx.push(p);
             continue;
         };
-        let spec = out.get_mut(&metric).expect("every metric has a default");
-        gate(ctx, metric, g, spec);
+        if let Some(spec) = out.get_mut(&metric.metric) {
+            gate(ctx, metric, g, spec);
+        }
     }
     out
 }
@@ -52,14 +58,15 @@ pub(super) fn gates(
 pub(super) fn regression(
     ctx: &mut Ctx,
     raw: &BTreeMap<Spanned<String>, Spanned<RawPct>>,
+    metrics: &[&'static MetricSpec],
 ) -> Regression {
     let mut out = Regression::default();
     for (key_spanned, value) in raw {
         let key = key_spanned.get_ref();
-        let metric = Metric::from_name(key);
+        let metric = metrics.iter().find(|m| m.name() == key).map(|m| m.metric);
         if metric.is_none() && key != "max-drop" {
             let mut names: Vec<&str> = vec!["max-drop"];
-            names.extend(Metric::ALL.iter().map(|m| m.name()));
+            names.extend(metrics.iter().map(|m| m.name()));
             let mut p = Problem::error(
                 "plan::unknown-metric",
                 format!("`[regression]` has no key `{key}`"),
@@ -93,7 +100,7 @@ pub(super) fn regression(
 }
 
 /// One metric's gate, over its defaults.
-fn gate(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
+fn gate(ctx: &mut Ctx, metric: &MetricSpec, g: &RawGate, spec: &mut GateSpec) {
     let mut pass = g.pass.as_ref().and_then(|s| threshold(ctx, s, metric));
     let mut warn = g.warn.as_ref().and_then(|s| threshold(ctx, s, metric));
     let mut pass_span = g.pass.as_ref().map(span);
@@ -162,7 +169,7 @@ fn gate(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
 
 /// Is warn on the wrong side of pass? Only thresholds of one kind compare: an absolute value
 /// and a percentage of the expected value never do.
-fn wrong_side(metric: Metric, pass: Threshold, warn: Threshold) -> bool {
+fn wrong_side(metric: &MetricSpec, pass: Threshold, warn: Threshold) -> bool {
     match (pass, warn) {
         (Threshold::Absolute { value: p }, Threshold::Absolute { value: w })
         | (Threshold::PctOfExpected { pct: p }, Threshold::PctOfExpected { pct: w }) => {
@@ -188,7 +195,7 @@ fn same_kind(a: Threshold, b: Threshold) -> bool {
 }
 
 /// `attempts` and `pass-if` (k of n).
-fn attempts(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
+fn attempts(ctx: &mut Ctx, metric: &MetricSpec, g: &RawGate, spec: &mut GateSpec) {
     let attempts = g.attempts.unwrap_or(1).max(1);
     spec.attempts = attempts;
     spec.pass_if = attempts;
@@ -214,7 +221,7 @@ fn attempts(ctx: &mut Ctx, metric: Metric, g: &RawGate, spec: &mut GateSpec) {
 }
 
 /// A threshold with its unit, or an error naming the units `metric` takes.
-fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: Metric) -> Option<Threshold> {
+fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: &MetricSpec) -> Option<Threshold> {
     let e = match parse_threshold(s.get_ref(), metric) {
         Ok(Threshold::PctOfExpected { pct }) if !(pct > 0.0 && pct <= PCT_MAX) => {
             ctx.push(
@@ -240,12 +247,12 @@ fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: Metric) -> Option<Thres
                 None => format!(
                     "units: Gb/s, GB/s, us, ms, or `%` of the expected value; `{}` is in {}",
                     metric.name(),
-                    metric.unit().symbol()
+                    metric.unit.symbol()
                 ),
             }
         }
         ThresholdError::WrongDimension { .. } => {
-            let example = match metric.unit() {
+            let example = match metric.unit {
                 Unit::Gbps => "90 Gb/s",
                 Unit::GBps => "9 GB/s",
                 _ => "3 us",
@@ -253,13 +260,13 @@ fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: Metric) -> Option<Thres
             format!(
                 "`{}` is in {}: write e.g. `\"{example}\"`, or a percentage of the expected value such as `\"90%\"`",
                 metric.name(),
-                metric.unit().symbol()
+                metric.unit.symbol()
             )
         }
         _ => format!(
             "write a number and a unit, e.g. `\"90 Gb/s\"`, `\"3 us\"` or `\"85%\"`; `{}` is in {}",
             metric.name(),
-            metric.unit().symbol()
+            metric.unit.symbol()
         ),
     };
     let at: Range<usize> = span(s);

@@ -144,8 +144,9 @@ fn build(
         &profiles,
         &wired.recabled,
     );
-    let gates = gates::gates(ctx, &raw.gates);
-    let regression = gates::regression(ctx, &raw.regression);
+    let metrics = catalog.metrics();
+    let gates = gates::gates(ctx, &raw.gates, &metrics);
+    let regression = gates::regression(ctx, &raw.regression, &metrics);
     let tests = sections::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates, catalog);
     let capacity = settings::capacity(raw.capacity.as_ref());

@@ -9,6 +9,7 @@ use super::Inputs;
 use crate::compare::{self, Flow, baseline as base};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
+use crate::kinds;
 use crate::plan::{Endpoint, Plan};
 use crate::results::{JobResult, RunResults};
 use crate::topology::Fabric;
@@ -117,7 +118,10 @@ impl<'a> Ctx<'a> {
 
     /// The pass bound of `metric` for a value expected at `expected`.
     pub(super) fn pass_bound(&self, metric: Metric, expected: Option<f64>) -> Option<f64> {
-        self.plan?.gate(metric).pass?.resolve(expected)
+        self.plan?
+            .gate(kinds::metric(metric)?)
+            .pass?
+            .resolve(expected)
     }
 
     pub(super) fn node_order(&self, n: &str) -> usize {
@@ -143,14 +147,17 @@ pub(super) struct BwItem<'a> {
 pub(super) fn bw_items<'a>(ctx: &Ctx<'a>) -> Vec<BwItem<'a>> {
     let mut out = Vec::new();
     for j in &ctx.r.jobs {
+        // the kinds whose pairs are in the node x node matrix
+        if kinds::of(j).and_then(|k| k.matrix()).is_none() {
+            continue;
+        }
         for v in &j.verdicts {
-            // a bandwidth gate, or a bandwidth job's pair that could not be measured at all
+            // a bandwidth gate, or the pair that could not be measured at all
             let unmeasured = v.metric.is_none()
                 && v.measured.is_none()
                 && v.outcome == Outcome::Fail
-                && (j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
                 && !base::is_baseline_verdict(v);
-            if !matches!(v.metric, Some(Metric::RdmaBw | Metric::RdmaBwBoth)) && !unmeasured {
+            if v.metric.is_none() && !unmeasured {
                 continue;
             }
             if let Some(flow) = compare::flow_of(&v.gate, &ctx.nodes) {

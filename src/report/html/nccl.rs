@@ -4,8 +4,8 @@
 use serde::Serialize;
 
 use super::ctx::Ctx;
-use crate::compare::{self, baseline as base};
-use crate::gate::threshold::Metric;
+use crate::compare::baseline as base;
+use crate::kinds::{self, Sweep, SweepRow};
 use crate::results::JobResult;
 
 /// One NCCL test: its caption, its chart (or why it has none), its gates.
@@ -31,25 +31,29 @@ struct GateRow {
 
 /// Every NCCL test of the run (none: no section).
 pub(super) fn nccl(ctx: &Ctx<'_>) -> Vec<Figure> {
-    let jobs = ctx.r.jobs.iter().filter(|j| compare::is_nccl(j));
-    jobs.map(|j| {
-        let rows = compare::nccl_rows_of(j);
-        let subject = compare::nccl_subject(j);
-        let old_rows: Vec<compare::NcclRow> = ctx
+    let jobs = ctx
+        .r
+        .jobs
+        .iter()
+        .filter_map(|j| Some((j, kinds::sweep(j)?)));
+    jobs.map(|(j, sweep)| {
+        let old_rows: Vec<SweepRow> = ctx
             .baseline
             .and_then(|b| {
                 b.jobs
                     .iter()
-                    .find(|bj| compare::is_nccl(bj) && compare::nccl_subject(bj) == subject)
+                    .filter_map(kinds::sweep)
+                    .find(|old| old.subject == sweep.subject)
             })
-            .map(compare::nccl_rows_of)
+            .map(|old| old.rows)
             .unwrap_or_default();
+        let rows = &sweep.rows;
         let gates = j
             .verdicts
             .iter()
             .map(|v| GateRow {
                 outcome: v.outcome,
-                gate: short_gate(j, &v.gate).to_string(),
+                gate: short_gate(j, &sweep.subject, &v.gate).to_string(),
                 measured: v.measured,
                 unit: v.unit.clone(),
                 text: if v.threshold.is_empty() {
@@ -66,7 +70,7 @@ pub(super) fn nccl(ctx: &Ctx<'_>) -> Vec<Figure> {
                     .clone()
                     .unwrap_or_else(|| "nothing was measured".into())
             }),
-            chart: chart(ctx, j, &rows, &old_rows),
+            chart: chart(ctx, j, &sweep, &old_rows),
             gates,
         }
     })
@@ -74,15 +78,11 @@ pub(super) fn nccl(ctx: &Ctx<'_>) -> Vec<Figure> {
 }
 
 /// An NCCL job's gate without the test's name (`transport`, `16 KiB time`).
-fn short_gate<'g>(j: &JobResult, gate: &'g str) -> &'g str {
-    let kind = j.round_name.split_whitespace().next().unwrap_or("nccl");
-    [
-        format!("{kind} {} ", j.label),
-        format!("{} ", compare::nccl_subject(j)),
-    ]
-    .iter()
-    .find_map(|p| gate.strip_prefix(p.as_str()))
-    .unwrap_or(gate)
+fn short_gate<'g>(j: &JobResult, subject: &str, gate: &'g str) -> &'g str {
+    [format!("{} {} ", j.kind, j.label), format!("{subject} ")]
+        .iter()
+        .find_map(|p| gate.strip_prefix(p.as_str()))
+        .unwrap_or(gate)
 }
 
 /// A chart's frame: its size, margins, and the ranges drawn (log2 of the size, GB/s).
@@ -100,11 +100,7 @@ struct Frame {
 
 impl Frame {
     /// The frame holding every point of both curves and the gate.
-    fn around(
-        pts: &[(f64, f64, &compare::NcclRow)],
-        opts: &[(f64, f64)],
-        gate: Option<f64>,
-    ) -> Frame {
+    fn around(pts: &[(f64, f64, &SweepRow)], opts: &[(f64, f64)], gate: Option<f64>) -> Frame {
         let x0 = pts
             .iter()
             .map(|p| p.0)
@@ -182,21 +178,17 @@ struct Dot {
 
 /// One chart: the run's bus bandwidth per size (and the baseline's, dashed), the average and
 /// its gate as lines; `None` without a row that has a bandwidth.
-fn chart(
-    ctx: &Ctx<'_>,
-    j: &JobResult,
-    rows: &[compare::NcclRow],
-    old: &[compare::NcclRow],
-) -> Option<Chart> {
-    let pts: Vec<(f64, f64, &compare::NcclRow)> = rows
+fn chart(ctx: &Ctx<'_>, j: &JobResult, sweep: &Sweep, old: &[SweepRow]) -> Option<Chart> {
+    let pts: Vec<(f64, f64, &SweepRow)> = sweep
+        .rows
         .iter()
         .filter(|x| x.size_bytes > 0)
-        .filter_map(|x| Some(((x.size_bytes as f64).log2(), x.busbw_gbs?, x)))
+        .filter_map(|x| Some(((x.size_bytes as f64).log2(), x.bandwidth?, x)))
         .collect();
     let opts: Vec<(f64, f64)> = old
         .iter()
         .filter(|x| x.size_bytes > 0)
-        .filter_map(|x| Some(((x.size_bytes as f64).log2(), x.busbw_gbs?)))
+        .filter_map(|x| Some(((x.size_bytes as f64).log2(), x.bandwidth?)))
         .collect();
     if pts.is_empty() {
         return None;
@@ -204,8 +196,8 @@ fn chart(
     let avg = j
         .verdicts
         .iter()
-        .find(|v| v.metric == Some(Metric::NcclBusbw) && !base::is_baseline_verdict(v));
-    let gate = avg.and_then(|v| ctx.pass_bound(Metric::NcclBusbw, v.expected));
+        .find(|v| v.metric == Some(sweep.bandwidth) && !base::is_baseline_verdict(v));
+    let gate = avg.and_then(|v| ctx.pass_bound(sweep.bandwidth, v.expected));
     let f = Frame::around(&pts, &opts, gate);
     let line = |p: &mut dyn Iterator<Item = (f64, f64)>| -> String {
         let d: Vec<String> = p
@@ -227,7 +219,7 @@ fn chart(
                 y: f.py(*y),
                 size: row.size_bytes,
                 busbw: *y,
-                time_us: row.time_us,
+                time_us: row.time,
             })
             .collect(),
         w: f.w,

@@ -9,15 +9,12 @@ use serde::Serialize;
 use super::ctx::{Ctx, IslHop};
 use crate::compare;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::threshold::Metric;
+use crate::kinds;
 use crate::results::{JobResult, JobStatus, RoundRecord};
 
-/// A verdict the round bars draw: bandwidth and latency.
+/// A verdict the round bars draw: a metric measured per flow (bandwidths, latencies).
 fn gated(v: &Verdict) -> bool {
-    matches!(
-        v.metric,
-        Some(Metric::RdmaBw | Metric::RdmaBwBoth | Metric::RdmaLat | Metric::Iperf3)
-    )
+    v.metric.and_then(kinds::metric).is_some_and(|m| m.per_flow)
 }
 
 /// The bar chart's columns: the flow's label, the bar, the value; one row per verdict.
@@ -65,7 +62,7 @@ struct Bar {
     outcome: Outcome,
     gate: String,
     /// The metric's name (`rdma-bw`).
-    metric: &'static str,
+    metric: String,
     /// The flow's two ends, when the gate names one.
     flow: Option<(String, String)>,
     /// The ISLs it crossed (`None` without a plan).
@@ -135,7 +132,7 @@ fn by_round<'a>(ctx: &Ctx<'a>) -> Vec<((usize, &'a str), Vec<&'a JobResult>)> {
 
 /// The section; `None` when the run has no job but NCCL's.
 pub(super) fn rounds(ctx: &Ctx<'_>) -> Option<Rounds> {
-    if !ctx.r.jobs.iter().any(|j| !compare::is_nccl(j)) {
+    if !ctx.r.jobs.iter().any(|j| kinds::sweep(j).is_none()) {
         return None;
     }
     let scale = scales(ctx);
@@ -162,7 +159,7 @@ pub(super) fn rounds(ctx: &Ctx<'_>) -> Option<Rounds> {
             .collect();
         let unmeasured: Vec<Unmeasured> = jobs
             .iter()
-            .filter(|j| !compare::is_nccl(j) && !j.verdicts.iter().any(gated))
+            .filter(|j| kinds::sweep(j).is_none() && !j.verdicts.iter().any(gated))
             .map(|j| unmeasured_of(j))
             .collect();
         if all.is_empty() && unmeasured.is_empty() {
@@ -224,7 +221,7 @@ fn bars(ctx: &Ctx<'_>, shown: &[&Verdict], scale: &HashMap<String, f64>) -> Vec<
                 y: ROW_H * i as f64 + 2.0,
                 outcome: v.outcome,
                 gate: v.gate.clone(),
-                metric: v.metric.map(|m| m.name()).unwrap_or(""),
+                metric: v.metric.map(|m| m.name().to_string()).unwrap_or_default(),
                 via: flow.as_ref().and_then(|f| ctx.isls(f)),
                 flow: flow.map(|f| (f.src_endpoint(), f.dst_endpoint())),
                 measured: v.measured,

@@ -19,13 +19,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
-use crate::compare::{self, is_baseline_verdict};
 use crate::exec::runner::Event;
 use crate::files::output::Existing;
-use crate::gate::judge::Verdict;
-use crate::gate::threshold::Metric;
-use crate::parse::nccl_tests::NcclReport;
-use crate::results::{JobResult, RunResults};
+use crate::kinds;
+use crate::results::RunResults;
 
 /// A label value escaped as the exposition format says: `\\`, `\"` and `\n`.
 pub fn escape_label(s: &str) -> String {
@@ -160,8 +157,7 @@ pub fn render(r: &RunResults) -> String {
     let mut w = Writer::default();
     w.families(&run_families(r));
     w.family(&gate_family(r));
-    w.families(&link_families(r));
-    w.families(&nccl_families(r));
+    w.families(&kind_families(r));
     w.family(&counter_family(r));
     w.out
 }
@@ -251,106 +247,26 @@ fn gate_family(r: &RunResults) -> Family {
     outcome
 }
 
-/// Every job's verdicts that measured a value (the baseline's verdicts left out), with their
-/// metric and value.
-fn measured(r: &RunResults) -> impl Iterator<Item = (&JobResult, &Verdict, Metric, f64)> {
-    r.jobs.iter().flat_map(|j| {
-        j.verdicts.iter().filter_map(move |v| {
-            if is_baseline_verdict(v) {
-                return None;
-            }
-            Some((j, v, v.metric?, v.measured?))
-        })
-    })
-}
-
-/// Per flow: measured and expected bandwidth, latency.
-fn link_families(r: &RunResults) -> Vec<Family> {
-    let mut bw = Family::new(
-        "fabricplan_link_bandwidth_bits_per_second",
-        "gauge",
-        "Measured RDMA bandwidth of one flow (client src to server dst), one half or both halves summed (half=\"both\").",
-    );
-    let mut bw_exp = Family::new(
-        "fabricplan_link_expected_bandwidth_bits_per_second",
-        "gauge",
-        "The capacity model's expected bandwidth of the flow in its round.",
-    );
-    let mut lat = Family::new(
-        "fabricplan_link_latency_seconds",
-        "gauge",
-        "Measured RDMA latency of one flow (ib_write_lat typical).",
-    );
-    let nodes = compare::node_names(r);
-    for (j, v, metric, m) in measured(r) {
-        let flow_labels = || -> Option<Labels> {
-            let f = compare::flow_of(&v.gate, &nodes)?;
-            Some(vec![
-                plan_label(r),
-                ("kind", j.kind.clone()),
-                ("round", j.round_name.clone()),
-                ("src", f.src),
-                ("src_port", f.src_port),
-                ("dst", f.dst),
-                ("dst_port", f.dst_port),
-                ("half", f.half),
-            ])
-        };
-        match metric {
-            Metric::RdmaBw | Metric::RdmaBwBoth | Metric::Iperf3 => {
-                if let Some(l) = flow_labels() {
-                    bw.add_text(l.clone(), scaled(m, 9));
-                    if let Some(e) = v.expected {
-                        bw_exp.add_text(l, scaled(e, 9));
-                    }
-                }
-            }
-            Metric::RdmaLat => {
-                if let Some(l) = flow_labels() {
-                    lat.add_text(l, scaled(m, -6));
-                }
-            }
-            Metric::NcclBusbw | Metric::NcclSmallTime => {}
-        }
-    }
-    vec![bw, bw_exp, lat]
-}
-
-/// Per NCCL test: the average bus bandwidth, the small-message time, the bus bandwidth at
-/// each size.
-fn nccl_families(r: &RunResults) -> Vec<Family> {
-    let mut nccl_avg = Family::new(
-        "fabricplan_nccl_average_bus_bandwidth_bytes_per_second",
-        "gauge",
-        "NCCL average bus bandwidth of a test, as nccl-tests reports it.",
-    );
-    let mut nccl_small = Family::new(
-        "fabricplan_nccl_small_message_time_seconds",
-        "gauge",
-        "NCCL in-place time at the small message size the gate judges (16 KiB).",
-    );
-    let mut nccl_bw = Family::new(
-        "fabricplan_nccl_bus_bandwidth_bytes_per_second",
-        "gauge",
-        "NCCL in-place bus bandwidth at one message size.",
-    );
-    for (j, _, metric, m) in measured(r) {
-        match metric {
-            Metric::NcclBusbw => nccl_avg.add_text(nccl_labels(r, j, None), scaled(m, 9)),
-            Metric::NcclSmallTime => {
-                nccl_small.add_text(nccl_labels(r, j, Some(16384)), scaled(m, -6))
-            }
-            Metric::RdmaBw | Metric::RdmaBwBoth | Metric::Iperf3 | Metric::RdmaLat => {}
-        }
-    }
+/// The families the test kinds feed (link bandwidth and latency per flow, NCCL's per test),
+/// in the kinds' order, each with the samples of every job of the run in job order.
+fn kind_families(r: &RunResults) -> Vec<Family> {
+    let mut families: Vec<Family> = kinds::view::families()
+        .into_iter()
+        .map(|f| Family::new(f.name, f.kind, f.help))
+        .collect();
     for j in &r.jobs {
-        for row in compare::nccl_rows_of(j) {
-            if let Some(b) = row.busbw_gbs {
-                nccl_bw.add_text(nccl_labels(r, j, Some(row.size_bytes)), scaled(b, 9));
+        let Some(kind) = kinds::of(j) else {
+            continue;
+        };
+        for s in kind.samples(r, j) {
+            if let Some(f) = families.iter_mut().find(|f| f.name == s.family.name) {
+                let mut labels = vec![plan_label(r)];
+                labels.extend(s.labels);
+                f.add_text(labels, scaled(s.value, s.exp));
             }
         }
     }
-    vec![nccl_avg, nccl_small, nccl_bw]
+    families
 }
 
 /// The RDMA counters' growth, summed per host, device and counter over the run.
@@ -388,33 +304,6 @@ fn counter_family(r: &RunResults) -> Family {
         );
     }
     counters
-}
-
-/// The labels of an NCCL test's series (and the size, for a per-size one).
-fn nccl_labels(r: &RunResults, j: &JobResult, size: Option<u64>) -> Labels {
-    let collective = j
-        .parsed
-        .as_ref()
-        .and_then(|p| p.get::<NcclReport>())
-        .and_then(|r| r.collective.as_deref())
-        .unwrap_or_default()
-        .trim_end_matches("_perf")
-        .to_string();
-    let test = j
-        .round_name
-        .strip_prefix("nccl ")
-        .unwrap_or(&j.round_name)
-        .to_string();
-    let mut l = vec![
-        ("plan", r.plan.clone()),
-        ("test", test),
-        ("collective", collective),
-        ("ranks", j.hosts.len().to_string()),
-    ];
-    if let Some(s) = size {
-        l.push(("size_bytes", s.to_string()));
-    }
-    l
 }
 
 /// The metrics file of a run, replaced atomically when the run finishes.

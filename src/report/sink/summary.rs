@@ -10,6 +10,7 @@ use super::{Sink, write_atomic};
 use crate::exec::runner::Event;
 use crate::files::output::Existing;
 use crate::gate::judge::{Outcome, Verdict};
+use crate::kinds;
 use crate::results::{JobResult, RunResults};
 /// Text in the file, a table cell or a heading: inert, every Markdown and HTML character
 /// escaped ([`crate::text::md`]).
@@ -52,25 +53,10 @@ const VERDICT_HEAD: &str =
     "| gate | verdict | measured | threshold | seen | fix |\n|---|---|---|---|---|---|\n";
 
 /// The node x node matrix: every measured flow of the pair, labelled by half and test, failing
-/// and warning values marked.
+/// and warning values marked; the legend names the kinds in the table.
 fn matrix(s: &mut String, r: &RunResults) {
-    let measured: Vec<(&JobResult, &Verdict)> = r
-        .jobs
-        .iter()
-        .filter(|j| j.kind == "rdma-bw" || j.kind == "rdma-bw-both")
-        .filter(|j| j.hosts.len() == 2)
-        .filter_map(|j| {
-            let v = j
-                .verdicts
-                .iter()
-                .find(|v| v.metric.is_some() && v.measured.is_some())?;
-            Some((j, v))
-        })
-        .collect();
-    let nodes: BTreeSet<&str> = measured
-        .iter()
-        .flat_map(|(j, _)| j.hosts.iter().map(String::as_str))
-        .collect();
+    let measured = kinds::view::matrix(r);
+    let nodes: BTreeSet<&str> = measured.iter().flat_map(|c| [c.client, c.server]).collect();
     if nodes.len() > MATRIX_MAX_NODES {
         s.push_str(&format!(
             "\n## Bandwidth matrix\n\n{} nodes: too many for a table here; report.html draws \
@@ -79,44 +65,35 @@ fn matrix(s: &mut String, r: &RunResults) {
         ));
         return;
     }
-    let mut cells: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for (j, v) in measured {
-        let [server, client] = j.hosts.as_slice() else {
-            continue;
-        };
-        // the client's half: the label ends `... -> NODE.PORT.HALF`
-        let half = j
-            .label
-            .split(" -> ")
-            .next()
-            .and_then(|c| c.rsplit('.').next())
-            .unwrap_or("?");
-        let tag = if j.kind == "rdma-bw-both" {
-            format!("{half}+")
-        } else {
-            half.to_string()
-        };
-        let value = format!("{} {:.1}", cell(&tag), v.measured.unwrap_or_default());
-        let value = match v.outcome {
+    let mut cells: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
+    let mut kinds_in: Vec<&str> = Vec::new();
+    for c in &measured {
+        let value = format!("{} {:.1}", cell(&c.tag), c.value);
+        let value = match c.outcome {
             Outcome::Fail => format!("**{value} ✗**"),
             Outcome::Warn => format!("_{value} !_"),
             Outcome::Ok => value,
         };
-        cells
-            .entry((client.clone(), server.clone()))
-            .or_default()
-            .push(value);
+        cells.entry((c.client, c.server)).or_default().push(value);
+        if !kinds_in.contains(&c.job.kind.as_str()) {
+            kinds_in.push(&c.job.kind);
+        }
     }
     if cells.is_empty() {
         return;
     }
-    let names: BTreeSet<&String> = cells.keys().flat_map(|(a, b)| [a, b]).collect();
+    let names: BTreeSet<&str> = cells.keys().flat_map(|(a, b)| [*a, *b]).collect();
     s.push_str("\n## Bandwidth matrix, Gb/s (row: client, column: server)\n\n");
-    s.push_str(
-        "Each cell lists the pair's flows in job order: `a`, `b` one half measured alone \
-         (rdma-bw); `a+`, `b+` that half while both halves of the cable ran at once \
-         (rdma-bw-both). **Bold ✗** failed its gate, _italic !_ warned.\n\n| |",
-    );
+    let legend: Vec<String> = kinds::view::matrix_legend()
+        .into_iter()
+        .filter(|(_, _, kind)| kinds_in.contains(kind))
+        .map(|(tag, words, kind)| format!("`a{tag}`, `b{tag}` {words} ({kind})"))
+        .collect();
+    s.push_str(&format!(
+        "Each cell lists the pair's flows in job order: {}. **Bold ✗** failed its gate, \
+         _italic !_ warned.\n\n| |",
+        legend.join("; ")
+    ));
     for n in &names {
         s.push_str(&format!(" {} |", cell(n)));
     }
@@ -128,7 +105,7 @@ fn matrix(s: &mut String, r: &RunResults) {
     for a in &names {
         s.push_str(&format!("| {} |", cell(a)));
         for b in &names {
-            match cells.get(&((*a).clone(), (*b).clone())) {
+            match cells.get(&(*a, *b)) {
                 Some(v) => s.push_str(&format!(" {} |", v.join(" / "))),
                 None => s.push_str(" |"),
             }
@@ -413,7 +390,7 @@ mod tests {
         v.unit = bad.into();
         v.threshold = bad.into();
         v.measured = Some(1.0);
-        v.metric = Some(crate::gate::threshold::Metric::RdmaBw);
+        v.metric = Some(crate::gate::threshold::Metric::new("rdma-bw"));
         let j = JobResult {
             kind: "rdma-bw".into(),
             label: format!("{bad} -> n.f0.a"),
