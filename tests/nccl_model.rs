@@ -2,8 +2,9 @@
 
 mod support;
 
-use fabricplan::capacity::nccl::*;
-use fabricplan::plan::{Collective, Plan};
+use fabricplan::kinds::nccl::capacity::*;
+use fabricplan::kinds::nccl::section::Collective;
+use fabricplan::plan::Plan;
 use fabricplan::topology::Fabric;
 
 fn plan(name: &str) -> Plan {

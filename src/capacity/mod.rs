@@ -9,8 +9,6 @@
 
 use std::collections::HashMap;
 
-pub mod nccl;
-
 use crate::plan::{CableKind, IslId, NodeId, Plan, SwitchId};
 use crate::schedule::{Job, Round};
 use crate::topology::Hop;

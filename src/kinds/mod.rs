@@ -1,14 +1,17 @@
-//! Test kinds: each kind of measurement in one file, owning what makes it that kind — the plan
-//! section it reads, how it expands into rounds, the templates and tool it runs, the parser
-//! bound to that tool, the metrics and gates it judges with and its classifier, and (through its
-//! tool and expected value) how the simulated fabric answers it. [`ALL`] is the one list they
-//! are registered in; nothing else in fabricplan matches over kinds.
+//! Test kinds: each kind of measurement is a folder here owning what makes it that kind: its
+//! plan section (the raw table, the model it runs from, its checks, in `section.rs`), how it
+//! expands into rounds, the templates and tool it runs and the parser bound to that tool, the
+//! metrics and default gates it judges with, and what the reports show of it (its matrix cells,
+//! its series, its sweep: [`view`]). Kinds that share a shape share its code (the bandwidth
+//! kinds read `rdma_bw::section`); parsers shared by several kinds stay in `crate::parse`.
+//! [`ALL`] is the one list they are registered in; nothing else in fabricplan matches over
+//! kinds or names one.
 //!
 //! Kinds are pure and synchronous: they produce commands and judge what came back. The runner
 //! drives them.
 
 mod iperf3;
-mod nccl;
+pub mod nccl;
 pub mod preflight;
 mod rdma_bw;
 mod rdma_bw_both;

@@ -1,19 +1,21 @@
 //! The seam between the plan language and the test kinds: `[tests.<kind>]` sections belong to
 //! their kinds. The plan layer reads everything else; each kind (in `crate::kinds`, which hands
 //! its [`Catalog`] to [`super::load`]) declares its section's key and schema, and reads it with
-//! the building blocks of [`SectionReader`] (schedules, halves, declared rounds, NCCL ranks), so
-//! a new kind is one file, its section included, and no line here.
+//! the building blocks of [`SectionReader`] (halves, schedules, declared rounds, node references,
+//! unique names), so a new kind's section (its raw form, model and checks) is in its own folder,
+//! and no line here.
 
 use std::ops::Range;
 
 use schemars::{Schema, SchemaGenerator};
 use serde::de::DeserializeOwned;
+use toml::Spanned;
 use toml::de::ValueDeserializer;
 
-use super::diag::Problem;
-use super::model::{BwTest, IperfTest, LatTest, NcclTest};
+use super::diag::{Problem, did_you_mean};
+use super::model::{DeclaredRound, Node, NodeId, ScheduleKind, Segment};
 pub use super::model::{Section, SectionData};
-use super::raw::{RawBwTest, RawIperfTest, RawLatTest, RawNcclTest};
+use super::raw::RawRound;
 use crate::gate::threshold::MetricSpec;
 
 /// A test kind's section of the plan, as the plan language sees it.
@@ -81,9 +83,21 @@ impl Catalog for NoKinds {
     }
 }
 
+/// The keys of a section that schedules pairs (`schedule`, `rounds`, `seed`, declared rounds,
+/// `halves`), as its raw table holds them: what [`SectionReader::sampling`] checks.
+#[derive(Debug, Clone, Copy)]
+pub struct ScheduleKeys<'a> {
+    pub schedule: Option<&'a Spanned<String>>,
+    pub rounds: Option<&'a Spanned<u32>>,
+    pub seed: Option<&'a Spanned<u64>>,
+    pub round: &'a [RawRound],
+    pub halves: Option<&'a Vec<Spanned<String>>>,
+}
+
 /// The plan so far and the problem list, as a kind's section reader sees them: the building
-/// blocks the validation offers test sections (schedules, halves, declared rounds, NCCL ranks),
-/// each of which reads one shape of section and warns about its size.
+/// blocks the validation offers test sections (halves, schedules, declared rounds, node
+/// references, unique names, size warnings), each of which reads one shape of key and reports
+/// its problems.
 pub trait SectionReader {
     /// Where the table being read is.
     fn at(&self) -> Range<usize>;
@@ -91,17 +105,44 @@ pub trait SectionReader {
     /// Report a problem.
     fn push(&mut self, p: Problem);
 
-    /// A bandwidth section (`rdma-bw`, `rdma-bw-both` when `both`), named `key`.
-    fn bw(&mut self, t: &RawBwTest, key: &str, both: bool) -> Option<BwTest>;
+    /// The plan's nodes and layer-2 segments.
+    fn nodes(&self) -> &[Node];
+    fn segments(&self) -> &[Segment];
 
-    /// A latency section, named `key`.
-    fn lat(&mut self, t: &RawLatTest, key: &str) -> Option<LatTest>;
+    /// `halves = [...]`: each a half some cable carries (every cabled half when absent).
+    fn halves(&mut self, raw: Option<&Vec<Spanned<String>>>) -> Vec<String>;
 
-    /// A TCP sanity section, named `key`.
-    fn iperf(&mut self, t: &RawIperfTest, key: &str) -> Option<IperfTest>;
+    /// `schedule`: `per-link` (the default; `rounds` when rounds are declared), `rounds`,
+    /// `all-pairs` or `sampled`.
+    fn schedule(&mut self, raw: Option<&Spanned<String>>, has_rounds: bool) -> ScheduleKind;
 
-    /// One NCCL test (names unique across the plan's NCCL tests).
-    fn nccl(&mut self, t: &RawNcclTest) -> Option<NcclTest>;
+    /// `rounds` and `seed` of `schedule = "sampled"`, checked against the schedule and the
+    /// halves (a switched fabric to sample).
+    fn sampling(&mut self, keys: ScheduleKeys<'_>, schedule: ScheduleKind) -> ScheduleKind;
+
+    /// Declared rounds of flows (`[[tests.<kind>.round]]`): names unique, no half in two flows
+    /// of one round.
+    fn rounds(&mut self, raw: &[RawRound]) -> Vec<DeclaredRound>;
+
+    /// A node named by `what` (`NCCL test`), declared in the plan.
+    fn node(&mut self, name: &Spanned<String>, what: &str) -> Option<NodeId>;
+
+    /// A name that must be unique among every `what` of the plan's sections (`NCCL test`); a
+    /// repeat is reported once the sections are read.
+    fn declare(&mut self, what: &'static str, name: &Spanned<String>);
+
+    /// A warning when a test that runs each pair alone (`key`, over `halves`, `duration_s` a
+    /// round) meets a large switched fabric: the rounds and the time it would take.
+    /// `bounded_by` names the test that measures such a fabric in bounded rounds, when it is
+    /// another (`None`: this one, with another `schedule`).
+    fn per_link_size(
+        &mut self,
+        key: &str,
+        halves: &[String],
+        duration_s: u32,
+        schedule_at: Option<Range<usize>>,
+        bounded_by: Option<&str>,
+    );
 }
 
 impl dyn SectionReader + '_ {
@@ -118,5 +159,35 @@ impl dyn SectionReader + '_ {
                 None
             }
         }
+    }
+
+    /// One of `options` named by `value` (`direction = "both"`); an unknown one is a problem
+    /// with `code`, naming the options (or the nearest).
+    pub fn keyword<T: Copy>(
+        &mut self,
+        code: &'static str,
+        what: &str,
+        value: &Spanned<String>,
+        options: &[(&str, T)],
+    ) -> Option<T> {
+        if let Some((_, v)) = options.iter().find(|(k, _)| *k == value.get_ref()) {
+            return Some(*v);
+        }
+        let names: Vec<&str> = options.iter().map(|(k, _)| *k).collect();
+        let mut p = Problem::error(code, format!("unknown {what} `{}`", value.get_ref()))
+            .at(value.span(), format!("unknown {what}"));
+        p = match did_you_mean(value.get_ref(), names.iter().copied()) {
+            Some(s) => p.help(format!("did you mean `{s}`?")),
+            None => p.help(format!(
+                "one of {}",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        };
+        self.push(p);
+        None
     }
 }

@@ -4,10 +4,10 @@
 //! small-message time, bus bandwidth, whether the fabric's counters moved, and GDR. Its launch
 //! check (mpirun starting `hostname` on every rank) runs in preflight.
 
+pub mod capacity;
 mod render;
+pub mod section;
 mod view;
-
-use std::sync::Arc;
 
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
@@ -19,14 +19,14 @@ use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
 use crate::parse::nccl_tests::NcclReport;
 use crate::parse::{Parsed, Tool};
-use crate::plan::raw::RawNcclTest;
 use crate::plan::section::SectionData;
-use crate::plan::{NcclTest, NodeId, Plan, SectionKind, SectionReader};
+use crate::plan::{NodeId, Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, Resolution, Step};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::results::{JobResult, RunResults};
 use crate::schedule::{Job, KindId, Ranks, Stage};
+use section::NcclTest;
 
 pub const ID: KindId = KindId("nccl");
 
@@ -40,7 +40,7 @@ pub fn tests(plan: &Plan) -> Vec<&NcclTest> {
 const TEMPLATES: &[Template] = &[
     Template {
         name: "nccl",
-        source: include_str!("../templates/nccl.j2"),
+        source: include_str!("templates/nccl.j2"),
         variables: &[
             "apps",
             "subnets",
@@ -57,7 +57,7 @@ const TEMPLATES: &[Template] = &[
     },
     Template {
         name: "mpi-hostname",
-        source: include_str!("../templates/mpi-hostname.j2"),
+        source: include_str!("templates/mpi-hostname.j2"),
         variables: &["hosts", "subnets"],
     },
 ];
@@ -100,13 +100,11 @@ impl SectionKind for Nccl {
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<RawNcclTest>()
+        generator.subschema_for::<section::RawNcclTest>()
     }
 
     fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
-        let raw: RawNcclTest = r.deserialize(table)?;
-        let t = r.nccl(&raw)?;
-        Some(Arc::new(t))
+        section::read(table, r)
     }
 }
 
@@ -348,8 +346,7 @@ impl TestKind for Nccl {
                 else {
                     return mismatch(ctx, parsed);
                 };
-                let e =
-                    crate::capacity::nccl::expected(plan, &crate::topology::Fabric::build(plan), t);
+                let e = capacity::expected(plan, &crate::topology::Fabric::build(plan), t);
                 let busbw = |bytes: u64| e.busbw_gbs(bytes);
                 let model = classify::NcclExpectation {
                     small_time_us: Some(e.time_us(16384)),

@@ -7,7 +7,8 @@ use std::net::Ipv4Addr;
 
 use minijinja::{Value, context};
 
-use crate::plan::{CableKind, Endpoint, NcclTest, NodeId, Plan, Segment};
+use super::section::NcclTest;
+use crate::plan::{CableKind, Endpoint, NodeId, Plan, Segment};
 use crate::render::job::{JobCommands, Rank, Resolution, Role, Step, Val, known_or};
 use crate::render::launch::{LaunchStyle, MpiApp, MpiLaunch};
 use crate::render::{NamePart, RenderError, Renderer, name_list};
@@ -42,7 +43,7 @@ impl EnvValue {
 }
 
 /// Which nodes are ranks of `t`: a lookup table (ranks may be thousands).
-fn rank_table(plan: &Plan, t: &crate::plan::NcclTest) -> impl Fn(NodeId) -> bool {
+fn rank_table(plan: &Plan, t: &NcclTest) -> impl Fn(NodeId) -> bool {
     let mut is_rank = vec![false; plan.nodes.len()];
     for n in &t.nodes {
         if let Some(x) = is_rank.get_mut(n.0) {
@@ -53,7 +54,7 @@ fn rank_table(plan: &Plan, t: &crate::plan::NcclTest) -> impl Fn(NodeId) -> bool
 }
 
 /// The segments an NCCL test may use: those joining two of its ranks, on the chosen halves.
-fn nccl_segments<'p>(plan: &'p Plan, t: &crate::plan::NcclTest) -> Vec<&'p crate::plan::Segment> {
+fn nccl_segments<'p>(plan: &'p Plan, t: &NcclTest) -> Vec<&'p crate::plan::Segment> {
     let ranked = rank_table(plan, t);
     plan.segments
         .iter()

@@ -32,7 +32,7 @@ use super::section::{Catalog, SectionKind};
 pub const FORMAT_VERSION: u32 = 1;
 
 pub use launcher::{MPIRUN_TEMPLATES, job_id_text, parse_job_id};
-pub use names::{is_safe_ifname, is_safe_name};
+pub use names::{MAX_LABELS, is_safe_ifname, is_safe_name};
 pub use sim::{SIM_FAULTS, check_sim_fault};
 
 struct Ctx {

@@ -92,7 +92,7 @@ impl<K: Hash + Eq + Clone> Places<K> {
 }
 
 /// Labels shown per problem; a thing given more often is counted, not drawn.
-pub(super) const MAX_LABELS: usize = 5;
+pub const MAX_LABELS: usize = 5;
 
 /// `` `a`, `b`, `c` `` (at most `max`, then "and N more"): a help line names a few, not all.
 pub(super) fn list_of(names: &[&str], max: usize) -> String {
@@ -162,6 +162,11 @@ pub(super) struct Declared {
 }
 
 impl Declared {
+    /// What the names name (`NCCL test`).
+    pub(super) fn what(&self) -> &'static str {
+        self.what
+    }
+
     pub(super) fn new(what: &'static str, scope: String) -> Declared {
         Declared {
             what,

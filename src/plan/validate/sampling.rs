@@ -4,21 +4,18 @@
 use super::{Ctx, span};
 use crate::plan::diag::Problem;
 use crate::plan::model::{ScheduleKind, Segment};
-use crate::plan::raw::RawBwTest;
+use crate::plan::section::ScheduleKeys;
 
 /// `rounds` and `seed` of `schedule = "sampled"`, checked: neither given to another schedule (a key read by nothing is a verdict on something else), no declared
 /// rounds beside them, and a switched fabric among the test's halves to sample.
 pub(super) fn sampling(
     ctx: &mut Ctx,
-    t: &RawBwTest,
+    t: ScheduleKeys<'_>,
     schedule: ScheduleKind,
     segments: &[Segment],
 ) -> ScheduleKind {
     let ScheduleKind::Sampled(mut s) = schedule else {
-        for (key, at) in [
-            ("rounds", t.rounds.as_ref().map(span)),
-            ("seed", t.seed.as_ref().map(span)),
-        ] {
+        for (key, at) in [("rounds", t.rounds.map(span)), ("seed", t.seed.map(span))] {
             let Some(at) = at else { continue };
             let mut p = Problem::error(
                 "plan::sampled-only",
@@ -28,7 +25,7 @@ pub(super) fn sampling(
             .help(format!(
                 "set `schedule = \"sampled\"` to measure the fabric in random pairings, or remove `{key}`"
             ));
-            if let Some(sc) = &t.schedule {
+            if let Some(sc) = t.schedule {
                 p = p.also(span(sc), "another schedule");
             }
             ctx.push(p);
@@ -36,13 +33,13 @@ pub(super) fn sampling(
         return schedule;
     };
     // its range (2 to 1000) is the schema's, enforced by the shape walk
-    if let Some(k) = &t.rounds {
+    if let Some(k) = t.rounds {
         s.rounds = *k.get_ref();
     }
-    if let Some(seed) = &t.seed {
+    if let Some(seed) = t.seed {
         s.seed = *seed.get_ref();
     }
-    if let (Some(first), Some(sc)) = (t.round.first(), &t.schedule) {
+    if let (Some(first), Some(sc)) = (t.round.first(), t.schedule) {
         ctx.push(
             Problem::error(
                 "plan::sampled-declared",
@@ -53,7 +50,7 @@ pub(super) fn sampling(
             .help("remove the `[[tests.<kind>.round]]` tables, or use `schedule = \"rounds\"`"),
         );
     }
-    let halves = t.halves.as_ref().map(|h| {
+    let halves = t.halves.map(|h| {
         h.iter()
             .map(|x| x.get_ref().as_str())
             .collect::<Vec<&str>>()
@@ -65,7 +62,7 @@ pub(super) fn sampling(
             && seg.members.len() >= 2
             && seg.members.iter().all(|m| m.switch.is_some())
     });
-    if !switched && let Some(sc) = &t.schedule {
+    if !switched && let Some(sc) = t.schedule {
         ctx.push(
             Problem::error(
                 "plan::sampled-switched",

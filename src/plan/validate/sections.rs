@@ -1,5 +1,6 @@
 //! `[tests]`: the preflight flag, and the building blocks each test kind reads its own section
-//! with (schedules, halves, declared rounds and flows, NCCL ranks, size warnings).
+//! with ([`SectionReader`]: halves, schedules and sampling, declared rounds and flows, node
+//! references, unique names, size warnings). The sections themselves are the kinds'.
 
 use std::collections::BTreeSet;
 use std::ops::Range;
@@ -8,13 +9,13 @@ use toml::Spanned;
 
 use toml::de::DeValue;
 
-use super::names::{Declared, MAX_LABELS, Places, keyword, label_places};
+use super::names::{Declared, Places, keyword, label_places};
 use super::nodes::node_ref;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
 use crate::plan::raw::*;
-use crate::plan::section::{Section, SectionKind, SectionReader};
+use crate::plan::section::{ScheduleKeys, Section, SectionKind, SectionReader};
 
 pub(super) fn schedule_kind(
     ctx: &mut Ctx,
@@ -200,7 +201,6 @@ pub(super) fn resolve_flow(
     options.pop()
 }
 
-/// The `[tests]` table: every test kind, in the model's form.
 /// The plan's `[tests]`: the preflight flag, and each kind's sections read by the kind itself
 /// with the building blocks of [`SectionReader`].
 pub(super) fn tests(
@@ -221,7 +221,7 @@ pub(super) fn tests(
         ctx,
         scope: &scope,
         cables,
-        nccl_names: Declared::new("NCCL test", String::new()),
+        names: Vec::new(),
         at: 0..0,
     };
     let mut out = Vec::new();
@@ -244,7 +244,9 @@ pub(super) fn tests(
             }
         }
     }
-    reader.nccl_names.finish(reader.ctx);
+    for d in std::mem::take(&mut reader.names) {
+        d.finish(reader.ctx);
+    }
     Tests {
         preflight: raw.preflight.unwrap_or(true),
         sections: out,
@@ -256,14 +258,14 @@ struct SectionScope<'a> {
     ctx: &'a mut Ctx,
     scope: &'a Scope<'a>,
     cables: &'a [RawCable],
-    /// NCCL test names, unique across every `[[tests.nccl]]`.
-    nccl_names: Declared,
+    /// Names unique across the plan's sections, per what they name (`NCCL test`).
+    names: Vec<Declared>,
     /// Where the table being read is.
     at: Range<usize>,
 }
 
-/// The building blocks of test sections: each reads one shape of section and warns about its
-/// size; kinds call them from their [`SectionKind::read`].
+/// The building blocks of test sections: each reads one shape of key and reports its problems;
+/// kinds call them from their [`SectionKind::read`].
 impl SectionReader for SectionScope<'_> {
     fn at(&self) -> Range<usize> {
         self.at.clone()
@@ -273,77 +275,61 @@ impl SectionReader for SectionScope<'_> {
         self.ctx.push(p);
     }
 
-    /// A bandwidth section (`rdma-bw`, `rdma-bw-both` when `both`), named `key`.
-    fn bw(&mut self, t: &RawBwTest, key: &str, both: bool) -> Option<BwTest> {
-        let s = self;
-        let test = bw_test(s.ctx, t, both, s.scope)?;
-        if test.schedule == ScheduleKind::PerLink && !both {
-            per_link_size(
-                s.ctx,
-                key,
-                &test.halves,
-                test.duration_s,
-                t.schedule.as_ref().map(span),
-                s.cables,
-                s.scope.segments,
-            );
-        }
-        Some(test)
+    fn nodes(&self) -> &[Node] {
+        self.scope.nodes
     }
 
-    /// A latency section, named `key`.
-    fn lat(&mut self, t: &RawLatTest, key: &str) -> Option<LatTest> {
-        if t.enabled == Some(false) {
-            return None;
-        }
-        let s = self;
-        let test = LatTest {
-            size_bytes: t.size_bytes.unwrap_or(2),
-            iterations: t.iterations.unwrap_or(1000),
-            halves: test_halves(s.ctx, t.halves.as_ref(), s.scope.segments),
-            timeout_s: t.timeout_s.unwrap_or(30),
+    fn segments(&self) -> &[Segment] {
+        self.scope.segments
+    }
+
+    fn halves(&mut self, raw: Option<&Vec<Spanned<String>>>) -> Vec<String> {
+        test_halves(self.ctx, raw, self.scope.segments)
+    }
+
+    fn schedule(&mut self, raw: Option<&Spanned<String>>, has_rounds: bool) -> ScheduleKind {
+        schedule_kind(self.ctx, raw, has_rounds)
+    }
+
+    fn sampling(&mut self, keys: ScheduleKeys<'_>, schedule: ScheduleKind) -> ScheduleKind {
+        super::sampling::sampling(self.ctx, keys, schedule, self.scope.segments)
+    }
+
+    fn rounds(&mut self, raw: &[RawRound]) -> Vec<DeclaredRound> {
+        declared_rounds(self.ctx, raw, self.scope)
+    }
+
+    fn node(&mut self, name: &Spanned<String>, what: &str) -> Option<NodeId> {
+        node_ref(self.ctx, name.get_ref(), span(name), self.scope.nodes, what)
+    }
+
+    fn declare(&mut self, what: &'static str, name: &Spanned<String>) {
+        let i = match self.names.iter().position(|d| d.what() == what) {
+            Some(i) => i,
+            None => {
+                self.names.push(Declared::new(what, String::new()));
+                self.names.len() - 1
+            }
         };
-        per_link_size(
-            s.ctx,
-            key,
-            &test.halves,
-            0,
-            None,
-            s.cables,
-            s.scope.segments,
-        );
-        Some(test)
+        self.names[i].declare(self.ctx, name);
     }
 
-    /// A TCP sanity section, named `key`.
-    fn iperf(&mut self, t: &RawIperfTest, key: &str) -> Option<IperfTest> {
-        if t.enabled == Some(false) {
-            return None;
-        }
-        let s = self;
-        let d = t.duration_s.unwrap_or(2).max(1);
-        let test = IperfTest {
-            duration_s: d,
-            streams: t.streams.unwrap_or(1).max(1),
-            halves: test_halves(s.ctx, t.halves.as_ref(), s.scope.segments),
-            timeout_s: t.timeout_s.unwrap_or(d.saturating_add(20)),
+    fn per_link_size(
+        &mut self,
+        key: &str,
+        halves: &[String],
+        duration_s: u32,
+        schedule_at: Option<Range<usize>>,
+        bounded_by: Option<&str>,
+    ) {
+        let size = PerLink {
+            test: key,
+            halves,
+            duration_s,
+            schedule_at,
+            bounded_by,
         };
-        per_link_size(
-            s.ctx,
-            key,
-            &test.halves,
-            d,
-            None,
-            s.cables,
-            s.scope.segments,
-        );
-        Some(test)
-    }
-
-    /// One NCCL test (names unique across the plan's NCCL tests).
-    fn nccl(&mut self, t: &RawNcclTest) -> Option<NcclTest> {
-        let s = self;
-        nccl_test(s.ctx, t, &mut s.nccl_names, s.scope.nodes, s.scope.segments)
+        per_link_size(self.ctx, &size, self.cables, self.scope.segments);
     }
 }
 
@@ -377,15 +363,13 @@ const BOUNDED_SCHEDULES: &[(&str, Runs)] = &[
 /// A per-link test on a switched fabric runs every member pair alone: n(n-1)/2 rounds (12.5
 /// million for 5000 nodes, and `plan` writes every one). Past `PER_LINK_ROUNDS_WARN` rounds,
 /// a warning names the count, the time it would take, and the bounded schedules.
-fn per_link_size(
-    ctx: &mut Ctx,
-    test: &str,
-    halves: &[String],
-    duration_s: u32,
-    schedule_at: Option<Range<usize>>,
-    cables: &[RawCable],
-    segments: &[Segment],
-) {
+fn per_link_size(ctx: &mut Ctx, size: &PerLink<'_>, cables: &[RawCable], segments: &[Segment]) {
+    let PerLink {
+        test,
+        halves,
+        duration_s,
+        ..
+    } = *size;
     let selected = segments
         .iter()
         .filter(|s| halves.is_empty() || halves.contains(&s.half));
@@ -409,16 +393,15 @@ fn per_link_size(
         .iter()
         .map(|(name, runs)| format!("`schedule = \"{name}\"` ({})", runs(n)))
         .collect();
-    let help = if test == "rdma-bw" {
-        format!(
+    let help = match size.bounded_by {
+        None => format!(
             "per-link runs each pair alone; for a switched fabric use a bounded schedule: {}",
             bounded.join(", or ")
-        )
-    } else {
-        format!(
-            "`{test}` runs each pair of a switched fabric alone: set `enabled = false` or name fewer `halves`; `rdma-bw` measures a fabric with {}",
+        ),
+        Some(other) => format!(
+            "`{test}` runs each pair of a switched fabric alone: set `enabled = false` or name fewer `halves`; `{other}` measures a fabric with {}",
             bounded.join(", or ")
-        )
+        ),
     };
     let at = span(&cables[big.cable].kind);
     let mut p = Problem::warning(
@@ -437,10 +420,19 @@ fn per_link_size(
         ),
     )
     .help(help);
-    if let Some(s) = schedule_at {
+    if let Some(s) = size.schedule_at.clone() {
         p = p.also(s, "one pair at a time");
     }
     ctx.push(p);
+}
+
+/// A test that runs each pair alone, as [`SectionReader::per_link_size`] is told of it.
+struct PerLink<'a> {
+    test: &'a str,
+    halves: &'a [String],
+    duration_s: u32,
+    schedule_at: Option<Range<usize>>,
+    bounded_by: Option<&'a str>,
 }
 
 /// 12497500 -> "12,497,500".
@@ -478,7 +470,6 @@ fn duration(s: usize) -> String {
     format!("{s:.0} s")
 }
 
-/// `[tests.rdma-bw]` or (`both`) `[tests.rdma-bw-both]`.
 /// What a test is checked against: the plan's nodes and segments.
 pub(super) struct Scope<'a> {
     nodes: &'a [Node],
@@ -486,65 +477,7 @@ pub(super) struct Scope<'a> {
     cabling: &'a Cabling,
 }
 
-fn bw_test(ctx: &mut Ctx, t: &RawBwTest, both: bool, scope: &Scope) -> Option<BwTest> {
-    let segments = scope.segments;
-    if t.enabled == Some(false) {
-        return None;
-    }
-    let schedule = schedule_kind(ctx, t.schedule.as_ref(), !t.round.is_empty());
-    if schedule == ScheduleKind::Rounds && t.round.is_empty() {
-        ctx.push(
-            Problem::error(
-                "plan::rounds-missing",
-                "schedule `rounds` declares no rounds",
-            )
-            .at(t.schedule.as_ref().map(span).unwrap_or(0..0), "here")
-            .help("add `[[tests.rdma-bw.round]]` tables with `name` and `flows`"),
-        );
-    }
-    if both && schedule != ScheduleKind::PerLink {
-        ctx.push(
-            Problem::error(
-                "plan::schedule",
-                "`rdma-bw-both` always runs both halves of each cable together",
-            )
-            .at(t.schedule.as_ref().map(span).unwrap_or(0..0), "here")
-            .help("remove `schedule` from `[tests.rdma-bw-both]`"),
-        );
-    }
-    let schedule = super::sampling::sampling(ctx, t, schedule, scope.segments);
-    let rounds = declared_rounds(ctx, &t.round, scope);
-    let duration_s = t.duration_s.unwrap_or(6).max(1);
-    let direction = match &t.direction {
-        // declared rounds are declared flows: they run the way they are written
-        None if schedule == ScheduleKind::Rounds => Direction::One,
-        None => Direction::Both,
-        Some(d) => keyword(
-            ctx,
-            "plan::direction",
-            "direction",
-            d,
-            &[
-                ("one", Direction::One),
-                ("both", Direction::Both),
-                ("bidirectional", Direction::Bidirectional),
-            ],
-        )
-        .unwrap_or(Direction::Both),
-    };
-    Some(BwTest {
-        duration_s,
-        size_bytes: t.size_bytes.unwrap_or(65536),
-        qps: t.qps.unwrap_or(1).max(1),
-        schedule,
-        direction,
-        halves: test_halves(ctx, t.halves.as_ref(), segments),
-        rounds,
-        timeout_s: t.timeout_s.unwrap_or(duration_s.saturating_add(30)),
-    })
-}
-
-/// `[[tests.rdma-bw.round]]`: named rounds of flows, no port half in two flows of one round.
+/// `[[tests.<kind>.round]]`: named rounds of flows, no port half in two flows of one round.
 fn declared_rounds(ctx: &mut Ctx, raw: &[RawRound], scope: &Scope) -> Vec<DeclaredRound> {
     let nodes = scope.nodes;
     let mut rounds = Vec::new();
@@ -602,232 +535,3 @@ fn declared_rounds(ctx: &mut Ctx, raw: &[RawRound], scope: &Scope) -> Vec<Declar
     round_names.finish(ctx);
     rounds
 }
-
-/// One `[[tests.nccl]]`.
-fn nccl_test(
-    ctx: &mut Ctx,
-    t: &RawNcclTest,
-    names: &mut Declared,
-    nodes: &[Node],
-    segments: &[Segment],
-) -> Option<NcclTest> {
-    let collectives = [
-        ("all_reduce", Collective::AllReduce),
-        ("all_gather", Collective::AllGather),
-        ("sendrecv", Collective::Sendrecv),
-    ];
-    let collective = keyword(
-        ctx,
-        "plan::collective",
-        "collective",
-        &t.collective,
-        &collectives,
-    )?;
-    let name = match &t.name {
-        Some(n) => {
-            names.declare(ctx, n);
-            n.get_ref().clone()
-        }
-        None => collective.name().to_string(),
-    };
-    let (ids, at): (Vec<NodeId>, Range<usize>) = match &t.nodes {
-        Some(list) => (
-            list.get_ref()
-                .iter()
-                .filter_map(|r| node_ref(ctx, r.get_ref(), span(r), nodes, "NCCL test"))
-                .collect(),
-            span(list),
-        ),
-        None => (nodes.iter().map(|n| n.id).collect(), span(&t.collective)),
-    };
-    if ids.len() < 2 {
-        ctx.push(
-            Problem::error(
-                "plan::nccl-ranks",
-                format!("NCCL test `{name}` needs at least two nodes"),
-            )
-            .at(at.clone(), "here")
-            .help("list the ranks' nodes in `nodes`"),
-        );
-    }
-    let halves = test_halves(ctx, t.halves.as_ref(), segments);
-    nccl_paths(ctx, &name, &ids, &halves, at, nodes, segments);
-    nccl_sizes(ctx, t);
-    for k in t.env.keys() {
-        if !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || k.is_empty() {
-            ctx.push(
-                Problem::error(
-                    "plan::env-name",
-                    format!("`{k}` is not an environment variable name"),
-                )
-                .at(span(&t.collective), "in this test")
-                .help("letters, digits and `_`"),
-            );
-        }
-    }
-    let size = |v: &Option<Spanned<String>>, default: &str| {
-        v.as_ref()
-            .map(|s| s.get_ref().trim().to_string())
-            .unwrap_or_else(|| default.into())
-    };
-    Some(NcclTest {
-        name,
-        collective,
-        nodes: ids,
-        halves,
-        min_bytes: size(&t.min_bytes, "8"),
-        max_bytes: size(&t.max_bytes, "128M"),
-        step_factor: t.step_factor.unwrap_or(2).max(2),
-        warmup: t.warmup.unwrap_or(5),
-        iterations: t.iterations.unwrap_or(20).max(1),
-        env: t.env.clone(),
-        timeout_s: t.timeout_s.unwrap_or(300),
-    })
-}
-
-/// The largest NCCL message a plan may ask for: GB10 memory is unified (a 16 GB buffer froze a
-/// node), so a size past this is a typo (`128G` for `128M`), not a measurement.
-const NCCL_MAX_BYTES: u64 = 64 << 30;
-
-/// `min-bytes` and `max-bytes`: sizes from 1 byte to 64G, the minimum not above the maximum (a
-/// zero minimum never grows by `step-factor`).
-fn nccl_sizes(ctx: &mut Ctx, t: &RawNcclTest) {
-    let mut sizes = [Some(8), Some(128 << 20)];
-    for (i, (k, v)) in [("min-bytes", &t.min_bytes), ("max-bytes", &t.max_bytes)]
-        .into_iter()
-        .enumerate()
-    {
-        let Some(v) = v else { continue };
-        sizes[i] = crate::text::size::parse(v.get_ref());
-        match sizes[i] {
-            None => ctx.push(Problem::error("plan::size", format!("`{k} = \"{}\"` is not a size", v.get_ref())).at(span(v), "not a size").help("bytes with an optional K, M or G suffix (binary multiples, as nccl-tests reads them): `8`, `128M`, `1G`")),
-            Some(n) if n == 0 || n > NCCL_MAX_BYTES => {
-                sizes[i] = None;
-                ctx.push(
-                    Problem::error("plan::size", format!("`{k} = \"{}\"` is out of range", v.get_ref()))
-                        .at(span(v), "out of range")
-                        .help("a size from 1 byte to `64G`; GB10 memory is unified: raise past `1G` only deliberately"),
-                );
-            }
-            Some(_) => {}
-        }
-    }
-    if let [Some(lo), Some(hi)] = sizes
-        && lo > hi
-    {
-        let shown = |v: &Option<Spanned<String>>, default: &str| {
-            v.as_ref().map_or(format!("{default} (default)"), |v| {
-                format!("\"{}\"", v.get_ref())
-            })
-        };
-        let mut p = Problem::error(
-            "plan::size",
-            format!(
-                "`min-bytes = {}` is above `max-bytes = {}`",
-                shown(&t.min_bytes, "8"),
-                shown(&t.max_bytes, "\"128M\"")
-            ),
-        )
-        .help("nccl-tests runs from `min-bytes` up to `max-bytes`");
-        for (v, label) in [(&t.min_bytes, "minimum"), (&t.max_bytes, "maximum")] {
-            if let Some(v) = v {
-                p = if p.primary.is_none() {
-                    p.at(span(v), label)
-                } else {
-                    p.also(span(v), label)
-                };
-            }
-        }
-        ctx.push(p);
-    }
-}
-
-/// Every pair of ranks needs a fabric path (a shared segment on some half): each node's
-/// eligible segments, sorted, and a pair is joined when their lists meet.
-fn nccl_paths(
-    ctx: &mut Ctx,
-    name: &str,
-    ids: &[NodeId],
-    halves: &[String],
-    at: Range<usize>,
-    nodes: &[Node],
-    segments: &[Segment],
-) {
-    let mut segs_of: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for s in segments
-        .iter()
-        .filter(|s| halves.is_empty() || halves.contains(&s.half))
-    {
-        for m in &s.members {
-            let list = &mut segs_of[m.endpoint.node.0];
-            if list.last() != Some(&s.id.0) {
-                list.push(s.id.0);
-            }
-        }
-    }
-    let shared = |a: &[usize], b: &[usize]| {
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() && j < b.len() {
-            match a[i].cmp(&b[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => return true,
-            }
-        }
-        false
-    };
-    // one segment holding every rank (a switched fabric) joins every pair
-    let mut common: Vec<usize> = ids
-        .first()
-        .map(|a| segs_of[a.0].clone())
-        .unwrap_or_default();
-    for r in ids.iter().skip(1) {
-        common.retain(|s| segs_of[r.0].binary_search(s).is_ok());
-    }
-    if !common.is_empty() {
-        return;
-    }
-    // every pair, within a budget: the pairs without a path are one problem naming a few
-    let mut missing: Vec<String> = Vec::new();
-    let (mut count, mut checks, mut complete) = (0usize, 0usize, true);
-    'scan: for (i, a) in ids.iter().enumerate() {
-        for b in ids.iter().skip(i + 1) {
-            checks += 1;
-            if checks > PAIR_CHECKS {
-                complete = false;
-                break 'scan;
-            }
-            if !shared(&segs_of[a.0], &segs_of[b.0]) {
-                count += 1;
-                if missing.len() < MAX_LABELS {
-                    missing.push(format!("`{}` and `{}`", nodes[a.0].name, nodes[b.0].name));
-                }
-            }
-        }
-    }
-    let message = match (count, complete) {
-        (0, _) => return,
-        (1, true) => format!("NCCL test `{name}`: no fabric path between {}", missing[0]),
-        (n, true) if n <= MAX_LABELS => format!(
-            "NCCL test `{name}`: no fabric path between {n} pairs of ranks: {}",
-            missing.join(", ")
-        ),
-        (n, true) => format!(
-            "NCCL test `{name}`: no fabric path between {n} pairs of ranks: {}, ...",
-            missing.join(", ")
-        ),
-        (n, false) => format!(
-            "NCCL test `{name}`: no fabric path between at least {n} pairs of ranks: {}, ...",
-            missing.join(", ")
-        ),
-    };
-    ctx.push(
-        Problem::error("plan::no-path", message)
-            .at(at, "these ranks")
-            .help("every pair of ranks needs a direct link or a shared switch; a switchless ring of four or more has no path between opposite nodes: add a switch or run the test on adjacent nodes"),
-    );
-}
-
-/// Pairs of ranks checked for a fabric path per NCCL test (every pair up to about 2800 ranks);
-/// past it the check names what it found.
-const PAIR_CHECKS: usize = 4_000_000;

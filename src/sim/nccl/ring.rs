@@ -5,8 +5,9 @@ use std::collections::HashMap;
 
 use super::super::world::{Dev, World};
 use super::Rank;
-use crate::capacity::nccl as nccl_model;
-use crate::plan::{Collective, IslId, SwitchId};
+use crate::kinds::nccl::capacity as nccl_model;
+use crate::kinds::nccl::section::Collective;
+use crate::plan::{IslId, SwitchId};
 
 /// NCCL's usable rate of one RoCE half (Gb/s): the capacity model's share of a GB10 half.
 const LANE_GBPS: f64 = nccl_model::HALF_SHARE * crate::capacity::DEFAULT_HALF_GBPS;

@@ -4,24 +4,21 @@
 //! own expected value: a read carries a request each way, and ConnectX-7 reads reach ~97% of
 //! what writes do on the same half.
 
-use std::sync::Arc;
-
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
+use super::rdma_bw::section::BwTest;
 use super::{FlowSeries, Matrix, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::MetricSpec;
 use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
-use crate::plan::raw::RawBwTest;
 use crate::plan::section::SectionData;
-use crate::plan::{BwTest, Plan, ScheduleKind, SectionKind, SectionReader};
+use crate::plan::{Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
-use crate::schedule::stages::{all_pairs, declared, per_link, sampled, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
 
 pub const ID: KindId = KindId("rdma-read-bw");
@@ -41,13 +38,11 @@ impl SectionKind for RdmaReadBw {
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<RawBwTest>()
+        generator.subschema_for::<super::rdma_bw::section::RawBwTest>()
     }
 
     fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
-        let raw: RawBwTest = r.deserialize(table)?;
-        let t = r.bw(&raw, ID.name(), false)?;
-        Some(Arc::new(t))
+        super::rdma_bw::section::read_table(table, r, ID.name(), false)
     }
 }
 
@@ -72,16 +67,7 @@ impl TestKind for RdmaReadBw {
     }
 
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        let Some(t) = plan.section::<BwTest>(ID.name()) else {
-            return Vec::new();
-        };
-        let segs = selected_segments(plan, &t.halves);
-        vec![match t.schedule {
-            ScheduleKind::PerLink => per_link(plan, ID, &segs, t.direction),
-            ScheduleKind::Rounds => declared(ID, &t.rounds, t.direction),
-            ScheduleKind::AllPairs => all_pairs(plan, ID, segs, t.direction),
-            ScheduleKind::Sampled(s) => sampled(ID, segs, s, t.direction),
-        }]
+        super::rdma_bw::stages(plan, ID)
     }
 
     fn commands(

@@ -1,7 +1,7 @@
 //! `iperf3`: TCP sanity per link. Informational unless the plan gates it: one TCP stream on GB10
 //! ARM cores sits near 12 Gb/s whatever the link.
 
-use std::sync::Arc;
+mod section;
 
 use minijinja::context;
 use schemars::{Schema, SchemaGenerator};
@@ -15,14 +15,14 @@ use crate::gate::trap::Trap;
 use crate::parse::iperf3::IperfReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Direction;
-use crate::plan::raw::RawIperfTest;
 use crate::plan::section::SectionData;
-use crate::plan::{IperfTest, Plan, SectionKind, SectionReader};
+use crate::plan::{Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::stages::{per_link, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
+use section::IperfTest;
 
 pub const ID: KindId = KindId("iperf3");
 
@@ -72,13 +72,11 @@ impl SectionKind for Iperf3 {
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<RawIperfTest>()
+        generator.subschema_for::<section::RawIperfTest>()
     }
 
     fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
-        let raw: RawIperfTest = r.deserialize(table)?;
-        let t = r.iperf(&raw, ID.name())?;
-        Some(Arc::new(t))
+        section::read(table, r)
     }
 }
 

@@ -2,12 +2,11 @@
 //! like `rdma-bw` and their sum per node pair against the port's expected rate (one half dead or
 //! throttled shows here).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use schemars::{Schema, SchemaGenerator};
+use std::collections::BTreeMap;
 use toml::de::ValueDeserializer;
 
+use super::rdma_bw::section::BwTest;
 use super::{FlowSeries, Matrix, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
@@ -15,9 +14,8 @@ use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
 use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
-use crate::plan::raw::RawBwTest;
 use crate::plan::section::SectionData;
-use crate::plan::{BwTest, Plan, SectionKind, SectionReader};
+use crate::plan::{Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
@@ -50,13 +48,11 @@ impl SectionKind for RdmaBwBoth {
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<RawBwTest>()
+        generator.subschema_for::<super::rdma_bw::section::RawBwTest>()
     }
 
     fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
-        let raw: RawBwTest = r.deserialize(table)?;
-        let t = r.bw(&raw, ID.name(), true)?;
-        Some(Arc::new(t))
+        super::rdma_bw::section::read_table(table, r, ID.name(), true)
     }
 }
 

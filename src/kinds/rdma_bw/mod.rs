@@ -2,7 +2,7 @@
 //! against the capacity model's expected value with the throttle, RSTP and software-forwarding
 //! signatures.
 
-use std::sync::Arc;
+pub mod section;
 
 use minijinja::context;
 use schemars::{Schema, SchemaGenerator};
@@ -16,9 +16,8 @@ use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
 use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
-use crate::plan::raw::RawBwTest;
 use crate::plan::section::SectionData;
-use crate::plan::{BwTest, Plan, ScheduleKind, SectionKind, SectionReader};
+use crate::plan::{Plan, ScheduleKind, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
@@ -26,6 +25,8 @@ use crate::schedule::stages::{all_pairs, declared, per_link, sampled, selected_s
 use crate::schedule::{Job, KindId, Round, Stage};
 
 pub const ID: KindId = KindId("rdma-bw");
+
+use section::BwTest;
 
 pub struct RdmaBw;
 
@@ -82,14 +83,26 @@ impl SectionKind for RdmaBw {
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<RawBwTest>()
+        generator.subschema_for::<section::RawBwTest>()
     }
 
     fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
-        let raw: RawBwTest = r.deserialize(table)?;
-        let t = r.bw(&raw, ID.name(), false)?;
-        Some(Arc::new(t))
+        section::read_table(table, r, ID.name(), false)
     }
+}
+
+/// The rounds of the bandwidth section of kind `id`: its schedule's.
+pub(super) fn stages(plan: &Plan, id: KindId) -> Vec<Stage> {
+    let Some(t) = plan.section::<BwTest>(id.name()) else {
+        return Vec::new();
+    };
+    let segs = selected_segments(plan, &t.halves);
+    vec![match t.schedule {
+        ScheduleKind::PerLink => per_link(plan, id, &segs, t.direction),
+        ScheduleKind::Rounds => declared(id, &t.rounds, t.direction),
+        ScheduleKind::AllPairs => all_pairs(plan, id, segs, t.direction),
+        ScheduleKind::Sampled(s) => sampled(id, segs, s, t.direction),
+    }]
 }
 
 /// A perftest bandwidth pair of `section`, running `tool`: shared by the bandwidth kinds.
@@ -153,16 +166,7 @@ impl TestKind for RdmaBw {
     }
 
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        let Some(t) = plan.section::<BwTest>(ID.name()) else {
-            return Vec::new();
-        };
-        let segs = selected_segments(plan, &t.halves);
-        vec![match t.schedule {
-            ScheduleKind::PerLink => per_link(plan, ID, &segs, t.direction),
-            ScheduleKind::Rounds => declared(ID, &t.rounds, t.direction),
-            ScheduleKind::AllPairs => all_pairs(plan, ID, segs, t.direction),
-            ScheduleKind::Sampled(s) => sampled(ID, segs, s, t.direction),
-        }]
+        stages(plan, ID)
     }
 
     fn commands(

@@ -1,7 +1,7 @@
 //! `rdma-lat`: ib_write_lat per link, 2-byte writes; t_typical against the hardware floor (a
 //! wrong device or a software path shows as microseconds too many).
 
-use std::sync::Arc;
+mod section;
 
 use minijinja::context;
 use schemars::{Schema, SchemaGenerator};
@@ -16,14 +16,14 @@ use crate::gate::trap::Trap;
 use crate::parse::perftest::LatReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::Direction;
-use crate::plan::raw::RawLatTest;
 use crate::plan::section::SectionData;
-use crate::plan::{LatTest, Plan, SectionKind, SectionReader};
+use crate::plan::{Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::stages::{per_link, selected_segments};
 use crate::schedule::{Job, KindId, Stage};
+use section::LatTest;
 
 pub const ID: KindId = KindId("rdma-lat");
 
@@ -76,13 +76,11 @@ impl SectionKind for RdmaLat {
     }
 
     fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
-        generator.subschema_for::<RawLatTest>()
+        generator.subschema_for::<section::RawLatTest>()
     }
 
     fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
-        let raw: RawLatTest = r.deserialize(table)?;
-        let t = r.lat(&raw, ID.name())?;
-        Some(Arc::new(t))
+        section::read(table, r)
     }
 }
 

@@ -20,7 +20,8 @@
 //! | 16 KiB all_reduce, two boxes | ~30 us | 29.7 us |
 //! | TCP fallback (NET/Socket) | 1-3 GB/s | FAILs the default gate (40% of expected) |
 
-use crate::plan::{Collective, Endpoint, IslId, NcclTest, NodeId, Plan, SwitchId};
+use super::section::{Collective, NcclTest};
+use crate::plan::{Endpoint, IslId, NodeId, Plan, SwitchId};
 use crate::topology::Fabric;
 
 /// NCCL's usable share of a RoCE half's perftest rate: 95 of 111.9 Gb/s (98 seen with one half,
@@ -112,7 +113,7 @@ pub fn expected(plan: &Plan, fabric: &Fabric, t: &NcclTest) -> NcclExpected {
     let half_rate = |e: &Endpoint| {
         plan.profile_of(e.node)
             .half_rate_gbps
-            .unwrap_or(super::DEFAULT_HALF_GBPS)
+            .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS)
     };
     // per hop: its lanes (Gb/s) and the ISL directions each lane crosses
     type Lane = (f64, Vec<(IslId, SwitchId)>);
