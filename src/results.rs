@@ -41,6 +41,10 @@
 //!   server starts, readiness, staging, setup, release, the longest tool run, the tools' span,
 //!   server stops and logs, counters after, judging, the round's wall, its overhead, the
 //!   servers' own start-up and fabricplan's own share.
+//! - `RunResults.inventory` ([`InventoryRow`]): per planned half discovery reached, its device,
+//!   netdev, firmware, board id, PCI address, PCIe link now and at its maximum (`pcie_degraded`,
+//!   what it carries in `pcie_gbps`), driver and version, and the node's kernel (also
+//!   `discovery[].kernel`).
 //! - `RunResults.before_rounds` ([`StartPhases`]): the time before the first round, in ms: the
 //!   launcher's opening, discovery, the pings, the launch checks and the longest one's own run,
 //!   the total and the total beyond that own run.
@@ -54,11 +58,15 @@
 use serde::Serialize;
 
 use crate::discover::HalfResolution;
+pub use crate::discover::inventory::InventoryRow;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
 use crate::render::job::Role;
+pub use phases::{RoundPhases, StartPhases};
+
+mod phases;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
 
@@ -327,99 +335,6 @@ pub struct RoundRecord {
     pub phases: Option<RoundPhases>,
 }
 
-/// Where one round's time went, in milliseconds. Every duration is fabricplan's, taken on the
-/// controller's monotonic clock, except the tools' own: `release_*_ms` and `longest_tool_ms`
-/// start at a tool's start mark (the host's clock when the command really started there, see
-/// [`StepRecord::remote_started_unix_ms`]; on the lab, one clock; on real hosts, as close as
-/// their clocks agree). A round whose gate repeats (`attempts = N`) runs its setup, tools and
-/// teardown once per attempt: those phases are summed over its `attempts`.
-///
-/// The setup phases overlap (the counters are read while the servers start and the clients are
-/// staged): `counters_before_ms`, `server_start_ms` + `readiness_ms` and `staging_ms` all start
-/// at the attempt's start, and the release is decided when the longest of them is over. The
-/// teardown's two (`server_stop_and_logs_ms`, `counters_after_ms`) run side by side too.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct RoundPhases {
-    /// How many attempts the phases below are summed over (1 unless a gate repeats).
-    pub attempts: u32,
-    /// Rendering the round's commands, before anything is sent.
-    pub prepare_ms: f64,
-    /// Reading every host's counters before the round.
-    pub counters_before_ms: f64,
-    /// The attempt's start to the last server start answered (0 without servers).
-    pub server_start_ms: f64,
-    /// The last server start answered to every server ready (polled listening, or found dead).
-    pub readiness_ms: f64,
-    /// The longest server's own start-up: from its start (its shell about to run the tool) to
-    /// seen listening, by its host's clock (the readiness poll looks every 10 ms). The tools'
-    /// time, on the round's critical path before the release. 0 without servers; `None` when a
-    /// ready server's launcher did not report its times (Slurm, the simulator).
-    pub server_tool_start_ms: Option<f64>,
-    /// The attempt's start to every client (or MPI launcher) staged and waiting.
-    pub staging_ms: f64,
-    /// The attempt's start to the release decision: the longest of the counters, the servers
-    /// (start and readiness) and the staging.
-    pub setup_ms: f64,
-    /// The release decision to the first client's start mark; `None` when a client reported
-    /// no start mark.
-    pub release_first_ms: Option<f64>,
-    /// The release decision to the last client's start mark (every client runs); `None` when a
-    /// client reported no start mark.
-    pub release_ms: Option<f64>,
-    /// The longest tool run of the attempt: a client's start mark to its exit (when the exit
-    /// status reached the controller). The tools' own time.
-    pub longest_tool_ms: f64,
-    /// `remote` when every client reported its start mark; `sent` when `longest_tool_ms` had to
-    /// start at the release instead (the simulator), which counts the release in the tool.
-    pub tool_source: String,
-    /// The release decision to the last client's exit: the span the round's tools ran, the
-    /// release and the longest tool included.
-    pub tools_ms: f64,
-    /// Stopping exactly the servers started and collecting their logs.
-    pub server_stop_and_logs_ms: f64,
-    /// Reading the counters after the round (beside the stops).
-    pub counters_after_ms: f64,
-    /// Judging the round's jobs.
-    pub judge_ms: f64,
-    /// The round, first command rendered to record written.
-    pub wall_ms: f64,
-    /// `wall_ms` - `longest_tool_ms`: the round beyond its longest client run (the servers'
-    /// start-up included).
-    pub overhead_ms: f64,
-    /// `overhead_ms` - `server_tool_start_ms`: fabricplan's own share, beyond the tools' own
-    /// start to exit; `None` when the servers' start-up is unknown.
-    pub fabricplan_ms: Option<f64>,
-}
-
-/// Where the time before the first round went, in milliseconds on the controller's monotonic
-/// clock, except the launch check's own run (from its start mark, the launching host's clock
-/// when mpirun or srun really started, to its answer). The launch checks start with the
-/// discovery probes and run beside them and the pings: `total_ms` is the longer of the two
-/// paths, `open_ms` + `discovery_ms` + `pings_ms` and `launch_checks_ms`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct StartPhases {
-    /// The launcher's opening (Slurm: the allocation; SSH: nothing to open).
-    pub open_ms: f64,
-    /// The discovery probe on every needed node, its SSH connection included.
-    pub discovery_ms: f64,
-    /// Preflight's pings, from the end of discovery to the last answer (0 without preflight).
-    pub pings_ms: f64,
-    /// The launch checks, from their start to the last answer; `None` when none ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub launch_checks_ms: Option<f64>,
-    /// The longest launch check's own run: its start mark to its answer (the tool's time);
-    /// `None` when none ran or none reported its start mark.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub launch_check_tool_ms: Option<f64>,
-    /// The launcher's opening to the first round's start.
-    pub total_ms: f64,
-    /// `total_ms` less `launch_check_tool_ms` (`total_ms` without it): what the time before the
-    /// first round costs beyond the launch check's own mpirun.
-    pub beyond_launch_check_ms: f64,
-}
-
 #[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct NodeDiscovery {
@@ -428,6 +343,9 @@ pub struct NodeDiscovery {
     pub error: Option<String>,
     pub hostname: Option<String>,
     pub halves: Vec<HalfResolution>,
+    /// The kernel release the node runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -611,6 +529,10 @@ pub struct RunResults {
     pub before_rounds: Option<StartPhases>,
     /// What localisation named at fault, worst first (empty unless a sampled test failed).
     pub suspects: Vec<Suspect>,
+    /// The hardware under every planned half discovery reached: firmware, PCIe link, driver
+    /// (empty in older files).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<InventoryRow>,
     /// The broken parts the diagnosis chose, worst first: every failing gate is one of their
     /// evidence or follows from one of them (empty when nothing failed, and in older files).
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -309,6 +309,20 @@ fn builtin_probe_reads_what_grep_and_cat_read() {
     fs::write(port.join("hw_counters/out_of_sequence"), "17").unwrap();
     fs::write(port.join("hw_counters/rx_write_requests"), "").unwrap();
     std::os::unix::fs::symlink(port.join("nowhere"), port.join("gid_attrs/types/5")).unwrap();
+    // firmware, board, the PCIe link (trained at x2 of x4) and the driver's link
+    let dev = d.join("infiniband/rocep1s0f0");
+    fs::write(dev.join("fw_ver"), "28.45.1200\n").unwrap();
+    fs::write(dev.join("board_id"), "MT_0000000970\n").unwrap();
+    for (f, v) in [
+        ("current_link_speed", "32.0 GT/s PCIe"),
+        ("current_link_width", "2"),
+        ("max_link_speed", "32.0 GT/s PCIe"),
+        ("max_link_width", "4"),
+    ] {
+        fs::write(dev.join("device").join(f), format!("{v}\n")).unwrap();
+    }
+    fs::create_dir_all(d.join("drivers/mlx5_core")).unwrap();
+    std::os::unix::fs::symlink(d.join("drivers/mlx5_core"), dev.join("device/driver")).unwrap();
     let dump = run_probe(&d, discover::PROBE_SCRIPT);
     let reference = run_probe(&d, FORKING_PROBE);
     let (a, b) = (
@@ -323,6 +337,11 @@ fn builtin_probe_reads_what_grep_and_cat_read() {
     assert!(!dev.counters.contains_key("rx_write_requests"));
     assert_eq!(dev.gids.len(), 2);
     assert_eq!(dev.roce_v2_index("198.51.100.1".parse().unwrap()), Some(3));
+    assert_eq!(dev.hardware.firmware.as_deref(), Some("28.45.1200"));
+    assert_eq!(dev.hardware.driver.as_deref(), Some("mlx5_core"));
+    assert!(dev.hardware.pcie.as_ref().is_some_and(|l| l.degraded()));
+    // `device` here is a directory, not a PCI function's link: no address is made up
+    assert_eq!(dev.hardware.pci, None);
 
     // the counters-only snapshot reads the same counters, and a hostile device name is inert
     let names = vec![

@@ -678,6 +678,9 @@ fn poison(v: &mut serde_json::Value, tail: &str) {
                         | "address"
                         | "trap"
                         | "parsed"
+                        | "part"
+                        | "software"
+                        | "reach"
                 );
                 if !keep {
                     poison(x, tail);

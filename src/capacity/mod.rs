@@ -5,16 +5,54 @@
 //! penalty per switch crossed); both halves of one port share the port rate, per direction;
 //! each ISL direction has its capacity (full duplex). An ISL direction oversubscribed by two or
 //! more flows delivers only `efficiency` of its capacity: congestion control costs something
-//! (the six-node report measured 163.8 of 200 Gb/s for two flows, efficiency 0.82).
+//! (the six-node report measured 163.8 of 200 Gb/s for two flows, efficiency 0.82). A half whose
+//! PCIe link carries less than its rate (discovery reads the link, [`pcie`] says what it
+//! carries) is capped there: [`capped`].
 
 use std::collections::HashMap;
 
-use crate::plan::{CableKind, IslId, NodeId, Plan, SwitchId};
+pub mod pcie;
+
+use crate::plan::{CableKind, Endpoint, IslId, NodeId, Plan, SwitchId};
 use crate::schedule::{Job, Round};
 use crate::topology::Hop;
 
 /// A GB10 half's ib_write_bw on a healthy direct cable, when a profile gives no rate.
 pub const DEFAULT_HALF_GBPS: f64 = 111.9;
+
+/// What some halves can carry at most, Gb/s each way (their PCIe links), below their rate.
+pub type HalfCaps = HashMap<Endpoint, f64>;
+
+/// `kind_expected` (a round's expected values as its kind says them) with `caps` applied: each
+/// job's value scaled by what the max-min model gives it with the capped halves over what it
+/// gives it without them. A flow through a capped half is expected at the cap (less its share);
+/// the others of the round get what the capped flows leave. Unchanged without caps that touch
+/// the round.
+pub fn capped(
+    plan: &Plan,
+    round: &Round,
+    kind_expected: Vec<Option<f64>>,
+    caps: &HalfCaps,
+) -> Vec<Option<f64>> {
+    let touched = round.jobs.iter().any(|j| {
+        j.pair
+            .as_ref()
+            .is_some_and(|p| caps.contains_key(&p.client) || caps.contains_key(&p.server))
+    });
+    if !touched {
+        return kind_expected;
+    }
+    let free = expected_with(plan, round, &HalfCaps::new());
+    let held = expected_with(plan, round, caps);
+    kind_expected
+        .into_iter()
+        .zip(free.into_iter().zip(held))
+        .map(|(k, (f, h))| match (k, f, h) {
+            (Some(k), Some(f), Some(h)) if f > 0.0 => Some(k * h / f),
+            (k, _, _) => k,
+        })
+        .collect()
+}
 
 /// A resource flows share, borrowing its names from the round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,7 +102,12 @@ struct Flow {
 ///
 /// Linear in the round's jobs and hops per filling step: resources are numbered once, and each
 /// keeps the flows crossing it.
-pub fn expected<'a>(plan: &Plan, round: &'a Round) -> Vec<Option<f64>> {
+pub fn expected(plan: &Plan, round: &Round) -> Vec<Option<f64>> {
+    expected_with(plan, round, &HalfCaps::new())
+}
+
+/// [`expected`], each half in `caps` carrying at most its cap each way.
+pub fn expected_with<'a>(plan: &Plan, round: &'a Round, half_caps: &HalfCaps) -> Vec<Option<f64>> {
     // flows and the resources each crosses
     let mut index: HashMap<Res<'a>, usize> = HashMap::new();
     let mut caps: Vec<f64> = Vec::new();
@@ -100,7 +143,8 @@ pub fn expected<'a>(plan: &Plan, round: &'a Round) -> Vec<Option<f64>> {
                         // the other way, the receiving end sends
                         let tx = matches!(h, Hop::Tx { .. }) != back;
                         let hr = Res::Half(endpoint.node, &endpoint.port, &endpoint.half, tx);
-                        res.push(add(hr, rate));
+                        let cap = half_caps.get(endpoint).map_or(rate, |c| rate.min(*c));
+                        res.push(add(hr, cap));
                         if let Some(port_rate) = plan.profile_of(endpoint.node).port_rate_gbps {
                             res.push(add(Res::Port(endpoint.node, &endpoint.port, tx), port_rate));
                         }

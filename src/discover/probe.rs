@@ -1,6 +1,8 @@
 //! The read-only probe: one shell script per node, one SSH round trip, nothing installed.
-//! It dumps the RDMA devices from sysfs (state, rate, netdev, GID table, counters) and the
-//! interfaces, addresses and routes from iproute2; `parse` reads the dump.
+//! It dumps the kernel release, the RDMA devices from sysfs (state, rate, netdev, GID table,
+//! counters, firmware, board id, the PCI function's address, PCIe link and driver), the
+//! interfaces (with their MACs), addresses and routes from iproute2, and, where lldpd runs, its
+//! neighbours (`lldpcli -f json0 show neighbors`); `parse` reads the dump.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -22,11 +24,14 @@ dump() { t=$1; shift; for f in "$@"; do rd "$f"; [ -n "$v" ] && printf '@%s %s:%
 }
 const SHELL_HELPERS: &str = shell_helpers!();
 
-/// The probe script. POSIX sh, read-only, sysfs and `ip` only. Shell builtins read sysfs; the
-/// only processes it starts are the three `ip` listings.
+/// The probe script. POSIX sh, read-only, sysfs, `ip` and `lldpcli` only. Shell builtins read
+/// sysfs (the PCI function and its driver are the targets of `device` and `device/driver`,
+/// resolved by `cd -P`, not `readlink`); the only processes it starts are the three `ip`
+/// listings and, where installed, one `lldpcli`.
 pub const PROBE_SCRIPT: &str = concat!(
     shell_helpers!(),
     r#"rd /proc/sys/kernel/hostname; h=$v; [ -n "$h" ] || h=$(hostname); echo "@host $h"
+rd /proc/sys/kernel/osrelease; echo "@kernel $v"
 for d in /sys/class/infiniband/*; do
   [ -d "$d" ] || continue
   p="$d/ports/1"
@@ -35,11 +40,27 @@ for d in /sys/class/infiniband/*; do
   rd "$p/phys_state"; echo "@phys $v"
   rd "$p/rate"; echo "@rate $v"
   rd "$p/link_layer"; echo "@layer $v"
+  rd "$d/fw_ver"; echo "@fw $v"
+  rd "$d/board_id"; echo "@board $v"
+  for f in current_link_speed current_link_width max_link_speed max_link_width; do
+    rd "$d/device/$f"; echo "@pcie $f:$v"
+  done
+  if cd -P "$d/device" 2>/dev/null; then
+    case ${PWD##*/} in *:*:*.*) echo "@pci ${PWD##*/}" ;; esac
+  fi
+  if cd -P "$d/device/driver" 2>/dev/null; then
+    drv=${PWD##*/}; echo "@driver $drv"; rd "/sys/module/$drv/version"; echo "@driver-version $v"
+  fi
+  cd /
   for n in "$d"/device/net/*; do [ -e "$n" ] && echo "@netdev ${n##*/}"; done
   dump gid "$p"/gids/*
   dump gidtype "$p"/gid_attrs/types/*
   dump counter "$p"/counters/* "$p"/hw_counters/*
 done
+if command -v lldpcli >/dev/null 2>&1; then
+  echo "@lldp"
+  lldpcli -f json0 show neighbors 2>&1
+fi
 echo "@ip"
 ip -4 -o addr show 2>/dev/null
 echo "@link"
@@ -77,6 +98,78 @@ pub struct Gid {
     pub kind: String,
 }
 
+/// The PCIe link of a device's PCI function, as sysfs spells it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+pub struct PcieLink {
+    /// `current_link_speed`: `32.0 GT/s PCIe`.
+    pub speed: String,
+    pub width: Option<u32>,
+    pub max_speed: String,
+    pub max_width: Option<u32>,
+}
+
+impl PcieLink {
+    /// `32.0 GT/s x4`, or `?` where sysfs said nothing readable.
+    fn text(speed: &str, width: Option<u32>) -> String {
+        let s = crate::capacity::pcie::gts(speed)
+            .map(|g| format!("{g} GT/s"))
+            .unwrap_or_else(|| "?".into());
+        match width {
+            Some(w) => format!("{s} x{w}"),
+            None => s,
+        }
+    }
+
+    /// The link now: `16 GT/s x2`.
+    pub fn now(&self) -> String {
+        PcieLink::text(&self.speed, self.width)
+    }
+
+    /// The link at its maximum: `16 GT/s x4`.
+    pub fn max(&self) -> String {
+        PcieLink::text(&self.max_speed, self.max_width)
+    }
+
+    /// Trained below its maximum: fewer lanes or a lower transfer rate (both read).
+    pub fn degraded(&self) -> bool {
+        let g = crate::capacity::pcie::gts;
+        let slower = matches!((g(&self.speed), g(&self.max_speed)), (Some(a), Some(b)) if a < b);
+        let narrower = matches!((self.width, self.max_width), (Some(a), Some(b)) if a < b);
+        slower || narrower
+    }
+
+    /// What an RDMA flow can move over the link as it trained, Gb/s.
+    pub fn carries_gbps(&self) -> Option<f64> {
+        let gts = crate::capacity::pcie::gts(&self.speed)?;
+        Some(crate::capacity::pcie::carries_gbps(gts, self.width?))
+    }
+
+    /// What it would carry at its maximum, Gb/s.
+    pub fn max_carries_gbps(&self) -> Option<f64> {
+        let gts = crate::capacity::pcie::gts(&self.max_speed)?;
+        Some(crate::capacity::pcie::carries_gbps(gts, self.max_width?))
+    }
+}
+
+/// What a device is, beyond its port: firmware, board, its PCI function and driver.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+pub struct Hardware {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board_id: Option<String>,
+    /// The PCI function's address (`0000:01:00.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie: Option<PcieLink>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// `/sys/module/DRIVER/version`, where the driver has one (out-of-tree builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Device {
     pub name: String,
@@ -89,6 +182,7 @@ pub struct Device {
     pub netdevs: Vec<String>,
     pub gids: Vec<Gid>,
     pub counters: BTreeMap<String, u64>,
+    pub hardware: Hardware,
 }
 
 impl Device {
@@ -120,6 +214,8 @@ pub struct Interface {
     /// A bond or bridge this interface is enslaved to.
     pub master: Option<String>,
     pub ipv4: Vec<Ipv4Net>,
+    /// The link-layer address (`link/ether`), lowercase.
+    pub mac: Option<String>,
 }
 
 /// What one node's probe found.
@@ -130,6 +226,10 @@ pub struct Probe {
     pub interfaces: Vec<Interface>,
     /// `ip -4 route` lines.
     pub routes: Vec<String>,
+    /// The kernel release (`/proc/sys/kernel/osrelease`).
+    pub kernel: Option<String>,
+    /// What lldpd hears, where `lldpcli` is installed (its error when lldpd does not run).
+    pub lldp: Option<crate::parse::lldp::LldpReport>,
     /// The probe ran to its end marker.
     pub complete: bool,
 }
@@ -150,6 +250,13 @@ impl Probe {
             .find(|i| i.ipv4.iter().any(|n| n.addr() == ip))
     }
 
+    /// The interface whose MAC is `mac` (lowercase).
+    pub fn interface_with_mac(&self, mac: &str) -> Option<&Interface> {
+        self.interfaces
+            .iter()
+            .find(|i| i.mac.as_deref() == Some(mac))
+    }
+
     /// The RDMA device behind a netdev.
     pub fn device_of_netdev(&self, netdev: &str) -> Option<&Device> {
         self.devices
@@ -168,6 +275,7 @@ fn iface_mut<'a>(ifs: &'a mut Vec<Interface>, name: &str) -> &'a mut Interface {
         up: false,
         master: None,
         ipv4: Vec::new(),
+        mac: None,
     });
     let last = ifs.len() - 1;
     &mut ifs[last]
@@ -177,12 +285,19 @@ fn iface_mut<'a>(ifs: &'a mut Vec<Interface>, name: &str) -> &'a mut Interface {
 pub fn parse(text: &str) -> Probe {
     let mut p = Probe::default();
     let mut section = "";
+    let mut lldp = String::new();
     for line in text.lines() {
         let line = line.trim_end();
+        if section == "lldp" && !line.starts_with('@') {
+            lldp.push_str(line);
+            lldp.push('\n');
+            continue;
+        }
         if let Some(rest) = line.strip_prefix('@') {
             let (tag, val) = rest.split_once(' ').unwrap_or((rest, ""));
             match tag {
                 "host" => p.hostname = val.trim().to_string(),
+                "kernel" => p.kernel = Some(val.trim().to_string()).filter(|k| !k.is_empty()),
                 "dev" => p.devices.push(Device {
                     name: val.trim().to_string(),
                     state: String::new(),
@@ -192,104 +307,144 @@ pub fn parse(text: &str) -> Probe {
                     netdevs: Vec::new(),
                     gids: Vec::new(),
                     counters: BTreeMap::new(),
+                    hardware: Hardware::default(),
                 }),
-                "state" | "phys" | "rate" | "layer" | "netdev" | "gid" | "gidtype" | "counter" => {
-                    let Some(d) = p.devices.last_mut() else {
-                        continue;
-                    };
-                    // sysfs state reads "4: ACTIVE": keep the word
-                    let word = |v: &str| {
-                        v.split_once(": ")
-                            .map(|(_, w)| w)
-                            .unwrap_or(v)
-                            .trim()
-                            .to_string()
-                    };
-                    match tag {
-                        "state" => d.state = word(val),
-                        "phys" => d.phys_state = word(val),
-                        "rate" => d.rate = val.trim().to_string(),
-                        "layer" => d.link_layer = val.trim().to_string(),
-                        "netdev" => d.netdevs.push(val.trim().to_string()),
-                        _ => {
-                            // PATH:VALUE, the file name is the index or counter name
-                            let Some((path, v)) = val.split_once(':') else {
-                                continue;
-                            };
-                            let file = path.rsplit('/').next().unwrap_or("");
-                            match tag {
-                                "gid" => {
-                                    if let Ok(i) = file.parse::<u32>() {
-                                        let g = v.trim().to_string();
-                                        if g.chars().any(|c| c != '0' && c != ':') {
-                                            d.gids.push(Gid {
-                                                index: i,
-                                                gid: g,
-                                                kind: String::new(),
-                                            });
-                                        }
-                                    }
-                                }
-                                "gidtype" => {
-                                    if let Ok(i) = file.parse::<u32>()
-                                        && let Some(g) = d.gids.iter_mut().find(|g| g.index == i)
-                                    {
-                                        g.kind = v.trim().to_string();
-                                    }
-                                }
-                                _ => {
-                                    if let Ok(n) = v.trim().parse::<u64>() {
-                                        d.counters.insert(file.to_string(), n);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                "ip" | "link" | "route" => section = tag,
+                "ip" | "link" | "route" | "lldp" => section = tag,
                 "end" => {
                     p.complete = true;
                     section = "";
                 }
-                _ => {}
+                _ => {
+                    if let Some(d) = p.devices.last_mut() {
+                        device_line(d, tag, val);
+                    }
+                }
             }
             continue;
         }
-        match section {
-            "ip" => {
-                // 2: enp1s0f0np0    inet 198.51.100.1/30 brd ... scope global enp1s0f0np0\  valid_lft ...
-                let toks: Vec<&str> = line.split_whitespace().collect();
-                if toks.len() >= 4 && toks[2] == "inet" {
-                    let name = toks[1].trim_end_matches(':');
-                    let name = name.split('@').next().unwrap_or(name);
-                    if let Ok(net) = toks[3].parse::<Ipv4Net>() {
-                        iface_mut(&mut p.interfaces, name).ipv4.push(net);
-                    }
-                }
-            }
-            "link" => {
-                // 2: enp1s0f0np0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc ... master bond0 state UP ...
-                let toks: Vec<&str> = line.split_whitespace().collect();
-                if toks.len() >= 3 {
-                    let name = toks[1].trim_end_matches(':');
-                    let name = name.split('@').next().unwrap_or(name).to_string();
-                    let i = iface_mut(&mut p.interfaces, &name);
-                    i.up = toks[2].contains("LOWER_UP")
-                        || toks.windows(2).any(|w| w[0] == "state" && w[1] == "UP");
-                    for w in toks.windows(2) {
-                        match w[0] {
-                            "mtu" => i.mtu = w[1].parse().ok(),
-                            "master" => i.master = Some(w[1].to_string()),
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            "route" if !line.trim().is_empty() => p.routes.push(line.trim().to_string()),
-            _ => {}
-        }
+        section_line(&mut p, section, line);
+    }
+    if text.contains("\n@lldp") || text.starts_with("@lldp") {
+        p.lldp = Some(crate::parse::lldp::parse(&lldp));
     }
     p
+}
+
+/// A `@TAG VALUE` line about the device being read.
+fn device_line(d: &mut Device, tag: &str, val: &str) {
+    // sysfs state reads "4: ACTIVE": keep the word
+    let word = |v: &str| {
+        v.split_once(": ")
+            .map(|(_, w)| w)
+            .unwrap_or(v)
+            .trim()
+            .to_string()
+    };
+    let some = |v: &str| Some(v.trim().to_string()).filter(|v| !v.is_empty());
+    let hw = &mut d.hardware;
+    match tag {
+        "state" => d.state = word(val),
+        "phys" => d.phys_state = word(val),
+        "rate" => d.rate = val.trim().to_string(),
+        "layer" => d.link_layer = val.trim().to_string(),
+        "netdev" => d.netdevs.push(val.trim().to_string()),
+        "fw" => hw.firmware = some(val),
+        "board" => hw.board_id = some(val),
+        "pci" => hw.pci = some(val),
+        "driver" => hw.driver = some(val),
+        "driver-version" => hw.driver_version = some(val),
+        "pcie" => {
+            let Some((file, v)) = val.split_once(':') else {
+                return;
+            };
+            let link = hw.pcie.get_or_insert_with(PcieLink::default);
+            let v = v.trim();
+            match file {
+                "current_link_speed" => link.speed = v.to_string(),
+                "current_link_width" => link.width = v.parse().ok(),
+                "max_link_speed" => link.max_speed = v.to_string(),
+                "max_link_width" => link.max_width = v.parse().ok(),
+                _ => {}
+            }
+            if link == &PcieLink::default() {
+                hw.pcie = None;
+            }
+        }
+        "gid" | "gidtype" | "counter" => file_line(d, tag, val),
+        _ => {}
+    }
+}
+
+/// `PATH:VALUE` of a GID, GID type or counter file: the file name is the index or counter name.
+fn file_line(d: &mut Device, tag: &str, val: &str) {
+    let Some((path, v)) = val.split_once(':') else {
+        return;
+    };
+    let file = path.rsplit('/').next().unwrap_or("");
+    match tag {
+        "gid" => {
+            if let Ok(i) = file.parse::<u32>() {
+                let g = v.trim().to_string();
+                if g.chars().any(|c| c != '0' && c != ':') {
+                    d.gids.push(Gid {
+                        index: i,
+                        gid: g,
+                        kind: String::new(),
+                    });
+                }
+            }
+        }
+        "gidtype" => {
+            if let Ok(i) = file.parse::<u32>()
+                && let Some(g) = d.gids.iter_mut().find(|g| g.index == i)
+            {
+                g.kind = v.trim().to_string();
+            }
+        }
+        _ => {
+            if let Ok(n) = v.trim().parse::<u64>() {
+                d.counters.insert(file.to_string(), n);
+            }
+        }
+    }
+}
+
+/// A line of the `ip` sections.
+fn section_line(p: &mut Probe, section: &str, line: &str) {
+    match section {
+        "ip" => {
+            // 2: enp1s0f0np0    inet 198.51.100.1/30 brd ... scope global enp1s0f0np0\  valid_lft ...
+            let toks: Vec<&str> = line.split_whitespace().collect();
+            if toks.len() >= 4 && toks[2] == "inet" {
+                let name = toks[1].trim_end_matches(':');
+                let name = name.split('@').next().unwrap_or(name);
+                if let Ok(net) = toks[3].parse::<Ipv4Net>() {
+                    iface_mut(&mut p.interfaces, name).ipv4.push(net);
+                }
+            }
+        }
+        "link" => {
+            // 2: enp1s0f0np0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc ... master bond0 state UP ...\    link/ether 4c:bb:47:00:01:03 brd ...
+            let toks: Vec<&str> = line.split_whitespace().collect();
+            if toks.len() >= 3 {
+                let name = toks[1].trim_end_matches(':');
+                let name = name.split('@').next().unwrap_or(name).to_string();
+                let i = iface_mut(&mut p.interfaces, &name);
+                i.up = toks[2].contains("LOWER_UP")
+                    || toks.windows(2).any(|w| w[0] == "state" && w[1] == "UP");
+                for w in toks.windows(2) {
+                    match w[0] {
+                        "mtu" => i.mtu = w[1].parse().ok(),
+                        "master" => i.master = Some(w[1].to_string()),
+                        "link/ether" => i.mac = crate::parse::neigh::mac(w[1]),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        "route" if !line.trim().is_empty() => p.routes.push(line.trim().to_string()),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -297,11 +452,21 @@ mod tests {
     use super::*;
 
     const DUMP: &str = "@host spark-a
+@kernel 6.11.0-1016-nvidia
 @dev rocep1s0f0
 @state 4: ACTIVE
 @phys 5: LinkUp
 @rate 200 Gb/sec (4X HDR)
 @layer Ethernet
+@fw 28.45.1200
+@board MT_0000000970
+@pcie current_link_speed:32.0 GT/s PCIe
+@pcie current_link_width:2
+@pcie max_link_speed:32.0 GT/s PCIe
+@pcie max_link_width:4
+@pci 0000:01:00.0
+@driver mlx5_core
+@driver-version 
 @netdev enp1s0f0np0
 @gid /sys/class/infiniband/rocep1s0f0/ports/1/gids/0:fe80:0000:0000:0000:0000:0000:0000:0001
 @gid /sys/class/infiniband/rocep1s0f0/ports/1/gids/3:0000:0000:0000:0000:0000:ffff:c633:6401
@@ -315,12 +480,19 @@ mod tests {
 @phys 3: Disabled
 @rate 200 Gb/sec (4X HDR)
 @layer Ethernet
+@fw 
+@pcie current_link_speed:
+@pcie current_link_width:
+@pcie max_link_speed:
+@pcie max_link_width:
 @netdev enp1s0f1np1
+@lldp
+{\"lldp\":[{\"interface\":[{\"name\":\"enp1s0f0np0\",\"chassis\":[{\"name\":[{\"value\":\"spark-b\"}]}],\"port\":[{\"id\":[{\"type\":\"mac\",\"value\":\"4c:bb:47:00:01:03\"}],\"descr\":[{\"value\":\"enp1s0f1np1\"}]}]}]}]}
 @ip
 2: enp1s0f0np0    inet 198.51.100.1/30 brd 198.51.100.3 scope global enp1s0f0np0\\       valid_lft forever preferred_lft forever
 @link
 1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000
-2: enp1s0f0np0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP mode DEFAULT group default qlen 1000
+2: enp1s0f0np0@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP mode DEFAULT group default qlen 1000\\    link/ether 4C:BB:47:00:00:03 brd ff:ff:ff:ff:ff:ff link-netnsid 0
 3: enp1s0f1np1: <BROADCAST,MULTICAST> mtu 1500 qdisc noop master bond0 state DOWN mode DEFAULT group default qlen 1000
 @route
 default via 192.0.2.1 dev eno1
@@ -354,6 +526,37 @@ default via 192.0.2.1 dev eno1
                 .name,
             "enp1s0f0np0"
         );
+    }
+
+    #[test]
+    fn reads_firmware_pcie_driver_mac_and_lldp() {
+        let p = parse(DUMP);
+        assert_eq!(p.kernel.as_deref(), Some("6.11.0-1016-nvidia"));
+        let hw = &p.device("rocep1s0f0").unwrap().hardware;
+        assert_eq!(hw.firmware.as_deref(), Some("28.45.1200"));
+        assert_eq!(hw.board_id.as_deref(), Some("MT_0000000970"));
+        assert_eq!(hw.pci.as_deref(), Some("0000:01:00.0"));
+        assert_eq!(hw.driver.as_deref(), Some("mlx5_core"));
+        assert_eq!(hw.driver_version, None, "an empty version file is none");
+        let link = hw.pcie.as_ref().unwrap();
+        assert!(link.degraded());
+        assert_eq!(
+            (link.now().as_str(), link.max().as_str()),
+            ("32 GT/s x2", "32 GT/s x4")
+        );
+        assert!((link.carries_gbps().unwrap() - 56.08).abs() < 0.01);
+        // a device whose function says nothing has no link and no firmware
+        let other = &p.device("rocep1s0f1").unwrap().hardware;
+        assert_eq!((other.pcie.as_ref(), other.firmware.as_ref()), (None, None));
+        assert_eq!(
+            p.interface_with_mac("4c:bb:47:00:00:03")
+                .map(|i| i.name.as_str()),
+            Some("enp1s0f0np0")
+        );
+        let lldp = p.lldp.as_ref().unwrap();
+        assert_eq!(lldp.neighbours[0].chassis_name.as_deref(), Some("spark-b"));
+        // without lldpcli there is no LLDP reading at all
+        assert!(parse(&DUMP.replace("@lldp\n", "@x\n")).lldp.is_none());
     }
 
     #[test]

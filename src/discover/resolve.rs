@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 
 use serde::Serialize;
 
-use super::probe::Probe;
+use super::probe::{Hardware, Probe};
 use crate::plan::{Endpoint, NodeId, Plan};
 use crate::render::job::HalfFacts;
 
@@ -39,6 +39,9 @@ pub struct HalfResolution {
     pub landed_on: Option<String>,
     /// The exact command to run on this box when the address is missing (fabricplan runs nothing).
     pub fix_command: Option<String>,
+    /// The device's firmware, board, PCI function, PCIe link and driver, as discovery read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<Hardware>,
 }
 
 /// What is wrong with a planned half, as discovery sees it.
@@ -88,6 +91,20 @@ pub fn resolve_node(plan: &Plan, node: NodeId, probe: &Probe) -> Vec<HalfResolut
     out
 }
 
+/// Problems found about one half, in words and as kinds (the first is the cause).
+#[derive(Default)]
+struct Found {
+    problems: Vec<String>,
+    issues: Vec<HalfIssue>,
+}
+
+impl Found {
+    fn push(&mut self, text: String, issue: HalfIssue) {
+        self.problems.push(text);
+        self.issues.push(issue);
+    }
+}
+
 fn resolve_half(
     plan: &Plan,
     e: &Endpoint,
@@ -97,104 +114,47 @@ fn resolve_half(
 ) -> HalfResolution {
     let name = plan.endpoint_name(e);
     let pin = plan.pinned(e);
-    let default = plan.profile_half(e).cloned();
-    let mut problems = Vec::new();
-    let mut issues: Vec<HalfIssue> = Vec::new();
-    let mut fix_command = None;
+    let mut found = Found::default();
     let iface = probe.interface_with(address);
     let address_found = iface.is_some();
     // the netdev: where the address lives; else the pinned one; else the profile's
     let netdev = iface
         .map(|i| i.name.clone())
         .or_else(|| pin.netdev.clone())
-        .or_else(|| default.as_ref().map(|d| d.netdev.clone()));
+        .or_else(|| plan.profile_half(e).map(|d| d.netdev.clone()));
     if let (Some(i), Some(p)) = (iface, &pin.netdev)
         && &i.name != p
     {
-        problems.push(format!(
-            "{name}: the plan pins netdev `{p}` but {address} is on `{}`",
-            i.name
-        ));
-        issues.push(HalfIssue::PinnedNetdevElsewhere);
+        found.push(
+            format!(
+                "{name}: the plan pins netdev `{p}` but {address} is on `{}`",
+                i.name
+            ),
+            HalfIssue::PinnedNetdevElsewhere,
+        );
     }
-    let dev_from_netdev = netdev.as_deref().and_then(|n| probe.device_of_netdev(n));
-    let device = match (&pin.device, dev_from_netdev) {
-        (Some(p), Some(d)) if &d.name != p => {
-            problems.push(format!(
-                "{name}: the plan pins device `{p}` but the live device behind `{}` is `{}` (names differ per box: pin each box's own name, or leave it to discovery)",
-                netdev.clone().unwrap_or_default(),
-                d.name
-            ));
-            issues.push(HalfIssue::PinnedDeviceNotLive);
-            Some(p.clone())
-        }
-        (Some(p), _) => Some(p.clone()),
-        (None, Some(d)) => Some(d.name.clone()),
-        (None, None) => default
-            .as_ref()
-            .map(|d| d.device.clone())
-            .filter(|d| probe.device(d).is_some()),
-    };
+    let device = device_of(plan, e, netdev.as_deref(), probe, &mut found);
     let dev = device.as_deref().and_then(|d| probe.device(d));
-    if device.is_some() && dev.is_none() {
-        problems.push(format!(
-            "{name}: device `{}` does not exist on {}",
-            device.clone().unwrap_or_default(),
-            probe.hostname
-        ));
-        issues.push(HalfIssue::DeviceMissing);
-    }
-    let active = dev.is_some_and(|d| d.active());
-    if let Some(d) = dev
-        && !d.active()
-    {
-        problems.push(format!(
-            "{name}: device `{}` is {}",
-            d.name,
-            if d.state.is_empty() {
-                "in an unknown state"
-            } else {
-                &d.state
-            }
-        ));
-        issues.push(HalfIssue::DeviceDown);
-    }
+    let mut fix_command = None;
     if !address_found {
-        // shown to an operator to paste: every value quoted (a netdev comes from the box)
-        let nd = netdev
-            .as_deref()
-            .and_then(crate::render::quote)
-            .unwrap_or_else(|| "NETDEV".into());
-        problems.push(format!(
-            "{name}: {address}/{prefix} is not configured on {}",
-            if probe.hostname.is_empty() {
-                plan.node(e.node).name.as_str()
-            } else {
-                probe.hostname.as_str()
-            }
+        fix_command = Some(address_missing(
+            plan,
+            e,
+            address,
+            prefix,
+            netdev.as_deref(),
+            probe,
+            &mut found,
         ));
-        fix_command = Some(format!(
-            "sudo ip addr add {address}/{prefix} dev {nd} && sudo ip link set {nd} up mtu 9000"
-        ));
-        issues.push(HalfIssue::AddressMissing);
     }
-    let gid_index = pin
-        .gid_index
-        .or_else(|| dev.and_then(|d| d.roce_v2_index(address)));
-    if let (Some(p), Some(d)) = (pin.gid_index, dev)
-        && let Some(found) = d.roce_v2_index(address)
-        && found != p
-    {
-        problems.push(format!("{name}: the plan pins GID index {p} but the RoCE v2 entry for {address} on `{}` is {found}", d.name));
-        issues.push(HalfIssue::GidPinWrong);
-    }
-    if gid_index.is_none() && address_found {
-        problems.push(format!(
-            "{name}: no RoCE v2 GID maps {address} on `{}`",
-            device.clone().unwrap_or_default()
-        ));
-        issues.push(HalfIssue::NoGid);
-    }
+    let gid_index = gid_of(
+        &name,
+        (pin.gid_index, device.as_deref()),
+        dev,
+        address,
+        address_found,
+        &mut found,
+    );
     // where the cable really lands: the profile's port of the netdev holding the address
     let pinned = pin.device.is_some() || pin.netdev.is_some();
     let landed_on = iface
@@ -213,16 +173,128 @@ fn resolve_half(
         device,
         netdev,
         gid_index,
-        active,
+        active: dev.is_some_and(|d| d.active()),
         mtu,
         rate_hint: dev.map(|d| d.rate.clone()).filter(|r| !r.is_empty()),
         link_downed: dev.and_then(|d| d.counters.get("link_downed").copied()),
         address_found,
-        problems,
-        issue: issues.first().copied(),
+        issue: found.issues.first().copied(),
+        problems: found.problems,
         landed_on,
         fix_command,
+        hardware: dev
+            .map(|d| d.hardware.clone())
+            .filter(|h| h != &Hardware::default()),
     }
+}
+
+/// The device of a half: the pinned one (said when it is not the live one behind the netdev),
+/// else the live one behind the netdev, else the profile's where it exists. Its absence or a
+/// port not ACTIVE is a problem.
+fn device_of(
+    plan: &Plan,
+    e: &Endpoint,
+    netdev: Option<&str>,
+    probe: &Probe,
+    found: &mut Found,
+) -> Option<String> {
+    let name = plan.endpoint_name(e);
+    let pin = plan.pinned(e);
+    let dev_from_netdev = netdev.and_then(|n| probe.device_of_netdev(n));
+    let device = match (&pin.device, dev_from_netdev) {
+        (Some(p), Some(d)) if &d.name != p => {
+            found.push(format!(
+                "{name}: the plan pins device `{p}` but the live device behind `{}` is `{}` (names differ per box: pin each box's own name, or leave it to discovery)",
+                netdev.unwrap_or_default(),
+                d.name
+            ), HalfIssue::PinnedDeviceNotLive);
+            Some(p.clone())
+        }
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(d)) => Some(d.name.clone()),
+        (None, None) => plan
+            .profile_half(e)
+            .map(|d| d.device.clone())
+            .filter(|d| probe.device(d).is_some()),
+    };
+    match device.as_deref().map(|d| (d, probe.device(d))) {
+        Some((d, None)) => found.push(
+            format!("{name}: device `{d}` does not exist on {}", probe.hostname),
+            HalfIssue::DeviceMissing,
+        ),
+        Some((_, Some(d))) if !d.active() => found.push(
+            format!(
+                "{name}: device `{}` is {}",
+                d.name,
+                if d.state.is_empty() {
+                    "in an unknown state"
+                } else {
+                    &d.state
+                }
+            ),
+            HalfIssue::DeviceDown,
+        ),
+        _ => {}
+    }
+    device
+}
+
+/// The planned address is not on the box: said, and the exact command to run there (fabricplan
+/// runs nothing), every value quoted (a netdev comes from the box).
+fn address_missing(
+    plan: &Plan,
+    e: &Endpoint,
+    address: Ipv4Addr,
+    prefix: u8,
+    netdev: Option<&str>,
+    probe: &Probe,
+    found: &mut Found,
+) -> String {
+    let nd = netdev
+        .and_then(crate::render::quote)
+        .unwrap_or_else(|| "NETDEV".into());
+    found.push(
+        format!(
+            "{}: {address}/{prefix} is not configured on {}",
+            plan.endpoint_name(e),
+            if probe.hostname.is_empty() {
+                plan.node(e.node).name.as_str()
+            } else {
+                probe.hostname.as_str()
+            }
+        ),
+        HalfIssue::AddressMissing,
+    );
+    format!("sudo ip addr add {address}/{prefix} dev {nd} && sudo ip link set {nd} up mtu 9000")
+}
+
+/// The GID index: the pinned one (said when it is not the RoCE v2 entry of the address), else
+/// that entry; none is a problem when the address is there.
+fn gid_of(
+    name: &str,
+    (pinned, device): (Option<u32>, Option<&str>),
+    dev: Option<&super::probe::Device>,
+    address: Ipv4Addr,
+    address_found: bool,
+    found: &mut Found,
+) -> Option<u32> {
+    let gid_index = pinned.or_else(|| dev.and_then(|d| d.roce_v2_index(address)));
+    if let (Some(p), Some(d)) = (pinned, dev)
+        && let Some(at) = d.roce_v2_index(address)
+        && at != p
+    {
+        found.push(format!("{name}: the plan pins GID index {p} but the RoCE v2 entry for {address} on `{}` is {at}", d.name), HalfIssue::GidPinWrong);
+    }
+    if gid_index.is_none() && address_found {
+        found.push(
+            format!(
+                "{name}: no RoCE v2 GID maps {address} on `{}`",
+                device.unwrap_or_default()
+            ),
+            HalfIssue::NoGid,
+        );
+    }
+    gid_index
 }
 
 /// The profile port whose half uses `netdev` on `node`.

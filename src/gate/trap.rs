@@ -85,6 +85,13 @@ pub enum Trap {
     /// Slurm refused the allocation (partition, account, time limit, nodes), or did not grant
     /// it in time.
     SlurmAllocationRefused,
+    /// A half's PCIe link trained below its maximum width or speed: it carries less than the
+    /// half's rate, whatever the cable does.
+    PcieDegraded,
+    /// Nodes of one profile run different NIC firmware.
+    FirmwareDrift,
+    /// A node's NIC firmware is not the one its profile pins.
+    FirmwareNotPinned,
     /// A site-specific trap named in the plan.
     Site,
 }
@@ -130,6 +137,9 @@ impl Trap {
             Trap::SlurmStepLaunch => "Slurm could not launch the step",
             Trap::SlurmTimeLimit => "Slurm time limit reached",
             Trap::SlurmAllocationRefused => "Slurm refused the allocation",
+            Trap::PcieDegraded => "PCIe link below its maximum",
+            Trap::FirmwareDrift => "firmware differs within a profile",
+            Trap::FirmwareNotPinned => "firmware is not the pinned version",
             Trap::Site => "site trap",
         }
     }
@@ -241,6 +251,15 @@ impl Trap {
             }
             Trap::SlurmAllocationRefused => {
                 "check `partition`, `account` and `time-limit` under `[launcher]` against `sinfo -s` and your associations, and that the node names are Slurm's (`sinfo -N`)"
+            }
+            Trap::PcieDegraded => {
+                "reseat the NIC (and its riser or cable), check the slot's PCIe settings in the firmware setup (link speed, bifurcation), then `sudo lspci -vv -s ADDRESS`: LnkSta must equal LnkCap"
+            }
+            Trap::FirmwareDrift => {
+                "bring every node of the profile to one NIC firmware (`sudo mlxfwmanager --query` shows it), then pin it in the profile (`firmware = \"...\"`)"
+            }
+            Trap::FirmwareNotPinned => {
+                "update the NIC firmware to the pinned version (the command above), then drain power fully: shut down and unplug for 30 s; a reboot keeps the old firmware running"
             }
             Trap::Site => "see the plan's gate for the fix",
         }

@@ -163,6 +163,8 @@ pub struct Profile {
     pub name: String,
     pub half_rate_gbps: Option<f64>,
     pub port_rate_gbps: Option<f64>,
+    /// The firmware its devices must run, when the plan pins one.
+    pub firmware: Option<String>,
     pub ports: Vec<ProfilePort>,
 }
 
@@ -191,6 +193,7 @@ impl Profile {
             name: "gb10".into(),
             half_rate_gbps: Some(111.9),
             port_rate_gbps: Some(196.0),
+            firmware: None,
             ports: vec![
                 ProfilePort {
                     name: "f0".into(),
@@ -346,6 +349,8 @@ pub struct Member {
     pub address: Ipv4Addr,
     /// The switch this endpoint lands on (switched segments).
     pub switch: Option<SwitchId>,
+    /// The switch's port it lands on, where the plan names it (`swp12`).
+    pub switch_port: Option<String>,
 }
 
 /// Which way a pair's bandwidth is measured.

@@ -199,6 +199,11 @@ pub struct RawProfile {
     /// What both halves of one port reach together, Gb/s: above 0, at most 10000.
     #[schemars(range(max = 10000), extend("exclusiveMinimum" = 0))]
     pub port_rate_gbps: Option<f64>,
+    /// The firmware every device of this profile must run (`fw_ver`, e.g. `28.45.1200`): a node
+    /// on another is a FAIL whose fix is the update. Unpinned, nodes that differ are a WARN.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub firmware: Option<Spanned<String>>,
     pub port: Vec<RawProfilePort>,
 }
 
@@ -320,10 +325,12 @@ pub struct RawCable {
     #[serde(default)]
     #[schemars(with = "Option<[String; 2]>")]
     pub ports: Option<Spanned<Vec<Spanned<String>>>>,
-    /// switched: which node port lands on which switch: `{ "NODE.PORT" = "SWITCH" }`.
+    /// switched: which node port lands on which switch: `{ "NODE.PORT" = "SWITCH" }`, or on
+    /// which switch port: `{ "NODE.PORT" = { switch = "SWITCH", switch-port = "swp12" } }` (LLDP
+    /// then proves it; a breakout's `swp12s0`, `swp12s1` are ports of `swp12`).
     #[serde(default)]
-    #[schemars(with = "Option<BTreeMap<String, String>>")]
-    pub attach: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    #[schemars(with = "Option<BTreeMap<String, AttachSchema>>")]
+    pub attach: Option<BTreeMap<Spanned<String>, Spanned<RawAttach>>>,
     /// Halves carried (default: every half of the port).
     #[serde(default)]
     #[schemars(with = "Option<Vec<String>>")]
@@ -350,6 +357,89 @@ pub struct RawCable {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, BTreeMap<String, String>>")]
     pub addresses: BTreeMap<Spanned<String>, BTreeMap<Spanned<String>, Spanned<String>>>,
+}
+
+/// Where a node port of a switched cable lands: a switch, and the switch's port where the plan
+/// names it. Read from a string (`"sw-a"`: the switch's span is the value's, see
+/// [`RawAttach::switch_at`]) or an inline table.
+#[derive(Debug)]
+pub struct RawAttach {
+    /// The switch; from a bare string its span is empty, the value's span stands for it.
+    pub switch: Spanned<String>,
+    pub switch_port: Option<Spanned<String>>,
+}
+
+impl RawAttach {
+    /// The switch with a span a diagnostic can point at: its own, or the whole value's.
+    pub fn switch_at(value: &Spanned<RawAttach>) -> Spanned<String> {
+        let a = value.get_ref();
+        if a.switch.span().is_empty() {
+            Spanned::new(value.span(), a.switch.get_ref().clone())
+        } else {
+            a.switch.clone()
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawAttach {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawAttach;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a switch name, or `{ switch = \"SWITCH\", switch-port = \"PORT\" }`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawAttach, E> {
+                Ok(RawAttach {
+                    switch: Spanned::new(0..0, v.to_string()),
+                    switch_port: None,
+                })
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawAttach, A::Error> {
+                let (mut switch, mut switch_port) = (None, None);
+                while let Some(k) = m.next_key::<String>()? {
+                    match k.as_str() {
+                        "switch" => switch = Some(m.next_value::<Spanned<String>>()?),
+                        "switch-port" => switch_port = Some(m.next_value::<Spanned<String>>()?),
+                        other => {
+                            return Err(serde::de::Error::unknown_field(
+                                other,
+                                &["switch", "switch-port"],
+                            ));
+                        }
+                    }
+                }
+                let switch = switch.ok_or_else(|| serde::de::Error::missing_field("switch"))?;
+                Ok(RawAttach {
+                    switch,
+                    switch_port,
+                })
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(untagged)]
+enum AttachSchema {
+    /// The switch the port lands on.
+    Switch(String),
+    Port(AttachPortSchema),
+}
+
+#[allow(dead_code)]
+#[derive(JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct AttachPortSchema {
+    /// The switch the port lands on.
+    switch: String,
+    /// The switch's port (`swp12`, `Ethernet12`): LLDP proves it. Letters, digits and `-_.:/`.
+    switch_port: Option<String>,
 }
 
 #[allow(dead_code)]

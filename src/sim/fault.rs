@@ -20,10 +20,19 @@ pub enum Fault {
     RstpBlock(SwitchId, SwitchId),
     /// NCCL finds no IB device on the node and the communicator falls back to sockets.
     NcclSocket(NodeId),
+    /// The PCIe link of these halves trained at half its width (x2 of x4): each carries what
+    /// the narrower link carries, and sysfs says so.
+    PcieDegraded(Vec<Endpoint>),
+    /// Every device of the node runs this firmware.
+    Firmware(NodeId, String),
+    /// The cables planned at these two node ports are swapped: each lands where the other was
+    /// planned (two ports of one box, or of two boxes). Addresses stay as planned.
+    Swapped((NodeId, String), (NodeId, String)),
 }
 
-/// Read `KIND:TARGET` against `plan`. Targets of `throttle` and `mtu1500` are
-/// `NODE.PORT.HALF`; `NODE.PORT` means both halves of the port.
+/// Read `KIND:TARGET` against `plan`. Targets of `throttle`, `mtu1500` and `pcie-degraded` are
+/// `NODE.PORT.HALF`; `NODE.PORT` means both halves of the port. `firmware:NODE=VERSION`,
+/// `swapped:NODE.PORT=NODE.PORT`.
 pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
     check_sim_fault(text, &plan.nodes, &plan.switches)?;
     let (kind, target) = text.split_once(':').unwrap_or((text, ""));
@@ -62,9 +71,31 @@ pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
         }
         Ok(out)
     };
+    let node_port = |end: &str| -> Result<(NodeId, String), String> {
+        let (node, port) = end
+            .split_once('.')
+            .ok_or_else(|| format!("fault `{text}`: `{end}` is not `NODE.PORT`"))?;
+        let node = node_of(node)?;
+        if plan.profile_of(node).port(port).is_none() {
+            return Err(format!(
+                "fault `{text}`: `{port}` is not a port of profile `{}`",
+                plan.profile_of(node).name
+            ));
+        }
+        Ok((node, port.to_string()))
+    };
     Ok(match kind {
         "throttle" => Fault::Throttle(halves()?),
         "mtu1500" => Fault::Mtu1500(halves()?),
+        "pcie-degraded" => Fault::PcieDegraded(halves()?),
+        "firmware" => {
+            let (node, version) = target.split_once('=').unwrap_or((target, ""));
+            Fault::Firmware(node_of(node)?, version.to_string())
+        }
+        "swapped" => {
+            let (a, b) = target.split_once('=').unwrap_or((target, ""));
+            Fault::Swapped(node_port(a)?, node_port(b)?)
+        }
         "crossed" => {
             let (node, port) = target
                 .split_once('.')

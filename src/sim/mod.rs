@@ -23,6 +23,7 @@ mod fault;
 mod nccl;
 mod noise;
 mod perftest;
+mod physical;
 mod ping;
 mod shell;
 mod world;
@@ -106,6 +107,8 @@ struct State {
     /// Every live flow's rate in one round with the servers of one generation: the capacity
     /// model runs once per round, not once per client.
     rates: Option<Rates>,
+    /// The neighbour entries pings left, per node: (netdev, destination).
+    neighbours: HashMap<NodeId, Vec<(String, Ipv4Addr)>>,
 }
 
 /// The rates of a round's live flows (rate, packet_seq_err growth), per job id.
@@ -213,7 +216,21 @@ impl SimTransport {
                     }
                     out
                 }
-                "ping" => ping::run(w, node, &inv.args),
+                "ping" => {
+                    if let Some(asked) = ping::neighbour_asked(w, node, &inv.args) {
+                        let mut st = self.lock();
+                        let list = st.neighbours.entry(node).or_default();
+                        if !list.contains(&asked) {
+                            list.push(asked);
+                        }
+                    }
+                    ping::run(w, node, &inv.args)
+                }
+                "ip" if inv.args.iter().any(|a| a == "neigh") => {
+                    let st = self.lock();
+                    let asked = st.neighbours.get(&node).cloned().unwrap_or_default();
+                    Output::ok(format!("{}\n", physical::neigh_json(w, node, &asked)))
+                }
                 "iperf3" => self.iperf_client(node, &inv.args),
                 other => Output {
                     status: 127,
@@ -364,6 +381,11 @@ impl SimTransport {
             half
         };
         let mut seq = 0;
+        for d in [cdev, sdev] {
+            if let Some(cap) = w.pcie_caps().get(&d.endpoint) {
+                r = r.min(*cap);
+            }
+        }
         if cdev.throttled || sdev.throttled {
             r = THROTTLE_GBPS;
         }
@@ -441,8 +463,14 @@ impl SimTransport {
             }
         }
         sub.jobs = healthy;
-        // the kind's own expected value (its share of the line rate, both ways summed)
-        let rates = crate::kinds::expected(&w.plan, &sub);
+        // the kind's own expected value (its share of the line rate, both ways summed), a half
+        // on a narrowed PCIe link held to what it carries
+        let rates = capacity::capped(
+            &w.plan,
+            &sub,
+            crate::kinds::expected(&w.plan, &sub),
+            &w.pcie_caps(),
+        );
         for (j, r) in sub.jobs.iter().zip(rates) {
             if let Some(r) = r {
                 of_job.insert(j.id.clone(), (r, 0));

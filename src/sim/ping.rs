@@ -98,6 +98,22 @@ pub(crate) fn run(w: &World, node: NodeId, args: &[String]) -> Output {
     Output::ok(out)
 }
 
+/// The netdev a ping leaves by (its `-I`, else the route's) and its destination: the
+/// neighbour entry it leaves behind on `node`.
+pub(crate) fn neighbour_asked(
+    w: &World,
+    node: NodeId,
+    args: &[String],
+) -> Option<(String, Ipv4Addr)> {
+    let p = PingArgs::read(args);
+    let dst: Ipv4Addr = p.dst.as_deref()?.parse().ok()?;
+    let netdev = match p.iface {
+        Some(i) => i,
+        None => w.route(node, dst)?.netdev.clone(),
+    };
+    Some((netdev, dst))
+}
+
 /// The options of a ping the runner sends (`-c`, `-I`, `-s`, `-M do`, the destination).
 struct PingArgs {
     count: u32,

@@ -174,6 +174,7 @@ pub(crate) fn invocation(script: &str) -> Option<Invocation> {
                 | "mpirun"
                 | "ping"
                 | "iperf3"
+                | "ip"
         ) {
             found = Some(Invocation {
                 tool: base.to_string(),

@@ -15,6 +15,13 @@ use crate::topology::Fabric;
 
 /// The RoCE v2 GID index the simulated boxes use when the plan pins none.
 pub const DEFAULT_GID_INDEX: u32 = 3;
+/// The firmware of the simulated boxes' NICs (a ConnectX-7 release), unless a fault says.
+pub const SIM_FIRMWARE: &str = "28.45.1200";
+/// The simulated boxes' kernel (DGX OS).
+pub const SIM_KERNEL: &str = "6.11.0-1016-nvidia";
+/// Each half's PCIe link: Gen5 x4, as on GB10.
+pub const SIM_PCIE_SPEED: &str = "32.0 GT/s PCIe";
+pub const SIM_PCIE_WIDTH: u32 = 4;
 
 /// One simulated RDMA device (one half of one port).
 #[derive(Debug, Clone)]
@@ -32,6 +39,9 @@ pub(crate) struct Dev {
     pub mtu: u32,
     pub gid_index: u32,
     pub throttled: bool,
+    /// Lanes its PCIe link trained at (of [`SIM_PCIE_WIDTH`]).
+    pub pcie_width: u32,
+    pub firmware: String,
     /// Interface index for `ip` output.
     pub ifindex: u32,
 }
@@ -85,6 +95,8 @@ pub(crate) struct World {
     by_name: HashMap<String, NodeId>,
     by_ip: HashMap<Ipv4Addr, usize>,
     by_endpoint: HashMap<Endpoint, usize>,
+    /// The devices wired to each segment (its cable's ends as they really are).
+    by_segment: HashMap<SegmentId, Vec<usize>>,
 }
 
 const COUNTERS: [&str; 12] = [
@@ -115,98 +127,133 @@ const HW_COUNTERS: [&str; 10] = [
     "rp_cnp_handled",
 ];
 
+/// The planned node port whose cable really lands at `(node, port)`: itself, unless a crossed
+/// or swapped cable fault moved it (each fault a swap of two ports, applied in order).
+fn landing(plan: &Plan, faults: &[Fault], node: NodeId, port: &str) -> (NodeId, String) {
+    let mut at = (node, port.to_string());
+    for f in faults {
+        let (a, b) = match f {
+            Fault::Crossed { node: n, port: p } => {
+                let other = plan
+                    .profile_of(*n)
+                    .ports
+                    .iter()
+                    .find(|x| &x.name != p)
+                    .map(|x| x.name.clone())
+                    .unwrap_or_else(|| p.clone());
+                ((*n, p.clone()), (*n, other))
+            }
+            Fault::Swapped(a, b) => (a.clone(), b.clone()),
+            _ => continue,
+        };
+        if at == a {
+            at = b;
+        } else if at == b {
+            at = a;
+        }
+    }
+    at
+}
+
+/// Every node's devices, node by node (so each node's are a range of the list).
+fn build_devs(
+    plan: &Plan,
+    fabric: &Fabric,
+    faults: &[Fault],
+) -> (Vec<Dev>, Vec<std::ops::Range<usize>>) {
+    let mut devs = Vec::new();
+    let mut by_node = Vec::with_capacity(plan.nodes.len());
+    let has = |e: &Endpoint, pick: fn(&Fault) -> Option<&Vec<Endpoint>>| {
+        faults.iter().filter_map(pick).any(|es| es.contains(e))
+    };
+    for node in &plan.nodes {
+        let first = devs.len();
+        let firmware = faults
+            .iter()
+            .rev()
+            .find_map(|f| match f {
+                Fault::Firmware(n, v) if *n == node.id => Some(v.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| SIM_FIRMWARE.to_string());
+        let mut ifindex = 3;
+        for p in &plan.profile_of(node.id).ports {
+            let (land_node, land_port) = landing(plan, faults, node.id, &p.name);
+            for h in &p.halves {
+                let endpoint = Endpoint {
+                    node: node.id,
+                    port: p.name.clone(),
+                    half: h.name.clone(),
+                };
+                let pin = plan.pinned(&endpoint);
+                let address = fabric
+                    .member_of(plan, &endpoint)
+                    .map(|(s, m)| (m.address, s.subnet));
+                let planned_here = Endpoint {
+                    node: land_node,
+                    port: land_port.clone(),
+                    half: h.name.clone(),
+                };
+                let wired = fabric
+                    .member_of(plan, &planned_here)
+                    .map(|(s, _)| (planned_here.clone(), s.id));
+                let mtu = if has(&endpoint, |f| match f {
+                    Fault::Mtu1500(es) => Some(es),
+                    _ => None,
+                }) || address.is_none()
+                {
+                    1500
+                } else {
+                    9000
+                };
+                devs.push(Dev {
+                    node: node.id,
+                    name: pin.device.clone().unwrap_or_else(|| h.device.clone()),
+                    netdev: pin.netdev.clone().unwrap_or_else(|| h.netdev.clone()),
+                    throttled: has(&endpoint, |f| match f {
+                        Fault::Throttle(es) => Some(es),
+                        _ => None,
+                    }),
+                    pcie_width: if has(&endpoint, |f| match f {
+                        Fault::PcieDegraded(es) => Some(es),
+                        _ => None,
+                    }) {
+                        SIM_PCIE_WIDTH / 2
+                    } else {
+                        SIM_PCIE_WIDTH
+                    },
+                    firmware: firmware.clone(),
+                    endpoint,
+                    address,
+                    wired,
+                    mtu,
+                    gid_index: pin.gid_index.unwrap_or(DEFAULT_GID_INDEX),
+                    ifindex,
+                });
+                ifindex += 1;
+            }
+        }
+        by_node.push(first..devs.len());
+    }
+    (devs, by_node)
+}
+
 impl World {
     pub fn new(plan: Plan, faults: Vec<Fault>) -> World {
         let fabric = Fabric::build(&plan);
         let seed = plan.sim.seed;
-        let mut devs = Vec::new();
-        let mut by_node = Vec::with_capacity(plan.nodes.len());
-        for node in &plan.nodes {
-            let first = devs.len();
-            let profile = plan.profile_of(node.id);
-            let crossed: Vec<&str> = faults
-                .iter()
-                .filter_map(|f| match f {
-                    Fault::Crossed { node: n, port } if *n == node.id => Some(port.as_str()),
-                    _ => None,
-                })
-                .collect();
-            // the port a port's cable really lands on
-            let land = |port: &str| -> String {
-                let other = |p: &str| {
-                    profile
-                        .ports
-                        .iter()
-                        .find(|x| x.name != p)
-                        .map(|x| x.name.clone())
-                        .unwrap_or_else(|| p.to_string())
-                };
-                if crossed.contains(&port) {
-                    other(port)
-                } else if let Some(c) = crossed.iter().find(|c| other(c) == port) {
-                    // swapped with a crossed port
-                    c.to_string()
-                } else {
-                    port.to_string()
-                }
-            };
-            let mut ifindex = 3;
-            for p in &profile.ports {
-                for h in &p.halves {
-                    let endpoint = Endpoint {
-                        node: node.id,
-                        port: p.name.clone(),
-                        half: h.name.clone(),
-                    };
-                    let pin = plan.pinned(&endpoint);
-                    let address = fabric
-                        .member_of(&plan, &endpoint)
-                        .map(|(s, m)| (m.address, s.subnet));
-                    let planned_here = Endpoint {
-                        node: node.id,
-                        port: land(&p.name),
-                        half: h.name.clone(),
-                    };
-                    let wired = fabric
-                        .member_of(&plan, &planned_here)
-                        .map(|(s, _)| (planned_here.clone(), s.id));
-                    let mtu = if faults
-                        .iter()
-                        .any(|f| matches!(f, Fault::Mtu1500(es) if es.contains(&endpoint)))
-                    {
-                        1500
-                    } else if address.is_some() {
-                        9000
-                    } else {
-                        1500
-                    };
-                    let throttled = faults
-                        .iter()
-                        .any(|f| matches!(f, Fault::Throttle(es) if es.contains(&endpoint)));
-                    devs.push(Dev {
-                        node: node.id,
-                        name: pin.device.clone().unwrap_or_else(|| h.device.clone()),
-                        netdev: pin.netdev.clone().unwrap_or_else(|| h.netdev.clone()),
-                        endpoint,
-                        address,
-                        wired,
-                        mtu,
-                        gid_index: pin.gid_index.unwrap_or(DEFAULT_GID_INDEX),
-                        throttled,
-                        ifindex,
-                    });
-                    ifindex += 1;
-                }
-            }
-            by_node.push(first..devs.len());
-        }
+        let (devs, by_node) = build_devs(&plan, &fabric, &faults);
         let mut by_ip = HashMap::new();
         let mut by_endpoint = HashMap::new();
+        let mut by_segment: HashMap<SegmentId, Vec<usize>> = HashMap::new();
         for (i, d) in devs.iter().enumerate() {
             if let Some((ip, _)) = d.address {
                 by_ip.entry(ip).or_insert(i);
             }
             by_endpoint.entry(d.endpoint.clone()).or_insert(i);
+            if let Some(seg) = d.segment() {
+                by_segment.entry(seg).or_default().push(i);
+            }
         }
         let mut by_name = HashMap::new();
         for n in &plan.nodes {
@@ -222,6 +269,7 @@ impl World {
             by_name,
             by_ip,
             by_endpoint,
+            by_segment,
         }
     }
 
@@ -275,6 +323,34 @@ impl World {
 
     pub fn dev_by_netdev(&self, n: NodeId, netdev: &str) -> Option<&Dev> {
         self.devs_of(n).find(|d| d.netdev == netdev)
+    }
+
+    /// The halves whose PCIe link trained narrower than it should, with what it carries (below
+    /// their rate only).
+    pub fn pcie_caps(&self) -> crate::capacity::HalfCaps {
+        let mut caps = crate::capacity::HalfCaps::new();
+        for d in self.devs.iter().filter(|d| d.pcie_width < SIM_PCIE_WIDTH) {
+            let rate = self
+                .plan
+                .profile_of(d.node)
+                .half_rate_gbps
+                .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS);
+            let gts = crate::capacity::pcie::gts(SIM_PCIE_SPEED).unwrap_or(32.0);
+            let cap = crate::capacity::pcie::carries_gbps(gts, d.pcie_width);
+            if cap < rate {
+                caps.insert(d.endpoint.clone(), cap);
+            }
+        }
+        caps
+    }
+
+    /// The devices wired to segment `seg`, as the cables really are.
+    pub fn wired_to(&self, seg: SegmentId) -> impl Iterator<Item = &Dev> {
+        self.by_segment
+            .get(&seg)
+            .into_iter()
+            .flatten()
+            .map(|i| &self.devs[*i])
     }
 
     /// The device holding a planned address (any node).
@@ -355,9 +431,13 @@ impl World {
     ) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "@host {}", self.name(n));
+        let _ = writeln!(s, "@kernel {SIM_KERNEL}");
         for d in self.devs_of(n) {
             self.dump_dev(&mut s, d, counters, true);
         }
+        s.push_str("@lldp\n");
+        s.push_str(&super::physical::lldp_json(self, n));
+        s.push('\n');
         let mgmt = self.mgmt_ip(n);
         s.push_str("@ip\n");
         s.push_str("1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever\n");
@@ -380,7 +460,7 @@ impl World {
         }
         s.push_str("@link\n");
         s.push_str("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n");
-        let mac = |i: u32| format!("4c:bb:47:{:02x}:{:02x}:{:02x}", n.0 / 256, n.0 % 256, i);
+        let mac = |i: u32| super::physical::mac(n, i);
         let _ = writeln!(
             s,
             "2: enP7s7: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc mq state UP mode DEFAULT group default qlen 1000\\    link/ether {} brd ff:ff:ff:ff:ff:ff",
@@ -464,6 +544,24 @@ impl World {
             }
             // the OS reports 200 Gb/s for a 100G half: a hint, never proof
             s.push_str("@rate 200 Gb/sec (4X HDR)\n@layer Ethernet\n");
+            let _ = writeln!(s, "@fw {}\n@board MT_0000000970", d.firmware);
+            let _ = writeln!(
+                s,
+                "@pcie current_link_speed:{SIM_PCIE_SPEED}\n@pcie current_link_width:{}\n@pcie max_link_speed:{SIM_PCIE_SPEED}\n@pcie max_link_width:{SIM_PCIE_WIDTH}",
+                d.pcie_width
+            );
+            let profile = self.plan.profile_of(d.node);
+            let function = profile
+                .ports
+                .iter()
+                .position(|p| p.name == d.endpoint.port)
+                .unwrap_or(0);
+            let domain = profile
+                .port(&d.endpoint.port)
+                .and_then(|p| p.halves.iter().position(|h| h.name == d.endpoint.half))
+                .unwrap_or(0)
+                * 2;
+            let _ = writeln!(s, "@pci {domain:04x}:01:00.{function}\n@driver mlx5_core");
             let _ = writeln!(s, "@netdev {}", d.netdev);
             let mac_tail = format!("{:02x}{:02x}", d.node.0 % 256, d.ifindex);
             let link_local = format!("fe80:0000:0000:0000:4ebb:47ff:fe00:{mac_tail}");

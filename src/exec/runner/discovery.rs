@@ -11,7 +11,7 @@ use crate::exec::transport::TransportError;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
 use crate::plan::{Node, NodeId};
-use crate::results::{NodeDiscovery, RunResults};
+use crate::results::{InventoryRow, NodeDiscovery, RunResults};
 
 /// The discovery probe on each of `nodes`, all at once (at most `max_parallel` in flight).
 pub async fn probe(
@@ -77,6 +77,7 @@ pub(crate) async fn open(
             error: Some(u.reason.clone()),
             hostname: None,
             halves: Vec::new(),
+            kernel: None,
         });
         ctx.unreachable.insert(n, u.reason);
     }
@@ -116,6 +117,7 @@ pub(crate) async fn discover_needed(
                     error: None,
                     hostname: Some(probe.hostname.clone()),
                     halves: halves.clone(),
+                    kernel: probe.kernel.clone(),
                 });
                 ctx.resolutions.insert(n, halves);
                 ctx.probes.insert(n, probe);
@@ -140,9 +142,16 @@ pub(crate) async fn discover_needed(
                     error: Some(e.to_string()),
                     hostname: None,
                     halves: Vec::new(),
+                    kernel: None,
                 });
                 ctx.unreachable.insert(n, e.to_string());
             }
         }
     }
+    results.inventory = results
+        .discovery
+        .iter()
+        .filter(|n| n.reachable)
+        .flat_map(|n| InventoryRow::of_node(&n.node, n.kernel.as_deref(), &n.halves))
+        .collect();
 }

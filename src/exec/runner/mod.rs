@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod judge;
 mod localise;
 mod phases;
+mod physical;
 mod preflight;
 mod round;
 mod sessions;
@@ -22,7 +23,7 @@ use super::launch::Launcher;
 use crate::plan::{NodeId, Plan};
 use crate::results::{
     CounterTotal, JobResult, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION,
-    RunResults, StartPhases, Summary, now_ms,
+    RunResults, StartPhases, now_ms,
 };
 use crate::schedule::{Job, Round, Schedule, Stage};
 use crate::topology::Fabric;
@@ -181,8 +182,9 @@ fn empty_results(
         rounds: Vec::new(),
         before_rounds: None,
         suspects: Vec::new(),
+        inventory: Vec::new(),
         findings: Vec::new(),
-        summary: Summary::default(),
+        summary: Default::default(),
         keep_evidence: Some(keep),
         counter_totals: Vec::new(),
         keep_evidence_chosen: Some(if opts.keep_evidence.is_some() {

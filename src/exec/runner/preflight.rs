@@ -6,7 +6,7 @@
 use futures::future::join_all;
 
 use super::ctx::{Ctx, Event, SHORT};
-use crate::discover::checks;
+use crate::discover::{checks, hardware};
 use crate::exec::transport::{Output, TransportError};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::kinds::preflight::{self as pings, Blocks};
@@ -100,6 +100,8 @@ fn discovery_checks(ctx: &Ctx<'_>, needed: &[NodeId]) -> Vec<(Verdict, Blocks)> 
         out.extend(checks::nccl_env_checks(ctx.plan, *n, halves));
     }
     out.extend(checks::link_mtu_checks(ctx.plan, &ctx.resolutions));
+    out.extend(hardware::pcie_checks(ctx.plan, &ctx.resolutions));
+    out.extend(hardware::firmware_checks(ctx.plan, &ctx.resolutions));
     out.into_iter()
         .map(|(v, eps)| {
             let b = if eps.is_empty() {
@@ -150,7 +152,7 @@ pub(crate) async fn preflight(
     );
     // the pings run while the launch checks finish
     let pinging = std::time::Instant::now();
-    let (outs, (answers, took)) = tokio::join!(
+    let ((outs, neighbours), (answers, took)) = tokio::join!(
         async {
             let outs = join_all(
                 list.iter()
@@ -158,7 +160,8 @@ pub(crate) async fn preflight(
             )
             .await;
             times.pings_ms = pinging.elapsed().as_secs_f64() * 1000.0;
-            outs
+            // the neighbour entries the pings left: who answered
+            (outs, super::physical::neighbours(ctx, &list).await)
         },
         async {
             match launches {
@@ -196,6 +199,7 @@ pub(crate) async fn preflight(
         })
         .collect();
     verdicts.extend(pings::judge(ctx.plan, &list, &texts));
+    super::physical::prove(ctx, &list, &texts, &neighbours, &mut verdicts);
     let answers: Vec<(LaunchCheck, LaunchAnswer)> = answers;
     for (check, answered) in answers {
         let mut out = answered.out;

@@ -91,7 +91,9 @@ fn prepare<'r>(
     selected: impl Fn(&Job) -> bool,
 ) -> (Vec<JobResult>, Vec<Running<'r>>) {
     let plan = ctx.plan;
-    let expected = kinds::expected(plan, round);
+    // a half whose PCIe link carries less than its rate is expected at what it carries
+    let caps = crate::discover::hardware::pcie_caps(plan, &ctx.resolutions);
+    let expected = crate::capacity::capped(plan, round, kinds::expected(plan, round), &caps);
     let mut done = Vec::new();
     let mut running = Vec::new();
     for (i, job) in round.jobs.iter().enumerate().filter(|(_, j)| selected(j)) {
@@ -738,6 +740,7 @@ pub(crate) async fn run_round(
     if let Some(kind) = kinds::get(round.kind) {
         kind.judge_round(plan, round, &mut done);
     }
+    super::physical::follow_pcie(ctx, round, &mut done);
     let judged = judging.elapsed().as_secs_f64() * 1000.0;
     let (skew, source) = launch_skew(&sent_ms, remote_ms);
     let mut record = RoundRecord {

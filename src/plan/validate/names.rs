@@ -42,6 +42,31 @@ pub(super) fn ifname_check(ctx: &mut Ctx, v: &Spanned<String>) {
     }
 }
 
+/// Firmware versions and switch port names: letters, digits and `-_.:/`, at most 64. They are
+/// compared with what hosts and switches say, and reach the fixes shown to operators.
+pub fn is_safe_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
+}
+
+pub(super) fn token_check(ctx: &mut Ctx, what: &str, v: &Spanned<String>) {
+    if !is_safe_token(v.get_ref()) {
+        ctx.push(
+            Problem::error(
+                "plan::unsafe-name",
+                format!(
+                    "{what} `{}` uses characters outside the safe set",
+                    v.get_ref()
+                ),
+            )
+            .at(span(v), format!("not a {what}"))
+            .help("letters, digits, `-`, `_`, `.`, `:` and `/`, at most 64 characters"),
+        );
+    }
+}
+
 pub(super) fn name_check(ctx: &mut Ctx, what: &str, name: &Spanned<String>) {
     if !is_safe_name(name.get_ref()) {
         ctx.push(

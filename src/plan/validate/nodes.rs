@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use super::names::{Declared, ifname_check};
+use super::names::{Declared, ifname_check, token_check};
 use super::settings::resolve_path;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
@@ -53,10 +53,14 @@ pub(super) fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
             });
         }
         port_names.finish(ctx);
+        if let Some(f) = &p.firmware {
+            token_check(ctx, "firmware version", f);
+        }
         out.push(Profile {
             name,
             half_rate_gbps: p.half_rate_gbps,
             port_rate_gbps: p.port_rate_gbps,
+            firmware: p.firmware.as_ref().map(|f| f.get_ref().clone()),
             ports,
         });
     }

@@ -6,7 +6,7 @@ use crate::plan::model::*;
 use crate::plan::raw::*;
 
 /// Fault kinds the simulated fabric understands.
-pub const SIM_FAULTS: [&str; 7] = [
+pub const SIM_FAULTS: [&str; 10] = [
     "throttle",
     "mtu1500",
     "crossed",
@@ -14,6 +14,9 @@ pub const SIM_FAULTS: [&str; 7] = [
     "server-dies",
     "rstp-block",
     "nccl-socket",
+    "pcie-degraded",
+    "firmware",
+    "swapped",
 ];
 
 pub(super) fn sim(
@@ -80,11 +83,42 @@ pub fn check_sim_fault(f: &str, nodes: &[Node], switches: &[Switch]) -> Result<(
         let _ = (a, b);
         return Ok(());
     }
-    let node = target.split('.').next().unwrap_or("");
-    if !nodes.iter().any(|n| n.name == node) {
-        return Err(format!(
-            "fault `{f}` names node `{node}`, which is not declared"
-        ));
+    let declared = |node: &str| {
+        if nodes.iter().any(|n| n.name == node) {
+            Ok(())
+        } else {
+            Err(format!(
+                "fault `{f}` names node `{node}`, which is not declared"
+            ))
+        }
+    };
+    match kind {
+        "firmware" => {
+            let Some((node, version)) = target.split_once('=') else {
+                return Err(format!("fault `{f}`: the target is `NODE=VERSION`"));
+            };
+            declared(node)?;
+            if !super::names::is_safe_token(version) {
+                return Err(format!(
+                    "fault `{f}`: `{version}` is not a firmware version (letters, digits, `-_.:/`)"
+                ));
+            }
+            Ok(())
+        }
+        "swapped" => {
+            let ends = target
+                .split_once('=')
+                .filter(|(a, b)| a.contains('.') && b.contains('.') && a != b);
+            let Some((a, b)) = ends else {
+                return Err(format!(
+                    "fault `{f}`: the target is two different ends `NODE.PORT=NODE.PORT`"
+                ));
+            };
+            for end in [a, b] {
+                declared(end.split('.').next().unwrap_or(""))?;
+            }
+            Ok(())
+        }
+        _ => declared(target.split('.').next().unwrap_or("")),
     }
-    Ok(())
 }

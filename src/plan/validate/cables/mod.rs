@@ -289,13 +289,16 @@ fn stray_fields(ctx: &mut Ctx, c: &RawCable, kind: CableKind) {
 }
 
 /// A segment about to be added: its name, half, subnet, and where each end lands.
+/// Where a switched end lands: its switch, and the switch's port where the plan names it.
+pub(super) type Landing = (SwitchId, Option<String>);
+
 pub(super) struct NewSegment {
     name: String,
     half: String,
     subnet: Ipv4Net,
     subnet_span: Range<usize>,
-    /// (end, where the plan names it, its switch)
-    ends: Vec<(Endpoint, Range<usize>, Option<SwitchId>)>,
+    /// (end, where the plan names it, its switch and the switch's port)
+    ends: Vec<(Endpoint, Range<usize>, Option<Landing>)>,
 }
 
 /// Add a segment: mark each end cabled (a half cabled twice is an error), give each its
@@ -309,7 +312,7 @@ pub(super) fn push_segment(
 ) {
     let mut members = Vec::new();
     let mut spans = BTreeMap::new();
-    for (i, (e, at, switch)) in seg.ends.into_iter().enumerate() {
+    for (i, (e, at, landing)) in seg.ends.into_iter().enumerate() {
         if !w.cabled.0.add(e.clone(), at) {
             w.recabled.insert(ci);
         }
@@ -324,10 +327,15 @@ pub(super) fn push_segment(
             i,
             seg.subnet_span.clone(),
         );
+        let (switch, switch_port) = match landing {
+            Some((s, p)) => (Some(s), p),
+            None => (None, None),
+        };
         members.push(Member {
             endpoint: e,
             address,
             switch,
+            switch_port,
         });
     }
     w.segments.push(Segment {

@@ -2,11 +2,12 @@
 
 use std::ops::Range;
 
-use super::{NewSegment, Wiring, halves_for, node_port, per_half_subnets, push_segment};
+use super::{Landing, NewSegment, Wiring, halves_for, node_port, per_half_subnets, push_segment};
 use crate::plan::diag::Problem;
 use crate::plan::model::*;
 use crate::plan::raw::*;
 use crate::plan::validate::addresses::check_address_keys;
+use crate::plan::validate::names::{Places, token_check};
 use crate::plan::validate::switches::switch_ref;
 use crate::plan::validate::{Ctx, span};
 
@@ -21,13 +22,43 @@ pub(super) fn switched_cable(ctx: &mut Ctx, w: &mut Wiring, c: &RawCable, name: 
         return;
     };
     check_address_keys(ctx, c, nodes);
-    let mut att: Vec<((NodeId, String), SwitchId, Range<usize>)> = Vec::new();
-    for (port, sw) in attach {
+    let mut att: Vec<((NodeId, String), Landing, Range<usize>)> = Vec::new();
+    let mut switch_ports: Places<(SwitchId, String)> = Places::new();
+    for (port, value) in attach {
         let np = node_port(ctx, port, nodes, profiles);
-        let s = switch_ref(ctx, sw, switches, "attachment switch");
-        if let (Some(np), Some(s)) = (np, s) {
-            att.push((np, s, span(port)));
+        let s = switch_ref(
+            ctx,
+            &RawAttach::switch_at(value),
+            switches,
+            "attachment switch",
+        );
+        let sp = value.get_ref().switch_port.as_ref();
+        if let Some(sp) = sp {
+            token_check(ctx, "switch port", sp);
+            if let Some(s) = s {
+                switch_ports.add((s, sp.get_ref().clone()), span(sp));
+            }
         }
+        if let (Some(np), Some(s)) = (np, s) {
+            att.push((np, (s, sp.map(|p| p.get_ref().clone())), span(port)));
+        }
+    }
+    for ((s, p), at) in switch_ports.repeated() {
+        let mut pr = Problem::error(
+            "plan::switch-port-twice",
+            format!(
+                "switch port `{p}` of `{}` is given to more than one node port",
+                switches[s.0].name
+            ),
+        );
+        for (k, a) in at.into_iter().enumerate() {
+            pr = if k == 0 {
+                pr.at(a, "first here")
+            } else {
+                pr.also(a, "again here")
+            };
+        }
+        ctx.push(pr.help("one cable per switch port: name each node port's own"));
     }
     if att.is_empty() {
         return;
@@ -41,13 +72,13 @@ pub(super) fn switched_cable(ctx: &mut Ctx, w: &mut Wiring, c: &RawCable, name: 
         };
         let seg_ends = att
             .iter()
-            .map(|((node, port), sw, at)| {
+            .map(|((node, port), landing, at)| {
                 let e = Endpoint {
                     node: *node,
                     port: port.clone(),
                     half: half.clone(),
                 };
-                (e, at.clone(), Some(*sw))
+                (e, at.clone(), Some(landing.clone()))
             })
             .collect();
         push_segment(
