@@ -283,3 +283,62 @@ fn the_new_faults_are_validated_like_the_others() {
     }
     let _ = Path::new(".");
 }
+
+/// summary.md and report.html carry the inventory: one row per half, the narrow link marked
+/// with what it carries, the odd firmware shown.
+#[test]
+fn summary_and_report_carry_the_inventory() {
+    let d = dir("inventory");
+    let (out, o) = sim_run(
+        &d,
+        "run",
+        &plan("two-spark"),
+        &[
+            "--sim-fault",
+            "pcie-degraded:spark-b.f0.b",
+            "--sim-fault",
+            "firmware:spark-a=28.39.2048",
+        ],
+    );
+    assert!(out.join("results.json").exists(), "{}", support::stderr(&o));
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        md.contains(
+            "## Inventory\n\n| node | half | device | firmware | PCIe now/max | driver | kernel |"
+        ),
+        "{md}"
+    );
+    let rows: Vec<&str> = md
+        .lines()
+        .skip_while(|l| !l.starts_with("## Inventory"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| spark-"))
+        .collect();
+    assert_eq!(
+        rows.len(),
+        4,
+        "2 nodes x the cabled port's 2 halves: {rows:#?}"
+    );
+    assert!(
+        rows.iter().any(|l| l.starts_with("| spark-b | spark-b.f0.b | roceP2p1s0f0 (enP2p1s0f0np0) | 28.45.1200 | **32 GT/s x2 of 32 GT/s x4** | mlx5_core |")),
+        "{rows:#?}"
+    );
+    assert!(
+        rows.iter()
+            .any(|l| l.contains("| spark-a.f0.a |") && l.contains("| 28.39.2048 |"))
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let section = html
+        .split("<section id=\"inventory\">")
+        .nth(1)
+        .and_then(|s| s.split("</section>").next())
+        .expect("an inventory section");
+    assert_eq!(section.matches("<tr><td>spark-").count(), 4, "{section}");
+    assert!(
+        section.contains("<span class=\"badge warn\">WARN</span> 32 GT&#x2f;s x2 of 32 GT&#x2f;s x4 (carries 56.10 Gb/s)"),
+        "{section}"
+    );
+    assert!(section.contains("<b>28.39.2048</b>"), "{section}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -115,7 +115,7 @@ fn firmware_of(all: &HashMap<NodeId, Vec<HalfResolution>>) -> BTreeMap<NodeId, (
 }
 
 /// `28.45.1200` before `28.39.2048`: numeric parts compared as numbers.
-fn newer(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn newer(a: &str, b: &str) -> std::cmp::Ordering {
     let parts = |s: &str| -> Vec<u64> {
         s.split(['.', '-', '+'])
             .map(|p| p.parse().unwrap_or(0))

@@ -66,6 +66,15 @@ impl InventoryRow {
         out
     }
 
+    /// `32 GT/s x2 of 32 GT/s x4`, `32 GT/s x4` (at its maximum), or `-`.
+    pub fn pcie_text(&self) -> String {
+        match (&self.pcie_now, &self.pcie_max) {
+            (Some(n), Some(m)) if self.pcie_degraded => format!("{n} of {m}"),
+            (Some(n), _) => n.clone(),
+            _ => "-".into(),
+        }
+    }
+
     /// `mlx5_core 24.10` or `mlx5_core`, or `-`.
     pub fn driver_text(&self) -> String {
         match (&self.driver, &self.driver_version) {
@@ -73,5 +82,58 @@ impl InventoryRow {
             (Some(d), None) => d.clone(),
             _ => "-".into(),
         }
+    }
+}
+
+/// Which rows stand out: a PCIe link below its maximum, or firmware other than the one most
+/// rows run (on a tie, the newest). A big run's reports list only these.
+pub fn unusual(rows: &[InventoryRow]) -> Vec<bool> {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for fw in rows.iter().filter_map(|r| r.firmware.as_deref()) {
+        match counts.iter_mut().find(|(v, _)| *v == fw) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((fw, 1)),
+        }
+    }
+    let most = counts
+        .iter()
+        .fold(None::<(&str, usize)>, |best, &(v, n)| match best {
+            Some((bv, b)) if b > n || (b == n && super::hardware::newer(bv, v).is_ge()) => best,
+            _ => Some((v, n)),
+        })
+        .map(|(v, _)| v);
+    rows.iter()
+        .map(|r| r.pcie_degraded || (r.firmware.is_some() && r.firmware.as_deref() != most))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(fw: &str, degraded: bool) -> InventoryRow {
+        InventoryRow {
+            firmware: Some(fw.into()),
+            pcie_now: Some("32 GT/s x2".into()),
+            pcie_max: Some("32 GT/s x4".into()),
+            pcie_degraded: degraded,
+            ..InventoryRow::default()
+        }
+    }
+
+    #[test]
+    fn a_narrow_link_and_the_odd_firmware_stand_out() {
+        let rows = [
+            row("28.45.1200", false),
+            row("28.39.2048", false),
+            row("28.45.1200", true),
+            row("28.45.1200", false),
+        ];
+        assert_eq!(unusual(&rows), [false, true, true, false]);
+        // a tie: the newest is the common one
+        let tie = [row("28.39.2048", false), row("28.45.1200", false)];
+        assert_eq!(unusual(&tie), [true, false]);
+        assert_eq!(rows[2].pcie_text(), "32 GT/s x2 of 32 GT/s x4");
+        assert_eq!(InventoryRow::default().pcie_text(), "-");
     }
 }

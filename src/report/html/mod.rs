@@ -17,6 +17,7 @@ mod fabric;
 mod format;
 mod gates;
 mod heatmap;
+mod inventory;
 mod nccl;
 mod rounds;
 mod verdict;
@@ -65,6 +66,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("rounds.html", include_str!("templates/rounds.html")),
     ("nccl.html", include_str!("templates/nccl.html")),
     ("fabric.html", include_str!("templates/fabric.html")),
+    ("inventory.html", include_str!("templates/inventory.html")),
 ];
 
 /// The templates' environment: every template HTML-escaped (its SVG too) through the one
@@ -106,6 +108,7 @@ struct Page {
     rounds: Option<rounds::Rounds>,
     nccl: Vec<nccl::Figure>,
     fabric: fabric::Section,
+    inventory: Option<inventory::Inventory>,
     gates: gates::Gates,
 }
 
@@ -130,6 +133,7 @@ pub fn render(i: &Inputs<'_>) -> Result<String, minijinja::Error> {
         rounds: rounds::rounds(&ctx),
         nccl: nccl::nccl(&ctx),
         fabric: fabric::fabric(&ctx),
+        inventory: inventory::inventory(r),
         gates: gates::gates(r),
     };
     let env = ENV.as_ref().map_err(|e| {

@@ -203,6 +203,7 @@ pub fn render(r: &RunResults) -> String {
             s.push_str(&format!("\n{ok} preflight check(s) OK, not listed.\n"));
         }
     }
+    s.push_str(&inventory(r, big));
     // per round, in run order
     let records: HashMap<usize, &crate::results::RoundRecord> =
         r.rounds.iter().rev().map(|x| (x.index, x)).collect();
@@ -255,6 +256,53 @@ pub fn render(r: &RunResults) -> String {
     }
     matrix(&mut s, r);
     s.push_str(&against_baseline(r));
+    s
+}
+
+/// The hardware inventory: per planned half, its device, firmware, PCIe link and driver; a big
+/// run lists only the rows that stand out (a narrow link, an odd firmware).
+fn inventory(r: &RunResults, big: bool) -> String {
+    if r.inventory.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n## Inventory\n\n| node | half | device | firmware | PCIe now/max | driver | kernel |\n|---|---|---|---|---|---|---|\n",
+    );
+    let unusual = crate::discover::inventory::unusual(&r.inventory);
+    let dash = |o: &Option<String>| cell(o.as_deref().unwrap_or("-"));
+    let mut quiet = 0;
+    for (row, odd) in r.inventory.iter().zip(unusual) {
+        if big && !odd {
+            quiet += 1;
+            continue;
+        }
+        let device = match (&row.device, &row.netdev) {
+            (Some(d), Some(n)) => format!("{d} ({n})"),
+            (d, n) => d
+                .clone()
+                .or_else(|| n.clone())
+                .unwrap_or_else(|| "-".into()),
+        };
+        let pcie = if row.pcie_degraded {
+            format!("**{}**", cell(&row.pcie_text()))
+        } else {
+            cell(&row.pcie_text())
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {pcie} | {} | {} |\n",
+            cell(&row.node),
+            cell(&row.half),
+            cell(&device),
+            dash(&row.firmware),
+            cell(&row.driver_text()),
+            dash(&row.kernel)
+        ));
+    }
+    if quiet > 0 {
+        s.push_str(&format!(
+            "\nand {quiet} half(s) on the common firmware at their full PCIe link, not listed.\n"
+        ));
+    }
     s
 }
 
