@@ -67,6 +67,7 @@ use crate::render::job::Role;
 pub use phases::{RoundPhases, StartPhases};
 
 mod phases;
+pub mod service;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
 
@@ -537,6 +538,11 @@ pub struct RunResults {
     /// evidence or follows from one of them (empty when nothing failed, and in older files).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
+    /// Blamed nodes out of service and healthy ones back (`run --drain`, `--resume-passed`,
+    /// `--exclude-file`; under Slurm the drain commands otherwise): `None` when nothing was
+    /// asked and nothing blamed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<service::Service>,
     pub summary: Summary,
     /// Which outputs the run kept as files; `None` (files written before it was recorded) is
     /// `all`.

@@ -14,6 +14,7 @@
 
 use std::borrow::Cow;
 
+pub mod hostlist;
 pub mod size;
 pub mod width;
 

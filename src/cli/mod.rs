@@ -18,6 +18,7 @@ mod plan;
 mod report;
 mod run;
 mod schema;
+mod service;
 mod validate;
 
 use std::io::Write;

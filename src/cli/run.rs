@@ -69,6 +69,20 @@ pub struct RunArgs {
     /// The largest baseline results.json read (`--baseline`); a bigger file is refused.
     #[arg(long, value_parser = crate::files::parse_size, value_name = "SIZE", default_value = "1GiB")]
     pub max_input_size: u64,
+    // bad nodes out of service (issue #25)
+    /// Drain each node that a FAIL finding blames (`scontrol update nodename=NODE state=drain
+    /// reason='fabricplan RUN-ID: TRAP PART'`); never a node that only follows, nor one drained
+    /// or down by someone else. Without it, under Slurm, the commands are printed.
+    #[arg(long)]
+    pub drain: bool,
+    /// Resume the nodes fabricplan drained (its reason) that this run finds healthy; no others.
+    #[arg(long)]
+    pub resume_passed: bool,
+    /// Write the blamed nodes to PATH, one per line (what `sbatch --exclude=PATH` or a
+    /// scheduler's own list reads), and as one Slurm hostlist (`spark-[2,5]`) to PATH.hostlist;
+    /// both replaced atomically, empty when none is blamed.
+    #[arg(long, value_name = "PATH")]
+    pub exclude_file: Option<PathBuf>,
     /// After each round, print where its time went on stderr (counters, server starts,
     /// readiness, staging, release, the longest tool, stops and logs, judging, overhead: the
     /// round's `phases` in results.json).
@@ -95,7 +109,9 @@ impl From<KeepArg> for KeepEvidence {
 pub fn run(args: RunArgs) -> Outcome {
     let l = load(&args.plan)?;
     if args.dry_run {
-        return super::plan::run(&args.plan, args.format, &args.launcher);
+        let code = super::plan::run(&args.plan, args.format, &args.launcher)?;
+        super::service::dry_run(&l.plan, &args)?;
+        return Ok(code);
     }
     if args.setup && l.plan.setup.is_none() {
         return Err(CliError::Usage(
@@ -191,6 +207,11 @@ fn prepare(
                 .iter()
                 .map(|e| CliError::Usage(e.to_string())),
         );
+        problems.extend(
+            super::service::check_exclude(args)
+                .into_iter()
+                .map(|e| CliError::Usage(format!("--exclude-file: {e}"))),
+        );
     }
     if !problems.is_empty() {
         problems.push(CliError::Usage(
@@ -279,6 +300,9 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outc
         &mut sinks,
     ));
     let [files, front] = &mut sinks;
+    let mut results = results;
+    let slurm = launcher_is_slurm(&results);
+    baseline_lost.extend(rt.block_on(super::service::apply(&mut results, args, slurm)));
     finish(results, &p, baseline_lost, files, front)
 }
 
@@ -333,6 +357,11 @@ async fn measure(
     };
     let (r, ()) = tokio::join!(work, printer);
     r
+}
+
+/// Whether the run's commands were Slurm job steps.
+fn launcher_is_slurm(r: &crate::results::RunResults) -> bool {
+    r.transport == "slurm"
 }
 
 /// The end of a run: judged against the baseline, the files written (results.json last, with

@@ -7,6 +7,7 @@ pub mod fake;
 pub mod launch;
 pub mod local;
 pub mod runner;
+pub mod service;
 pub mod session;
 pub mod setup;
 pub mod ssh;

@@ -209,6 +209,11 @@ impl NodeState {
     }
 
     /// `down* (not responding; Slurm's reason: Not responding)`.
+    /// Drained, or draining (a drain flag set while jobs finish).
+    pub fn drained(&self) -> bool {
+        self.state.contains("drain") || self.base() == "drng"
+    }
+
     pub fn describe(&self) -> String {
         let flag = match self.state.chars().last() {
             Some('*') => Some("not responding"),

@@ -5,6 +5,7 @@ pub mod detect;
 pub mod html;
 pub mod phases;
 pub mod plan_view;
+pub mod service;
 pub mod sink;
 pub mod terminal;
 

@@ -387,6 +387,23 @@ impl Terminal {
         Ok(())
     }
 
+    /// Blamed nodes out of service and healthy ones back (under Slurm, or when asked).
+    fn service(&mut self, r: &RunResults) -> io::Result<()> {
+        let Some(s) = &r.service else {
+            return Ok(());
+        };
+        let lines = super::service::lines(s);
+        if lines.is_empty() {
+            return Ok(());
+        }
+        writeln!(self.out)?;
+        writeln!(self.out, "out of service:")?;
+        for l in lines {
+            self.write_wrapped("  ", &l, 4)?;
+        }
+        Ok(())
+    }
+
     fn finish(&mut self, r: &RunResults) -> io::Result<()> {
         let cols = Columns::fit(r, self.width);
         writeln!(self.out)?;
@@ -415,6 +432,7 @@ impl Terminal {
             self.row("SKIP", None, &cols, &gate, "", &reason)?;
         }
         self.what_to_fix(r)?;
+        self.service(r)?;
         writeln!(self.out)?;
         if !self.run_dir.is_empty() {
             writeln!(self.out, "evidence: {}", self.run_dir)?;

@@ -184,6 +184,7 @@ fn empty_results(
         suspects: Vec::new(),
         inventory: Vec::new(),
         findings: Vec::new(),
+        service: None,
         summary: Default::default(),
         keep_evidence: Some(keep),
         counter_totals: Vec::new(),

@@ -254,6 +254,15 @@ pub fn render(r: &RunResults) -> String {
             "\n{quiet} round(s) with every gate OK, not listed.\n"
         ));
     }
+    if let Some(service) = &r.service {
+        let lines = crate::report::service::lines(service);
+        if !lines.is_empty() {
+            s.push_str("\n## Out of service\n\n");
+            for l in lines {
+                s.push_str(&format!("- {}\n", cell(&l)));
+            }
+        }
+    }
     matrix(&mut s, r);
     s.push_str(&against_baseline(r));
     s

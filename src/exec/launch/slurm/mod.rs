@@ -17,7 +17,9 @@
 //!   exist): without a configuration they would ask DNS for the controller.
 
 mod allocation;
+mod control;
 mod launcher;
 mod step;
 
+pub use control::SlurmControl;
 pub use launcher::{ALLOCATION_WAIT_S, SlurmLauncher, slurm_conf};
