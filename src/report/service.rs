@@ -33,9 +33,7 @@ pub fn lines(s: &Service) -> Vec<String> {
                 },
                 inert(a.error.as_deref().unwrap_or("not done"))
             ),
-            (Action::Leave, _) => {
-                format!("left {node} as it is: drained or down by someone else ({reason})")
-            }
+            (Action::Leave, _) => format!("left {node} as it is: {reason}"),
         };
         out.push(line);
     }

@@ -27,8 +27,8 @@ pub enum Action {
     Drain,
     /// Resumed: fabricplan drained it and this run found it healthy.
     Resume,
-    /// Left as it is: blamed but drained or down by someone else, or drained by someone else
-    /// and healthy.
+    /// Left as it is: blamed but already drained or down, or healthy but drained by someone
+    /// else.
     Leave,
 }
 
@@ -179,9 +179,9 @@ pub struct Asked {
 
 /// The actions, from the findings, the healthy nodes and Slurm's states of them (`states`:
 /// empty when Slurm was not asked, i.e. nothing but printing was asked for). A blamed node
-/// drained or down by someone else is left alone (its reason is not ours to replace); one
-/// fabricplan drained before is drained again with this run's reason. Only nodes drained with
-/// fabricplan's reason are resumed.
+/// already drained or down is left as it is: someone else's reason is not ours to replace, and
+/// an earlier run's says why it was taken out. Only nodes drained with fabricplan's reason are
+/// resumed.
 pub fn plan(r: &RunResults, asked: Asked, states: &[NodeState]) -> Service {
     let state = |n: &str| states.iter().find(|s| s.node == n);
     let theirs = |s: &NodeState| {
@@ -195,7 +195,9 @@ pub fn plan(r: &RunResults, asked: Asked, states: &[NodeState]) -> Service {
     let mut actions = Vec::new();
     for (node, reason) in &blamed {
         let action = match state(node) {
-            Some(s) if asked.drain && theirs(s) => NodeAction {
+            // already out of service (by someone else, or by an earlier run of ours): its
+            // reason stays
+            Some(s) if asked.drain && !s.usable() => NodeAction {
                 node: node.clone(),
                 action: Action::Leave,
                 reason: s.describe(),
@@ -223,7 +225,11 @@ pub fn plan(r: &RunResults, asked: Asked, states: &[NodeState]) -> Service {
             actions.push(NodeAction {
                 node: node.clone(),
                 action: if ours { Action::Resume } else { Action::Leave },
-                reason: s.reason.clone().unwrap_or_default(),
+                reason: if ours {
+                    s.reason.clone().unwrap_or_default()
+                } else {
+                    s.describe()
+                },
                 command: ours.then(|| crate::render::launch::display(&resume_argv(&node))),
                 done: if ours { Done::Printed } else { Done::Nothing },
                 error: None,
@@ -400,7 +406,8 @@ mod tests {
             s.actions[2].command.as_deref(),
             Some("scontrol update nodename=spark-1 state=resume")
         );
-        assert_eq!(s.actions[3].reason, "PSU swap");
+        assert_eq!(s.actions[3].reason, "`drained` (Slurm's reason: PSU swap)");
+        assert_eq!(s.actions[1].reason, "`drained` (Slurm's reason: disk)");
         // without --resume-passed nothing is resumed
         let s = plan(
             &r,

@@ -55,7 +55,7 @@ impl SlurmLauncher {
                 }),
                 Some(s) if !s.usable() => o.unavailable.push(Unavailable {
                     node: name.to_string(),
-                    reason: format!("Slurm reports node `{name}` {}", s.describe()),
+                    reason: format!("Slurm reports node `{name}` {}{}", s.describe(), ours(s)),
                     trap: Trap::SlurmNodeUnavailable,
                     follows: None,
                     parts: vec![Part::software(name, Software::Slurmd), Part::node(name)],
@@ -287,5 +287,37 @@ fn refused(nodes: &[&str], why: String, trap: Trap) -> Opening {
                 }],
             })
             .collect(),
+    }
+}
+
+/// What to do with a node fabricplan drained: Slurm allocates no drained node.
+fn ours(s: &NodeState) -> &'static str {
+    let drained_by_us = s.drained()
+        && s.reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(crate::results::service::REASON_PREFIX));
+    if drained_by_us {
+        ": drained by fabricplan; re-test it over SSH (`--launcher ssh --resume-passed`) to resume it when healthy"
+    } else {
+        ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_fabricplan_drained_says_how_to_bring_it_back() {
+        let s = |reason: &str| NodeState {
+            node: "spark-b".into(),
+            state: "drained".into(),
+            reason: Some(reason.into()),
+        };
+        assert!(
+            ours(&s("fabricplan ring-1: firmware throttle spark-b.f0.a"))
+                .contains("--launcher ssh --resume-passed")
+        );
+        assert_eq!(ours(&s("PSU swap")), "");
     }
 }
