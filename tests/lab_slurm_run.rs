@@ -313,14 +313,19 @@ fn two_spark_twin_runs_green_through_slurm() {
         .chars()
         .take_while(char::is_ascii_digit)
         .collect();
-    // every step ran in that allocation, and NCCL's ranks were one PMIx step
+    // every node's command ran in its session step (the SSH launcher's scripts), and NCCL's
+    // ranks were one PMIx step of that allocation
     for j in r.jobs() {
         for s in j["steps"].as_array().unwrap() {
             let script = s["script"].as_str().unwrap();
-            assert!(
-                script.starts_with(&format!("srun --overlap --jobid={job} ")),
-                "{script}"
-            );
+            if j["kind"] == "nccl" {
+                assert!(
+                    script.starts_with(&format!("srun --overlap --jobid={job} ")),
+                    "{script}"
+                );
+            } else {
+                assert!(!script.contains("srun"), "{script}");
+            }
         }
     }
     let nccl = r.jobs().iter().find(|j| j["kind"] == "nccl").unwrap();
@@ -330,6 +335,32 @@ fn two_spark_twin_runs_green_through_slurm() {
         "{line}"
     );
     assert_eq!(nccl["parsed"]["transport"], "NET/IB", "{}", r.story());
+    // one step per node carried its commands: each node's slurmd launched, for this job, that
+    // step and the tasks of the two steps over the ranks (the launch check and NCCL), nothing
+    // else, over 11 jobs in 9 rounds
+    let mut steps: Vec<Vec<String>> = Vec::new();
+    for node in ["spark-a", "spark-b"] {
+        let log = std::fs::read_to_string(lab.dir().join(format!("slurm/nodes/{node}/slurmd.log")))
+            .unwrap_or_default();
+        let launched: Vec<String> = log
+            .lines()
+            .filter_map(|l| l.split("launch task StepId=").nth(1))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|id| id.starts_with(&format!("{job}.")))
+            .map(str::to_string)
+            .collect();
+        eprintln!("{node}: steps launched for job {job}: {launched:?}");
+        steps.push(launched);
+    }
+    let own = |i: usize| {
+        steps[i]
+            .iter()
+            .filter(|s| !steps[1 - i].contains(s))
+            .count()
+    };
+    assert_eq!((own(0), own(1)), (1, 1), "{steps:?}");
+    assert_eq!(steps[0].len(), 3, "{steps:?}");
+    assert_eq!(steps[1].len(), 3, "{steps:?}");
     // clients of a round were released together, from the hosts' own clocks
     let both = r.results["rounds"]
         .as_array()
@@ -412,7 +443,10 @@ fn interrupted_run(lab: &Lab, plan: &Path, work: &Path) {
     };
     // round 1 finished, and round 2's server is up on spark-b: we are inside round 2
     let mut inside = false;
+    let mut seen: Vec<u32> = Vec::new();
+    let fp = child.pid();
     lab::wait(RUN_DEADLINE, || {
+        seen.extend(children_of(fp));
         inside = lines() >= 1
             && lab
                 .processes("spark-b")
@@ -423,7 +457,17 @@ fn interrupted_run(lab: &Lab, plan: &Path, work: &Path) {
     assert!(inside, "round 2 never started (or the run ended before it)");
     let pid = child.pid().to_string();
     assert!(lab::run(&["kill", "-INT", &pid]).status.success());
+    lab::wait(RUN_DEADLINE, || {
+        seen.extend(children_of(fp));
+        child.exited()
+    });
     let r = Run::finish(child.wait(RUN_DEADLINE), &out, t.elapsed());
+    // every srun it started (a session step per node, at least) exited and was waited for
+    let alive: Vec<u32> = seen.iter().copied().filter(|p| running(*p)).collect();
+    assert!(
+        !seen.is_empty() && alive.is_empty(),
+        "children {seen:?}, alive {alive:?}"
+    );
     eprintln!("interrupted run: exit {:?}: {}", r.code, r.verdict());
     assert_eq!(r.code, Some(130), "{}", r.story());
     assert_eq!(r.results["interrupted"], true);
@@ -530,4 +574,109 @@ fn ring3_twin_with_a_dead_slurmd_is_one_fail() {
     assert_eq!(measured, 4, "{}", r.story());
     assert_nothing_left(&lab, &[], "slurmd-down run");
     eprintln!("ring3 with a dead slurmd: {:?}", t0.elapsed());
+}
+
+/// Whether `pid` still runs (a zombie does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+        st.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// spark-2's slurmd is killed (SIGKILL, a crash) while round 2 runs. The run goes on and ends;
+/// when fabricplan exits, every `srun` it started has exited and been waited for (none is left
+/// to pid 1), and nothing of it is left on any host: no step task, no slurmstepd. Once the
+/// slurmd is back, Slurm holds no step and no job of the run.
+#[test]
+fn ring3_twin_with_a_slurmd_killed_mid_run_leaves_nothing() {
+    if !lab_enabled() {
+        return;
+    }
+    let t0 = Instant::now();
+    let (plan, lab, work) = build("ring3", "s3k");
+    let out = work.path().join("killed");
+    let mut child = Started::spawn(fabricplan(&lab, &plan, &out, "json", &[]));
+    let pid = child.pid();
+    let mut seen: Vec<u32> = Vec::new();
+    let jsonl = out.join("results.jsonl");
+    let inside = lab::wait(RUN_DEADLINE, || {
+        seen.extend(children_of(pid));
+        let lines = std::fs::read_to_string(&jsonl)
+            .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
+            .unwrap_or(0);
+        lines >= 1
+            && ["spark-1", "spark-2", "spark-3"]
+                .iter()
+                .any(|h| lab.processes(h).iter().any(|p| p.contains("ib_write_bw")))
+    });
+    assert!(inside, "round 2 never started");
+    lab.stop_slurmd("spark-2").unwrap();
+    eprintln!("spark-2's slurmd killed after {:?}", t0.elapsed());
+    lab::wait(RUN_DEADLINE, || {
+        seen.extend(children_of(pid));
+        child.exited()
+    });
+    let r = Run::finish(child.wait(RUN_DEADLINE), &out, t0.elapsed());
+    let exited = Instant::now();
+    eprintln!(
+        "run with a slurmd killed: exit {:?}: {}; not OK: {:#?}",
+        r.code,
+        r.verdict(),
+        r.not_ok()
+    );
+    // spark-2's session step: srun was told the node failed, so the step runs on with nobody
+    // to close it; it is one FAIL naming spark-2's slurmd, and the run went on without it
+    assert_eq!(r.code, Some(1), "{}", r.story());
+    let fail = r
+        .preflight()
+        .iter()
+        .find(|v| v["gate"] == "session spark-2")
+        .unwrap_or_else(|| panic!("no session verdict:\n{}", r.story()));
+    assert_eq!(
+        fail["implicates"],
+        serde_json::json!([{"part": "software", "node": "spark-2", "software": "slurmd"}]),
+        "{fail}"
+    );
+    for (gate, outcome, _) in r.not_ok() {
+        if gate != "session spark-2" {
+            let v = r
+                .jobs()
+                .iter()
+                .flat_map(|j| j["verdicts"].as_array().unwrap())
+                .find(|v| v["gate"] == gate)
+                .unwrap();
+            assert!(
+                outcome != "FAIL" || v["follows"] == "session spark-2",
+                "{gate} does not follow the lost session: {v}"
+            );
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    let alive: Vec<String> = seen
+        .iter()
+        .filter(|p| running(**p))
+        .map(|p| format!("{p}: {}", lab::cmdline(*p)))
+        .collect();
+    assert!(
+        alive.is_empty(),
+        "children of fabricplan outlived it: {alive:#?}"
+    );
+    assert!(
+        seen.iter().any(|p| !running(*p)),
+        "fabricplan started no srun"
+    );
+    // what ran on spark-2 is ended there by the session's own watchdog (no heartbeat for two
+    // 10 s windows), and its slurmstepd with it
+    let left = lab.leftovers(SETTLE);
+    assert!(left.is_empty(), "left on the hosts: {left:#?}");
+    eprintln!(
+        "the hosts were clean {:?} after fabricplan exited",
+        exited.elapsed()
+    );
+    lab.start_slurmd("spark-2").unwrap();
+    assert_nothing_left(&lab, &[], "after the slurmd came back");
+    eprintln!("ring3 with a slurmd killed mid-run: {:?}", t0.elapsed());
 }

@@ -135,7 +135,7 @@ impl Choice {
             return Vec::new();
         }
         let mut out = vec![
-            "launcher slurm: every command on a node is a job step of one allocation, started from this machine".to_string(),
+            "launcher slurm: one long-lived job step per node of one allocation carries every command on that node, started from this machine".to_string(),
         ];
         match self.slurm.allocation {
             Some(job) => out.push(format!(
@@ -158,12 +158,12 @@ impl Choice {
                 );
             }
         }
+        out.push(format!(
+            "  each node's session step, started once before discovery (a round starts no step): {}",
+            SlurmStyle::new(self.slurm.allocation, self.slurm.mpi).session_line("NODE")
+        ));
         out.push(
-            "  discovery probe, counter snapshots, pings: srun --overlap --jobid=<allocation> -w NODE -N1 -n1 /bin/sh -c SCRIPT"
-                .to_string(),
-        );
-        out.push(
-            "  servers are stopped by cancelling their step (scancel JOB.STEP); clients wait for one line on stdin and are released together"
+            "  in it: probes, counter snapshots, pings, servers (detached, stopped by their process group) and clients (staged, released together); NCCL's ranks are one step of their own"
                 .to_string(),
         );
         out

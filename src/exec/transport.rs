@@ -89,6 +89,8 @@ pub struct Reopened {
     pub why: String,
     /// The part at fault: the node's sshd (the session over SSH), its slurmd (a Slurm step).
     pub part: crate::gate::part::Part,
+    /// The trap it is: the host unreachable (SSH), Slurm's step or node failing.
+    pub trap: crate::gate::trap::Trap,
     /// The new session, or why there is none (the node is then out of the run).
     pub again: Result<(), TransportError>,
 }

@@ -152,11 +152,11 @@ pub fn write_text_with(
         writeln!(w, "preflight (read-only, before any measurement)")?;
         writeln!(
             w,
-            "  discover every node's RDMA devices, GIDs, MTUs and counters (one {} per node)",
+            "  discover every node's RDMA devices, GIDs, MTUs and counters (one probe per node, in its {})",
             if style.name() == "slurm" {
-                "job step"
+                "session step"
             } else {
-                "SSH round trip"
+                "SSH session"
             }
         )?;
         writeln!(
@@ -306,7 +306,9 @@ fn write_round_text(
                 for s in c.steps.iter().filter(|s| s.role == role) {
                     let slurm = style.name() == "slurm";
                     let what = match role {
-                        crate::render::job::Role::Server if slurm => "server, its own step",
+                        crate::render::job::Role::Server if slurm => {
+                            "server, detached in its node's step"
+                        }
                         crate::render::job::Role::Server => "server, detached",
                         crate::render::job::Role::Client if slurm => {
                             "client, released with the others"

@@ -46,10 +46,8 @@ pub struct Unavailable {
 /// What identifies a started server, so exactly it can be stopped (never a name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerHandle {
-    /// A process group on the node (SSH: `setsid`, its id written by the server's shell).
+    /// A process group on the node (`setsid`, its id written by the server's shell).
     ProcessGroup(u32),
-    /// A job step (`JOB.STEP`) cancelled with `scancel`.
-    Step(String),
 }
 
 /// When a server really started (its shell about to exec the tool) and when it was first seen
@@ -84,19 +82,6 @@ pub struct Stopped {
     pub survived: bool,
     /// The stop could not be carried out.
     pub error: Option<TransportError>,
-}
-
-impl Stopped {
-    /// A stop handed a handle of another launcher's kind: nothing was stopped.
-    pub fn foreign(node: &Node, launcher: &str, handle: &ServerHandle) -> Stopped {
-        Stopped {
-            error: Some(TransportError::Lost {
-                host: node.name.clone(),
-                reason: format!("the {launcher} launcher cannot stop {handle:?}"),
-            }),
-            ..Stopped::default()
-        }
-    }
 }
 
 /// Starts, readies, releases, stops and collects a job's processes.

@@ -232,9 +232,7 @@ impl Launcher for SshLauncher {
         have_log: bool,
     ) -> BoxFuture<'a, Stopped> {
         Box::pin(async move {
-            let ServerHandle::ProcessGroup(pgid) = handle else {
-                return Stopped::foreign(node, "SSH", handle);
-            };
+            let ServerHandle::ProcessGroup(pgid) = handle;
             // the log is a file: the kill does not take it, so both go at once
             let log_file = format!("{job}.log");
             let log = async {

@@ -42,7 +42,7 @@ pub(crate) async fn check(
                 r.why, r.host
             ),
         };
-        let v = Verdict::check(gate.clone(), Outcome::Fail, detail, Some(Trap::Unreachable))
+        let v = Verdict::check(gate.clone(), Outcome::Fail, detail, Some(r.trap))
             .about(vec![r.part.clone()]);
         for j in jobs.iter_mut().filter(|j| j.hosts.contains(&r.host)) {
             follow(j, &gate);

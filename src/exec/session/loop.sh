@@ -11,8 +11,11 @@
 #   s ID END   the same, staged: stdin is a FIFO the job waits on at its gate
 #   g ID       release staged job ID (`go` on its FIFO)
 #   w ID       withdraw it (`no`: it ends unrun)
+#   h          nothing (the controller's heartbeat, every few seconds)
 #   x          end: every job still running is stopped by its recorded process group
-# End of input counts as `x`.
+# End of input counts as `x`. So does silence: a watchdog ends the session when no request came
+# for two of its windows in a row (10 s, or `$2` s; the controller gone without closing its
+# side, as when a Slurm step's srun is told the node failed while the step runs on).
 #
 # Answers, written by one process only (the writer below), so they never interleave:
 #   @fp H TOKEN PID DIR        the session is up
@@ -23,6 +26,7 @@
 #                              stderr, each as base64 lines closed by a line `.`
 #   @fp Q                      the session ends
 t=$1
+ww=${2:-10}
 d=$(mktemp -d "${TMPDIR:-/tmp}/fabricplan-session.XXXXXX") || { echo "@fp F cannot create a session directory under ${TMPDIR:-/tmp}"; exit 1; }
 for x in setsid base64 mkfifo; do
   command -v "$x" >/dev/null 2>&1 || { echo "@fp F $x is not installed"; rm -rf "$d"; exit 1; }
@@ -46,6 +50,38 @@ exec 4<>"$q"
   done <&3
 ) &
 exec >/dev/null 2>>"$d/err"
+lp=$$
+# the end: every job still running, by the process group it recorded (TERM, KILL after 2 s);
+# the writer told to quit; the directory removed
+z() {
+  for f in "$d"/*.p; do [ -f "$f" ] && read -r p <"$f" && kill -TERM -"$p" 2>/dev/null; done
+  n=0
+  while [ $n -lt 100 ]; do
+    set -- "$d"/*.p
+    [ -e "$1" ] || break
+    sleep 0.02; n=$((n + 1))
+  done
+  for f in "$d"/*.p; do [ -f "$f" ] && read -r p <"$f" && kill -KILL -"$p" 2>/dev/null; done
+  echo Q 1<>"$q"
+}
+# the watchdog: every request marks `beat`; a window ($ww s) with no mark, twice in a row, or
+# the loop found gone (killed), and the session is ended from here: its jobs stopped by their
+# recorded process groups, the directory removed
+(
+  exec 4>&-
+  m=0
+  while :; do
+    sleep "$ww" & echo $! >"$d/w"; wait $!
+    if [ "$d/beat" -nt "$d/w" ]; then m=0; else m=$((m + 1)); fi
+    kill -0 "$lp" 2>/dev/null && [ $m -lt 2 ] && continue
+    kill -KILL "$lp" 2>/dev/null
+    z
+    sleep 1
+    rm -rf "$d"
+    exit 0
+  done
+) &
+w=$!
 # a job's watcher: starts it, says its process group, waits for it, says how it ended
 j() {
   f=$d/$2
@@ -66,6 +102,7 @@ j() {
 }
 echo "H $t $$ $d" >&4
 while IFS=' ' read -r c i e; do
+  : >"$d/beat"
   case $i in *[!0-9]*) continue ;; esac
   case $c in
     r|s)
@@ -81,15 +118,8 @@ while IFS=' ' read -r c i e; do
     x) break ;;
   esac
 done
-# the end: every job still running, by the process group it recorded (TERM, KILL after 2 s)
-for f in "$d"/*.p; do [ -f "$f" ] && read -r p <"$f" && kill -TERM -"$p" 2>/dev/null; done
-n=0
-while [ $n -lt 100 ]; do
-  set -- "$d"/*.p
-  [ -e "$1" ] || break
-  sleep 0.02; n=$((n + 1))
-done
-for f in "$d"/*.p; do [ -f "$f" ] && read -r p <"$f" && kill -KILL -"$p" 2>/dev/null; done
-echo Q >&4
+kill "$w" 2>/dev/null
+read -r s <"$d/w" && kill "$s" 2>/dev/null
+z
 wait
 rm -rf "$d"

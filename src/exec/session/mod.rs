@@ -50,6 +50,9 @@ const STOP_LIMIT: Duration = Duration::from_secs(10);
 const WRITE_LIMIT: Duration = Duration::from_secs(20);
 /// How long the loop has to stop what still runs and end, once told to.
 const CLOSE_LIMIT: Duration = Duration::from_secs(8);
+/// How often the controller tells the loop it is still there (its watchdog ends a session
+/// silent for 20-30 s).
+const BEAT_EVERY: Duration = Duration::from_secs(5);
 
 /// A job while it runs: its process group once known, who waits for its gate and its end.
 #[derive(Default)]
@@ -224,6 +227,20 @@ async fn pump(inner: Arc<Inner>, mut lines: Lines) {
     inner.end(why);
 }
 
+/// Tell the loop every [`BEAT_EVERY`] that its controller is there, until the session ends.
+async fn beat(s: Session) {
+    let mut ended = s.inner.ended.subscribe();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(BEAT_EVERY) => {}
+            _ = ended.wait_for(Option::is_some) => return,
+        }
+        if s.inner.closing.load(Ordering::SeqCst) || s.send(wire::BEAT).await.is_err() {
+            return;
+        }
+    }
+}
+
 impl Session {
     /// Take over a loop started (by its carrier) with `token`: wait up to `limit` for its hello,
     /// then read its answers from `source` and write requests into `sink`.
@@ -260,7 +277,9 @@ impl Session {
             stop_limit: Mutex::new(STOP_LIMIT),
         });
         tokio::spawn(pump(inner.clone(), lines));
-        Ok(Session { inner })
+        let session = Session { inner };
+        tokio::spawn(beat(session.clone()));
+        Ok(session)
     }
 
     /// The host (the plan's node name) the session is on.

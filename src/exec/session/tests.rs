@@ -12,8 +12,15 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 /// A session whose carrier is the loop itself, started here.
 async fn local() -> (Session, process::Child, String) {
+    local_watched(None).await
+}
+
+/// The same, its watchdog's window `window` s (default 10).
+async fn local_watched(window: Option<u32>) -> (Session, process::Child, String) {
     let token = wire::random_word();
-    let (sink, source, child) = process::spawn(&wire::argv(&token), &[]).expect("sh starts");
+    let mut argv = wire::argv(&token);
+    argv.extend(window.map(|w| w.to_string()));
+    let (sink, source, child) = process::spawn(&argv, &[]).expect("sh starts");
     let s = Session::attach("here", &token, sink, source, LIMIT)
         .await
         .expect("the session starts");
@@ -269,8 +276,8 @@ async fn a_staged_command_runs_on_its_release_and_a_withdrawn_one_never() {
 }
 
 #[tokio::test]
-async fn a_killed_loop_ends_the_session_with_why_and_leaves_its_jobs_recorded() {
-    let (s, child, token) = local().await;
+async fn a_killed_loop_ends_the_session_with_why_and_its_watchdog_stops_its_jobs() {
+    let (s, child, token) = local_watched(Some(1)).await;
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("pid");
     let running = {
@@ -307,11 +314,18 @@ async fn a_killed_loop_ends_the_session_with_why_and_leaves_its_jobs_recorded() 
         Err(TransportError::Lost { .. })
     ));
     assert_eq!(child.exited_within(LIMIT).await, Some(137));
-    // the loop's writer went with it; the job runs on, recorded, until it is stopped
-    assert!(alive(job));
-    unsafe {
-        libc::kill(-(job as i32), libc::SIGKILL);
-    }
+    // the loop's writer went with it; its watchdog finds it gone and stops the job by the
+    // process group it recorded (the transport would too, once the host is reached again)
+    assert!(
+        until(LIMIT, || !alive(job)).await,
+        "the job outlived its loop"
+    );
+    let dir = std::path::PathBuf::from(s.dir());
+    assert!(
+        until(LIMIT, || !dir.exists()).await,
+        "{} left",
+        dir.display()
+    );
     assert!(
         until(LIMIT, || processes_with(&token).is_empty()).await,
         "{:?}",
@@ -418,4 +432,70 @@ async fn a_loop_that_stops_answering_ends_its_session() {
         "{:?}",
         processes_with(&token)
     );
+}
+
+#[test]
+fn a_loop_whose_controller_falls_silent_ends_itself_and_its_jobs() {
+    use std::io::{BufRead, BufReader, Write};
+    // the loop alone, its watchdog's window 1 s: nobody beats
+    let token = wire::random_word();
+    let mut argv = wire::argv(&token);
+    argv.push("1".into());
+    /// Killed and reaped however the test ends.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reaped(
+        std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut child.0;
+    let mut input = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let Some(wire::Answer::Hello { dir, .. }) = wire::answer(&line) else {
+        panic!("{line}")
+    };
+    input
+        .write_all(&wire::run_request(1, "exec sleep 1000", false))
+        .unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let Some(wire::Answer::Started { pgid, .. }) = wire::answer(&line) else {
+        panic!("{line}")
+    };
+    // silence (its input stays open): the job is stopped, the loop ends, its directory goes
+    let t = Instant::now();
+    let mut status = None;
+    while t.elapsed() < LIMIT && status.is_none() {
+        status = child.try_wait().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(status.is_some(), "the loop outlived its silent controller");
+    assert!(t.elapsed() >= Duration::from_secs(1), "{:?}", t.elapsed());
+    let t = Instant::now();
+    while t.elapsed() < LIMIT && (alive(pgid) || std::path::Path::new(&dir).exists()) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pgid), "its job survived");
+    assert!(!std::path::Path::new(&dir).exists(), "{dir} left");
+    let t = Instant::now();
+    while t.elapsed() < LIMIT && !processes_with(&token).is_empty() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        processes_with(&token).is_empty(),
+        "{:?}",
+        processes_with(&token)
+    );
+    drop(input);
 }

@@ -86,6 +86,10 @@ pub fn gate_request(id: u64, go: bool) -> Vec<u8> {
 /// The request that ends the session.
 pub const EXIT: &[u8] = b"x\n";
 
+/// The controller's heartbeat: the loop's watchdog ends a session that hears nothing for two
+/// 10 s windows in a row.
+pub const BEAT: &[u8] = b"h\n";
+
 /// The gate a staged job's script waits at: it says it is armed (into the session's queue,
 /// `DIR/q`) and reads one line on its stdin; `go` runs the rest, anything else (a withdrawal,
 /// the end of input) ends it unrun.

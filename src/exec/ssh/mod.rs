@@ -394,6 +394,7 @@ impl SshTransport {
             host: node.name.clone(),
             why: format!("fabricplan's session on {} ended: {why}", node.name),
             part: Part::software(&node.name, Software::Sshd),
+            trap: crate::gate::trap::Trap::Unreachable,
             again,
         }
     }

@@ -1,18 +1,18 @@
-//! How the Slurm launcher writes commands: every command that runs on a node is a job step of
-//! one allocation, started from this machine. A one-task step is `srun --overlap --jobid=J -w
-//! NODE -N1 -n1 /bin/sh -c SCRIPT` (probes, counter snapshots, pings, servers, clients); NCCL's
-//! ranks are one step over every rank, `srun --mpi=pmix` (or `pmi2`), ranks in the plan's order.
+//! How the Slurm launcher writes commands. Each node gets one long-lived job step of the
+//! allocation for the whole run, `srun --overlap --jobid=J -w NODE -N1 -n1` ([`SlurmStyle::task_argv`])
+//! carrying the node's session: every command on a node (probes, counter snapshots, pings,
+//! servers, clients) runs in it as the same POSIX sh script the SSH launcher writes
+//! ([`super::SshStyle`]). NCCL's ranks are one step of their own over every rank, `srun
+//! --mpi=pmix` (or `pmi2`), ranks in the plan's order, started from this machine.
 //!
-//! The script a step runs first writes its own id (`@fabricplan-step J.S`, from
-//! `SLURM_JOB_ID` and `SLURM_STEP_ID`) to stderr, so exactly that step can be cancelled; a
-//! client's script then writes [`wrap::ARMED_MARK`] and waits for one line on its stdin, which
-//! the launcher sends when the round's clients are released together (the step is launched
-//! before, so the release costs one write). Every value in a line is quoted; the line is one
-//! argument vector, run without a shell on this machine.
+//! The script of NCCL's step first writes its own id (`@fabricplan-step J.S`, from
+//! `SLURM_JOB_ID` and `SLURM_STEP_ID`) to stderr, so exactly that step can be cancelled. Every
+//! value in its line is quoted; the line is one argument vector, run without a shell on this
+//! machine.
 
 use minijinja::Value;
 
-use super::{LaunchStyle, MpiLaunch, Written, remote_dir};
+use super::{LaunchStyle, MpiLaunch, SshStyle, Written, remote_dir};
 use crate::plan::{Node, NodeId, Plan, SlurmConfig, SlurmMpi};
 use crate::render::{RenderError, Renderer, quote, wrap};
 
@@ -131,33 +131,34 @@ impl SlurmStyle {
         })
     }
 
-    /// `srun --overlap --jobid=J -w NODE -N1 -n1 /bin/sh -c SCRIPT`: one task on one node,
-    /// sharing the allocation with the steps around it.
-    fn task(&self, node: &str, script: &str) -> String {
-        line_of(&[
-            Word::Own("srun".into()),
-            Word::Own("--overlap".into()),
-            self.jobid(),
-            Word::Own("-w".into()),
-            Word::Data(node.into()),
-            Word::Own("-N1".into()),
-            Word::Own("-n1".into()),
-            Word::Own("/bin/sh".into()),
-            Word::Own("-c".into()),
-            Word::Data(script.into()),
-        ])
+    /// `srun --overlap --jobid=J -w NODE -N1 -n1`: one task on one node, sharing the allocation
+    /// with the steps around it (the program and its arguments follow). An argument vector: the
+    /// node's name is one word whatever it holds.
+    pub fn task_argv(&self, node: &str) -> Vec<String> {
+        let jobid = match self.jobid() {
+            Word::Own(s) | Word::Data(s) => s,
+        };
+        ["srun", "--overlap", &jobid, "-w", node, "-N1", "-n1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     }
 
-    /// A step on `node` that waits until something listens on TCP `port` there (exit 0), or
-    /// gives up after `limit_s` (exit 4). Polls every 10 ms; never a fixed sleep.
-    pub fn listening(&self, node: &str, port: u16, limit_s: u32) -> String {
-        let script = format!(
-            "{STEP_PRINTF}\nn=0; while [ $n -lt {tries} ]; do \
-if grep -qE ':{port:04X} [0-9A-F]+:0000 0A ' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then exit 0; fi; \
-sleep 0.01; n=$((n+1)); done; exit 4",
-            tries = limit_s.saturating_mul(100),
-        );
-        self.task(node, &script)
+    /// The line of a node's session step, as a dry run shows it.
+    pub fn session_line(&self, node: &str) -> String {
+        let mut words: Vec<Word> = self
+            .task_argv(node)
+            .into_iter()
+            .map(|w| {
+                if w == node {
+                    Word::Data(w)
+                } else {
+                    Word::Own(w)
+                }
+            })
+            .collect();
+        words.push(Word::Own("/bin/sh -c LOOP".into()));
+        line_of(&words)
     }
 }
 
@@ -202,18 +203,6 @@ pub fn display(argv: &[String]) -> String {
         .join(" ")
 }
 
-/// `export K=V; ` for each variable (values quoted; names are the plan's validated ones).
-fn exports<'a>(env: impl Iterator<Item = (&'a String, &'a String)>) -> String {
-    env.map(|(k, v)| {
-        format!(
-            "export {}={}; ",
-            quote(k).unwrap_or_default(),
-            quote(v).unwrap_or_default()
-        )
-    })
-    .collect()
-}
-
 /// A template value of an MPI environment, as a shell word: the renderer's own (placeholders,
 /// name lists it quoted part by part) as it is, anything else quoted.
 fn env_word(v: &Value) -> Result<String, RenderError> {
@@ -249,28 +238,22 @@ impl LaunchStyle for SlurmStyle {
         "slurm"
     }
 
-    /// A step whose task runs the server in the foreground: the step is what lives on, its id
-    /// is what stops it (`scancel JOB.STEP`), its output comes back through `srun`.
+    /// Run in the node's session step, as the SSH launcher writes it: detached under `setsid`,
+    /// its process group recorded and stopped by it.
     fn server(
         &self,
         plan: &Plan,
         node: NodeId,
-        _job: &str,
+        job: &str,
         run_id: &str,
         timeout_s: u32,
         command: &str,
     ) -> String {
-        let n = plan.node(node);
-        let script = format!(
-            "{}{}",
-            exports(n.env.iter()),
-            step_body(run_id, "", timeout_s, command)
-        );
-        self.task(&n.name, &script)
+        SshStyle.server(plan, node, job, run_id, timeout_s, command)
     }
 
-    /// A step that is launched, says it is armed, and waits for its release (one line on
-    /// stdin) before it takes its start mark and runs the command under a timeout.
+    /// Run in the node's session step, as the SSH launcher writes it (staged and released with
+    /// the round's other clients by the session).
     fn foreground(
         &self,
         plan: &Plan,
@@ -279,22 +262,11 @@ impl LaunchStyle for SlurmStyle {
         timeout_s: u32,
         command: &str,
     ) -> String {
-        let n = plan.node(node);
-        let released = format!(
-            "echo {} >&2 && read -r _ && {}",
-            wrap::ARMED_MARK,
-            start_mark()
-        );
-        let script = format!(
-            "{}{}",
-            exports(n.env.iter()),
-            step_body(run_id, &released, timeout_s, command)
-        );
-        self.task(&n.name, &script)
+        SshStyle.foreground(plan, node, run_id, timeout_s, command)
     }
 
     fn oneshot(&self, node: &Node, script: &str) -> String {
-        self.task(&node.name, &format!("{STEP_PRINTF}\n{script}"))
+        SshStyle.oneshot(node, script)
     }
 
     /// One step over every rank, `srun --mpi=pmix` (or `pmi2`), the ranks in the plan's order
@@ -447,54 +419,41 @@ subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
     }
 
     #[test]
-    fn every_command_is_a_step_of_the_allocation() {
+    fn nodes_run_the_ssh_launchers_scripts_in_one_step_each() {
         let p = plan(&BTreeMap::new());
         let s = SlurmStyle::new(Some(77), SlurmMpi::Pmix);
         let a = NodeId(0);
-        let lines = [
+        // a node's commands are the scripts the SSH launcher writes, run in its session step
+        assert_eq!(
             s.server(&p, a, "j", "r", 8, "ib_write_bw -p 18515"),
-            s.foreground(&p, a, "r", 8, "ib_write_bw -p 18515 198.51.100.1"),
-            s.oneshot(p.node(a), "cat /sys/class/infiniband/*/ports/1/state"),
-            s.listening("spark-a", 18515, 15),
-        ];
-        for l in &lines {
-            let w = words(l);
-            assert_eq!(
-                w[..9],
-                [
-                    "srun",
-                    "--overlap",
-                    "--jobid=77",
-                    "-w",
-                    "spark-a",
-                    "-N1",
-                    "-n1",
-                    "/bin/sh",
-                    "-c"
-                ],
-                "{l}"
-            );
-            assert_eq!(w.len(), 10, "{l}");
-            // the step says its id before anything else it does
-            assert!(w[9].contains("@fabricplan-step %s.%s"), "{l}");
-        }
-        let client = &words(&lines[1])[9];
-        let (step, armed, start, exec) = (
-            client.find("@fabricplan-step").unwrap(),
-            client.find(wrap::ARMED_MARK).unwrap(),
-            client.find(wrap::START_MARK).unwrap(),
-            client.find("exec timeout -k 5 8 ib_write_bw").unwrap(),
+            SshStyle.server(&p, a, "j", "r", 8, "ib_write_bw -p 18515")
         );
-        assert!(step < armed && armed < start && start < exec, "{client}");
-        assert!(client.contains("read -r _"), "{client}");
-        // a server neither waits nor is detached: its step is what lives on
-        let server = &words(&lines[0])[9];
-        assert!(!server.contains(wrap::ARMED_MARK) && !server.contains("setsid"));
-        // before the allocation exists: the placeholder, visible
-        let dry = SlurmStyle::new(None, SlurmMpi::Pmix).oneshot(p.node(a), "true");
-        assert!(
-            dry.starts_with("srun --overlap --jobid=<allocation> -w spark-a "),
-            "{dry}"
+        assert_eq!(
+            s.foreground(&p, a, "r", 8, "ib_write_bw 198.51.100.1"),
+            SshStyle.foreground(&p, a, "r", 8, "ib_write_bw 198.51.100.1")
+        );
+        assert_eq!(s.oneshot(p.node(a), "cat x"), "cat x");
+        // the step that carries them: one task on the node, in the allocation
+        assert_eq!(
+            s.task_argv("spark-a"),
+            [
+                "srun",
+                "--overlap",
+                "--jobid=77",
+                "-w",
+                "spark-a",
+                "-N1",
+                "-n1"
+            ]
+        );
+        assert_eq!(
+            s.task_argv("x; pwned")[4],
+            "x; pwned",
+            "a node's name is one word"
+        );
+        assert_eq!(
+            SlurmStyle::new(None, SlurmMpi::Pmix).session_line("it's"),
+            "srun --overlap --jobid=<allocation> -w 'it'\\''s' -N1 -n1 /bin/sh -c LOOP"
         );
     }
 
@@ -593,38 +552,6 @@ subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
         );
         assert!(!dir.join("written-by-redirect").exists(), "{line}");
         (split(&args), split(&seen))
-    }
-
-    #[test]
-    fn hostile_values_reach_slurm_and_the_step_as_data() {
-        let dir = tempfile::tempdir().unwrap();
-        let bin = stand_ins(dir.path());
-        let run_id = format!("fabricplan-slurm-style-{}", std::process::id());
-        for payload in PAYLOADS {
-            // a node's environment, and a node named on the command line (`detect --host`)
-            let env = BTreeMap::from([("HOSTILE".to_string(), payload.to_string())]);
-            let p = plan(&env);
-            let s = SlurmStyle::new(Some(77), SlurmMpi::Pmix);
-            for line in [
-                s.server(&p, NodeId(0), "j", &run_id, 8, "recorder one"),
-                s.foreground(&p, NodeId(0), &run_id, 8, "recorder one"),
-            ] {
-                let (argv, seen) = run_line(dir.path(), &bin, &line, "spark-a");
-                // srun's own arguments: `--overlap --jobid=77 -w NODE ...`
-                assert_eq!(argv[3], "spark-a", "{line}");
-                assert_eq!(seen, ["one", payload], "{line}");
-            }
-            let host = Node::alias(NodeId(0), payload);
-            let line = s.oneshot(&host, "recorder probe");
-            let (argv, seen) = run_line(dir.path(), &bin, &line, payload);
-            assert_eq!(
-                argv[2..4],
-                ["-w".to_string(), payload.to_string()],
-                "{line}"
-            );
-            assert_eq!(seen[0], "probe", "{line}");
-        }
-        let _ = std::fs::remove_dir_all(format!("/tmp/fabricplan/{run_id}"));
     }
 
     #[test]

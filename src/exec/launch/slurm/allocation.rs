@@ -93,7 +93,7 @@ impl SlurmLauncher {
     /// node follows that one FAIL), or given up on an interrupt.
     async fn allocate(&self, usable: &[&str], mut cancel: watch::Receiver<bool>) -> Opening {
         let argv = salloc(&self.cfg, usable, &self.name, ALLOCATION_WAIT_S);
-        let mut p = match step::spawn(&argv, &self.env, false) {
+        let mut p = match step::spawn(&argv, &self.env) {
             Ok(p) => p,
             Err(why) => return refused(usable, why, Trap::SlurmAllocationRefused),
         };

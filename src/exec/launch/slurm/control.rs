@@ -23,7 +23,7 @@ impl SlurmControl {
 
     /// Run `argv` to its end: its stdout, or what it said when it failed.
     pub async fn run(&self, argv: &[String]) -> Result<String, String> {
-        let mut p = step::spawn(argv, &self.env, false)?;
+        let mut p = step::spawn(argv, &self.env)?;
         let Some(f) = p.finished_within(CLIENT).await else {
             p.kill();
             return Err(format!(

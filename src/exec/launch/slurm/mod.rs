@@ -19,6 +19,7 @@
 mod allocation;
 mod control;
 mod launcher;
+mod sessions;
 mod step;
 
 pub use control::SlurmControl;

@@ -1,17 +1,15 @@
-//! A Slurm client process run from this machine (`srun`, `salloc`, `scancel`, `sinfo`): started
-//! from its argument vector (no shell), in a process group of its own (a Ctrl-C at the terminal
-//! is fabricplan's to handle, not srun's), its output read as it comes: the step's id the moment
-//! its script writes it, and whether a staged client says it is armed.
+//! A Slurm client process run from this machine (NCCL's `srun`, `salloc`, `scancel`, `sinfo`):
+//! started from its argument vector (no shell), in a process group of its own (a Ctrl-C at the
+//! terminal is fabricplan's to handle, not srun's), its output read as it comes (the step's id
+//! the moment its script writes it), and always waited for.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::ChildStdin;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::sync::watch;
 
 use crate::render::launch::{STEP_MARK, is_step_id};
-use crate::render::wrap;
 
 /// What a finished client left: its exit status (128 + n for a signal, like a shell), its
 /// output.
@@ -35,33 +33,22 @@ enum End {
 
 /// A running client.
 pub(super) struct Proc {
-    stdin: Option<ChildStdin>,
     /// The step id its script wrote, once written.
     pub step: watch::Receiver<Option<String>>,
-    /// Whether its script said it is armed (waiting for its release).
-    pub armed: watch::Receiver<bool>,
     /// Set once it exited and its output is read.
     pub done: watch::Receiver<Option<Arc<Finished>>>,
     end: Option<tokio::sync::mpsc::UnboundedSender<End>>,
 }
 
-/// Start `argv` with `env`; `stdin`: a pipe to write to (a staged client), else /dev/null.
-pub(super) fn spawn(
-    argv: &[String],
-    env: &[(String, String)],
-    stdin: bool,
-) -> Result<Proc, String> {
+/// Start `argv` with `env`, stdin from /dev/null.
+pub(super) fn spawn(argv: &[String], env: &[(String, String)]) -> Result<Proc, String> {
     let Some((program, args)) = argv.split_first() else {
         return Err("an empty command".into());
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(if stdin {
-            std::process::Stdio::piped()
-        } else {
-            std::process::Stdio::null()
-        })
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0);
@@ -69,11 +56,9 @@ pub(super) fn spawn(
         .spawn()
         .map_err(|e| format!("cannot run `{program}`: {e}"))?;
     let pid = child.id();
-    let input = child.stdin.take();
     let mut out = child.stdout.take();
     let err = child.stderr.take();
     let (step_tx, step) = watch::channel(None);
-    let (armed_tx, armed) = watch::channel(false);
     let (done_tx, done) = watch::channel(None);
     let (end_tx, mut end_rx) = tokio::sync::mpsc::unbounded_channel::<End>();
     tokio::spawn(async move {
@@ -107,8 +92,6 @@ pub(super) fn spawn(
                         }
                         first
                     });
-                } else if t == wrap::ARMED_MARK {
-                    armed_tx.send_replace(true);
                 }
                 all.extend_from_slice(&line);
             }
@@ -148,9 +131,7 @@ pub(super) fn spawn(
         })));
     });
     Ok(Proc {
-        stdin: input,
         step,
-        armed,
         done,
         end: Some(end_tx),
     })
@@ -200,19 +181,6 @@ impl Proc {
         self.step.borrow().clone()
     }
 
-    /// Release a staged client: one line on its stdin, then end of input.
-    pub async fn release(&mut self) {
-        if let Some(mut s) = self.stdin.take() {
-            let _ = s.write_all(b"\n").await;
-            let _ = s.flush().await;
-        }
-    }
-
-    /// Withdraw a staged client: end of input before its line, so its script stops unrun.
-    pub fn withdraw(&mut self) {
-        self.stdin.take();
-    }
-
     fn send(&self, e: End) {
         if let Some(t) = &self.end {
             let _ = t.send(e);
@@ -232,25 +200,5 @@ impl Proc {
     /// SIGKILL, the process alone.
     pub fn kill(&self) {
         self.send(End::Kill);
-    }
-}
-
-/// Wait for it to be armed (true) or to exit first (false).
-pub(super) async fn armed_or_done(p: &mut Proc) -> bool {
-    let mut armed = p.armed.clone();
-    let mut done = p.done.clone();
-    tokio::select! {
-        a = armed.wait_for(|a| *a) => a.is_ok(),
-        _ = done.wait_for(Option::is_some) => *p.armed.borrow(),
-    }
-}
-
-/// Wait for its step id (true) or its exit first (false).
-pub(super) async fn launched_or_done(p: &mut Proc) -> bool {
-    let mut step = p.step.clone();
-    let mut done = p.done.clone();
-    tokio::select! {
-        s = step.wait_for(Option::is_some) => s.is_ok(),
-        _ = done.wait_for(Option::is_some) => p.step.borrow().is_some(),
     }
 }
