@@ -9,6 +9,7 @@
 pub mod capacity;
 pub mod cli;
 pub mod compare;
+pub mod diagnose;
 pub mod discover;
 pub mod exec;
 pub mod exit;

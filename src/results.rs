@@ -605,7 +605,9 @@ impl RunResults {
             .chain(self.suspects.iter().map(|s| &s.verdict))
     }
 
-    /// Count outcomes and decide the one-line verdict and exit code.
+    /// Count outcomes and decide the one-line verdict and exit code. A diagnosed run counts its
+    /// findings (`2 FAIL: spark-b.f0.b, ISL sw-a-sw-b`); one that was not (older files) counts
+    /// the FAIL verdicts that follow from nothing.
     pub fn summarize(&mut self) {
         let mut s = Summary::default();
         for v in self.verdicts() {
@@ -615,6 +617,17 @@ impl RunResults {
                 Outcome::Fail if v.follows.is_some() => s.fail_following += 1,
                 Outcome::Fail => s.fail += 1,
             }
+        }
+        let mut named = (Vec::new(), Vec::new());
+        if !self.findings.is_empty() {
+            let fails = self.findings.iter().filter(|f| f.outcome == Outcome::Fail);
+            let warns = self.findings.iter().filter(|f| f.outcome == Outcome::Warn);
+            named = (
+                fails.map(|f| f.part.name()).collect::<Vec<_>>(),
+                warns.map(|f| f.part.name()).collect::<Vec<_>>(),
+            );
+            s.fail = named.0.len();
+            s.warn = named.1.len();
         }
         s.jobs = self.jobs.len();
         s.jobs_run = self
@@ -630,7 +643,7 @@ impl RunResults {
             .filter(|j| j.status != JobStatus::Measured)
             .count();
         // green only on evidence: a run that measured nothing is not green
-        let nothing = s.ok + s.warn + s.fail == 0;
+        let nothing = s.ok + s.warn + s.fail + s.fail_following == 0;
         s.verdict = if self.interrupted {
             let warn = match s.warn {
                 0 => String::new(),
@@ -641,11 +654,11 @@ impl RunResults {
                 s.jobs_run, s.jobs, s.fail
             )
         } else if s.fail > 0 {
-            format!("{} FAIL", s.fail)
+            format!("{} FAIL{}", s.fail, listed(&named.0))
         } else if nothing {
             "NOTHING MEASURED".to_string()
         } else if s.warn > 0 {
-            format!("PASS with {} warning(s)", s.warn)
+            format!("PASS with {} warning(s){}", s.warn, listed(&named.1))
         } else {
             "ALL GREEN".to_string()
         };
@@ -759,6 +772,16 @@ pub fn node_names(r: &RunResults) -> Vec<String> {
         }
     }
     v
+}
+
+/// `: a, b, c and 2 more`, or nothing for an empty list.
+fn listed(names: &[String]) -> String {
+    const SHOWN: usize = 3;
+    match names.len() {
+        0 => String::new(),
+        n if n <= SHOWN + 1 => format!(": {}", names.join(", ")),
+        n => format!(": {} and {} more", names[..SHOWN].join(", "), n - SHOWN),
+    }
 }
 
 /// Milliseconds since the Unix epoch.

@@ -301,6 +301,12 @@ pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outc
     ));
     let [files, front] = &mut sinks;
     let mut results = results;
+    // the baseline's regressions are judged and diagnosed with the rest before anything is
+    // done about the findings
+    if let Some(b) = &p.baseline {
+        super::compare::judge(&mut results, b);
+        crate::diagnose::diagnose(plan, &mut results);
+    }
     let slurm = launcher_is_slurm(&results);
     baseline_lost.extend(rt.block_on(super::service::apply(&mut results, args, slurm)));
     finish(results, &p, baseline_lost, files, front)
@@ -351,7 +357,7 @@ async fn measure(
         .await;
         if !setup_verdicts.is_empty() {
             r.preflight.splice(0..0, setup_verdicts);
-            r.summarize();
+            crate::diagnose::diagnose(plan, &mut r);
         }
         r
     };
@@ -374,9 +380,6 @@ fn finish(
     files: &mut Sinks,
     front: &mut Sinks,
 ) -> Outcome {
-    if let Some(b) = &p.baseline {
-        super::compare::judge(&mut results, b);
-    }
     let lost = |files: &Sinks| -> Vec<String> {
         let mut l = p.evidence.errors();
         l.extend(baseline_lost.iter().cloned());

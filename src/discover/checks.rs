@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use super::probe::Probe;
 use super::resolve::{HalfIssue, HalfResolution};
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::{Part, Software};
 use crate::gate::trap::Trap;
 use crate::plan::{Endpoint, NodeId, Plan};
 
@@ -54,8 +55,23 @@ pub fn half_checks(plan: &Plan, node: NodeId, halves: &[HalfResolution]) -> Vec<
         } else {
             Outcome::Fail
         };
+        let half = plan.half_part(&h.endpoint);
+        let parts = match trap {
+            // the plan pins a name this box does not have: the plan's record is what is wrong
+            Trap::PinnedNameWrong => vec![Part::Plan {
+                what: format!("the pin of {}", h.name),
+            }],
+            // no link: the half, or the cable into it
+            Trap::PortDown if outcome != Outcome::Ok => {
+                let mut v = vec![half];
+                v.extend(plan.cable_part(&h.endpoint));
+                v
+            }
+            _ => vec![half],
+        };
         out.push((
-            Verdict::check(format!("discover {}", h.name), outcome, detail, Some(trap)),
+            Verdict::check(format!("discover {}", h.name), outcome, detail, Some(trap))
+                .about(parts),
             vec![h.endpoint.clone()],
         ));
         if h.address_found {
@@ -72,7 +88,8 @@ pub fn half_checks(plan: &Plan, node: NodeId, halves: &[HalfResolution]) -> Vec<
                             .unwrap_or_else(|| "unknown".into())
                     ),
                     Some(Trap::MtuMismatch),
-                ),
+                )
+                .about(vec![plan.half_part(&h.endpoint)]),
                 vec![h.endpoint.clone()],
             ));
         }
@@ -99,13 +116,21 @@ pub fn link_mtu_checks(plan: &Plan, all: &HashMap<NodeId, Vec<HalfResolution>>) 
                 .iter()
                 .map(|(h, m)| format!("{} {m}", h.name))
                 .collect();
+            // the ends below the largest MTU are the ones to raise
+            let top = mtus.iter().map(|(_, m)| *m).max().unwrap_or(0);
+            let low: Vec<Part> = mtus
+                .iter()
+                .filter(|(_, m)| *m < top)
+                .map(|(h, _)| plan.half_part(&h.endpoint))
+                .collect();
             out.push((
                 Verdict::check(
                     format!("mtu equal on {}", seg.name),
                     Outcome::Fail,
                     format!("the ends disagree: {}", list.join(", ")),
                     Some(Trap::MtuMismatch),
-                ),
+                )
+                .about(low),
                 seg.members.iter().map(|m| m.endpoint.clone()).collect(),
             ));
         }
@@ -156,7 +181,8 @@ pub fn cabling_checks(
                         h.address
                     ),
                     Some(Trap::CrossedCable),
-                ),
+                )
+                .about(plan.cable_part(&h.endpoint).into_iter().collect()),
                 Vec::new(),
             ));
             continue;
@@ -195,7 +221,8 @@ pub fn cabling_checks(
                         h.device.clone().unwrap_or_default()
                     ),
                     Some(Trap::CrossedCable),
-                ),
+                )
+                .about(plan.cable_part(&h.endpoint).into_iter().collect()),
                 vec![h.endpoint.clone()],
             ));
         }
@@ -270,7 +297,8 @@ pub fn routing_checks(
                     Outcome::Fail,
                     format!("{name}: {}", problems.join("; ")),
                     Some(Trap::RoutingTrap),
-                ),
+                )
+                .about(vec![plan.half_part(&h.endpoint)]),
                 vec![h.endpoint.clone()],
             ));
         }
@@ -329,7 +357,8 @@ pub fn nccl_env_checks(plan: &Plan, node: NodeId, halves: &[HalfResolution]) -> 
             Outcome::Fail,
             problems.join("; "),
             Some(Trap::NcclEnvMismatch),
-        ),
+        )
+        .about(vec![Part::software(name, Software::Nccl)]),
         Vec::new(),
     )]
 }

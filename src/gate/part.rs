@@ -113,6 +113,22 @@ impl Part {
         }
     }
 
+    /// What a failure to run anything on `node` implicates, by its trap: the node's slurmd when
+    /// Slurm cannot use it, the Slurm controller when it refused the allocation, else the node's
+    /// sshd (down, refused, or the node itself off).
+    pub fn reach_of(node: &str, trap: crate::gate::trap::Trap) -> Part {
+        use crate::gate::trap::Trap;
+        match trap {
+            Trap::SlurmNodeUnavailable | Trap::SlurmStepLaunch => {
+                Part::software(node, Software::Slurmd)
+            }
+            Trap::SlurmAllocationRefused | Trap::SlurmTimeLimit => Part::Reach {
+                reach: Reach::SlurmController,
+            },
+            _ => Part::software(node, Software::Sshd),
+        }
+    }
+
     /// A cable by its two planned ends, in a canonical order (so either end's view is equal).
     pub fn cable(a: &str, b: &str) -> Part {
         let (a, b) = if a <= b { (a, b) } else { (b, a) };

@@ -7,6 +7,7 @@
 pub mod controls;
 pub mod diag;
 pub mod model;
+mod parts;
 pub mod raw;
 pub mod section;
 pub mod shape;

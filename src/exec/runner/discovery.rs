@@ -9,6 +9,7 @@ use crate::discover::{self, Probe};
 use crate::exec::launch::Launcher;
 use crate::exec::transport::TransportError;
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::plan::{Node, NodeId};
 use crate::results::{InventoryRow, NodeDiscovery, RunResults};
@@ -64,7 +65,8 @@ pub(crate) async fn open(
             Outcome::Fail,
             u.reason.clone(),
             Some(u.trap),
-        );
+        )
+        .about(vec![Part::reach_of(&u.node, u.trap)]);
         if let Some(f) = u.follows {
             v = v.following(f);
         }
@@ -128,12 +130,14 @@ pub(crate) async fn discover_needed(
                     ok: false,
                     detail: e.to_string(),
                 });
+                let trap = e.trap().unwrap_or(Trap::Unreachable);
                 let v = Verdict::check(
                     format!("reach {name}"),
                     Outcome::Fail,
                     e.to_string(),
-                    Some(e.trap().unwrap_or(Trap::Unreachable)),
-                );
+                    Some(trap),
+                )
+                .about(vec![Part::reach_of(&name, trap)]);
                 ctx.emit(Event::Preflight(v.clone()));
                 results.preflight.push(v);
                 results.discovery.push(NodeDiscovery {

@@ -311,6 +311,6 @@ pub async fn run(
         })
         .collect();
     results.finished_unix_ms = now_ms();
-    results.summarize();
+    crate::diagnose::diagnose(plan, &mut results);
     results
 }

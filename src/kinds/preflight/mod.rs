@@ -10,6 +10,7 @@ use std::net::Ipv4Addr;
 use minijinja::context;
 
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::{Part, Software};
 use crate::gate::trap::Trap;
 use crate::parse;
 use crate::plan::{Endpoint, IslId, NodeId, Plan, SwitchId};
@@ -163,6 +164,26 @@ fn isl_name(plan: &Plan, isl: IslId) -> String {
     )
 }
 
+/// The parts a ping's path runs through: its two halves, the cables into them, the ISLs.
+fn path_parts(plan: &Plan, p: &Ping) -> Vec<Part> {
+    let mut v = vec![plan.half_part(&p.from), plan.half_part(&p.to)];
+    for e in [&p.from, &p.to] {
+        if let Some(c) = plan.cable_part(e)
+            && !v.contains(&c)
+        {
+            v.push(c);
+        }
+    }
+    v.extend(p.isls.iter().map(|(i, _)| plan.isl_part(*i)));
+    v
+}
+
+/// A path's parts with its cables first: no reply at all is the cabling before the ends.
+fn cable_first(mut v: Vec<Part>) -> Vec<Part> {
+    v.sort_by_key(|p| !matches!(p, Part::Cable { .. }));
+    v
+}
+
 /// The verdicts of the pings, each with what it blocks. Across an ISL, the two directions of one
 /// ISL are one verdict (one root cause, one FAIL) when the ports on both sides answer their own
 /// switch's pings: the ISL is at fault, and only the measurements crossing it are blocked.
@@ -196,10 +217,14 @@ pub fn judge(
             plan.endpoint_name(&p.to)
         );
         let ends = || Blocks::Endpoints(vec![p.from.clone(), p.to.clone()]);
+        // what a ping over this path is about: its two halves, then the cable or ISLs between
+        let path = || path_parts(plan, p);
         let s = match s {
             Err(e) => {
+                let from = plan.node(p.from.node).name.clone();
                 out.push((
-                    Verdict::check(gate, Outcome::Fail, e, Some(Trap::Unreachable)),
+                    Verdict::check(gate, Outcome::Fail, e, Some(Trap::Unreachable))
+                        .about(vec![Part::software(&from, Software::Sshd)]),
                     ends(),
                 ));
                 continue;
@@ -208,7 +233,8 @@ pub fn judge(
         };
         if s.replies > 0 && !s.mtu_error {
             out.push((
-                Verdict::check(gate, Outcome::Ok, format!("{} replies", s.replies), None),
+                Verdict::check(gate, Outcome::Ok, format!("{} replies", s.replies), None)
+                    .about(path()),
                 Blocks::Nothing,
             ));
             continue;
@@ -231,7 +257,7 @@ pub fn judge(
                 continue;
             }
             out.push((
-                Verdict::check(gate, Outcome::Fail, why, Some(Trap::MtuMismatch)),
+                Verdict::check(gate, Outcome::Fail, why, Some(Trap::MtuMismatch)).about(path()),
                 ends(),
             ));
         } else if let Some((isl, _)) = p.isls.first() {
@@ -248,7 +274,8 @@ pub fn judge(
                     Outcome::Fail,
                     format!("no reply: {}", s.last_line),
                     Some(Trap::CrossedCable),
-                ),
+                )
+                .about(cable_first(path())),
                 ends(),
             ));
         }
@@ -274,7 +301,8 @@ pub fn judge(
                 } else {
                     Trap::IslBlockedRstp
                 }),
-            ),
+            )
+            .about(vec![plan.isl_part(isl)]),
             Blocks::Isl(isl),
         ));
     }

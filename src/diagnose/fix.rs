@@ -1,0 +1,214 @@
+//! The fix of a finding: a command for that part on that host where one exists, and the fix in
+//! words. Nothing here tells a person to do what fabricplan already does (it starts servers
+//! detached, sets NCCL's transport variables, pins Open MPI to the fabric): a fix names what is
+//! left to the site.
+
+use super::label::Found;
+use crate::gate::judge::Verdict;
+use crate::gate::part::{Part, Software};
+use crate::gate::trap::Trap;
+use crate::plan::{Plan, SshTarget};
+use crate::render::quote;
+
+/// Where and how to fix a part.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Fix {
+    /// The node whose host the fix runs on (or the switch whose configuration it changes).
+    pub host: Option<String>,
+    /// A command to run from where fabricplan runs.
+    pub command: Option<String>,
+    /// The fix in words.
+    pub text: String,
+}
+
+fn q(s: &str) -> String {
+    quote(s).unwrap_or_else(|| "''".to_string())
+}
+
+/// `ssh spark-b` (or `ssh -p 2222 admin@10.0.0.2`): how a person reaches the node.
+pub fn ssh_to(plan: &Plan, node: &str) -> String {
+    match plan.node_by_name(node).map(|n| &n.ssh) {
+        Some(SshTarget::Host {
+            host, user, port, ..
+        }) => {
+            let mut s = "ssh".to_string();
+            if let Some(p) = port {
+                s.push_str(&format!(" -p {p}"));
+            }
+            let at = match user {
+                Some(u) => format!("{u}@{host}"),
+                None => host.clone(),
+            };
+            s.push(' ');
+            s.push_str(&q(&at));
+            s
+        }
+        _ => format!("ssh {}", q(node)),
+    }
+}
+
+/// `ssh NODE CMD` for one remote command (its words already quoted), or `ssh NODE 'A && B'`.
+fn remote(plan: &Plan, node: &str, cmds: &[String]) -> Option<String> {
+    match cmds {
+        [] => None,
+        [one] => Some(format!("{} {one}", ssh_to(plan, node))),
+        many => Some(format!("{} {}", ssh_to(plan, node), q(&many.join(" && ")))),
+    }
+}
+
+/// The netdevs a part stands for on its node: a half's, or every half's of a port.
+fn netdevs(plan: &Plan, found: &Found<'_>, part: &Part) -> Vec<String> {
+    match part {
+        Part::Half { node, port, half } => {
+            found.netdev(plan, node, port, half).into_iter().collect()
+        }
+        Part::Port { node, port } => found.port_netdevs(plan, node, port),
+        _ => Vec::new(),
+    }
+}
+
+/// One command per netdev of the part, on its node.
+fn per_netdev(
+    plan: &Plan,
+    found: &Found<'_>,
+    part: &Part,
+    cmd: impl Fn(&str) -> String,
+) -> Option<String> {
+    let node = part.node_name()?;
+    let cmds: Vec<String> = netdevs(plan, found, part)
+        .iter()
+        .map(|n| cmd(&q(n)))
+        .collect();
+    remote(plan, node, &cmds)
+}
+
+/// The fix of `part`, which `head` (its first evidence) names with `trap`.
+pub fn fix(plan: &Plan, found: &Found<'_>, part: &Part, trap: Option<Trap>, head: &Verdict) -> Fix {
+    let host = match part {
+        Part::Isl { name } => plan.isls.iter().find(|i| &i.name == name).map(|i| {
+            format!(
+                "{} and {}",
+                plan.switches[i.a.0].name, plan.switches[i.b.0].name
+            )
+        }),
+        Part::Switch { name } => Some(name.clone()),
+        _ => part.node_name().map(str::to_string),
+    };
+    let (command, text) = match trap {
+        // a site's own trap: its own fix text, as the plan wrote it
+        Some(Trap::Site) | None => (None, head.fix.clone().unwrap_or_default()),
+        Some(t) => by_trap(plan, found, part, t, head),
+    };
+    Fix {
+        host,
+        command,
+        text,
+    }
+}
+
+fn by_trap(
+    plan: &Plan,
+    found: &Found<'_>,
+    part: &Part,
+    t: Trap,
+    head: &Verdict,
+) -> (Option<String>, String) {
+    let node = part.node_name().unwrap_or_default().to_string();
+    match (t, part) {
+        (Trap::MtuMismatch, Part::Half { .. } | Part::Port { .. }) => (
+            per_netdev(plan, found, part, |n| format!("sudo ip link set {n} mtu 9000")),
+            "set MTU 9000 on the netdev, and persist it in the node's network configuration".into(),
+        ),
+        (Trap::MtuMismatch, Part::Isl { .. } | Part::Switch { .. } | Part::Cable { .. }) => (
+            None,
+            "set MTU 9000 (9216 on switches) on every switch port on the path, the ISL's ports on both switches included".into(),
+        ),
+        (Trap::FirmwareThrottle, _) => (
+            part.node_name().and_then(|n| remote(plan, n, &["sudo mlxfwmanager --online -u".into()])),
+            "update the ConnectX-7 firmware on this node, then drain NIC power fully (power off, unplug for a minute), not just a reboot".into(),
+        ),
+        (Trap::BelowLineRate | Trap::HalfDeadOrThrottled | Trap::SlowLatency, Part::Half { .. } | Part::Port { .. }) => (
+            per_netdev(plan, found, part, |n| format!("sudo ethtool -m {n}")),
+            "reseat or replace the cable at this half (the module's EEPROM shows its type and length), and check its PCIe link (`lspci -vv`)".into(),
+        ),
+        (Trap::PortDown, Part::Half { .. } | Part::Port { .. }) => (
+            per_netdev(plan, found, part, |n| format!("sudo ip link set {n} up")),
+            "bring the netdev up; if it has no carrier, seat the cable and check the far end".into(),
+        ),
+        (Trap::AddressMissing, _) => (
+            address_fix(plan, found, part),
+            "configure the half's planned address on its netdev, MTU 9000, and persist it".into(),
+        ),
+        (Trap::CrossedCable, _) => (None, cabling_text(head)),
+        (Trap::RoutingTrap, _) => (
+            per_netdev(plan, found, part, |n| format!("ip route show dev {n}")),
+            "remove the default route, second routes and stale bonds or profiles that hold this fabric netdev (the routes are listed by the command)".into(),
+        ),
+        (Trap::IslBlockedRstp | Trap::SoftwareForwarding | Trap::CongestionControl, _) => {
+            (None, t.fix().to_string())
+        }
+        (Trap::Unreachable, _) => (
+            Some(format!("{} true", ssh_to(plan, &node))),
+            format!("make {node} reachable over SSH from here: it is down, its sshd is not running, or the key or known_hosts entry is refused"),
+        ),
+        (Trap::SlurmNodeUnavailable | Trap::SlurmStepLaunch, _) => slurmd_fix(plan, &node),
+        (Trap::TcpFallback | Trap::FabricNotUsed, Part::Software { software: Software::Nccl, .. }) => (
+            remote(plan, &node, &["ibv_devinfo -l".into()]),
+            nccl_text(&node, head),
+        ),
+        (Trap::ServerGoneOrFirewall, _) => (
+            remote(plan, &node, &["sudo iptables -S INPUT".into()]),
+            format!("the test server on {node} exited or was refused before the client connected: read its log in the run directory, and let the test ports in as DESTINATION ports in {node}'s firewall"),
+        ),
+        (Trap::ExecutableMissing, _) => (
+            None,
+            format!("build nccl-tests with MPI=1 on {node} at the plan's nccl-tests-dir (`fabricplan run --setup`), or fix nccl-tests-dir"),
+        ),
+        (Trap::MemoryRegistration, _) => (
+            remote(plan, &node, &["grep -i cma /proc/meminfo".into()]),
+            format!("give {node}'s kernel contiguous memory (the `cma=` boot parameter) so ibv_reg_mr succeeds"),
+        ),
+        (Trap::NoDevice, _) => (
+            remote(plan, &node, &["ibv_devinfo -l".into()]),
+            "the RDMA device is missing: check the driver (mlx5_ib) and rdma-core on the node, or the plan's pinned name".into(),
+        ),
+        _ => (None, head.fix.clone().unwrap_or_else(|| t.fix().to_string())),
+    }
+}
+
+fn address_fix(plan: &Plan, found: &Found<'_>, part: &Part) -> Option<String> {
+    let Part::Half { node, port, half } = part else {
+        return None;
+    };
+    let cmd = found.half(node, port, half)?.fix_command.clone()?;
+    remote(plan, node, &[format!("sudo {cmd}")])
+}
+
+/// What the cabling evidence says, in the words of the verdict (planned and found ends).
+fn cabling_text(head: &Verdict) -> String {
+    format!(
+        "re-cable to match the plan (or change the plan to match the cabling): {}",
+        head.detail
+    )
+}
+
+fn slurmd_fix(plan: &Plan, node: &str) -> (Option<String>, String) {
+    (
+        remote(plan, node, &["sudo systemctl start slurmd".into()]),
+        format!(
+            "start slurmd on {node} (its log says why it stopped), then return the node to service: `scontrol update nodename={} state=resume`",
+            q(node)
+        ),
+    )
+}
+
+fn nccl_text(node: &str, head: &Verdict) -> String {
+    let seen = if head.detail.contains("No device found") {
+        "NCCL on this node found no RDMA device (`NET/IB : No device found`)"
+    } else {
+        "NCCL on this node fell back to sockets"
+    };
+    format!(
+        "{seen}: the devices must be listed by `ibv_devinfo -l` on {node} and readable by the job's user (rdma-core and the mlx5_ib driver installed, /dev/infiniband present); fabricplan already sets NCCL_NET_PLUGIN=none, NCCL_IB_HCA and NCCL_SOCKET_IFNAME from discovery"
+    )
+}

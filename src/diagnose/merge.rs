@@ -1,0 +1,98 @@
+//! Parts chosen apart that a person fixes as one: every half of a port failing the same way is
+//! the port (an MTU set on the port's netdevs, a cage whose both halves are throttled).
+
+use std::collections::BTreeMap;
+
+use super::cover::Chosen;
+use crate::gate::judge::Verdict;
+use crate::gate::part::Part;
+use crate::gate::trap::Trap;
+use crate::plan::Plan;
+
+/// A chosen part after merging, with the verdicts it explains (indices into the failing list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merged {
+    pub part: Part,
+    pub explains: Vec<usize>,
+    /// A label of its own, where the part's own label would not say it.
+    pub label: Option<String>,
+}
+
+/// The trap a chosen part's first verdict names.
+fn trap_of<'v>(c: &Chosen, verdict: &impl Fn(usize) -> &'v Verdict) -> Option<Trap> {
+    c.explains.first().and_then(|i| verdict(*i).trap)
+}
+
+/// Merge `chosen`: halves of one port with one trap, when every half the plan cables in that
+/// port is among them, become the port.
+pub fn merge<'v>(
+    plan: &Plan,
+    chosen: Vec<Chosen>,
+    _lists: &[Vec<Part>],
+    verdict: impl Fn(usize) -> &'v Verdict,
+) -> Vec<Merged> {
+    // (node, port, trap) -> the chosen halves' indices in `chosen`
+    let mut by_port: BTreeMap<(String, String, Option<&'static str>), Vec<usize>> = BTreeMap::new();
+    for (i, c) in chosen.iter().enumerate() {
+        if let Part::Half { node, port, .. } = &c.part {
+            by_port
+                .entry((
+                    node.clone(),
+                    port.clone(),
+                    trap_of(c, &verdict).map(Trap::name),
+                ))
+                .or_default()
+                .push(i);
+        }
+    }
+    let mut into: BTreeMap<usize, usize> = BTreeMap::new();
+    for ((node, port, _), idx) in &by_port {
+        let planned = planned_halves(plan, node, port);
+        if idx.len() >= 2 && idx.len() == planned {
+            for i in &idx[1..] {
+                into.insert(*i, idx[0]);
+            }
+            into.insert(idx[0], idx[0]);
+        }
+    }
+    let mut out: Vec<Merged> = Vec::new();
+    let mut slot: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, c) in chosen.into_iter().enumerate() {
+        match into.get(&i) {
+            Some(&lead) if lead != i => {
+                let at = slot[&lead];
+                out[at].explains.extend(c.explains);
+                out[at].explains.sort_unstable();
+            }
+            Some(_) => {
+                let Part::Half { node, port, .. } = &c.part else {
+                    continue;
+                };
+                slot.insert(i, out.len());
+                out.push(Merged {
+                    part: Part::port(node, port),
+                    explains: c.explains,
+                    label: None,
+                });
+            }
+            None => out.push(Merged {
+                part: c.part,
+                explains: c.explains,
+                label: None,
+            }),
+        }
+    }
+    out
+}
+
+/// How many halves of `node`'s `port` the plan cables.
+fn planned_halves(plan: &Plan, node: &str, port: &str) -> usize {
+    let Some(n) = plan.node_by_name(node) else {
+        return 0;
+    };
+    plan.segments
+        .iter()
+        .flat_map(|s| s.members.iter())
+        .filter(|m| m.endpoint.node == n.id && m.endpoint.port == port)
+        .count()
+}
