@@ -143,16 +143,21 @@ pub fn diagnose(plan: &Plan, r: &mut RunResults) {
     r.summarize();
 }
 
-/// The verdict a finding is first evidence of: the first one that names its part first, else
-/// the first it explains.
+/// The verdict a finding is first evidence of: the first that names its part alone (a half
+/// slow against its own loopback), else the first that names it first, else the first it
+/// explains.
 fn head_of(ats: &[At], lists: &[Vec<Part>], bad: &[At], part: &Part) -> At {
-    let first_naming = ats.iter().copied().find(|at| {
-        bad.iter()
-            .position(|b| b == at)
-            .and_then(|i| lists[i].first())
-            .is_some_and(|p| p == part || p.within(part))
-    });
-    first_naming.unwrap_or(ats[0])
+    let list = |at: &At| bad.iter().position(|b| b == at).map(|i| &lists[i]);
+    let is = |p: &Part| p == part || p.within(part);
+    let alone = ats
+        .iter()
+        .copied()
+        .find(|at| list(at).is_some_and(|l| !l.is_empty() && l.iter().all(is)));
+    let first = ats
+        .iter()
+        .copied()
+        .find(|at| list(at).and_then(|l| l.first()).is_some_and(is));
+    alone.or(first).unwrap_or(ats[0])
 }
 
 /// One finding from a chosen part and the verdicts it explains.

@@ -108,6 +108,12 @@ impl Verdict {
     /// Say which parts this verdict's evidence is about: implicated when it is a WARN or FAIL,
     /// cleared when it is OK.
     pub fn about(mut self, parts: Vec<Part>) -> Verdict {
+        self.set_about(parts);
+        self
+    }
+
+    /// [`Verdict::about`] in place.
+    pub fn set_about(&mut self, parts: Vec<Part>) {
         if self.outcome == Outcome::Ok {
             self.clears = parts;
             self.implicates.clear();
@@ -115,7 +121,6 @@ impl Verdict {
             self.implicates = parts;
             self.clears.clear();
         }
-        self
     }
 
     /// Mark this verdict as following from the failure of `gate`.

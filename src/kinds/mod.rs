@@ -12,6 +12,7 @@
 
 mod iperf3;
 pub mod nccl;
+pub mod parts;
 pub mod preflight;
 mod rdma_bw;
 mod rdma_bw_both;
@@ -21,6 +22,7 @@ pub mod view;
 
 use crate::gate::classify::Context;
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::Part;
 use crate::gate::threshold::{Metric, MetricSpec};
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
@@ -109,6 +111,19 @@ pub trait TestKind: SectionKind {
     /// size, report.html draws the curve).
     fn sweep(&self, _job: &JobResult) -> Option<Sweep> {
         None
+    }
+
+    /// Whether the ends of its failing flows that no passing flow cleared are measured alone
+    /// afterwards, looped back through their own NIC (see [`crate::localise::loopbacks`]).
+    fn loopback(&self) -> bool {
+        false
+    }
+
+    /// The parts a verdict of one of its jobs is about (implicated when it fails, cleared when
+    /// it passes): by default the job's halves, cables and ISLs, or the software or reach its
+    /// trap names (see [`parts::job_parts`]).
+    fn parts(&self, plan: &Plan, job: &Job, verdict: &Verdict, _parsed: &Parsed) -> Vec<Part> {
+        parts::job_parts(plan, job, verdict)
     }
 }
 

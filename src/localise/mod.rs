@@ -15,8 +15,10 @@
 
 mod decide;
 mod evidence;
+mod loopback;
 mod retest;
 
 pub use decide::{Decision, decide};
 pub use evidence::{Element, Observed, Seen, elements};
+pub use loopback::{MAX_LOOPBACKS, loopbacks};
 pub use retest::{MAX_RETEST_ROUNDS, retests};

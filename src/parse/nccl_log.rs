@@ -59,6 +59,10 @@ pub struct NcclLog {
     pub nranks: Option<u64>,
     /// Hosts that printed NCCL debug lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`), in order.
     pub hosts: Vec<String>,
+    /// Hosts whose own lines show the fallback: `NET/IB : No device found`, `Using network
+    /// Socket`, a connection `via NET/Socket` (the rank that fell back names its host).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback_hosts: Vec<String>,
     /// Warnings, devices and env echoes read past the caps (not stored).
     pub not_stored: usize,
 }
@@ -237,6 +241,17 @@ impl LogScanner {
         if let Some(n) = nranks_in(msg) {
             self.nranks = Some(self.nranks.map_or(n, |m| m.max(n)));
         }
+        if let Some(h) = host_of(line)
+            && falls_back(msg)
+            && !log.fallback_hosts.iter().any(|x| x == h)
+        {
+            push_capped(
+                &mut log.fallback_hosts,
+                h.to_string(),
+                MAX_STORED_NOTES,
+                &mut log.not_stored,
+            );
+        }
         if let Some(h) = host_of(line) {
             if !self.hosts.iter().any(|x| x == h) {
                 push_capped(
@@ -258,6 +273,15 @@ impl LogScanner {
         self.log.hosts = self.hosts;
         self.log
     }
+}
+
+/// Whether a message shows its rank without the IB network: no device, sockets chosen, or a
+/// connection over sockets.
+fn falls_back(msg: &str) -> bool {
+    msg.contains("No device found")
+        || msg.starts_with("Using network Socket")
+        || msg.starts_with("NET/Socket : Using")
+        || msg.contains("via NET/Socket")
 }
 
 /// `nranks N` in `comm 0x.. rank R nranks N ... - Init COMPLETE` (and `Destroy COMPLETE`), or

@@ -84,7 +84,9 @@ pub struct Job {
 impl Job {
     /// `gb10-02.f0.a -> gb10-01.f0.a` or the NCCL test's label.
     pub fn label(&self, plan: &Plan) -> String {
-        if let Some(p) = &self.pair {
+        if let Some(p) = self.pair.as_ref().filter(|p| p.client == p.server) {
+            format!("{} loopback", plan.endpoint_name(&p.client))
+        } else if let Some(p) = &self.pair {
             format!(
                 "{} {} {}",
                 plan.endpoint_name(&p.client),

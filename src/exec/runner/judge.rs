@@ -515,6 +515,12 @@ pub fn judge(plan: &Plan, round: &Round, job: &Job, attempts: Vec<Collected<'_>>
     };
     let measured = verdicts.iter().any(|v| v.measured.is_some())
         || judged.iter().any(|j| kind.measured(&j.parsed));
+    let mut verdicts = verdicts;
+    if let Some(last) = judged.last() {
+        kinds::parts::attach(plan, job, &mut verdicts, measured, |v| {
+            kind.parts(plan, job, v, &last.parsed)
+        });
+    }
     let last = attempts.last();
     JobResult {
         format_version: RESULTS_FORMAT_VERSION,

@@ -38,6 +38,29 @@ fn observed(results: &RunResults, jobs: &[Job], kind: KindId) -> Vec<Observed> {
         .collect()
 }
 
+/// After a bandwidth test with one peer per half: each end of its failing flows that no passing
+/// flow cleared, measured against itself through its own NIC (see [`localise::loopbacks`]).
+/// The round is numbered `*next`, which moves past it.
+pub(super) async fn loopback(
+    ctx: &mut Ctx<'_>,
+    kind: KindId,
+    jobs: &[Job],
+    results: &mut RunResults,
+    evidence: &Evidence,
+    books: &mut Books,
+    next: &mut usize,
+) {
+    if ctx.cancelled() {
+        return;
+    }
+    let seen = observed(results, jobs, kind);
+    let Some(round) = localise::loopbacks(ctx.plan, ctx.fabric, kind, *next, &seen) else {
+        return;
+    };
+    *next += 1;
+    super::measure(ctx, &round, *next, |_| true, results, evidence, books).await;
+}
+
 /// Re-test the failing flows of `sampled` and name what is at fault. Re-test rounds are
 /// numbered from `*next` on (after the schedule's), which moves past them.
 pub(super) async fn localise(

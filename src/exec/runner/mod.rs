@@ -224,6 +224,43 @@ async fn before_rounds(ctx: &mut ctx::Ctx<'_>, sel: &Selection, results: &mut Ru
     results.before_rounds = Some(before);
 }
 
+/// When round `i` is the last selected round (`next` the one after it) of a stage whose kind
+/// re-tests its failing ends alone (see [`crate::kinds::TestKind::loopback`]): the stage's
+/// selected jobs. Sampled stages localise their own way.
+fn stage_done_for_loopback(
+    plan: &Plan,
+    fabric: &Fabric,
+    opts: &RunOptions,
+    schedule: &Schedule,
+    selected: &[usize],
+    i: usize,
+    next: Option<usize>,
+) -> Option<Vec<Job>> {
+    let (stage, span) = schedule.stage_of(i)?;
+    if matches!(stage, Stage::Sampled { .. }) || next.is_some_and(|n| span.contains(&n)) {
+        return None;
+    }
+    let round = schedule.round(plan, fabric, i)?;
+    if !crate::kinds::get(round.kind).is_some_and(|k| k.loopback()) {
+        return None;
+    }
+    let jobs = span
+        .clone()
+        .filter(|r| selected.contains(r))
+        .filter_map(|r| schedule.round(plan, fabric, r))
+        .flat_map(|r| {
+            let picked: Vec<Job> = r
+                .jobs
+                .iter()
+                .filter(|j| selected_job(plan, &r, j, opts))
+                .cloned()
+                .collect();
+            picked
+        })
+        .collect();
+    Some(jobs)
+}
+
 /// The selected rounds, in order (each sampled test's re-tests after its last round); once
 /// interrupted, the rest is recorded as skipped.
 async fn rounds(
@@ -252,6 +289,11 @@ async fn rounds(
             continue;
         }
         measure(ctx, &round, schedule.len(), pick, results, evidence, books).await;
+        // a bandwidth test's last selected round: its uncleared failing ends alone, looped back
+        let last = selected.get(at + 1).copied();
+        if let Some(jobs) = stage_done_for_loopback(plan, fabric, opts, schedule, selected, i, last) {
+            localise::loopback(ctx, round.kind, &jobs, results, evidence, books, &mut next).await;
+        }
         // a sampled test's last selected round: re-test its failing flows, name the culprit
         if let Some((Stage::Sampled { kind, .. }, span)) = schedule.stage_of(i) {
             sampled.kind = Some(*kind);

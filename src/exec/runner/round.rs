@@ -20,6 +20,7 @@ use crate::exec::evidence::Captured;
 use crate::exec::launch::{Readiness, ServerHandle};
 use crate::exec::transport::{Output, TransportError};
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::kinds;
 use crate::plan::NodeId;
@@ -404,12 +405,16 @@ fn record_setup(
     for (r, recs) in running.iter_mut().zip(starts) {
         for s in recs {
             if let Err(e) = &s.answer {
-                r.c.failure = Some(Verdict::check(
-                    gate_name(ctx.plan, round, r.c.job),
-                    Outcome::Fail,
-                    format!("could not start the server: {e}"),
-                    Some(e.trap().unwrap_or(Trap::Unreachable)),
-                ));
+                let trap = e.trap().unwrap_or(Trap::Unreachable);
+                r.c.failure = Some(
+                    Verdict::check(
+                        gate_name(ctx.plan, round, r.c.job),
+                        Outcome::Fail,
+                        format!("could not start the server: {e}"),
+                        Some(trap),
+                    )
+                    .about(vec![Part::reach_of(&s.step.host, trap)]),
+                );
             }
             let mut rec = step_record(ctx, &mut r.c, &s.step, s.sent_ms, &s.answer);
             // recorded after the round: when the start itself answered
@@ -500,12 +505,14 @@ fn record_launches(
                         TransportError::Timeout { .. } => Trap::Timeout,
                         _ => e.trap().unwrap_or(Trap::Unreachable),
                     };
-                    r.c.failure.get_or_insert(Verdict::check(
-                        gate,
-                        Outcome::Fail,
-                        e.to_string(),
-                        Some(trap),
-                    ));
+                    let v = Verdict::check(gate, Outcome::Fail, e.to_string(), Some(trap));
+                    // a lost connection is the host's; a timeout is the job's own path
+                    let v = if trap == Trap::Timeout {
+                        v
+                    } else {
+                        v.about(vec![Part::reach_of(&l.step.host, trap)])
+                    };
+                    r.c.failure.get_or_insert(v);
                 }
             }
         }

@@ -15,6 +15,7 @@ use toml::de::ValueDeserializer;
 use super::{Family, Sample, Sweep, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::{Part, Software};
 use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
 use crate::parse::nccl_tests::NcclReport;
@@ -235,6 +236,7 @@ pub fn judge_launch(
             }
         }
     };
+    let parts = launch_parts(plan, t, &v, earlier.filter(|_| v.outcome == Outcome::Fail));
     match earlier {
         Some(e) if v.outcome == Outcome::Fail => {
             let mut f = Verdict::check(
@@ -245,9 +247,9 @@ pub fn judge_launch(
             );
             f.trap_name = e.trap_name.clone();
             f.fix = e.fix.clone();
-            f.following(e.gate.clone())
+            f.following(e.gate.clone()).about(parts)
         }
-        _ => v,
+        _ => v.about(parts),
     }
 }
 
@@ -375,4 +377,53 @@ impl TestKind for Nccl {
             .get::<NcclReport>()
             .is_some_and(|r| !r.rows.is_empty())
     }
+
+    /// A fallback to sockets is the NCCL of the ranks whose own lines show it (`NET/IB : No
+    /// device found` on that host), not of every rank.
+    fn parts(&self, plan: &Plan, job: &Job, verdict: &Verdict, parsed: &Parsed) -> Vec<Part> {
+        if let (Some(Trap::TcpFallback), Some(r)) = (verdict.trap, parsed.get::<NcclReport>())
+            && !r.fallback_hosts.is_empty()
+        {
+            let named: Vec<Part> = r
+                .fallback_hosts
+                .iter()
+                .filter_map(|h| {
+                    plan.nodes
+                        .iter()
+                        .find(|n| &n.name == h || h.starts_with(&format!("{}.", n.name)))
+                })
+                .map(|n| Part::software(&n.name, Software::Nccl))
+                .collect();
+            if !named.is_empty() {
+                return named;
+            }
+        }
+        super::parts::job_parts(plan, job, verdict)
+    }
+}
+
+/// What a launch check is about: each rank's MPI (the launching host's first) or its reach, and
+/// what an earlier failure on its path named.
+fn launch_parts(plan: &Plan, t: &NcclTest, v: &Verdict, earlier: Option<&Verdict>) -> Vec<Part> {
+    let mut parts: Vec<Part> = earlier.map(|e| e.implicates.clone()).unwrap_or_default();
+    for n in &t.nodes {
+        let name = &plan.node(*n).name;
+        let p = match v.trap {
+            Some(
+                trap @ (Trap::Unreachable
+                | Trap::SlurmNodeUnavailable
+                | Trap::SlurmStepLaunch
+                | Trap::SlurmAllocationRefused),
+            ) => Part::reach_of(name, trap),
+            _ if v.outcome == Outcome::Ok => {
+                parts.push(Part::reach_of(name, Trap::Unreachable));
+                Part::software(name, Software::Mpi)
+            }
+            _ => Part::software(name, Software::Mpi),
+        };
+        if !parts.contains(&p) {
+            parts.push(p);
+        }
+    }
+    parts
 }

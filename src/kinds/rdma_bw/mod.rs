@@ -157,6 +157,10 @@ impl TestKind for RdmaBw {
         Tool::IB_WRITE_BW
     }
 
+    fn loopback(&self) -> bool {
+        true
+    }
+
     fn metric(&self) -> &'static MetricSpec {
         &METRIC
     }

@@ -173,6 +173,23 @@ impl TestKind for RdmaBwBoth {
                 .collect();
             let exp = (!group_expected.is_empty()).then(|| group_expected.iter().sum());
             let mut v = spec.judge(format!("{} {g}", ID.name()), &[sum], exp);
+            // the sum is about every half of the group's flows, and the cables into them
+            let mut parts: Vec<crate::gate::part::Part> = Vec::new();
+            for j in round
+                .jobs
+                .iter()
+                .filter(|j| j.group.as_deref() == Some(g.as_str()))
+            {
+                if let Some(p) = &j.pair {
+                    let (halves, cables, isls) = super::parts::pair_path(plan, p);
+                    for x in halves.into_iter().chain(cables).chain(isls) {
+                        if !parts.contains(&x) {
+                            parts.push(x);
+                        }
+                    }
+                }
+            }
+            v.set_about(parts);
             if v.outcome != crate::gate::judge::Outcome::Ok {
                 v.detail = format!(
                     "the halves sum to {sum:.2} Gb/s ({}){}",

@@ -136,6 +136,9 @@ pub struct NcclReport {
     /// `NET/IB`, `NET/Socket` or null, per [`super::nccl_log`]'s rules.
     pub transport: Option<String>,
     pub mixed_transport: bool,
+    /// Hosts whose own NCCL lines show the socket fallback (see [`super::nccl_log`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_hosts: Vec<String>,
     /// GPUDirect RDMA: `true` only if every NET/IB connection (`/GDRDMA`) and `GDR 1` flag says
     /// on; `false` if any says off; null when the log does not say.
     pub gdr: Option<bool>,
@@ -265,6 +268,7 @@ pub(super) fn empty_report(status: Status) -> NcclReport {
         devices: Vec::new(),
         transport: None,
         mixed_transport: false,
+        fallback_hosts: Vec::new(),
         gdr: None,
         roce: None,
         net_devices: Vec::new(),

@@ -411,6 +411,7 @@ impl<'a> Scanner<'a> {
             devices: head.devices,
             transport: log.transport,
             mixed_transport: log.mixed_transport,
+            fallback_hosts: log.fallback_hosts,
             gdr: log.gdr,
             roce: log.roce,
             net_devices: log.net_devices,
