@@ -481,6 +481,8 @@ pub struct Suspect {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Finding {
     pub part: Part,
+    /// The part's short name, as the verdict line lists it: `spark-b.f0.b`, `ISL sw-a-sw-b`.
+    pub name: String,
     /// The part as a person reads it: `spark-b.f0.b (enP2p1s0f0np0 on spark-b)`.
     pub label: String,
     /// FAIL or WARN.
@@ -623,8 +625,8 @@ impl RunResults {
             let fails = self.findings.iter().filter(|f| f.outcome == Outcome::Fail);
             let warns = self.findings.iter().filter(|f| f.outcome == Outcome::Warn);
             named = (
-                fails.map(|f| f.part.name()).collect::<Vec<_>>(),
-                warns.map(|f| f.part.name()).collect::<Vec<_>>(),
+                fails.map(|f| f.name.clone()).collect::<Vec<_>>(),
+                warns.map(|f| f.name.clone()).collect::<Vec<_>>(),
             );
             s.fail = named.0.len();
             s.warn = named.1.len();

@@ -139,6 +139,10 @@ fn by_trap(
             address_fix(plan, found, part),
             "configure the half's planned address on its netdev, MTU 9000, and persist it".into(),
         ),
+        (Trap::CrossedCable, Part::Port { node, .. }) => (
+            None,
+            format!("the cables in {node}'s two ports are in each other's port: swap them at {node} so each sits where the plan says (or change the plan to match the cabling)"),
+        ),
         (Trap::CrossedCable, _) => (None, cabling_text(head)),
         (Trap::RoutingTrap, _) => (
             per_netdev(plan, found, part, |n| format!("ip route show dev {n}")),

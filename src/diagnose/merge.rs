@@ -14,7 +14,8 @@ use crate::plan::Plan;
 pub struct Merged {
     pub part: Part,
     pub explains: Vec<usize>,
-    /// A label of its own, where the part's own label would not say it.
+    /// A name and a label of its own, where the part's would not say it.
+    pub name: Option<String>,
     pub label: Option<String>,
 }
 
@@ -72,15 +73,77 @@ pub fn merge<'v>(
                 out.push(Merged {
                     part: Part::port(node, port),
                     explains: c.explains,
+                    name: None,
                     label: None,
                 });
             }
             None => out.push(Merged {
                 part: c.part,
                 explains: c.explains,
+                name: None,
                 label: None,
             }),
         }
+    }
+    swapped(out, &verdict)
+}
+
+/// The node end `NODE.PORT` of a cable part that is on `node` (a cable's ends are `NODE.PORT`
+/// or a switch).
+fn port_on<'p>(c: &'p Part, node: &str) -> Option<&'p str> {
+    let Part::Cable { a, b } = c else { return None };
+    [a, b].into_iter().find_map(|e| {
+        e.strip_prefix(node)
+            .and_then(|r| r.strip_prefix('.'))
+            .filter(|p| !p.contains('.'))
+    })
+}
+
+/// Two crossed cables that meet at one node on two of its ports are one fault: the cables are
+/// swapped in that node's ports (one finding, named by both ports).
+fn swapped<'v>(mut out: Vec<Merged>, verdict: &impl Fn(usize) -> &'v Verdict) -> Vec<Merged> {
+    let crossed = |m: &Merged| {
+        matches!(m.part, Part::Cable { .. })
+            && m.explains
+                .iter()
+                .any(|i| verdict(*i).trap == Some(Trap::CrossedCable))
+    };
+    let mut i = 0;
+    while i < out.len() {
+        let pair = crossed(&out[i])
+            .then(|| {
+                (i + 1..out.len()).find_map(|j| {
+                    if !crossed(&out[j]) {
+                        return None;
+                    }
+                    let nodes = |p: &Part| match p {
+                        Part::Cable { a, b } => [a.clone(), b.clone()],
+                        _ => [String::new(), String::new()],
+                    };
+                    nodes(&out[i].part).into_iter().find_map(|end| {
+                        let node = end.split('.').next()?.to_string();
+                        let p = port_on(&out[i].part, &node)?;
+                        let q = port_on(&out[j].part, &node)?;
+                        (p != q).then(|| (j, node.clone(), p.to_string(), q.to_string()))
+                    })
+                })
+            })
+            .flatten();
+        if let Some((j, node, p, q)) = pair {
+            let other = out.remove(j);
+            let m = &mut out[i];
+            m.explains.extend(other.explains);
+            m.explains.sort_unstable();
+            let (p, q) = if p <= q { (p, q) } else { (q, p) };
+            m.name = Some(format!("{node}.{p} and {node}.{q}"));
+            m.label = Some(format!(
+                "{node}.{p} and {node}.{q}: their cables are swapped ({} and {})",
+                m.part.name(),
+                other.part.name()
+            ));
+            m.part = Part::port(&node, &p);
+        }
+        i += 1;
     }
     out
 }

@@ -184,6 +184,7 @@ fn finding(
         .collect();
     Finding {
         part: c.part.clone(),
+        name: c.name.clone().unwrap_or_else(|| c.part.name()),
         label: c
             .label
             .clone()

@@ -286,7 +286,7 @@ fn nccl_transport(gate: &str, parsed: &NcclReport) -> Option<Verdict> {
         Some(t) => Some(Verdict::check(
             gate,
             Outcome::Fail,
-            format!("{t}: NCCL fell back to TCP sockets"),
+            format!("{t}: NCCL fell back to TCP sockets{}", fallback_where(parsed)),
             Some(Trap::TcpFallback),
         )),
         None if !parsed.rows.is_empty() => Some(Verdict::check(
@@ -296,6 +296,19 @@ fn nccl_transport(gate: &str, parsed: &NcclReport) -> Option<Verdict> {
             Some(Trap::TcpFallback),
         )),
         None => None,
+    }
+}
+
+/// Where the fallback starts, as the ranks' own lines say: `; on spark-3 NET/IB found no
+/// device (`NET/IB : No device found`)`.
+fn fallback_where(parsed: &NcclReport) -> String {
+    match (parsed.fallback_hosts.as_slice(), parsed.ib_unavailable) {
+        ([], _) => String::new(),
+        (hosts, true) => format!(
+            "; on {} NET/IB found no device (`NET/IB : No device found`)",
+            hosts.join(", ")
+        ),
+        (hosts, false) => format!("; over sockets on {}", hosts.join(", ")),
     }
 }
 

@@ -91,12 +91,24 @@ fn ranks_parts(plan: &Plan, job: &Job, nodes: &[NodeId], trap: Option<Trap>) -> 
         Some(Trap::ExecutableMissing | Trap::ToolError | Trap::Unparseable) => {
             software(plan, nodes, Software::Tools)
         }
-        // performance and correctness: every half the ranks use, then each rank's NCCL
+        // performance and correctness: every half the ranks use, the cables into them, the
+        // ISLs between their switches, then each rank's NCCL
         _ => {
             let mut v: Vec<Part> = job.resources.iter().map(|e| plan.half_part(e)).collect();
+            let mut switches = std::collections::BTreeSet::new();
             for e in &job.resources {
                 if let Some(c) = plan.cable_part(e) {
                     push_new(&mut v, c);
+                }
+                if let Some(sw) = plan.member_of(e).and_then(|(_, m)| m.switch) {
+                    switches.insert(sw);
+                }
+            }
+            if switches.len() > 1 {
+                for i in &plan.isls {
+                    if switches.contains(&i.a) || switches.contains(&i.b) {
+                        push_new(&mut v, plan.isl_part(i.id));
+                    }
                 }
             }
             v.extend(software(plan, nodes, Software::Nccl));

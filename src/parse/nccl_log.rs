@@ -59,8 +59,9 @@ pub struct NcclLog {
     pub nranks: Option<u64>,
     /// Hosts that printed NCCL debug lines (`<host>:<pid>:<tid> [<dev>] NCCL ...`), in order.
     pub hosts: Vec<String>,
-    /// Hosts whose own lines show the fallback: `NET/IB : No device found`, `Using network
-    /// Socket`, a connection `via NET/Socket` (the rank that fell back names its host).
+    /// Hosts whose own lines show why the run fell back: `NET/IB : No device found` there (the
+    /// cause: the other ranks then follow it onto sockets); when no host says so, the hosts
+    /// whose lines chose sockets (`Using network Socket`, a connection `via NET/Socket`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallback_hosts: Vec<String>,
     /// Warnings, devices and env echoes read past the caps (not stored).
@@ -205,6 +206,9 @@ pub struct LogScanner {
     /// Ranks a comm said it has (`nranks N` / `nRanks N`), largest seen.
     nranks: Option<u64>,
     hosts: Vec<String>,
+    /// Hosts that said `NET/IB : No device found`, and hosts that went over sockets.
+    no_device: Vec<String>,
+    on_sockets: Vec<String>,
 }
 
 impl LogScanner {
@@ -241,16 +245,19 @@ impl LogScanner {
         if let Some(n) = nranks_in(msg) {
             self.nranks = Some(self.nranks.map_or(n, |m| m.max(n)));
         }
-        if let Some(h) = host_of(line)
-            && falls_back(msg)
-            && !log.fallback_hosts.iter().any(|x| x == h)
-        {
-            push_capped(
-                &mut log.fallback_hosts,
-                h.to_string(),
-                MAX_STORED_NOTES,
-                &mut log.not_stored,
-            );
+        if let Some(h) = host_of(line) {
+            let list = if msg.contains("No device found") {
+                Some(&mut self.no_device)
+            } else if falls_back(msg) {
+                Some(&mut self.on_sockets)
+            } else {
+                None
+            };
+            if let Some(list) = list
+                && !list.iter().any(|x| x == h)
+            {
+                push_capped(list, h.to_string(), MAX_STORED_NOTES, &mut log.not_stored);
+            }
         }
         if let Some(h) = host_of(line) {
             if !self.hosts.iter().any(|x| x == h) {
@@ -271,6 +278,11 @@ impl LogScanner {
         decide(&mut self.log, &self.ev);
         self.log.nranks = self.nranks;
         self.log.hosts = self.hosts;
+        self.log.fallback_hosts = if self.no_device.is_empty() {
+            self.on_sockets
+        } else {
+            self.no_device
+        };
         self.log
     }
 }
@@ -278,8 +290,7 @@ impl LogScanner {
 /// Whether a message shows its rank without the IB network: no device, sockets chosen, or a
 /// connection over sockets.
 fn falls_back(msg: &str) -> bool {
-    msg.contains("No device found")
-        || msg.starts_with("Using network Socket")
+    msg.starts_with("Using network Socket")
         || msg.starts_with("NET/Socket : Using")
         || msg.contains("via NET/Socket")
 }

@@ -178,6 +178,18 @@ fn path_parts(plan: &Plan, p: &Ping) -> Vec<Part> {
     v
 }
 
+/// An ISL probe's parts: the ISL, then the halves and cables that probed it (a probing end
+/// that is itself broken explains the probe too).
+fn isl_first(isl: Part, ends: Vec<Part>) -> Vec<Part> {
+    let mut v = vec![isl];
+    for p in ends {
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    v
+}
+
 /// A path's parts with its cables first: no reply at all is the cabling before the ends.
 fn cable_first(mut v: Vec<Part>) -> Vec<Part> {
     v.sort_by_key(|p| !matches!(p, Part::Cable { .. }));
@@ -206,8 +218,9 @@ pub fn judge(
         }
         said.push(s);
     }
-    // the ISL pings, grouped by ISL
+    // the ISL pings, grouped by ISL, with the halves that probed it
     let mut isl_fail: HashMap<IslId, Vec<String>> = HashMap::new();
+    let mut isl_ends: HashMap<IslId, Vec<Part>> = HashMap::new();
     let mut out = Vec::new();
     for (p, s) in pings.iter().zip(said) {
         let gate = format!(
@@ -249,6 +262,7 @@ pub fn judge(
                 s.mtu_line.unwrap_or_else(|| "no reply".into())
             );
             if let Some((isl, _)) = p.isls.first() {
+                isl_ends.entry(*isl).or_default().extend(path());
                 isl_fail.entry(*isl).or_default().push(format!(
                     "{} -> {}: {why}",
                     plan.endpoint_name(&p.from),
@@ -261,6 +275,7 @@ pub fn judge(
                 ends(),
             ));
         } else if let Some((isl, _)) = p.isls.first() {
+            isl_ends.entry(*isl).or_default().extend(path());
             isl_fail.entry(*isl).or_default().push(format!(
                 "{} -> {}: no reply: {}",
                 plan.endpoint_name(&p.from),
@@ -302,7 +317,7 @@ pub fn judge(
                     Trap::IslBlockedRstp
                 }),
             )
-            .about(vec![plan.isl_part(isl)]),
+            .about(isl_first(plan.isl_part(isl), isl_ends.remove(&isl).unwrap_or_default())),
             Blocks::Isl(isl),
         ));
     }

@@ -139,6 +139,10 @@ pub struct NcclReport {
     /// Hosts whose own NCCL lines show the socket fallback (see [`super::nccl_log`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallback_hosts: Vec<String>,
+    /// Some rank's NCCL said `NET/IB : No device found` (the fallback's cause, on
+    /// `fallback_hosts`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ib_unavailable: bool,
     /// GPUDirect RDMA: `true` only if every NET/IB connection (`/GDRDMA`) and `GDR 1` flag says
     /// on; `false` if any says off; null when the log does not say.
     pub gdr: Option<bool>,
@@ -268,6 +272,7 @@ pub(super) fn empty_report(status: Status) -> NcclReport {
         devices: Vec::new(),
         transport: None,
         mixed_transport: false,
+        ib_unavailable: false,
         fallback_hosts: Vec::new(),
         gdr: None,
         roce: None,

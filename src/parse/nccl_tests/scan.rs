@@ -412,6 +412,7 @@ impl<'a> Scanner<'a> {
             transport: log.transport,
             mixed_transport: log.mixed_transport,
             fallback_hosts: log.fallback_hosts,
+            ib_unavailable: log.ib_unavailable,
             gdr: log.gdr,
             roce: log.roce,
             net_devices: log.net_devices,
