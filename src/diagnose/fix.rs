@@ -172,6 +172,17 @@ fn by_trap(
             remote(plan, &node, &["grep -i cma /proc/meminfo".into()]),
             format!("give {node}'s kernel contiguous memory (the `cma=` boot parameter) so ibv_reg_mr succeeds"),
         ),
+        (Trap::PinnedNameWrong, Part::Plan { what }) => (
+            head.gate
+                .strip_prefix("discover ")
+                .and_then(|h| h.split('.').next())
+                .map(|n| format!("fabricplan detect --host {}", q(n))),
+            format!("change {what} in the plan to the name that box really has (the command lists them), or remove the pin and let discovery choose: {}", head.detail),
+        ),
+        (_, Part::Plan { what }) => (
+            None,
+            format!("change {what} in the plan: {}", head.detail),
+        ),
         (Trap::NoDevice, _) => (
             remote(plan, &node, &["ibv_devinfo -l".into()]),
             "the RDMA device is missing: check the driver (mlx5_ib) and rdma-core on the node, or the plan's pinned name".into(),

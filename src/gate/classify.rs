@@ -40,6 +40,8 @@ pub struct Context {
 pub struct NcclExpectation<'a> {
     pub small_time_us: Option<f64>,
     pub busbw_gbs: &'a dyn Fn(u64) -> f64,
+    /// Every rank is a unified-memory box (GB10): GPUDirect RDMA off is expected there.
+    pub unified_memory: bool,
 }
 
 /// The rows of the largest message sizes: those at least a quarter of the largest (with the
@@ -263,12 +265,23 @@ pub fn nccl(
     out.extend(fabric_counters(&g("fabric counters"), ctx));
     out.extend(hca_covers_every_half(&g("NCCL_IB_HCA"), ctx));
     if parsed.gdr == Some(false) {
-        out.push(Verdict::check(
-            g("GPUDirect RDMA"),
-            Outcome::Ok,
-            "GDR 0: GPUDirect RDMA off, data staged through host memory (expected on GB10)",
-            None,
-        ));
+        // reported on GB10, whose unified memory has no GPU memory to expose; elsewhere every
+        // message takes a detour through host memory
+        out.push(if model.unified_memory {
+            Verdict::check(
+                g("GPUDirect RDMA"),
+                Outcome::Ok,
+                "GDR 0: GPUDirect RDMA off, data staged through host memory (expected on GB10)",
+                None,
+            )
+        } else {
+            Verdict::check(
+                g("GPUDirect RDMA"),
+                Outcome::Warn,
+                "GDR 0: GPUDirect RDMA off, every message staged through host memory",
+                Some(Trap::GdrOff),
+            )
+        });
     }
     follow_the_fallback(&g("transport"), &mut out);
     out
@@ -507,6 +520,7 @@ mod tests {
         NcclExpectation {
             small_time_us: Some(29.7),
             busbw_gbs: f,
+            unified_memory: true,
         }
     }
 

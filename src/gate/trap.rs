@@ -171,10 +171,10 @@ impl Trap {
                 "set MTU 9000 on every fabric netdev and switch port on the path (ip link set DEV mtu 9000), and persist it"
             }
             Trap::ServerGoneOrFirewall => {
-                "start the server detached (setsid, stdin from /dev/null); allow the perftest port (TCP 18515 or -p) as the DESTINATION port in the firewall"
+                "read the server's log kept in the run directory (it exited, or never listened); allow the test ports (TCP 18515 and up) in as DESTINATION ports in that node's firewall"
             }
             Trap::TcpFallback => {
-                "set NCCL_NET_PLUGIN=none, list every rank's device in NCCL_IB_HCA and netdev in NCCL_SOCKET_IFNAME, and confirm NET/IB in the log"
+                "make the node's RDMA devices visible to NCCL: `ibv_devinfo -l` must list them (rdma-core, the mlx5_ib driver, /dev/infiniband readable by the job's user); the NCCL log kept in the run directory names the rank that fell back"
             }
             Trap::WrongResults => {
                 "results are corrupt: check the fabric's error counters, GPU health and the NCCL/driver versions before any workload"
@@ -189,7 +189,7 @@ impl Trap {
                 "NCCL used the management network: check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_NET_PLUGIN=none"
             }
             Trap::GdrOff => {
-                "expected on GB10 (unified memory, data staged through host memory); reported, not failed"
+                "load nvidia-peermem (or use the dma-buf path) so the NIC reads GPU memory directly, and check the GPU and the NIC share a PCIe switch (`nvidia-smi topo -m`); expected only on unified-memory boxes such as GB10"
             }
             Trap::SlowLatency => {
                 "check that the device is the one carrying the address (not a software RoCE path) and the port is ACTIVE"

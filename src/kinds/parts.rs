@@ -117,9 +117,32 @@ fn ranks_parts(plan: &Plan, job: &Job, nodes: &[NodeId], trap: Option<Trap>) -> 
     }
 }
 
+/// A tool that refused its own command line (`invalid option`) ran what the plan's own template
+/// of this kind rendered: that template is the part, when the plan overrides one.
+fn refused_template(plan: &Plan, job: &Job, v: &Verdict) -> Option<Part> {
+    let words = ["invalid option", "unrecognized option", "requires an argument"];
+    if !words.iter().any(|w| v.detail.contains(w)) {
+        return None;
+    }
+    let kind = super::get(job.kind)?;
+    let mut own: Vec<&str> = kind
+        .templates()
+        .iter()
+        .map(|t| t.name)
+        .filter(|n| plan.templates.contains_key(*n))
+        .collect();
+    own.dedup();
+    (!own.is_empty()).then(|| Part::Plan {
+        what: format!("template {}", own.join(", ")),
+    })
+}
+
 /// The parts a verdict of `job` is about, by its trap: a flow's halves, cables and ISLs; an
 /// NCCL test's halves and each rank's NCCL; the software or reach a failure to run names.
 pub fn job_parts(plan: &Plan, job: &Job, v: &Verdict) -> Vec<Part> {
+    if let Some(p) = refused_template(plan, job, v) {
+        return vec![p];
+    }
     match (&job.pair, &job.ranks) {
         (Some(p), _) => pair_parts(plan, p, v.trap),
         (None, Some(r)) => ranks_parts(plan, job, &r.nodes, v.trap),

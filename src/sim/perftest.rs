@@ -24,6 +24,8 @@ pub(crate) struct Args {
     pub port: u16,
     pub server: Option<String>,
     pub gbits: bool,
+    /// `--cpu_util`: a CPU_Util[%] column in duration mode.
+    pub cpu_util: bool,
     /// The operation in the banner's title: `RDMA_Write`, `RDMA_Read`, `Send`.
     pub verb: &'static str,
     /// `-b`: both ways at once.
@@ -70,6 +72,7 @@ pub(crate) fn parse(tool: &str, words: &[String]) -> Result<Args, String> {
         port: 18515,
         server: None,
         gbits: false,
+        cpu_util: false,
     };
     let bad =
         |w: &str| format!("{tool}: invalid option -- '{w}'\n Parser function exited with Error\n");
@@ -107,6 +110,7 @@ pub(crate) fn parse(tool: &str, words: &[String]) -> Result<Args, String> {
                 value()?;
             }
             "--report_gbits" | "--report-gbits" => a.gbits = true,
+            "--cpu_util" => a.cpu_util = true,
             "-F" | "--CPU-freq" | "-N" | "--noPeak" | "-e" | "--events" | "-R" | "--rdma_cm"
             | "-z" | "--comm_rdma_cm" | "-a" | "--all" => {}
             "-b" | "--bidirectional" => a.bidirectional = true,
@@ -234,10 +238,14 @@ pub(crate) fn bw_table(a: &Args, gbps: f64, seconds: f64) -> String {
         let f = 1e9 / 8.0 / 1_048_576.0;
         ("MiB/sec", gbps * f, peak * f)
     };
+    // CPU utilisation is reported in duration mode only (FORMATS 1.4)
+    let cpu = a.cpu_util && a.duration.is_some();
     let _ = writeln!(
         s,
-        " #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"
+        " #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]{}",
+        if cpu { "    CPU_Util[%]" } else { "" }
     );
+    let cpu_col = if cpu { "\t    4.21" } else { "" };
     let iters = if a.duration.is_some() {
         msgs
     } else {
@@ -246,13 +254,13 @@ pub(crate) fn bw_table(a: &Args, gbps: f64, seconds: f64) -> String {
     if a.gbits && avg < 0.1 {
         let _ = writeln!(
             s,
-            " {:<7}    {}           {:<7.6}            {:<7.6}            {:<7.6}",
+            " {:<7}    {}           {:<7.6}            {:<7.6}            {:<7.6}{cpu_col}",
             a.size, iters, peak, avg, rate
         );
     } else {
         let _ = writeln!(
             s,
-            " {:<7}    {:<10}       {:<7.2}            {:<7.2}\t\t     {:<7.6}",
+            " {:<7}    {:<10}       {:<7.2}            {:<7.2}\t\t     {:<7.6}{cpu_col}",
             a.size, iters, peak, avg, rate
         );
     }

@@ -155,6 +155,27 @@ fn landing(plan: &Plan, faults: &[Fault], node: NodeId, port: &str) -> (NodeId, 
     at
 }
 
+/// A pin gives one half another half's name (the f0/f1 asymmetry): that other half then carries
+/// the name the pinned one would have had, so no two share a name. Pinned name -> freed name.
+fn renamed(plan: &Plan, node: crate::plan::NodeId) -> std::collections::HashMap<String, String> {
+    let mut out = std::collections::HashMap::new();
+    for p in &plan.profile_of(node).ports {
+        for h in &p.halves {
+            let pin = plan.pinned(&Endpoint {
+                node,
+                port: p.name.clone(),
+                half: h.name.clone(),
+            });
+            for (pinned, own) in [(&pin.device, &h.device), (&pin.netdev, &h.netdev)] {
+                if let Some(x) = pinned.as_ref().filter(|x| *x != own) {
+                    out.insert(x.clone(), own.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Every node's devices, node by node (so each node's are a range of the list).
 fn build_devs(
     plan: &Plan,
@@ -176,6 +197,12 @@ fn build_devs(
                 _ => None,
             })
             .unwrap_or_else(|| SIM_FIRMWARE.to_string());
+        let renamed = renamed(plan, node.id);
+        let unpinned = |pinned: &Option<String>, own: &String| {
+            pinned
+                .clone()
+                .unwrap_or_else(|| renamed.get(own).cloned().unwrap_or_else(|| own.clone()))
+        };
         let mut ifindex = 3;
         for p in &plan.profile_of(node.id).ports {
             let (land_node, land_port) = landing(plan, faults, node.id, &p.name);
@@ -208,8 +235,8 @@ fn build_devs(
                 };
                 devs.push(Dev {
                     node: node.id,
-                    name: pin.device.clone().unwrap_or_else(|| h.device.clone()),
-                    netdev: pin.netdev.clone().unwrap_or_else(|| h.netdev.clone()),
+                    name: unpinned(&pin.device, &h.device),
+                    netdev: unpinned(&pin.netdev, &h.netdev),
                     throttled: has(&endpoint, |f| match f {
                         Fault::Throttle(es) => Some(es),
                         _ => None,

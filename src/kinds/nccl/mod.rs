@@ -353,6 +353,7 @@ impl TestKind for Nccl {
                 let model = classify::NcclExpectation {
                     small_time_us: Some(e.time_us(16384)),
                     busbw_gbs: &busbw,
+                    unified_memory: t.nodes.iter().all(|n| plan.profile_of(*n).name == "gb10"),
                 };
                 classify::nccl(&plan.gate(&SMALL_TIME), &plan.gate(&BUSBW), r, ctx, &model)
             }

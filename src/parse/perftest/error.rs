@@ -116,11 +116,17 @@ pub(crate) fn classify(t: &str) -> Option<(ErrorKind, Weight)> {
         || (has("Msg rate") && has("below msg_rate limit"))
         || starts("poll CQ failed")
         || has("Did not get Message for")
-        || has("Parser function exited with Error")
         || starts("Invalid MTU")
         || starts("unexpected CM event")
     {
         return Some((Other, Root));
+    }
+    // getopt's own words name the option; perftest's line after them only says it gave up
+    if has("invalid option") || has("unrecognized option") || has("requires an argument") {
+        return Some((Other, Root));
+    }
+    if has("Parser function exited with Error") {
+        return Some((Other, FollowUp));
     }
     if has("Error occurred while running infinitely")
         || has("Unable to read to socket/rdma_cm")

@@ -224,9 +224,16 @@ impl<'a> Launch<'a> {
                 .collect();
             info.push(format!("NET/IB : Using {} [RO]; OOB {oob}", list.join(" ")));
         }
+        // GPUDirect RDMA where GPU memory is the NIC's peer; GB10's unified memory is staged
+        // through the host (GDR 0)
+        let gdr = self.use_ib
+            && self
+                .ranks
+                .iter()
+                .all(|k| self.world.plan.profile_of(k.node).name != "gb10");
         let via = if self.use_ib {
             info.push("Using network IB".into());
-            "NET/IB/0"
+            if gdr { "NET/IB/0/GDRDMA" } else { "NET/IB/0" }
         } else {
             info.push(format!("NET/Socket : Using [0]{oob}"));
             info.push("Using network Socket".into());
@@ -237,7 +244,7 @@ impl<'a> Launch<'a> {
             "ncclCommInitRank comm {comm} rank {r} nranks {n} cudaDev 0 nvmlDev 0 busId f01000 commId 0x{comm_id:016x} - Init START"
         ));
         if n > 1 {
-            info.extend(channels(r, n, via));
+            info.extend(channels(r, n, via, gdr));
         }
         info.push(format!(
             "comm {comm} rank {r} nranks {n} cudaDev 0 nvmlDev 0 busId f01000 commId 0x{comm_id:016x} - Init COMPLETE"
@@ -377,7 +384,7 @@ impl<'a> Launch<'a> {
 
 /// Rank `r`'s ring channels among `n` ranks: both channels' order, receive from the previous
 /// rank, send to the next, over `via`.
-fn channels(r: usize, n: usize, via: &str) -> Vec<String> {
+fn channels(r: usize, n: usize, via: &str, gdr: bool) -> Vec<String> {
     let order: String = (0..n).map(|x| format!(" {x:>4}")).collect();
     let (prev, next) = ((r + n - 1) % n, (r + 1) % n);
     let mut lines = vec![
@@ -394,7 +401,10 @@ fn channels(r: usize, n: usize, via: &str) -> Vec<String> {
             "Channel {ch:02}/0 : {r}[0] -> {next}[0] [send] via {via}"
         ));
     }
-    lines.push("Connected all rings, use ring PXN 0 GDR 0".into());
+    lines.push(format!(
+        "Connected all rings, use ring PXN 0 GDR {}",
+        u8::from(gdr)
+    ));
     lines
 }
 

@@ -9,8 +9,6 @@ use crate::kinds::nccl::capacity as nccl_model;
 use crate::kinds::nccl::section::Collective;
 use crate::plan::{IslId, SwitchId};
 
-/// NCCL's usable rate of one RoCE half (Gb/s): the capacity model's share of a GB10 half.
-const LANE_GBPS: f64 = nccl_model::HALF_SHARE * crate::capacity::DEFAULT_HALF_GBPS;
 /// A firmware-throttled half.
 const THROTTLED_GBPS: f64 = 11.4;
 /// Traffic forced through an RSTP-blocked ISL.
@@ -54,7 +52,18 @@ pub(super) fn ring_hops(world: &World, ranks: &[Rank]) -> Vec<Vec<Lane>> {
                 if !world.linked(x, y) {
                     continue;
                 }
-                let mut g = LANE_GBPS;
+                // the capacity model's share of the slower end's half, less a switch's cost
+                let half = |d: &Dev| {
+                    world
+                        .plan
+                        .profile_of(d.node)
+                        .half_rate_gbps
+                        .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS)
+                };
+                let mut g = half(x).min(half(y)) * nccl_model::HALF_SHARE;
+                if world.path(x, y).is_some_and(|p| !p.switches.is_empty()) {
+                    g *= 1.0 - world.plan.capacity.switch_penalty_pct / 100.0;
+                }
                 if x.throttled || y.throttled {
                     g = THROTTLED_GBPS;
                 }
