@@ -86,8 +86,12 @@ pub struct RunArgs {
     /// After each round, print where its time went on stderr (counters, server starts,
     /// readiness, staging, release, the longest tool, stops and logs, judging, overhead: the
     /// round's `phases` in results.json).
+    /// and show every gate in a table, not only the compact answer.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Show every gate in a table (the table of `--verbose`, without its phase lines).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `--keep-evidence`.
@@ -243,7 +247,8 @@ fn front_sinks(launcher: &dyn Launcher, dir: &std::path::Path, args: &RunArgs) -
                 dir.display().to_string(),
                 super::width(),
                 super::color_stdout(),
-            );
+            )
+            .all(args.verbose || args.all);
             let bar = t.progress_bar();
             (Box::new(t), Some(bar))
         }

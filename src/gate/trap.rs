@@ -159,7 +159,7 @@ impl Trap {
                 "measure each half alone: the short one is throttled or down; fix it before trusting the sum"
             }
             Trap::IslBlockedRstp => {
-                "check the ISL's spanning-tree role on both switches: an RSTP-blocked or alternate port forwards nothing useful"
+                "check the spanning-tree state of the ISL's ports on both switches (`bridge -d link show` on a Linux bridge, `show spanning-tree` on a switch OS): a blocking or alternate port forwards almost nothing; make it forwarding (remove the loop, or fix the port's priority)"
             }
             Trap::SoftwareForwarding => {
                 "remove the second bridge / software path on the switch so the ASIC forwards; packet_seq_err grows while throughput collapses"

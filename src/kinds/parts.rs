@@ -120,7 +120,11 @@ fn ranks_parts(plan: &Plan, job: &Job, nodes: &[NodeId], trap: Option<Trap>) -> 
 /// A tool that refused its own command line (`invalid option`) ran what the plan's own template
 /// of this kind rendered: that template is the part, when the plan overrides one.
 fn refused_template(plan: &Plan, job: &Job, v: &Verdict) -> Option<Part> {
-    let words = ["invalid option", "unrecognized option", "requires an argument"];
+    let words = [
+        "invalid option",
+        "unrecognized option",
+        "requires an argument",
+    ];
     if !words.iter().any(|w| v.detail.contains(w)) {
         return None;
     }

@@ -270,10 +270,12 @@ fn suspect(
     );
     // the part, in the diagnosis's terms: the half (or the software its failure names), the ISL
     let named = match p {
-        Part::End(e) if trap == Some(Trap::ServerGoneOrFirewall) => crate::gate::part::Part::software(
-            &plan.node(e.node).name,
-            crate::gate::part::Software::Tools,
-        ),
+        Part::End(e) if trap == Some(Trap::ServerGoneOrFirewall) => {
+            crate::gate::part::Part::software(
+                &plan.node(e.node).name,
+                crate::gate::part::Software::Tools,
+            )
+        }
         Part::End(e) => plan.half_part(e),
         Part::Isl(i) => plan.isl_part(*i),
     };

@@ -291,7 +291,8 @@ async fn rounds(
         measure(ctx, &round, schedule.len(), pick, results, evidence, books).await;
         // a bandwidth test's last selected round: its uncleared failing ends alone, looped back
         let last = selected.get(at + 1).copied();
-        if let Some(jobs) = stage_done_for_loopback(plan, fabric, opts, schedule, selected, i, last) {
+        if let Some(jobs) = stage_done_for_loopback(plan, fabric, opts, schedule, selected, i, last)
+        {
             localise::loopback(ctx, round.kind, &jobs, results, evidence, books, &mut next).await;
         }
         // a sampled test's last selected round: re-test its failing flows, name the culprit

@@ -317,7 +317,10 @@ pub fn judge(
                     Trap::IslBlockedRstp
                 }),
             )
-            .about(isl_first(plan.isl_part(isl), isl_ends.remove(&isl).unwrap_or_default())),
+            .about(isl_first(
+                plan.isl_part(isl),
+                isl_ends.remove(&isl).unwrap_or_default(),
+            )),
             Blocks::Isl(isl),
         ));
     }

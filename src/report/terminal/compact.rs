@@ -1,0 +1,282 @@
+//! The compact answer (the default): one line per node for discovery on a small fabric (one
+//! line for all of them on a big one), one line for preflight and one per test with its worst
+//! value, then every gate that is not OK, each once: a finding's first evidence marked with its
+//! number, the gates that follow from it counted after a few.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use super::Page;
+use crate::gate::judge::{Outcome, Verdict};
+use crate::results::{JobResult, JobStatus, RunResults};
+use crate::text::inert;
+use crate::text::width::pad;
+
+/// Up to this many nodes, discovery gets a line each.
+const NODE_LINES_UP_TO: usize = 16;
+/// Gates that follow from one finding shown before the rest are counted.
+const FOLLOWERS_SHOWN: usize = 3;
+
+/// The answer below the findings.
+pub(super) fn answer(p: &mut Page, r: &RunResults) -> io::Result<()> {
+    let tests = per_test(r);
+    let w = tests
+        .iter()
+        .map(|(k, _)| k.len())
+        .chain(["discovery".len(), "preflight".len()])
+        .max()
+        .unwrap_or(9)
+        + 2;
+    p.line("")?;
+    discovery(p, r, w)?;
+    preflight(p, r, w)?;
+    for (kind, jobs) in &tests {
+        test_line(p, kind, jobs, w)?;
+    }
+    not_ok(p, r)
+}
+
+fn discovery(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
+    let lead = pad("discovery", w);
+    if r.discovery.is_empty() {
+        return p.line(&format!("{lead}nothing discovered"));
+    }
+    if r.discovery.len() > NODE_LINES_UP_TO {
+        let reached = r.discovery.iter().filter(|d| d.reachable).count();
+        let halves: usize = r.discovery.iter().map(|d| d.halves.len()).sum();
+        let live = r
+            .discovery
+            .iter()
+            .flat_map(|d| &d.halves)
+            .filter(|h| h.problems.is_empty() && h.device.is_some())
+            .count();
+        let text = format!(
+            "{reached} of {} nodes reached, {live} of {halves} planned halves live (device, netdev, RoCE v2 GID)",
+            r.discovery.len()
+        );
+        return p.wrapped(&lead, &text, w);
+    }
+    for (i, d) in r.discovery.iter().enumerate() {
+        let lead = if i == 0 { lead.clone() } else { " ".repeat(w) };
+        let text = if !d.reachable {
+            format!("{}: UNREACHABLE", d.node)
+        } else {
+            let halves: Vec<String> = d
+                .halves
+                .iter()
+                .map(|h| {
+                    let name = h.device.clone().unwrap_or_else(|| "no device".into());
+                    match (h.gid_index, h.mtu) {
+                        (Some(g), Some(m)) => format!("{name} GID {g} MTU {m}"),
+                        (Some(g), None) => format!("{name} GID {g}"),
+                        _ => name,
+                    }
+                })
+                .collect();
+            format!("{}: {}", d.node, halves.join(", "))
+        };
+        p.wrapped(&lead, &inert(&text), w)?;
+    }
+    Ok(())
+}
+
+fn preflight(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
+    if r.preflight.is_empty() {
+        return Ok(());
+    }
+    let ok = r
+        .preflight
+        .iter()
+        .filter(|v| v.outcome == Outcome::Ok)
+        .count();
+    p.wrapped(
+        &pad("preflight", w),
+        &format!(
+            "{ok}/{} OK{}   devices, MTU, cabling, routes, pings, launch",
+            r.preflight.len(),
+            counts(
+                &r.preflight
+                    .iter()
+                    .map(|v| Some(v.outcome))
+                    .collect::<Vec<_>>()
+            )
+        ),
+        w,
+    )
+}
+
+/// `, 2 FAIL, 1 WARN` for what is not OK among `outcomes` (`None`: not run).
+fn counts(outcomes: &[Option<Outcome>]) -> String {
+    let n = |o: Option<Outcome>| outcomes.iter().filter(|x| **x == o).count();
+    let mut s = String::new();
+    for (o, word) in [
+        (Some(Outcome::Fail), "FAIL"),
+        (Some(Outcome::Warn), "WARN"),
+        (None, "not run"),
+    ] {
+        if n(o) > 0 {
+            s.push_str(&format!(", {} {word}", n(o)));
+        }
+    }
+    s
+}
+
+/// The jobs of each test kind, in the order the kinds ran.
+fn per_test(r: &RunResults) -> Vec<(String, Vec<&JobResult>)> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by: BTreeMap<String, Vec<&JobResult>> = BTreeMap::new();
+    for j in &r.jobs {
+        if !by.contains_key(&j.kind) {
+            order.push(j.kind.clone());
+        }
+        by.entry(j.kind.clone()).or_default().push(j);
+    }
+    order
+        .into_iter()
+        .map(|k| {
+            let jobs = by.remove(&k).unwrap_or_default();
+            (k, jobs)
+        })
+        .collect()
+}
+
+/// `rdma-bw  48/48 OK   min 110.70 Gb/s (99% of expected)`.
+fn test_line(p: &mut Page, kind: &str, jobs: &[&JobResult], w: usize) -> io::Result<()> {
+    let outcomes: Vec<Option<Outcome>> = jobs
+        .iter()
+        .map(|j| match j.status {
+            JobStatus::Skipped => None,
+            JobStatus::Failed => Some(Outcome::Fail),
+            JobStatus::Measured => Some(j.worst().unwrap_or(Outcome::Ok)),
+        })
+        .collect();
+    let ok = outcomes.iter().filter(|o| **o == Some(Outcome::Ok)).count();
+    let mut text = format!("{ok}/{} OK{}", jobs.len(), counts(&outcomes));
+    if let Some(x) = extreme(jobs) {
+        text.push_str("   ");
+        text.push_str(&x);
+    }
+    p.wrapped(&pad(&inert(kind), w), &text, w)
+}
+
+/// The worst main value of the jobs: the lowest where higher is better, else the highest, and
+/// how it compares with what was expected of it.
+fn extreme(jobs: &[&JobResult]) -> Option<String> {
+    let mains: Vec<&Verdict> = jobs
+        .iter()
+        .filter_map(|j| {
+            j.verdicts
+                .iter()
+                .find(|v| v.metric.is_some() && v.measured.is_some())
+        })
+        .collect();
+    let higher = mains.first()?.metric?.higher_is_better();
+    let worst = mains.iter().copied().reduce(|a, b| {
+        let (x, y) = (a.measured.unwrap_or(0.0), b.measured.unwrap_or(0.0));
+        if (higher && y < x) || (!higher && y > x) {
+            b
+        } else {
+            a
+        }
+    })?;
+    let m = worst.measured?;
+    let pct = worst
+        .expected
+        .filter(|e| *e > 0.0)
+        .map(|e| format!(" ({:.0}% of {e:.1} expected)", m / e * 100.0))
+        .unwrap_or_default();
+    Some(format!(
+        "{} {m:.2} {}{pct}",
+        if higher { "min" } else { "max" },
+        worst.unit
+    ))
+}
+
+/// A job's gate as the terminal names it: with its round (`R3 rdma-bw a -> b`), unless the
+/// gate already names its declared round (`rdma-bw R2a a -> b`).
+fn label(j: Option<&JobResult>, v: &Verdict) -> String {
+    match j {
+        Some(j) if !v.gate.contains(&format!(" {} ", j.round_name)) => {
+            format!("R{} {}", j.round + 1, v.gate)
+        }
+        _ => v.gate.clone(),
+    }
+}
+
+/// Every gate that is not OK, by finding: its first evidence with its number, then the gates
+/// that follow from it (a few, then counted); then any other, as it is.
+fn not_ok(p: &mut Page, r: &RunResults) -> io::Result<()> {
+    let pre = r.preflight.iter().map(|v| (None, v));
+    let jobs = r
+        .jobs
+        .iter()
+        .flat_map(|j| j.verdicts.iter().map(move |v| (Some(j), v)));
+    let sus = r.suspects.iter().map(|s| (None, &s.verdict));
+    let bad: Vec<(Option<&JobResult>, &Verdict)> = pre
+        .chain(jobs)
+        .chain(sus)
+        .filter(|(_, v)| v.outcome != Outcome::Ok)
+        .collect();
+    if bad.is_empty() {
+        return Ok(());
+    }
+    p.line("")?;
+    p.line("not OK:")?;
+    let mut told = vec![false; bad.len()];
+    for (i, f) in r.findings.iter().enumerate() {
+        let n = i + 1;
+        let head = bad
+            .iter()
+            .position(|(_, v)| v.follows.is_none() && f.evidence.first() == Some(&v.gate));
+        if let Some(h) = head {
+            told[h] = true;
+            gate_line(p, &label(bad[h].0, bad[h].1), bad[h].1, Some(n))?;
+        }
+        let part = f.part.name();
+        let followers: Vec<usize> = (0..bad.len())
+            .filter(|k| !told[*k] && bad[*k].1.follows.as_deref() == Some(part.as_str()))
+            .collect();
+        for k in &followers {
+            told[*k] = true;
+        }
+        for &k in followers.iter().take(FOLLOWERS_SHOWN) {
+            gate_line(p, &label(bad[k].0, bad[k].1), bad[k].1, Some(n))?;
+        }
+        if followers.len() > FOLLOWERS_SHOWN {
+            let more = followers.len() - FOLLOWERS_SHOWN;
+            p.line(&format!(
+                "         and {more} more gate{} that follow{} from finding {n} (--verbose lists them)",
+                if more == 1 { "" } else { "s" },
+                if more == 1 { "s" } else { "" }
+            ))?;
+        }
+    }
+    for (k, (j, v)) in bad.iter().enumerate() {
+        if !told[k] {
+            gate_line(p, &label(*j, v), v, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// `  FAIL   mtu spark-b.f0.b: enP2p1s0f0np0 mtu 1500 [1]`, or `(FAIL)` and `(follows 1)` for a
+/// gate that follows from a finding.
+fn gate_line(p: &mut Page, label: &str, v: &Verdict, n: Option<usize>) -> io::Result<()> {
+    let following = v.follows.is_some();
+    let word = if following {
+        format!("({})", v.outcome.as_str())
+    } else {
+        v.outcome.as_str().to_string()
+    };
+    let seen = match v.measured {
+        Some(m) => format!("{m:.2} {}", v.unit),
+        None => v.detail.clone(),
+    };
+    let tag = match (n, following) {
+        (Some(n), false) => format!(" [{n}]"),
+        (Some(n), true) => format!(" (follows {n})"),
+        (None, _) => String::new(),
+    };
+    let lead = format!("  {} ", p.paint(&pad(&word, 6), Some(v.outcome)));
+    p.wrapped(&lead, &inert(&format!("{label}: {seen}{tag}")), 9)
+}
