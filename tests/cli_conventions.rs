@@ -63,7 +63,7 @@ fn color_flag() {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         stdout(&o)
     };
-    assert!(run("always", Some("always"), true).contains("\u{1b}[32mOK\u{1b}[0m"));
+    assert!(run("always", Some("always"), true).contains("\u{1b}[32m4/4 OK\u{1b}[0m"));
     assert!(!run("never", Some("never"), false).contains('\u{1b}'));
     assert!(
         !run("auto", None, false).contains('\u{1b}'),

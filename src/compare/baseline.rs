@@ -190,8 +190,17 @@ fn rows_verdict(q: Quantity, rows: &[&Row], old: &RunResults) -> Verdict {
 /// Add baseline verdicts to their jobs (after the job's own) and summarize again. Verdicts of a
 /// job `r` does not have are dropped.
 pub fn apply(r: &mut RunResults, verdicts: Vec<(String, Verdict)>) {
-    for (job, v) in verdicts {
+    for (job, mut v) in verdicts {
         if let Some(j) = r.jobs.iter_mut().find(|j| j.job == job) {
+            // a regression is about what the job's own gates are about
+            let parts = j
+                .verdicts
+                .iter()
+                .map(|g| if g.implicates.is_empty() { &g.clears } else { &g.implicates })
+                .find(|p| !p.is_empty())
+                .cloned()
+                .unwrap_or_default();
+            v.set_about(parts);
             j.verdicts.push(v);
         }
     }

@@ -99,6 +99,11 @@ pub fn fix(plan: &Plan, found: &Found<'_>, part: &Part, trap: Option<Trap>, head
         Some(Trap::Site) | None => (None, head.fix.clone().unwrap_or_default()),
         Some(t) => by_trap(plan, found, part, t, head),
     };
+    // a gate whose plan wrote its own fix keeps the site's words (the command stays)
+    let text = match head.fix.as_deref() {
+        Some(own) if trap.is_some_and(|t| t != Trap::Site && own != t.fix()) => own.to_string(),
+        _ => text,
+    };
     Fix {
         host,
         command,

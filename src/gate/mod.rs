@@ -73,6 +73,7 @@ pub(crate) mod test_metrics {
         warn: Some(Threshold::PctOfExpected { pct: 27.0 }),
         trap: Trap::FirmwareThrottle,
         per_flow: true,
+        ceiling: None,
     };
     /// A latency under an absolute bound.
     pub static LAT: MetricSpec = MetricSpec {
@@ -83,6 +84,7 @@ pub(crate) mod test_metrics {
         warn: Some(Threshold::Absolute { value: 10.0 }),
         trap: Trap::SlowLatency,
         per_flow: true,
+        ceiling: None,
     };
     /// A time against the expected value.
     pub static TIME: MetricSpec = MetricSpec {
@@ -93,6 +95,7 @@ pub(crate) mod test_metrics {
         warn: Some(Threshold::PctOfExpected { pct: 670.0 }),
         trap: Trap::SlowCollective,
         per_flow: false,
+        ceiling: None,
     };
     /// A bus bandwidth against the expected value.
     pub static BUSBW: MetricSpec = MetricSpec {
@@ -103,6 +106,7 @@ pub(crate) mod test_metrics {
         warn: Some(Threshold::PctOfExpected { pct: 40.0 }),
         trap: Trap::SlowBusBandwidth,
         per_flow: false,
+        ceiling: None,
     };
     /// Reported, not gated.
     pub static INFO: MetricSpec = MetricSpec {
@@ -113,5 +117,6 @@ pub(crate) mod test_metrics {
         warn: None,
         trap: Trap::BelowLineRate,
         per_flow: true,
+        ceiling: None,
     };
 }

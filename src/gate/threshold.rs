@@ -110,6 +110,20 @@ pub struct MetricSpec {
     /// Measured on one flow (a pair of ends), as bandwidths and latencies are; a collective's
     /// figures are not.
     pub per_flow: bool,
+    /// What a healthy link carries at most of it, when anything does: a pass threshold above it
+    /// is a plan every healthy job would fail.
+    pub ceiling: Option<Ceiling>,
+}
+
+/// The most a healthy link carries of a metric, from the profile's rates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ceiling {
+    /// A half's line rate (`half-rate-gbps`), in Gb/s.
+    Half,
+    /// A port's line rate (`port-rate-gbps`), in Gb/s.
+    Port,
+    /// A port's line rate in bytes (GB/s).
+    PortBytes,
 }
 
 impl MetricSpec {
@@ -234,6 +248,27 @@ pub enum ThresholdError {
         metric: String,
         expected: &'static str,
     },
+    /// Bytes where the metric counts bits, or the reverse: never converted silently (a gate of
+    /// `90 GB/s` on a link measured in Gb/s asks for 720 Gb/s).
+    #[error(
+        "`{metric}` is measured in {}; {value} {} is {} {}",
+        expected.symbol(),
+        written.symbol(),
+        fmt_num(written.convert(*value, *expected)),
+        expected.symbol()
+    )]
+    BitsOrBytes {
+        value: f64,
+        written: Unit,
+        metric: String,
+        expected: Unit,
+    },
+}
+
+/// A number as a person writes it: no trailing zeros.
+pub fn fmt_num(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Parse `"90 Gb/s"`, `"3us"`, `"90%"` for `metric`.
@@ -281,6 +316,14 @@ pub fn parse_threshold(text: &str, metric: &MetricSpec) -> Result<Threshold, Thr
             expected: want.symbol(),
         });
     }
+    if u != want && u.dimension() == Dimension::Bandwidth {
+        return Err(ThresholdError::BitsOrBytes {
+            value,
+            written: u,
+            metric: metric.name().to_string(),
+            expected: want,
+        });
+    }
     Ok(Threshold::Absolute {
         value: u.convert(value, want),
     })
@@ -311,8 +354,8 @@ mod tests {
             Ok(Threshold::Absolute { value: 90.0 })
         );
         assert_eq!(
-            parse_threshold("2 GB/s", &BW),
-            Ok(Threshold::Absolute { value: 16.0 })
+            parse_threshold("2 Gbit/s", &BW),
+            Ok(Threshold::Absolute { value: 2.0 })
         );
         assert_eq!(
             parse_threshold("0.06ms", &TIME),
@@ -334,6 +377,13 @@ mod tests {
             parse_threshold("3 us", &BW),
             Err(ThresholdError::WrongDimension { .. })
         ));
+        // bytes for bits (and the reverse) are never converted behind the user's back
+        let e = parse_threshold("90 GB/s", &BW).unwrap_err();
+        assert!(matches!(e, ThresholdError::BitsOrBytes { .. }));
+        assert_eq!(
+            e.to_string(),
+            "`rdma-bw` is measured in Gb/s; 90 GB/s is 720 Gb/s"
+        );
         assert!(matches!(
             parse_threshold("fast", &BW),
             Err(ThresholdError::Malformed(_))

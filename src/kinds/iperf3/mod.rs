@@ -60,6 +60,7 @@ pub static METRIC: MetricSpec = MetricSpec {
     warn: None,
     trap: Trap::BelowLineRate,
     per_flow: true,
+    ceiling: None,
 };
 
 impl SectionKind for Iperf3 {

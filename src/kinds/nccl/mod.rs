@@ -73,6 +73,7 @@ pub static SMALL_TIME: MetricSpec = MetricSpec {
     warn: Some(Threshold::PctOfExpected { pct: 670.0 }),
     trap: Trap::SlowCollective,
     per_flow: false,
+    ceiling: None,
 };
 
 /// NCCL bus bandwidth at the largest sizes, GB/s, against the model (23.75 GB/s all_gather on a
@@ -85,6 +86,7 @@ pub static BUSBW: MetricSpec = MetricSpec {
     warn: Some(Threshold::PctOfExpected { pct: 40.0 }),
     trap: Trap::SlowBusBandwidth,
     per_flow: false,
+    ceiling: Some(crate::gate::threshold::Ceiling::PortBytes),
 };
 
 impl SectionKind for Nccl {

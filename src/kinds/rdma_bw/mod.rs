@@ -41,6 +41,7 @@ pub static METRIC: MetricSpec = MetricSpec {
     warn: Some(Threshold::PctOfExpected { pct: 27.0 }),
     trap: Trap::FirmwareThrottle,
     per_flow: true,
+    ceiling: Some(crate::gate::threshold::Ceiling::Half),
 };
 
 /// The variables of the perftest bandwidth templates.

@@ -36,6 +36,7 @@ pub static METRIC: MetricSpec = MetricSpec {
     warn: Some(Threshold::PctOfExpected { pct: 50.0 }),
     trap: Trap::HalfDeadOrThrottled,
     per_flow: true,
+    ceiling: Some(crate::gate::threshold::Ceiling::Port),
 };
 
 impl SectionKind for RdmaBwBoth {

@@ -38,6 +38,7 @@ pub static METRIC: MetricSpec = MetricSpec {
     warn: Some(Threshold::Absolute { value: 10.0 }),
     trap: Trap::SlowLatency,
     per_flow: true,
+    ceiling: None,
 };
 
 const LAT_VARS: &[&str] = &[

@@ -9,8 +9,10 @@ use toml::Spanned;
 use super::{Ctx, span};
 use crate::gate::GateSpec;
 use crate::gate::threshold::{
-    Metric, MetricSpec, Threshold, ThresholdError, Unit, parse_pct, parse_threshold,
+    Ceiling, Metric, MetricSpec, Threshold, ThresholdError, Unit, fmt_num, parse_pct,
+    parse_threshold,
 };
+use crate::plan::model::Profile;
 use crate::gate::trap::Trap;
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::Regression;
@@ -26,6 +28,7 @@ pub(super) fn gates(
     ctx: &mut Ctx,
     raw: &BTreeMap<Spanned<String>, RawGate>,
     metrics: &[&'static MetricSpec],
+    profiles: &[Profile],
 ) -> BTreeMap<Metric, GateSpec> {
     let mut out: BTreeMap<Metric, GateSpec> = metrics
         .iter()
@@ -48,10 +51,61 @@ pub(super) fn gates(
             continue;
         };
         if let Some(spec) = out.get_mut(&metric.metric) {
-            gate(ctx, metric, g, spec);
+            let rate = carries(metric, profiles);
+            gate(ctx, metric, g, spec, rate.as_ref());
         }
     }
     out
+}
+
+/// The most one job of `metric` carries on a healthy fabric of these profiles, in the metric's
+/// unit, and in words: a half's rate for a flow, a port's for the halves summed, a port's in
+/// bytes for NCCL's bus bandwidth. Latencies and times have no such ceiling.
+fn carries(metric: &MetricSpec, profiles: &[Profile]) -> Option<(f64, String)> {
+    // a profile that gives no rate is not a ceiling anyone can be held to
+    let best = |f: fn(&Profile) -> Option<f64>| {
+        profiles
+            .iter()
+            .filter_map(|p| Some((f(p)?, p.name.clone())))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let half = |p: &Profile| p.half_rate_gbps;
+    let port = |p: &Profile| p.port_rate_gbps;
+    match metric.ceiling? {
+        Ceiling::Half => best(half)
+            .map(|(r, n)| (r, format!("a healthy half of profile `{n}` carries"))),
+        Ceiling::Port => best(port)
+            .map(|(r, n)| (r, format!("a healthy port of profile `{n}` carries"))),
+        Ceiling::PortBytes => best(port).map(|(r, n)| {
+            (
+                r / 8.0,
+                format!("a port of profile `{n}` carries ({} Gb/s)", fmt_num(r)),
+            )
+        }),
+    }
+}
+
+/// A pass threshold no healthy job can meet: every link would FAIL.
+fn above_capacity(ctx: &mut Ctx, metric: &MetricSpec, t: Threshold, at: Range<usize>, rate: Option<&(f64, String)>) {
+    let (Threshold::Absolute { value }, Some((r, words))) = (t, rate) else {
+        return;
+    };
+    if metric.higher_is_better() && value > *r {
+        let unit = metric.unit.symbol();
+        ctx.push(
+            Problem::warning(
+                "plan::gate-above-capacity",
+                format!(
+                    "the pass threshold of `{}` ({} {unit}) is above the {} {unit} {words}",
+                    metric.name(),
+                    fmt_num(value),
+                    fmt_num(*r)
+                ),
+            )
+            .at(at, "above what the fabric can carry")
+            .help("every healthy job would FAIL it: lower it, or gate on a percentage of the expected value (`\"80%\"`)"),
+        );
+    }
 }
 
 /// The `[regression]` table: `max-drop` and metric names, each a percentage more than 0.
@@ -100,9 +154,18 @@ pub(super) fn regression(
 }
 
 /// One metric's gate, over its defaults.
-fn gate(ctx: &mut Ctx, metric: &MetricSpec, g: &RawGate, spec: &mut GateSpec) {
-    let mut pass = g.pass.as_ref().and_then(|s| threshold(ctx, s, metric));
-    let mut warn = g.warn.as_ref().and_then(|s| threshold(ctx, s, metric));
+fn gate(
+    ctx: &mut Ctx,
+    metric: &MetricSpec,
+    g: &RawGate,
+    spec: &mut GateSpec,
+    rate: Option<&(f64, String)>,
+) {
+    let mut pass = g.pass.as_ref().and_then(|s| threshold(ctx, s, metric, rate));
+    let mut warn = g.warn.as_ref().and_then(|s| threshold(ctx, s, metric, rate));
+    if let (Some(p), Some(s)) = (pass, &g.pass) {
+        above_capacity(ctx, metric, p, span(s), rate);
+    }
     let mut pass_span = g.pass.as_ref().map(span);
     let mut warn_span = g.warn.as_ref().map(span);
     if let Some(p) = &g.min_pct_of_expected {
@@ -221,7 +284,12 @@ fn attempts(ctx: &mut Ctx, metric: &MetricSpec, g: &RawGate, spec: &mut GateSpec
 }
 
 /// A threshold with its unit, or an error naming the units `metric` takes.
-fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: &MetricSpec) -> Option<Threshold> {
+fn threshold(
+    ctx: &mut Ctx,
+    s: &Spanned<String>,
+    metric: &MetricSpec,
+    rate: Option<&(f64, String)>,
+) -> Option<Threshold> {
     let e = match parse_threshold(s.get_ref(), metric) {
         Ok(Threshold::PctOfExpected { pct }) if !(pct > 0.0 && pct <= PCT_MAX) => {
             ctx.push(
@@ -248,6 +316,30 @@ fn threshold(ctx: &mut Ctx, s: &Spanned<String>, metric: &MetricSpec) -> Option<
                     "units: Gb/s, GB/s, us, ms, or `%` of the expected value; `{}` is in {}",
                     metric.name(),
                     metric.unit.symbol()
+                ),
+            }
+        }
+        ThresholdError::BitsOrBytes {
+            value,
+            written,
+            expected,
+            ..
+        } => {
+            let as_written = written.convert(*value, *expected);
+            let meant = format!("{} {}", fmt_num(*value), expected.symbol());
+            match rate {
+                Some((r, words)) if as_written > *r => format!(
+                    "that is above the {} {} {words}: did you mean `\"{meant}\"`?",
+                    fmt_num(*r),
+                    expected.symbol()
+                ),
+                _ => format!(
+                    "write it in {}: `\"{meant}\"`, or `\"{} {}\"` if {} {} was meant",
+                    expected.symbol(),
+                    fmt_num(as_written),
+                    expected.symbol(),
+                    fmt_num(*value),
+                    written.symbol()
                 ),
             }
         }

@@ -145,7 +145,7 @@ fn build(
         &wired.recabled,
     );
     let metrics = catalog.metrics();
-    let gates = gates::gates(ctx, &raw.gates, &metrics);
+    let gates = gates::gates(ctx, &raw.gates, &metrics, &profiles);
     let regression = gates::regression(ctx, &raw.regression, &metrics);
     let tests = sections::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates, catalog);

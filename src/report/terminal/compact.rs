@@ -84,22 +84,15 @@ fn preflight(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
     if r.preflight.is_empty() {
         return Ok(());
     }
-    let ok = r
-        .preflight
-        .iter()
-        .filter(|v| v.outcome == Outcome::Ok)
-        .count();
+    let outcomes: Vec<Option<Outcome>> = r.preflight.iter().map(|v| Some(v.outcome)).collect();
+    let ok = outcomes.iter().filter(|o| **o == Some(Outcome::Ok)).count();
+    let worst = outcomes.iter().flatten().max().copied();
+    let head = p.paint(&format!("{ok}/{} OK", r.preflight.len()), worst);
     p.wrapped(
         &pad("preflight", w),
         &format!(
-            "{ok}/{} OK{}   devices, MTU, cabling, routes, pings, launch",
-            r.preflight.len(),
-            counts(
-                &r.preflight
-                    .iter()
-                    .map(|v| Some(v.outcome))
-                    .collect::<Vec<_>>()
-            )
+            "{head}{}   devices, MTU, cabling, routes, pings, launch",
+            counts(&outcomes)
         ),
         w,
     )
@@ -151,7 +144,9 @@ fn test_line(p: &mut Page, kind: &str, jobs: &[&JobResult], w: usize) -> io::Res
         })
         .collect();
     let ok = outcomes.iter().filter(|o| **o == Some(Outcome::Ok)).count();
-    let mut text = format!("{ok}/{} OK{}", jobs.len(), counts(&outcomes));
+    let worst = outcomes.iter().map(|o| o.unwrap_or(Outcome::Warn)).max();
+    let mut text = p.paint(&format!("{ok}/{} OK", jobs.len()), worst);
+    text.push_str(&counts(&outcomes));
     if let Some(x) = extreme(jobs) {
         text.push_str("   ");
         text.push_str(&x);
