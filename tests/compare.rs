@@ -269,14 +269,20 @@ fn run_with_a_baseline_warns_on_a_drop_and_shows_the_baseline() {
         tmp.path(),
         "throttled",
         TWO,
-        &["--sim-fault", "throttle:spark-a.f0.a", "--baseline", &h],
+        &["--sim-fault", "throttle:spark-a.f0.a", "--baseline", &h, "--all"],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);
-    // the terminal's table: the baseline verdict under the gate, a WARN with the old value
+    // one broken part: the regressions follow from the throttled half, the sum's too
+    assert!(
+        out.contains("what to fix (1):\n  1. FAIL spark-a.f0.a"),
+        "{out}"
+    );
+    // the terminal's table (--all): the baseline verdict under the gate, a WARN with the old
+    // value, in parentheses: it follows from the throttled half
     let at = out
         .lines()
-        .position(|l| l.starts_with("WARN") && l.contains(THROTTLED_GATE))
+        .position(|l| l.starts_with("(WARN)") && l.contains(THROTTLED_GATE))
         .unwrap_or_else(|| panic!("no baseline line:\n{out}"));
     let block: Vec<&str> = out.lines().skip(at).take(4).collect();
     assert!(

@@ -65,7 +65,7 @@ fn all_keeps_every_jobs_output() {
         tmp.path(),
         "all",
         "plans/two-spark.toml",
-        &["--keep-evidence", "all"],
+        &["--keep-evidence", "all", "--all"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = json(&dir.join("results.json"));
@@ -103,14 +103,14 @@ fn failed_keeps_a_digest_of_an_ok_jobs_outputs_equal_to_the_files_all_keeps() {
         tmp.path(),
         "all",
         "plans/two-spark.toml",
-        &["--keep-evidence", "all"],
+        &["--keep-evidence", "all", "--all"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let (failed, o) = sim_run(
         tmp.path(),
         "failed",
         "plans/two-spark.toml",
-        &["--keep-evidence", "failed"],
+        &["--keep-evidence", "failed", "--all"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r = json(&failed.join("results.json"));
@@ -241,7 +241,7 @@ fn the_default_is_all_up_to_256_jobs_and_failed_above() {
     let tmp = tempfile::tempdir().unwrap();
     for (nodes, jobs_expected, keep) in [(16, 241, "all"), (17, 273, "failed")] {
         let plan = generated(tmp.path(), nodes);
-        let (dir, o) = sim_run(tmp.path(), &format!("run-{nodes}"), &plan, &[]);
+        let (dir, o) = sim_run(tmp.path(), &format!("run-{nodes}"), &plan, &["--all"]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let r = json(&dir.join("results.json"));
         assert_eq!(jobs(&r).len(), jobs_expected, "{nodes} nodes");

@@ -194,7 +194,7 @@ fn throttled_two_spark_metrics_parse_and_say_what_failed() {
     let verdict = samples(&v, "fabricplan_run_verdict");
     // the throttled half fails each way and again beside its twin half: one root cause, one
     // FAIL; the other failures follow it (shown, not counted again)
-    assert_eq!(label(verdict[0], "verdict"), "1 FAIL");
+    assert_eq!(label(verdict[0], "verdict"), "1 FAIL: spark-a.f0.a");
     assert_eq!(samples(&v, "fabricplan_run_failures")[0]["value"], 1.0);
     assert_eq!(samples(&v, "fabricplan_run_simulated")[0]["value"], 1.0);
     assert!(

@@ -92,6 +92,10 @@ async fn results() -> fabricplan::results::RunResults {
         // half a healthy, half b throttled
         .on("spark-b", "198.51.100.1", Ok(Output::ok(bw(109.0))))
         .on("spark-b", "203.0.113.1", Ok(Output::ok(bw(12.74))))
+        // each end of the failing flow alone against its own NIC (the loopback round): the
+        // throttle is spark-b's half b
+        .on("spark-a", "203.0.113.1", Ok(Output::ok(bw(109.0))))
+        .on("spark-b", "203.0.113.2", Ok(Output::ok(bw(12.74))))
         .rule(|_, _| None::<Result<Output, TransportError>>);
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let (_c, cancel) = tokio::sync::watch::channel(false);
@@ -121,10 +125,17 @@ async fn results_json_decodes_to_the_documented_shape() {
     let v: serde_json::Value = serde_json::from_slice(&serde_json::to_vec(&r).unwrap()).unwrap();
     assert_eq!(v["format_version"], 1);
     assert_eq!(v["plan"], "pair");
-    assert_eq!(v["summary"]["verdict"], "1 FAIL");
+    assert_eq!(v["summary"]["verdict"], "1 FAIL: spark-b.f0.b");
     assert_eq!(v["summary"]["exit_code"], 1);
     let jobs = v["jobs"].as_array().unwrap();
-    assert_eq!(jobs.len(), 2);
+    // the two flows, then each end of the failing one alone against its own NIC
+    assert_eq!(jobs.len(), 4);
+    let f = &v["findings"][0];
+    assert_eq!(v["findings"].as_array().unwrap().len(), 1);
+    assert_eq!(f["name"], "spark-b.f0.b");
+    assert_eq!(f["host"], "spark-b");
+    assert_eq!(f["fix_command"], "ssh spark-b sudo mlxfwmanager --online -u");
+    assert_eq!(f["follows"][0], "rdma-bw spark-b.f0.b -> spark-a.f0.b");
     let throttled = jobs
         .iter()
         .find(|j| j["label"] == "spark-b.f0.b -> spark-a.f0.b")
@@ -186,11 +197,16 @@ async fn summary_markdown_has_the_verdict_table_and_matrix() {
     let r = results().await;
     let md = fabricplan::report::markdown::render(&r);
     assert!(
-        md.contains("| spark-b | a 109.0 / **b 12.7 ✗** | |"),
+        md.contains("| spark-b | a 109.0 / **b 12.7 ✗** | **b loopback 12.7 ✗** |"),
         "both halves shown, the failing one marked: {md}"
     );
-    // failures first
+    // what to fix first, then the failures
+    let fix = md
+        .find("## What to fix\n\n1. **FAIL spark-b.f0.b (enP2p1s0f0np0 on spark-b)**: firmware throttle")
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(md.contains("   - fix: `ssh spark-b sudo mlxfwmanager --online -u`"), "{md}");
     let fails = md.find("## Failures and warnings").unwrap();
+    assert!(fix < fails);
     assert!(
         fails < md.find("## Discovery and preflight").unwrap(),
         "{md}"

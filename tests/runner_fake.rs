@@ -251,18 +251,23 @@ async fn server_that_dies_names_the_detached_server_trap() {
         .on("spark-a", "@host", Ok(Output::ok(probe("spark-a", "198.51.100.1", "c633:6401"))))
         .on("spark-b", "@host", Ok(Output::ok(probe("spark-b", "198.51.100.2", "c633:6402"))))
         .on("*", "ping -c", Ok(Output::ok("3 packets transmitted, 3 received, 0% packet loss, time 2002ms\n")))
+        // spark-a's server never listens; spark-b's does (its own loopback measures)
+        .on("spark-b", "/proc/net/tcp", Ok(Output::ok("4242\n")))
+        .on("spark-b", "ib_write_bw", Ok(Output::ok(bw_output(109.0))))
         .on("*", "/proc/net/tcp", Ok(Output { status: 3, ..Output::default() }))
         .on("spark-a", ".log", Ok(Output::ok("\n************************************\n* Waiting for client to connect... *\n************************************\n")));
     let (r, t) = run_with(t).await;
     let v = &r.jobs[0].verdicts[0];
     assert_eq!(v.outcome, Outcome::Fail);
     assert_eq!(v.trap, Some(Trap::ServerGoneOrFirewall));
-    // no client was launched against a dead server
-    assert!(
-        !t.calls()
-            .iter()
-            .any(|c| c.host == "spark-b" && c.script.contains("ib_write_bw"))
-    );
+    // no client was launched against a dead server (spark-b's loopback, against its own
+    // address, is another job)
+    assert!(!t.calls().iter().any(|c| c.host == "spark-b"
+        && c.script.contains("ib_write_bw")
+        && c.script.contains("198.51.100.1")));
+    // one finding: the tools on spark-a, whose server never listened
+    assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+    assert!(r.findings[0].name.contains("spark-a"), "{:#?}", r.findings);
 }
 
 #[tokio::test(start_paused = true)]

@@ -192,14 +192,16 @@ fn rows_verdict(q: Quantity, rows: &[&Row], old: &RunResults) -> Verdict {
 pub fn apply(r: &mut RunResults, verdicts: Vec<(String, Verdict)>) {
     for (job, mut v) in verdicts {
         if let Some(j) = r.jobs.iter_mut().find(|j| j.job == job) {
-            // a regression is about what the job's own gates are about
-            let parts = j
-                .verdicts
-                .iter()
-                .map(|g| if g.implicates.is_empty() { &g.clears } else { &g.implicates })
-                .find(|p| !p.is_empty())
-                .cloned()
-                .unwrap_or_default();
+            // a regression is about what the job's own gates are about: all of them (a sum of
+            // two halves regresses with either)
+            let mut parts = Vec::new();
+            for g in &j.verdicts {
+                for p in g.implicates.iter().chain(&g.clears) {
+                    if !parts.contains(p) {
+                        parts.push(p.clone());
+                    }
+                }
+            }
             v.set_about(parts);
             j.verdicts.push(v);
         }

@@ -382,7 +382,7 @@ mod tests {
         assert!(matches!(e, ThresholdError::BitsOrBytes { .. }));
         assert_eq!(
             e.to_string(),
-            "`rdma-bw` is measured in Gb/s; 90 GB/s is 720 Gb/s"
+            "`test-bw` is measured in Gb/s; 90 GB/s is 720 Gb/s"
         );
         assert!(matches!(
             parse_threshold("fast", &BW),

@@ -287,12 +287,11 @@ impl LogScanner {
     }
 }
 
-/// Whether a message shows its rank without the IB network: no device, sockets chosen, or a
-/// connection over sockets.
+/// Whether a message shows its rank without the IB network: sockets chosen, or a connection
+/// over sockets. (`NET/Socket : Using IF` is not: NCCL names its bootstrap interface so on
+/// every rank, IB or not.)
 fn falls_back(msg: &str) -> bool {
-    msg.starts_with("Using network Socket")
-        || msg.starts_with("NET/Socket : Using")
-        || msg.contains("via NET/Socket")
+    msg.starts_with("Using network Socket") || msg.contains("via NET/Socket")
 }
 
 /// `nranks N` in `comm 0x.. rank R nranks N ... - Init COMPLETE` (and `Destroy COMPLETE`), or

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::format::utc;
 use crate::compare::baseline as base;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::{JobStatus, RunResults};
+use crate::results::{Finding, JobStatus, RunResults};
 
 pub(super) fn verdict_line(r: &RunResults) -> String {
     let v = if r.summary.verdict.is_empty() {
@@ -86,6 +86,14 @@ pub(super) struct Fix {
 #[derive(Serialize)]
 struct FixGroup {
     worst: Outcome,
+    /// The broken part a diagnosed run's finding names (`spark-b.f0.b (enP2p1s0f0np0 on
+    /// spark-b)`), with what was seen.
+    part: Option<String>,
+    seen: Option<String>,
+    /// The command that fixes it on its host.
+    command: Option<String>,
+    /// The jobs not run because they need it.
+    skipped: Vec<String>,
     trap: String,
     count: usize,
     fix: Option<String>,
@@ -152,9 +160,43 @@ pub(super) fn fix(r: &RunResults) -> Fix {
         })
         .collect();
     Fix {
-        groups: trap_groups(r).iter().map(|g| fix_group(g, cap)).collect(),
+        groups: if r.findings.is_empty() {
+            // a run read back from before diagnosis by part: by trap
+            trap_groups(r).iter().map(|g| fix_group(g, cap)).collect()
+        } else {
+            r.findings.iter().map(|f| finding_group(r, f, cap)).collect()
+        },
         skipped,
     }
+}
+
+/// One finding as the page shows it: its part, what was seen, its fix command, the gates that
+/// are its evidence, then those that follow from it.
+fn finding_group(r: &RunResults, f: &Finding, cap: usize) -> FixGroup {
+    let pick = |names: &[String]| -> Vec<&Verdict> {
+        let names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+        r.verdicts()
+            .filter(|v| v.outcome != Outcome::Ok && names.contains(v.gate.as_str()))
+            .collect()
+    };
+    let g = Group {
+        trap: f.trap_name.clone(),
+        worst: f.outcome,
+        items: pick(&f.evidence),
+        following: pick(&f.follows),
+    };
+    let mut out = fix_group(&g, cap);
+    out.count = out.count.max(1);
+    out.part = Some(f.label.clone());
+    out.seen = Some(f.seen.clone());
+    out.command = f.fix_command.clone();
+    out.fix = Some(f.fix.clone());
+    out.skipped = f.skipped.clone();
+    // the finding's fix is the one that matters; its gates' trap texts would only repeat it
+    for i in &mut out.items {
+        i.fix = None;
+    }
+    out
 }
 
 /// The verdicts of one trap, and the worst of them.
@@ -241,6 +283,10 @@ fn fix_group(g: &Group<'_>, cap: usize) -> FixGroup {
         .collect();
     FixGroup {
         worst: g.worst,
+        part: None,
+        seen: None,
+        command: None,
+        skipped: Vec::new(),
         trap: g.trap.clone(),
         count: g.items.len(),
         fix: fixes

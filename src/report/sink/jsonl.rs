@@ -3,6 +3,8 @@
 //! up to its last round. When localisation names a part at fault after a sampled test's rounds,
 //! one more line says so: `{"suspect": {...}, "follows": {"gate": G, "jobs": [...]}}`, the jobs
 //! (written earlier) whose FAIL and WARN verdicts follow from gate G, as results.json has them.
+//! At the end, one line per broken part the diagnosis names: `{"finding": {...}}`, as
+//! results.json's `findings` has it (its evidence, the gates that follow from it, its fix).
 //!
 //! The file holds whole lines only: lines are written whole from a buffer of complete lines,
 //! and when a write fails (a full disk) the file is cut back to its last complete line, so a
@@ -55,7 +57,14 @@ impl Sink for JsonlSink {
                 "suspect": suspect,
                 "follows": { "gate": suspect.verdict.gate, "jobs": jobs },
             })),
-            Event::RoundDone(_) | Event::Finished(_) => self.sync(),
+            Event::RoundDone(_) => self.sync(),
+            Event::Finished(r) => {
+                // the diagnosis, last: one line per broken part, with the gates that follow it
+                for f in &r.findings {
+                    self.line(&serde_json::json!({ "finding": f }))?;
+                }
+                self.sync()
+            }
             _ => Ok(()),
         }
     }

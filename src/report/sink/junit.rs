@@ -1,4 +1,7 @@
-//! `junit.xml`: one testcase per gate; a FAIL's message is the trap and its fix. WARNs pass
+//! `junit.xml`: first a `findings` suite, one testcase per broken part the diagnosis named (a
+//! FAIL's message is the part, its trap and the command that fixes it; its description what was
+//! seen and what follows from it); then one testcase per gate, a FAIL's message the trap and
+//! its fix, a gate that follows from a finding skipped with the part it follows. WARNs pass
 //! (with the warning in system-out) so CI shows red only on real failures.
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
@@ -11,7 +14,7 @@ use super::{Sink, write_atomic};
 use crate::exec::runner::Event;
 use crate::files::output::Existing;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::RunResults;
+use crate::results::{Finding, RunResults};
 
 /// Text as XML 1.0 may hold it (see [`crate::text::xml`]): every string handed to the
 /// document goes through it.
@@ -53,6 +56,38 @@ fn case(v: &Verdict, classname: &str) -> TestCase {
     c
 }
 
+/// One broken part: a failure (a WARN passes with its words in system-out), its message the part,
+/// the trap and the command (or words) that fix it.
+fn finding_case(f: &Finding, classname: &str) -> TestCase {
+    let fix = f.fix_command.clone().unwrap_or_else(|| f.fix.clone());
+    let mut text = format!("{}: {}\nseen: {}\nfix: {}", f.label, f.trap_name, f.seen, fix);
+    if f.fix_command.is_some() {
+        text.push_str(&format!("\n     {}", f.fix));
+    }
+    if !f.follows.is_empty() {
+        text.push_str(&format!("\nfollows from it: {}", f.follows.join("; ")));
+    }
+    if !f.skipped.is_empty() {
+        text.push_str(&format!("\nnot run because they need it: {}", f.skipped.join("; ")));
+    }
+    let status = match f.outcome {
+        Outcome::Fail => {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(x(&format!("{}: {}: {fix}", f.name, f.trap_name)));
+            s.set_type(x(&f.trap_name));
+            s.set_description(x(&text));
+            s
+        }
+        _ => TestCaseStatus::success(),
+    };
+    let mut c = TestCase::new(x(&f.name), status);
+    c.set_classname(x(classname));
+    if f.outcome != Outcome::Fail {
+        c.set_system_out(x(&text));
+    }
+    c
+}
+
 fn describe(v: &Verdict) -> String {
     let mut s = v.outcome.as_str().to_string();
     if let Some(m) = v.measured {
@@ -90,6 +125,13 @@ pub fn render(r: &RunResults) -> String {
         pre.add_test_case(c);
     }
     report.add_test_suite(pre);
+    if !r.findings.is_empty() {
+        let mut found = TestSuite::new(x(&format!("{}{label} findings", r.plan)));
+        for f in &r.findings {
+            found.add_test_case(finding_case(f, &format!("{}.findings", r.plan)));
+        }
+        report.add_test_suite(found);
+    }
     // a big run: each OK gate is counted in one passing case per suite, not listed
     let big = r.jobs.len() > crate::results::LINE_PER_JOB_ABOVE;
     let mut suites: Vec<(TestSuite, usize)> = Vec::new();

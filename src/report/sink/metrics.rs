@@ -157,6 +157,7 @@ pub fn render(r: &RunResults) -> String {
     let mut w = Writer::default();
     w.families(&run_families(r));
     w.family(&gate_family(r));
+    w.family(&finding_family(r));
     w.families(&kind_families(r));
     w.family(&counter_family(r));
     w.out
@@ -180,7 +181,7 @@ fn run_families(r: &RunResults) -> Vec<Family> {
         ),
         Family::single(
             "fabricplan_run_failures",
-            "Root causes that failed in the run (a FAIL that follows from another is not counted again).",
+            "Broken parts the run found failing (a FAIL that follows from one is not counted again).",
             plan(),
             r.summary.fail as f64,
         ),
@@ -245,6 +246,29 @@ fn gate_family(r: &RunResults) -> Family {
         );
     }
     outcome
+}
+
+/// One series per broken part the diagnosis named: the number of gates that follow from it
+/// (1 + followers), its part, trap, outcome and host in labels.
+fn finding_family(r: &RunResults) -> Family {
+    let mut f = Family::new(
+        "fabricplan_finding",
+        "gauge",
+        "For each broken part the run found: its evidence and the gates that follow from it, counted; the part, its trap, outcome and the host its fix runs on in labels.",
+    );
+    for x in &r.findings {
+        f.add(
+            vec![
+                plan_label(r),
+                ("part", x.name.clone()),
+                ("trap", x.trap_name.clone()),
+                ("outcome", x.outcome.as_str().to_ascii_lowercase()),
+                ("host", x.host.clone().unwrap_or_default()),
+            ],
+            (x.evidence.len() + x.follows.len()) as f64,
+        );
+    }
+    f
 }
 
 /// The families the test kinds feed (link bandwidth and latency per flow, NCCL's per test),

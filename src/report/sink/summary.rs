@@ -1,4 +1,4 @@
-//! `summary.md`: failures and warnings first, then discovery and preflight, then each round's
+//! `summary.md`: what to fix (one entry per broken part), failures and warnings, then discovery and preflight, then each round's
 //! verdicts, and the node x node bandwidth matrix with its legend and failing cells marked.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -141,6 +141,44 @@ fn by_round(r: &RunResults) -> Vec<(usize, &str, Vec<&JobResult>)> {
     rounds
 }
 
+/// `## What to fix`: each finding, its part, trap, what was seen, the command for its host and
+/// what follows from it (counted, the first named).
+fn findings(s: &mut String, r: &RunResults) {
+    if r.findings.is_empty() {
+        return;
+    }
+    s.push_str("\n## What to fix\n\n");
+    for (i, f) in r.findings.iter().enumerate() {
+        s.push_str(&format!(
+            "{}. **{} {}**: {}. Seen: {}\n",
+            i + 1,
+            f.outcome.as_str(),
+            cell(&f.label),
+            cell(&f.trap_name),
+            cell(&f.seen)
+        ));
+        if let Some(c) = &f.fix_command {
+            s.push_str(&format!("   - fix: `{}`\n", c.replace('`', "'")));
+        }
+        s.push_str(&format!("   - {}\n", cell(&f.fix)));
+        if !f.follows.is_empty() {
+            const NAMED: usize = 5;
+            let more = f.follows.len().saturating_sub(NAMED);
+            let named: Vec<String> = f.follows.iter().take(NAMED).map(|g| cell(g)).collect();
+            s.push_str(&format!(
+                "   - follows from it: {} gate(s): {}{}\n",
+                f.follows.len(),
+                named.join("; "),
+                if more > 0 { format!("; and {more} more") } else { String::new() }
+            ));
+        }
+        if !f.skipped.is_empty() {
+            let named: Vec<String> = f.skipped.iter().map(|g| cell(g)).collect();
+            s.push_str(&format!("   - not run because they need it: {}\n", named.join("; ")));
+        }
+    }
+}
+
 pub fn render(r: &RunResults) -> String {
     let big = big(r);
     let mut s = String::new();
@@ -166,7 +204,9 @@ pub fn render(r: &RunResults) -> String {
             r.summary.fail + r.summary.fail_following
         ));
     }
-    // failures first: what a reader opens the file for
+    // what to fix first: one entry per broken part the diagnosis named
+    findings(&mut s, r);
+    // then the failures: what a reader opens the file for
     let bad: Vec<&Verdict> = r.verdicts().filter(|v| v.outcome != Outcome::Ok).collect();
     if !bad.is_empty() {
         s.push_str("\n## Failures and warnings\n\n");

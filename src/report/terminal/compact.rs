@@ -165,7 +165,8 @@ fn extreme(jobs: &[&JobResult]) -> Option<String> {
                 .find(|v| v.metric.is_some() && v.measured.is_some())
         })
         .collect();
-    let higher = mains.first()?.metric?.higher_is_better();
+    // the unit says which way is better (a bandwidth up, a time down)
+    let higher = crate::gate::threshold::Unit::parse(&mains.first()?.unit)?.higher_is_better();
     let worst = mains.iter().copied().reduce(|a, b| {
         let (x, y) = (a.measured.unwrap_or(0.0), b.measured.unwrap_or(0.0));
         if (higher && y < x) || (!higher && y > x) {
