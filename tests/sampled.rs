@@ -131,7 +131,7 @@ fn throttled_half_is_named_alone(n: usize, switches: usize, half: &str) {
     let mut following = 0;
     for (job, kind, v) in verdicts(&r) {
         if kind == "rdma-bw" && v["outcome"] != "OK" {
-            assert_eq!(v["follows"], gate.as_str(), "{job}: {v}");
+            assert_eq!(v["follows"], half, "{job}: {v}");
             assert!(v["gate"].as_str().unwrap().contains(half), "{job}: {v}");
             following += 1;
         }
@@ -180,7 +180,7 @@ fn throttled_half_is_named_alone(n: usize, switches: usize, half: &str) {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|v| v["follows"] == gate.as_str())
+                .any(|v| v["follows"] == half)
         })
         .map(|j| j["job"].as_str().unwrap())
         .collect();
@@ -206,28 +206,26 @@ fn throttled_half_is_named_alone(n: usize, switches: usize, half: &str) {
         .expect("NCCL's bus bandwidth verdict");
     assert_eq!(
         (&busbw.2["outcome"], &busbw.2["follows"]),
-        (&Value::from("FAIL"), &Value::from(gate.as_str())),
+        (&Value::from("FAIL"), &Value::from(half)),
         "{}",
         busbw.2
     );
     assert_eq!(r["summary"]["fail"], 1);
     // the terminal's what-to-fix starts with the suspect
     let out = stdout(&o);
-    let fix = out
-        .split("what to fix, worst first:\n")
-        .nth(1)
-        .expect("a what-to-fix list");
+    // the terminal's what-to-fix names the half, and its fix runs on its node
+    let node = half.split('.').next().unwrap();
     assert!(
-        fix.contains(&format!("     also follows from it: {}\n", nccl_busbw(n))),
-        "{fix}"
+        out.contains(&format!("what to fix (1):\n  1. FAIL {half} (")),
+        "{out}"
     );
-    let first = fix.lines().next().unwrap();
-    assert_eq!(
-        first,
-        format!(
-            "  1. FAIL {half}: firmware throttle ({} flows)",
-            flows.len()
-        )
+    assert!(
+        out.contains(&format!("     fix:  ssh {node} sudo mlxfwmanager --online -u")),
+        "{out}"
+    );
+    assert!(
+        out.trim_end().ends_with(&format!("1 FAIL: {half} (simulated)")),
+        "{out}"
     );
 }
 
@@ -273,14 +271,14 @@ fn sampled_64_blocked_isl_is_named_as_the_isl() {
     // every rdma-bw flow that failed crossed the ISL and follows it
     for (job, kind, v) in verdicts(&r) {
         if kind == "rdma-bw" && v["outcome"] != "OK" {
-            assert_eq!(v["follows"], gate.as_str(), "{job}: {v}");
+            assert_eq!(v["follows"], "ISL sw-00-sw-01", "{job}: {v}");
         }
     }
     // NCCL over every rank crosses the ISL: its bus bandwidth follows the ISL too
     assert_eq!(counted_fails(&r), BTreeSet::from([gate]), "counted FAILs");
     let out = stdout(&o);
     assert!(
-        out.contains("what to fix, worst first:\n  1. FAIL ISL sw-00-sw-01: ISL blocked by RSTP"),
+        out.contains("what to fix (1):\n  1. FAIL ISL sw-00-sw-01 (sw-00 <-> sw-01): ISL blocked by RSTP"),
         "{out}"
     );
 }

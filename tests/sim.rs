@@ -206,8 +206,8 @@ async fn throttled_half_fails_with_the_firmware_trap() {
     ));
 }
 
-/// Two throttled halves: two causes in report.html's one firmware-throttle group, and each gate
-/// that follows says which of the two it follows.
+/// Two throttled halves: two findings, each its own group in report.html's what-to-fix with its
+/// part and fix command, and each gate that follows says which of the two it follows.
 #[tokio::test]
 async fn two_causes_in_one_group_say_which_each_follower_follows() {
     let r = run(
@@ -215,13 +215,9 @@ async fn two_causes_in_one_group_say_which_each_follower_follows() {
         &["throttle:gb10-02.f0.a", "throttle:gb10-04.f0.a"],
     )
     .await;
-    let causes: Vec<&fabricplan::gate::judge::Verdict> = r
-        .jobs
-        .iter()
-        .flat_map(|j| &j.verdicts)
-        .filter(|v| v.trap == Some(Trap::FirmwareThrottle) && v.follows.is_none())
-        .collect();
-    assert_eq!(causes.len(), 2, "{causes:#?}");
+    let names: Vec<&str> = r.findings.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["gb10-02.f0.a", "gb10-04.f0.a"], "{:#?}", r.findings);
+    assert_eq!(r.summary.verdict, "2 FAIL: gb10-02.f0.a, gb10-04.f0.a");
     let html = fabricplan::report::html::render(&fabricplan::report::html::Inputs {
         results: &r,
         plan: None,
@@ -231,46 +227,36 @@ async fn two_causes_in_one_group_say_which_each_follower_follows() {
     .expect("the page renders");
     let start = html.find("<section id=\"fix\">").unwrap();
     let fix = &html[start..start + html[start..].find("</section>").unwrap()];
-    assert!(
-        fix.contains("that follow from these (the same cause seen again, not counted)"),
-        "{fix}"
-    );
-    let followers: Vec<&fabricplan::gate::judge::Verdict> = r
-        .jobs
-        .iter()
-        .flat_map(|j| &j.verdicts)
-        .filter(|v| {
-            v.follows
-                .as_deref()
-                .is_some_and(|g| causes.iter().any(|c| c.gate == g))
-        })
-        .collect();
-    // every one is named (at most five are), with the cause it follows
-    assert!((2..=5).contains(&followers.len()), "{followers:#?}");
-    assert!(
-        fix.contains(&format!(
-            "and {} more gates that follow from these",
-            followers.len()
-        )),
-        "{fix}"
-    );
-    for v in &followers {
-        let said = format!(
-            "{} (follows <i>{}</i>)",
-            fabricplan::report::html::esc(&v.gate),
-            fabricplan::report::html::esc(v.follows.as_deref().unwrap())
-        );
-        assert!(fix.contains(&said), "{said}\n{fix}");
-    }
-    // each cause has something following it
-    for c in &causes {
+    let esc = fabricplan::report::html::esc;
+    for f in &r.findings {
         assert!(
-            followers
-                .iter()
-                .any(|v| v.follows.as_deref() == Some(c.gate.as_str())),
-            "{}",
-            c.gate
+            fix.contains(&format!("<b class=\"part\">{}</b>: ", esc(&f.label))),
+            "{fix}"
         );
+        let node = f.name.split('.').next().unwrap();
+        assert!(
+            fix.contains(&format!("<code>ssh {node} sudo mlxfwmanager --online -u</code>")),
+            "{fix}"
+        );
+    }
+    // every failing gate is a finding's evidence or follows one of them, by its part
+    for v in r.jobs.iter().flat_map(|j| &j.verdicts) {
+        if v.outcome == Outcome::Ok {
+            continue;
+        }
+        let of = r
+            .findings
+            .iter()
+            .filter(|f| f.evidence.contains(&v.gate) || f.follows.contains(&v.gate))
+            .count();
+        assert!(of >= 1, "{} belongs to no finding", v.gate);
+        if let Some(p) = &v.follows {
+            assert!(names.contains(&p.as_str()), "{}: follows {p}", v.gate);
+        }
+    }
+    // each finding has something following it
+    for f in &r.findings {
+        assert!(!f.follows.is_empty(), "{f:#?}");
     }
 }
 
@@ -286,20 +272,23 @@ async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
             .filter(|j| !j.label.starts_with("gb10-02"))
             .all(|j| j.verdicts[0].outcome == Outcome::Ok)
     );
-    // the half fails its flow to every peer (R1, R2b, R3): one cause, counted at R1; NCCL's
-    // bus bandwidth, which the half holds down, follows it too
+    // one finding, the half; every failing flow through it and NCCL's bus bandwidth, which
+    // the half holds down, are its evidence or follow it
+    assert_eq!(r.findings.len(), 1, "{:#?}", r.findings);
+    let f = &r.findings[0];
+    assert_eq!(f.name, "gb10-02.f0.a");
+    assert_eq!(f.host.as_deref(), Some("gb10-02"));
     let half: Vec<&JobResult> = r
         .jobs
         .iter()
         .filter(|j| j.kind == "rdma-bw" && j.label.contains("gb10-02.f0.a"))
         .filter(|j| j.verdicts[0].outcome == Outcome::Fail)
         .collect();
-    assert_eq!(half.len(), 3, "{half:#?}");
-    assert_eq!(half[0].verdicts[0].follows, None);
-    for j in &half[1..] {
-        assert_eq!(
-            j.verdicts[0].follows.as_deref(),
-            Some(half[0].verdicts[0].gate.as_str()),
+    assert!(half.len() >= 3, "{half:#?}");
+    for j in &half {
+        let v = &j.verdicts[0];
+        assert!(
+            f.evidence.contains(&v.gate) || v.follows.as_deref() == Some("gb10-02.f0.a"),
             "{}",
             j.label
         );
@@ -311,13 +300,9 @@ async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
         .find(|v| v.trap == Some(Trap::SlowBusBandwidth))
         .expect("NCCL's bus bandwidth is below the model");
     assert_eq!(busbw.outcome, Outcome::Fail);
-    assert_eq!(
-        busbw.follows.as_deref(),
-        Some(half[0].verdicts[0].gate.as_str())
-    );
-    assert_eq!((r.summary.fail, r.summary.fail_following), (1, 3));
-    // report.html's what-to-fix lists the one cause as FAIL and names the three that follow
-    // under it, not as FAILs of their own
+    assert_eq!(busbw.follows.as_deref(), Some("gb10-02.f0.a"));
+    assert_eq!(r.summary.fail, 1);
+    // report.html's what-to-fix: one group, the half, its fix command; what follows named
     let html = fabricplan::report::html::render(&fabricplan::report::html::Inputs {
         results: &r,
         plan: None,
@@ -329,28 +314,13 @@ async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
         .find("<section id=\"fix\">")
         .expect("a what-to-fix section");
     let fix = &html[start..start + html[start..].find("</section>").unwrap()];
-    assert_eq!(
-        fix.matches("<li><span class=\"badge fail\">FAIL</span>")
-            .count(),
-        1,
-        "{fix}"
-    );
+    assert_eq!(fix.matches("<div class=\"fix-group").count(), 1, "{fix}");
     assert!(
-        fix.contains(
-            "and 3 more gates that follow from it (the same cause seen again, not counted)"
-        ),
+        fix.contains("<code>ssh gb10-02 sudo mlxfwmanager --online -u</code>"),
         "{fix}"
     );
-    // named, NCCL's first (another test held down by the half); one cause, so not repeated
     let esc = fabricplan::report::html::esc;
-    let named = fix
-        .split("not counted): ")
-        .nth(1)
-        .and_then(|t| t.split("</li>").next())
-        .unwrap_or("");
-    let mut want = vec![esc(&busbw.gate)];
-    want.extend(half[1..].iter().map(|j| esc(&j.verdicts[0].gate)));
-    assert_eq!(named, want.join("; "), "{fix}");
+    assert!(fix.contains(&esc(&busbw.gate)), "{fix}");
 
     let r = run("switched-6", &["rstp-block:sw-a-sw-b"]).await;
     assert_eq!(r.summary.exit_code, 1);
