@@ -1,0 +1,264 @@
+//! Diagnosis by part, over the whole class: every fault the simulated fabric fakes, on every
+//! shipped plan shape where it applies (a direct pair, a three-node ring, two switches joined by
+//! an ISL, a sampled 64-node fabric), each on more than one target. Each run is red (exit 1) with
+//! exactly one root finding; it names the injected part, its fix names that part's host (or the
+//! switches, for an ISL), and every other failing gate follows from it. And with no fault, every
+//! plan and example is green.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use fabricplan::exec::evidence::Evidence;
+use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::gate::judge::Outcome;
+use fabricplan::plan::Plan;
+use fabricplan::results::RunResults;
+use fabricplan::sim::SimTransport;
+use fabricplan::topology::Fabric;
+
+async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
+    let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
+    let t = Arc::new(SimTransport::new(plan, &faults).expect("faults parse"));
+    let fabric = Fabric::build(plan);
+    let schedule = fabricplan::kinds::schedule(plan);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_c, cancel) = tokio::sync::watch::channel(false);
+    let opts = RunOptions {
+        run_id: "diagnosis-test".into(),
+        only: vec![],
+        skip: vec![],
+        max_parallel: 8,
+        keep_evidence: None,
+    };
+    runner::run(
+        plan,
+        &fabric,
+        &schedule,
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
+        &opts,
+        &Evidence::none(),
+        tx,
+        cancel,
+    )
+    .await
+}
+
+/// One fault and what the diagnosis must say about it: the finding's part name, and the words
+/// its fix must hold (the host it runs on).
+struct Case {
+    fault: &'static str,
+    part: &'static str,
+    host: &'static [&'static str],
+}
+
+const fn case(
+    fault: &'static str,
+    part: &'static str,
+    host: &'static [&'static str],
+) -> Case {
+    Case { fault, part, host }
+}
+
+/// Run each case on `plan` and check its one finding; every case's failures are gathered and
+/// reported at once.
+async fn matrix(plan: &Plan, cases: &[Case]) {
+    let mut wrong = Vec::new();
+    for c in cases {
+        let r = run_plan(plan, &[c.fault]).await;
+        if let Err(e) = check(&r, c) {
+            wrong.push(format!("{} on {}: {e}", c.fault, plan.name));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
+}
+
+fn check(r: &RunResults, c: &Case) -> Result<(), String> {
+    let say = |what: &str| {
+        let found: Vec<String> = r
+            .findings
+            .iter()
+            .map(|f| format!("{} {} ({})", f.outcome.as_str(), f.name, f.trap_name))
+            .collect();
+        Err(format!("{what}; verdict `{}`, findings {found:?}", r.summary.verdict))
+    };
+    if r.summary.exit_code != 1 {
+        return say(&format!("exit {}", r.summary.exit_code));
+    }
+    let roots: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.outcome == Outcome::Fail)
+        .collect();
+    if roots.len() != 1 {
+        return say(&format!("{} root findings", roots.len()));
+    }
+    let f = roots[0];
+    if f.name != c.part {
+        return say(&format!("the finding names `{}`, not `{}`", f.name, c.part));
+    }
+    // the command, or the words with where they apply (`on sw-a and sw-b: ...`)
+    let fix = format!(
+        "{} on {}: {}",
+        f.fix_command.as_deref().unwrap_or_default(),
+        f.host.as_deref().unwrap_or_default(),
+        f.fix
+    );
+    if let Some(h) = c.host.iter().find(|h| !fix.contains(*h)) {
+        return say(&format!("its fix does not name `{h}`: {fix}"));
+    }
+    if let (Some(cmd), Some(h)) = (&f.fix_command, &f.host)
+        && !cmd.contains(h.as_str())
+    {
+        return say(&format!("its command does not run on {h}: {cmd}"));
+    }
+    if r.summary.verdict != format!("1 FAIL: {}", c.part) {
+        return say("the verdict line does not name it");
+    }
+    // every other failing gate is the finding's evidence or follows from it
+    for v in r.verdicts().filter(|v| v.outcome == Outcome::Fail) {
+        let ours = r
+            .findings
+            .iter()
+            .any(|f| f.evidence.contains(&v.gate) || f.follows.contains(&v.gate));
+        if !ours {
+            return say(&format!("`{}` FAILs outside every finding", v.gate));
+        }
+    }
+    Ok(())
+}
+
+fn shipped(name: &str) -> Plan {
+    support::load_plan(support::plan_path(name))
+}
+
+#[tokio::test]
+async fn every_fault_on_a_direct_pair_is_one_finding() {
+    matrix(
+        &shipped("two-spark"),
+        &[
+            case("throttle:spark-a.f0.a", "spark-a.f0.a", &["ssh spark-a "]),
+            case("throttle:spark-b.f0.b", "spark-b.f0.b", &["ssh spark-b "]),
+            case("mtu1500:spark-a.f0.a", "spark-a.f0.a", &["ssh spark-a ", "mtu 9000"]),
+            case("mtu1500:spark-b.f0", "spark-b.f0", &["ssh spark-b ", "mtu 9000"]),
+            case("crossed:spark-a.f0", "cable spark-a.f0 -- spark-b.f0", &["spark-"]),
+            case("crossed:spark-b.f0", "cable spark-a.f0 -- spark-b.f0", &["spark-"]),
+            case("dead-host:spark-a", "sshd on spark-a", &["spark-a"]),
+            case("dead-host:spark-b", "sshd on spark-b", &["spark-b"]),
+            case("server-dies:spark-a", "test tools on spark-a", &["spark-a"]),
+            case("server-dies:spark-b", "test tools on spark-b", &["spark-b"]),
+            case("nccl-socket:spark-a", "NCCL on spark-a", &["spark-a"]),
+            case("nccl-socket:spark-b", "NCCL on spark-b", &["spark-b"]),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn every_fault_on_a_ring_is_one_finding() {
+    matrix(
+        &shipped("ring3"),
+        &[
+            case("throttle:spark-2.f1.a", "spark-2.f1.a", &["ssh spark-2 "]),
+            case("throttle:spark-3.f0.b", "spark-3.f0.b", &["ssh spark-3 "]),
+            case("mtu1500:spark-3.f0.b", "spark-3.f0.b", &["ssh spark-3 ", "mtu 9000"]),
+            case("mtu1500:spark-1.f1", "spark-1.f1", &["ssh spark-1 ", "mtu 9000"]),
+            case("crossed:spark-1.f0", "spark-1.f0 and spark-1.f1", &["spark-1"]),
+            case("crossed:spark-3.f1", "spark-3.f0 and spark-3.f1", &["spark-3"]),
+            case("dead-host:spark-2", "sshd on spark-2", &["spark-2"]),
+            case("dead-host:spark-3", "sshd on spark-3", &["spark-3"]),
+            case("server-dies:spark-1", "test tools on spark-1", &["spark-1"]),
+            case("server-dies:spark-3", "test tools on spark-3", &["spark-3"]),
+            case("nccl-socket:spark-1", "NCCL on spark-1", &["spark-1"]),
+            case("nccl-socket:spark-2", "NCCL on spark-2", &["spark-2"]),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn every_fault_on_two_switches_is_one_finding() {
+    matrix(
+        &shipped("switched-6"),
+        &[
+            case("throttle:gb10-02.f0.a", "gb10-02.f0.a", &["ssh gb10-02 "]),
+            case("throttle:gb10-04.f0.a", "gb10-04.f0.a", &["ssh gb10-04 "]),
+            case("mtu1500:gb10-01.f0", "gb10-01.f0", &["ssh gb10-01 ", "mtu 9000"]),
+            case("mtu1500:gb10-06.f0.a", "gb10-06.f0.a", &["ssh gb10-06 ", "mtu 9000"]),
+            case("crossed:gb10-03.f0", "cable gb10-03.f0 -- sw-a", &["gb10-03"]),
+            case("crossed:gb10-05.f0", "cable gb10-05.f0 -- sw-b", &["gb10-05"]),
+            case("dead-host:gb10-05", "sshd on gb10-05", &["gb10-05"]),
+            case("dead-host:gb10-01", "sshd on gb10-01", &["gb10-01"]),
+            case("server-dies:gb10-02", "test tools on gb10-02", &["gb10-02"]),
+            case("server-dies:gb10-05", "test tools on gb10-05", &["gb10-05"]),
+            case("nccl-socket:gb10-06", "NCCL on gb10-06", &["gb10-06"]),
+            case("nccl-socket:gb10-03", "NCCL on gb10-03", &["gb10-03"]),
+            case("rstp-block:sw-a-sw-b", "ISL sw-a-sw-b", &["sw-a", "sw-b"]),
+            case("rstp-block:sw-b-sw-a", "ISL sw-a-sw-b", &["sw-a", "sw-b"]),
+        ],
+    )
+    .await;
+}
+
+/// `scripts/gen-switched.sh 64 2 sampled`: 64 nodes on two switches, sampled pairings.
+fn sampled_64() -> Plan {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gen-switched.sh");
+    let o = Command::new("bash")
+        .arg(script)
+        .args(["64", "2", "sampled"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    support::load_plan_text("sampled-64.toml", &String::from_utf8(o.stdout).unwrap())
+}
+
+#[tokio::test]
+async fn every_fault_on_a_sampled_64_node_fabric_is_one_finding() {
+    matrix(
+        &sampled_64(),
+        &[
+            case("throttle:n00007.f0.a", "n00007.f0.a", &["ssh n00007 "]),
+            case("throttle:n00050.f0.a", "n00050.f0.a", &["ssh n00050 "]),
+            case("mtu1500:n00012.f0.a", "n00012.f0.a", &["ssh n00012 ", "mtu 9000"]),
+            case("mtu1500:n00040.f0", "n00040.f0", &["ssh n00040 ", "mtu 9000"]),
+            case("dead-host:n00003", "sshd on n00003", &["n00003"]),
+            case("dead-host:n00061", "sshd on n00061", &["n00061"]),
+            case("server-dies:n00020", "test tools on n00020", &["n00020"]),
+            case("server-dies:n00033", "test tools on n00033", &["n00033"]),
+            case("nccl-socket:n00001", "NCCL on n00001", &["n00001"]),
+            case("nccl-socket:n00064", "NCCL on n00064", &["n00064"]),
+            case("rstp-block:sw-00-sw-01", "ISL sw-00-sw-01", &["sw-00", "sw-01"]),
+            case("rstp-block:sw-01-sw-00", "ISL sw-00-sw-01", &["sw-00", "sw-01"]),
+        ],
+    )
+    .await;
+}
+
+/// With no fault, every shipped plan and example is green on the simulated fabric: no finding.
+#[tokio::test]
+async fn every_plan_and_example_is_green_without_a_fault() {
+    let mut red = Vec::new();
+    for dir in ["plans", "examples"] {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        for p in files {
+            let plan = support::load_plan(&p);
+            let r = run_plan(&plan, &[]).await;
+            if r.summary.exit_code != 0 || !r.findings.is_empty() || r.summary.warn > 0 {
+                let found: Vec<String> = r
+                    .findings
+                    .iter()
+                    .map(|f| format!("{} {}: {}", f.outcome.as_str(), f.label, f.seen))
+                    .collect();
+                red.push(format!("{}: {} {found:#?}", p.display(), r.summary.verdict));
+            }
+        }
+    }
+    assert!(red.is_empty(), "{}", red.join("\n"));
+}
