@@ -169,7 +169,14 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
     let (code, r, text) = run(&lab, &plan, &dir.path().join("run1"));
 
     assert_eq!(code, 0, "{text}\n{:#?}", failed_traps(&r));
-    assert_eq!(r["summary"]["verdict"], "PASS with 2 warning(s)", "{text}");
+    // one finding, the cable, named by its planned ends; both halves' WARNs are about it
+    assert_eq!(
+        r["summary"]["verdict"],
+        "PASS with 1 warning(s): cable host-a.f0 -- host-b.f0",
+        "{text}"
+    );
+    assert_eq!(r["findings"].as_array().unwrap().len(), 1, "{text}");
+    assert_eq!(r["findings"][0]["outcome"], "WARN", "{text}");
     for half in ["a", "b"] {
         let w = verdicts(&r)
             .into_iter()

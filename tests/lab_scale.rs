@@ -63,6 +63,7 @@ connect-timeout-s = 5
 [[profile]]
 name = "lab-slow"
 half-rate-gbps = 0.05
+unified-memory = true
 [[profile.port]]
 name = "f0"
 half = [{ name = "a", device = "rocep1s0f0", netdev = "enp1s0f0np0" }]

@@ -148,7 +148,7 @@ fn by_trap(
             None,
             format!("the cables in {node}'s two ports are in each other's port: swap them at {node} so each sits where the plan says (or change the plan to match the cabling)"),
         ),
-        (Trap::CrossedCable, _) => (None, cabling_text(head)),
+        (Trap::CrossedCable, _) => (None, cabling_text(part)),
         (Trap::RoutingTrap, _) => (
             per_netdev(plan, found, part, |n| format!("ip route show dev {n}")),
             "remove the default route, second routes and stale bonds or profiles that hold this fabric netdev (the routes are listed by the command)".into(),
@@ -204,11 +204,14 @@ fn address_fix(plan: &Plan, found: &Found<'_>, part: &Part) -> Option<String> {
     remote(plan, node, &[format!("sudo {cmd}")])
 }
 
-/// What the cabling evidence says, in the words of the verdict (planned and found ends).
-fn cabling_text(head: &Verdict) -> String {
+/// A cable found elsewhere than planned: where it lands is in what was seen; the fix is the move.
+fn cabling_text(part: &Part) -> String {
+    let at = match part {
+        Part::Cable { a, b, .. } => format!(" between {a} and {b}"),
+        _ => String::new(),
+    };
     format!(
-        "re-cable to match the plan (or change the plan to match the cabling): {}",
-        head.detail
+        "move the cable{at} to the ports the plan names (where it lands is in what was seen), or change the plan to match the cabling"
     )
 }
 

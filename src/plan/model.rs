@@ -165,6 +165,8 @@ pub struct Profile {
     pub port_rate_gbps: Option<f64>,
     /// The firmware its devices must run, when the plan pins one.
     pub firmware: Option<String>,
+    /// GPUs on the CPU's memory: GDR 0 is expected of NCCL.
+    pub unified_memory: bool,
     pub ports: Vec<ProfilePort>,
 }
 
@@ -194,6 +196,7 @@ impl Profile {
             half_rate_gbps: Some(111.9),
             port_rate_gbps: Some(196.0),
             firmware: None,
+            unified_memory: true,
             ports: vec![
                 ProfilePort {
                     name: "f0".into(),

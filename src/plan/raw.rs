@@ -204,6 +204,10 @@ pub struct RawProfile {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub firmware: Option<Spanned<String>>,
+    /// The GPUs share the CPU's memory (a GB10's unified memory): NCCL reports GPUDirect RDMA
+    /// off (`GDR 0`) by design, which is then expected, not a warning. Default false (the
+    /// built-in `gb10` is true).
+    pub unified_memory: Option<bool>,
     pub port: Vec<RawProfilePort>,
 }
 

@@ -355,7 +355,7 @@ impl TestKind for Nccl {
                 let model = classify::NcclExpectation {
                     small_time_us: Some(e.time_us(16384)),
                     busbw_gbs: &busbw,
-                    unified_memory: t.nodes.iter().all(|n| plan.profile_of(*n).name == "gb10"),
+                    unified_memory: t.nodes.iter().all(|n| plan.profile_of(*n).unified_memory),
                 };
                 classify::nccl(&plan.gate(&SMALL_TIME), &plan.gate(&BUSBW), r, ctx, &model)
             }

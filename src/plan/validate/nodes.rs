@@ -61,6 +61,7 @@ pub(super) fn profiles(ctx: &mut Ctx, raw: &[RawProfile]) -> Vec<Profile> {
             half_rate_gbps: p.half_rate_gbps,
             port_rate_gbps: p.port_rate_gbps,
             firmware: p.firmware.as_ref().map(|f| f.get_ref().clone()),
+            unified_memory: p.unified_memory.unwrap_or(false),
             ports,
         });
     }
