@@ -698,7 +698,6 @@ fn read_parsed(
     })
 }
 
-
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -269,7 +269,13 @@ fn run_with_a_baseline_warns_on_a_drop_and_shows_the_baseline() {
         tmp.path(),
         "throttled",
         TWO,
-        &["--sim-fault", "throttle:spark-a.f0.a", "--baseline", &h, "--all"],
+        &[
+            "--sim-fault",
+            "throttle:spark-a.f0.a",
+            "--baseline",
+            &h,
+            "--all",
+        ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let out = stdout(&o);

@@ -54,11 +54,7 @@ struct Case {
     host: &'static [&'static str],
 }
 
-const fn case(
-    fault: &'static str,
-    part: &'static str,
-    host: &'static [&'static str],
-) -> Case {
+const fn case(fault: &'static str, part: &'static str, host: &'static [&'static str]) -> Case {
     Case { fault, part, host }
 }
 
@@ -82,7 +78,10 @@ fn check(r: &RunResults, c: &Case) -> Result<(), String> {
             .iter()
             .map(|f| format!("{} {} ({})", f.outcome.as_str(), f.name, f.trap_name))
             .collect();
-        Err(format!("{what}; verdict `{}`, findings {found:?}", r.summary.verdict))
+        Err(format!(
+            "{what}; verdict `{}`, findings {found:?}",
+            r.summary.verdict
+        ))
     };
     if r.summary.exit_code != 1 {
         return say(&format!("exit {}", r.summary.exit_code));
@@ -141,10 +140,26 @@ async fn every_fault_on_a_direct_pair_is_one_finding() {
         &[
             case("throttle:spark-a.f0.a", "spark-a.f0.a", &["ssh spark-a "]),
             case("throttle:spark-b.f0.b", "spark-b.f0.b", &["ssh spark-b "]),
-            case("mtu1500:spark-a.f0.a", "spark-a.f0.a", &["ssh spark-a ", "mtu 9000"]),
-            case("mtu1500:spark-b.f0", "spark-b.f0", &["ssh spark-b ", "mtu 9000"]),
-            case("crossed:spark-a.f0", "cable spark-a.f0 -- spark-b.f0", &["spark-"]),
-            case("crossed:spark-b.f0", "cable spark-a.f0 -- spark-b.f0", &["spark-"]),
+            case(
+                "mtu1500:spark-a.f0.a",
+                "spark-a.f0.a",
+                &["ssh spark-a ", "mtu 9000"],
+            ),
+            case(
+                "mtu1500:spark-b.f0",
+                "spark-b.f0",
+                &["ssh spark-b ", "mtu 9000"],
+            ),
+            case(
+                "crossed:spark-a.f0",
+                "cable spark-a.f0 -- spark-b.f0",
+                &["spark-"],
+            ),
+            case(
+                "crossed:spark-b.f0",
+                "cable spark-a.f0 -- spark-b.f0",
+                &["spark-"],
+            ),
             case("dead-host:spark-a", "sshd on spark-a", &["spark-a"]),
             case("dead-host:spark-b", "sshd on spark-b", &["spark-b"]),
             case("server-dies:spark-a", "test tools on spark-a", &["spark-a"]),
@@ -163,10 +178,26 @@ async fn every_fault_on_a_ring_is_one_finding() {
         &[
             case("throttle:spark-2.f1.a", "spark-2.f1.a", &["ssh spark-2 "]),
             case("throttle:spark-3.f0.b", "spark-3.f0.b", &["ssh spark-3 "]),
-            case("mtu1500:spark-3.f0.b", "spark-3.f0.b", &["ssh spark-3 ", "mtu 9000"]),
-            case("mtu1500:spark-1.f1", "spark-1.f1", &["ssh spark-1 ", "mtu 9000"]),
-            case("crossed:spark-1.f0", "spark-1.f0 and spark-1.f1", &["spark-1"]),
-            case("crossed:spark-3.f1", "spark-3.f0 and spark-3.f1", &["spark-3"]),
+            case(
+                "mtu1500:spark-3.f0.b",
+                "spark-3.f0.b",
+                &["ssh spark-3 ", "mtu 9000"],
+            ),
+            case(
+                "mtu1500:spark-1.f1",
+                "spark-1.f1",
+                &["ssh spark-1 ", "mtu 9000"],
+            ),
+            case(
+                "crossed:spark-1.f0",
+                "spark-1.f0 and spark-1.f1",
+                &["spark-1"],
+            ),
+            case(
+                "crossed:spark-3.f1",
+                "spark-3.f0 and spark-3.f1",
+                &["spark-3"],
+            ),
             case("dead-host:spark-2", "sshd on spark-2", &["spark-2"]),
             case("dead-host:spark-3", "sshd on spark-3", &["spark-3"]),
             case("server-dies:spark-1", "test tools on spark-1", &["spark-1"]),
@@ -185,10 +216,26 @@ async fn every_fault_on_two_switches_is_one_finding() {
         &[
             case("throttle:gb10-02.f0.a", "gb10-02.f0.a", &["ssh gb10-02 "]),
             case("throttle:gb10-04.f0.a", "gb10-04.f0.a", &["ssh gb10-04 "]),
-            case("mtu1500:gb10-01.f0", "gb10-01.f0", &["ssh gb10-01 ", "mtu 9000"]),
-            case("mtu1500:gb10-06.f0.a", "gb10-06.f0.a", &["ssh gb10-06 ", "mtu 9000"]),
-            case("crossed:gb10-03.f0", "cable gb10-03.f0 -- sw-a", &["gb10-03"]),
-            case("crossed:gb10-05.f0", "cable gb10-05.f0 -- sw-b", &["gb10-05"]),
+            case(
+                "mtu1500:gb10-01.f0",
+                "gb10-01.f0",
+                &["ssh gb10-01 ", "mtu 9000"],
+            ),
+            case(
+                "mtu1500:gb10-06.f0.a",
+                "gb10-06.f0.a",
+                &["ssh gb10-06 ", "mtu 9000"],
+            ),
+            case(
+                "crossed:gb10-03.f0",
+                "cable gb10-03.f0 -- sw-a",
+                &["gb10-03"],
+            ),
+            case(
+                "crossed:gb10-05.f0",
+                "cable gb10-05.f0 -- sw-b",
+                &["gb10-05"],
+            ),
             case("dead-host:gb10-05", "sshd on gb10-05", &["gb10-05"]),
             case("dead-host:gb10-01", "sshd on gb10-01", &["gb10-01"]),
             case("server-dies:gb10-02", "test tools on gb10-02", &["gb10-02"]),
@@ -221,16 +268,32 @@ async fn every_fault_on_a_sampled_64_node_fabric_is_one_finding() {
         &[
             case("throttle:n00007.f0.a", "n00007.f0.a", &["ssh n00007 "]),
             case("throttle:n00050.f0.a", "n00050.f0.a", &["ssh n00050 "]),
-            case("mtu1500:n00012.f0.a", "n00012.f0.a", &["ssh n00012 ", "mtu 9000"]),
-            case("mtu1500:n00040.f0", "n00040.f0", &["ssh n00040 ", "mtu 9000"]),
+            case(
+                "mtu1500:n00012.f0.a",
+                "n00012.f0.a",
+                &["ssh n00012 ", "mtu 9000"],
+            ),
+            case(
+                "mtu1500:n00040.f0",
+                "n00040.f0",
+                &["ssh n00040 ", "mtu 9000"],
+            ),
             case("dead-host:n00003", "sshd on n00003", &["n00003"]),
             case("dead-host:n00061", "sshd on n00061", &["n00061"]),
             case("server-dies:n00020", "test tools on n00020", &["n00020"]),
             case("server-dies:n00033", "test tools on n00033", &["n00033"]),
             case("nccl-socket:n00001", "NCCL on n00001", &["n00001"]),
             case("nccl-socket:n00064", "NCCL on n00064", &["n00064"]),
-            case("rstp-block:sw-00-sw-01", "ISL sw-00-sw-01", &["sw-00", "sw-01"]),
-            case("rstp-block:sw-01-sw-00", "ISL sw-00-sw-01", &["sw-00", "sw-01"]),
+            case(
+                "rstp-block:sw-00-sw-01",
+                "ISL sw-00-sw-01",
+                &["sw-00", "sw-01"],
+            ),
+            case(
+                "rstp-block:sw-01-sw-00",
+                "ISL sw-00-sw-01",
+                &["sw-00", "sw-01"],
+            ),
         ],
     )
     .await;

@@ -171,8 +171,7 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
     assert_eq!(code, 0, "{text}\n{:#?}", failed_traps(&r));
     // one finding, the cable, named by its planned ends; both halves' WARNs are about it
     assert_eq!(
-        r["summary"]["verdict"],
-        "PASS with 1 warning(s): cable host-a.f0 -- host-b.f0",
+        r["summary"]["verdict"], "PASS with 1 warning(s): cable host-a.f0 -- host-b.f0",
         "{text}"
     );
     assert_eq!(r["findings"].as_array().unwrap().len(), 1, "{text}");

@@ -186,7 +186,7 @@ fn killed_session_is_one_finding(lab: &Lab, twin: &Path, work: &Path) {
     let r = Run::finish(o, &out, t.elapsed());
     eprintln!("killed session: exit {:?}, {}", r.code, r.verdict());
     assert_eq!(r.code, Some(1), "{}", r.story());
-    assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
+    assert_eq!(r.verdict(), "1 FAIL: sshd on spark-b", "{}", r.story());
     let fail = r
         .preflight()
         .iter()

@@ -511,7 +511,20 @@ fn ring3_twin_with_a_dead_slurmd_is_one_fail() {
     let r = run(&lab, &plan, &work.path().join("slurmd-down"), "text", &[]);
     eprintln!("--- terminal output of the run:\n{}", r.stdout);
     assert_eq!(r.code, Some(1), "{}", r.story());
-    assert_eq!(r.verdict(), "1 FAIL", "{}", r.story());
+    // one finding: spark-3's slurmd, with the command that brings it back
+    assert_eq!(r.verdict(), "1 FAIL: slurmd on spark-3", "{}", r.story());
+    assert!(
+        r.stdout
+            .contains("what to fix (1):\n  1. FAIL slurmd on spark-3"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("scontrol update nodename=spark-3 state=resume"),
+        "{}",
+        r.stdout
+    );
     assert_eq!(
         r.not_ok(),
         [(

@@ -134,7 +134,10 @@ async fn results_json_decodes_to_the_documented_shape() {
     assert_eq!(v["findings"].as_array().unwrap().len(), 1);
     assert_eq!(f["name"], "spark-b.f0.b");
     assert_eq!(f["host"], "spark-b");
-    assert_eq!(f["fix_command"], "ssh spark-b sudo mlxfwmanager --online -u");
+    assert_eq!(
+        f["fix_command"],
+        "ssh spark-b sudo mlxfwmanager --online -u"
+    );
     assert_eq!(f["follows"][0], "rdma-bw spark-b.f0.b -> spark-a.f0.b");
     let throttled = jobs
         .iter()
@@ -204,7 +207,10 @@ async fn summary_markdown_has_the_verdict_table_and_matrix() {
     let fix = md
         .find("## What to fix\n\n1. **FAIL spark-b.f0.b (enP2p1s0f0np0 on spark-b)**: firmware throttle")
         .unwrap_or_else(|| panic!("{md}"));
-    assert!(md.contains("   - fix: `ssh spark-b sudo mlxfwmanager --online -u`"), "{md}");
+    assert!(
+        md.contains("   - fix: `ssh spark-b sudo mlxfwmanager --online -u`"),
+        "{md}"
+    );
     let fails = md.find("## Failures and warnings").unwrap();
     assert!(fix < fails);
     assert!(

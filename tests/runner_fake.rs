@@ -228,8 +228,14 @@ async fn unreachable_host_is_one_fail_and_its_jobs_are_skipped() {
             .iter()
             .any(|v| v.trap == Some(Trap::Unreachable))
     );
-    // one root cause, one FAIL: `reach spark-b`; its jobs are skipped naming it
+    // one root cause, one FAIL: `reach spark-b`, about its sshd (the host refused: it is up,
+    // nothing listens); its jobs are skipped naming it
     assert_eq!(r.summary.fail, 1, "{:#?}", r.summary);
+    assert_eq!(
+        r.summary.verdict, "1 FAIL: sshd on spark-b",
+        "{:#?}",
+        r.findings
+    );
     assert!(!r.jobs.is_empty());
     for j in &r.jobs {
         assert_eq!(j.status, JobStatus::Skipped, "{j:#?}");

@@ -220,11 +220,14 @@ fn throttled_half_is_named_alone(n: usize, switches: usize, half: &str) {
         "{out}"
     );
     assert!(
-        out.contains(&format!("     fix:  ssh {node} sudo mlxfwmanager --online -u")),
+        out.contains(&format!(
+            "     fix:  ssh {node} sudo mlxfwmanager --online -u"
+        )),
         "{out}"
     );
     assert!(
-        out.trim_end().ends_with(&format!("1 FAIL: {half} (simulated)")),
+        out.trim_end()
+            .ends_with(&format!("1 FAIL: {half} (simulated)")),
         "{out}"
     );
 }
@@ -278,7 +281,9 @@ fn sampled_64_blocked_isl_is_named_as_the_isl() {
     assert_eq!(counted_fails(&r), BTreeSet::from([gate]), "counted FAILs");
     let out = stdout(&o);
     assert!(
-        out.contains("what to fix (1):\n  1. FAIL ISL sw-00-sw-01 (sw-00 <-> sw-01): ISL blocked by RSTP"),
+        out.contains(
+            "what to fix (1):\n  1. FAIL ISL sw-00-sw-01 (sw-00 <-> sw-01): ISL blocked by RSTP"
+        ),
         "{out}"
     );
 }

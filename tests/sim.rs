@@ -235,7 +235,9 @@ async fn two_causes_in_one_group_say_which_each_follower_follows() {
         );
         let node = f.name.split('.').next().unwrap();
         assert!(
-            fix.contains(&format!("<code>ssh {node} sudo mlxfwmanager --online -u</code>")),
+            fix.contains(&format!(
+                "<code>ssh {node} sudo mlxfwmanager --online -u</code>"
+            )),
             "{fix}"
         );
     }

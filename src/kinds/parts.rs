@@ -75,7 +75,7 @@ fn pair_parts(plan: &Plan, p: &Pair, trap: Option<Trap>) -> Vec<Part> {
 
 fn ranks_parts(plan: &Plan, job: &Job, nodes: &[NodeId], trap: Option<Trap>) -> Vec<Part> {
     match trap {
-        Some(Trap::TcpFallback | Trap::FabricNotUsed | Trap::HalfMissingFromHca) => {
+        Some(Trap::TcpFallback | Trap::FabricNotUsed | Trap::HalfMissingFromHca | Trap::GdrOff) => {
             software(plan, nodes, Software::Nccl)
         }
         Some(Trap::MpiLaunch | Trap::Docker0Subnet | Trap::MpiRunAsRoot) => {

@@ -12,9 +12,9 @@ use crate::gate::threshold::{
     Ceiling, Metric, MetricSpec, Threshold, ThresholdError, Unit, fmt_num, parse_pct,
     parse_threshold,
 };
-use crate::plan::model::Profile;
 use crate::gate::trap::Trap;
 use crate::plan::diag::{Problem, did_you_mean};
+use crate::plan::model::Profile;
 use crate::plan::model::Regression;
 use crate::plan::raw::*;
 
@@ -72,10 +72,12 @@ fn carries(metric: &MetricSpec, profiles: &[Profile]) -> Option<(f64, String)> {
     let half = |p: &Profile| p.half_rate_gbps;
     let port = |p: &Profile| p.port_rate_gbps;
     match metric.ceiling? {
-        Ceiling::Half => best(half)
-            .map(|(r, n)| (r, format!("a healthy half of profile `{n}` carries"))),
-        Ceiling::Port => best(port)
-            .map(|(r, n)| (r, format!("a healthy port of profile `{n}` carries"))),
+        Ceiling::Half => {
+            best(half).map(|(r, n)| (r, format!("a healthy half of profile `{n}` carries")))
+        }
+        Ceiling::Port => {
+            best(port).map(|(r, n)| (r, format!("a healthy port of profile `{n}` carries")))
+        }
         Ceiling::PortBytes => best(port).map(|(r, n)| {
             (
                 r / 8.0,
@@ -86,7 +88,13 @@ fn carries(metric: &MetricSpec, profiles: &[Profile]) -> Option<(f64, String)> {
 }
 
 /// A pass threshold no healthy job can meet: every link would FAIL.
-fn above_capacity(ctx: &mut Ctx, metric: &MetricSpec, t: Threshold, at: Range<usize>, rate: Option<&(f64, String)>) {
+fn above_capacity(
+    ctx: &mut Ctx,
+    metric: &MetricSpec,
+    t: Threshold,
+    at: Range<usize>,
+    rate: Option<&(f64, String)>,
+) {
     let (Threshold::Absolute { value }, Some((r, words))) = (t, rate) else {
         return;
     };
@@ -161,8 +169,14 @@ fn gate(
     spec: &mut GateSpec,
     rate: Option<&(f64, String)>,
 ) {
-    let mut pass = g.pass.as_ref().and_then(|s| threshold(ctx, s, metric, rate));
-    let mut warn = g.warn.as_ref().and_then(|s| threshold(ctx, s, metric, rate));
+    let mut pass = g
+        .pass
+        .as_ref()
+        .and_then(|s| threshold(ctx, s, metric, rate));
+    let mut warn = g
+        .warn
+        .as_ref()
+        .and_then(|s| threshold(ctx, s, metric, rate));
     if let (Some(p), Some(s)) = (pass, &g.pass) {
         above_capacity(ctx, metric, p, span(s), rate);
     }

@@ -164,7 +164,10 @@ pub(super) fn fix(r: &RunResults) -> Fix {
             // a run read back from before diagnosis by part: by trap
             trap_groups(r).iter().map(|g| fix_group(g, cap)).collect()
         } else {
-            r.findings.iter().map(|f| finding_group(r, f, cap)).collect()
+            r.findings
+                .iter()
+                .map(|f| finding_group(r, f, cap))
+                .collect()
         },
         skipped,
     }

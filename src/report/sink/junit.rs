@@ -60,7 +60,10 @@ fn case(v: &Verdict, classname: &str) -> TestCase {
 /// the trap and the command (or words) that fix it.
 fn finding_case(f: &Finding, classname: &str) -> TestCase {
     let fix = f.fix_command.clone().unwrap_or_else(|| f.fix.clone());
-    let mut text = format!("{}: {}\nseen: {}\nfix: {}", f.label, f.trap_name, f.seen, fix);
+    let mut text = format!(
+        "{}: {}\nseen: {}\nfix: {}",
+        f.label, f.trap_name, f.seen, fix
+    );
     if f.fix_command.is_some() {
         text.push_str(&format!("\n     {}", f.fix));
     }
@@ -68,7 +71,10 @@ fn finding_case(f: &Finding, classname: &str) -> TestCase {
         text.push_str(&format!("\nfollows from it: {}", f.follows.join("; ")));
     }
     if !f.skipped.is_empty() {
-        text.push_str(&format!("\nnot run because they need it: {}", f.skipped.join("; ")));
+        text.push_str(&format!(
+            "\nnot run because they need it: {}",
+            f.skipped.join("; ")
+        ));
     }
     let status = match f.outcome {
         Outcome::Fail => {

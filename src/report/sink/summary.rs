@@ -169,12 +169,19 @@ fn findings(s: &mut String, r: &RunResults) {
                 "   - follows from it: {} gate(s): {}{}\n",
                 f.follows.len(),
                 named.join("; "),
-                if more > 0 { format!("; and {more} more") } else { String::new() }
+                if more > 0 {
+                    format!("; and {more} more")
+                } else {
+                    String::new()
+                }
             ));
         }
         if !f.skipped.is_empty() {
             let named: Vec<String> = f.skipped.iter().map(|g| cell(g)).collect();
-            s.push_str(&format!("   - not run because they need it: {}\n", named.join("; ")));
+            s.push_str(&format!(
+                "   - not run because they need it: {}\n",
+                named.join("; ")
+            ));
         }
     }
 }
