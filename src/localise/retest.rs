@@ -236,7 +236,7 @@ pub fn retests(
                 fabric,
                 kind,
                 first_index + i,
-                format!("{} re-test {}/{n}", kind.name(), i + 1),
+                format!("{} {} {}/{n}", kind.name(), crate::schedule::RETEST, i + 1),
                 specs,
             )
         })

@@ -142,6 +142,21 @@ pub struct Round {
     pub jobs: Vec<Job>,
 }
 
+/// The words after the kind in a sampled round's name (`rdma-bw sampled 3/8`).
+pub const SAMPLED: &str = "sampled";
+/// The words after the kind in a re-test round's name (`rdma-bw re-test 1/2`).
+pub const RETEST: &str = "re-test";
+
+impl Round {
+    /// A sampled or re-test round, whose flows may have run in another round of the run.
+    pub fn repeats_flows(&self) -> bool {
+        self.name
+            .strip_prefix(self.kind.name())
+            .map(str::trim_start)
+            .is_some_and(|rest| rest.starts_with(SAMPLED) || rest.starts_with(RETEST))
+    }
+}
+
 /// The expanded schedule of a plan.
 #[derive(Debug)]
 pub struct Schedule {

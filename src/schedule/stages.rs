@@ -253,7 +253,7 @@ impl Stage {
                         specs.push(PairSpec::of_members(plan, *seg, pair, back, *direction));
                     }
                 }
-                let mut name = format!("{} sampled {}/{}", kind.name(), r + 1, k);
+                let mut name = format!("{} {} {}/{}", kind.name(), super::SAMPLED, r + 1, k);
                 if back {
                     name.push_str(" reverse");
                 }

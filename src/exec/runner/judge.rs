@@ -218,13 +218,16 @@ impl Causes {
     }
 }
 
-/// The name a job's verdicts carry: kind, the declared round when there is one (the same flow
-/// runs in several rounds of a matrix), and the job's label.
+/// The name a job's verdicts carry, unique in the run: kind, the declared round when there is
+/// one (the same flow runs in several rounds of a matrix), the sampled or re-test round when
+/// the round is one (a sampled schedule may pair two ends again, a re-test measures a flow
+/// again), and the job's label.
 pub fn gate_name(plan: &Plan, round: &Round, job: &Job) -> String {
-    if round.name.starts_with(job.kind.name()) {
-        format!("{} {}", job.kind.name(), job.label(plan))
-    } else {
-        format!("{} {} {}", job.kind.name(), round.name, job.label(plan))
+    let kind = job.kind.name();
+    match round.name.strip_prefix(kind) {
+        Some(_) if round.repeats_flows() => format!("{} {}", round.name, job.label(plan)),
+        Some(_) => format!("{kind} {}", job.label(plan)),
+        None => format!("{kind} {} {}", round.name, job.label(plan)),
     }
 }
 

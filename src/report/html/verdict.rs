@@ -90,8 +90,9 @@ struct FixGroup {
     /// spark-b)`), with what was seen.
     part: Option<String>,
     seen: Option<String>,
-    /// The command that fixes it on its host.
+    /// The command that fixes it on its host, or the host (or switches) its words apply to.
     command: Option<String>,
+    host: Option<String>,
     /// The jobs not run because they need it.
     skipped: Vec<String>,
     trap: String,
@@ -193,6 +194,7 @@ fn finding_group(r: &RunResults, f: &Finding, cap: usize) -> FixGroup {
     out.part = Some(f.label.clone());
     out.seen = Some(f.seen.clone());
     out.command = f.fix_command.clone();
+    out.host = f.host.clone();
     out.fix = Some(f.fix.clone());
     out.skipped = f.skipped.clone();
     // the finding's fix is the one that matters; its gates' trap texts would only repeat it
@@ -289,6 +291,7 @@ fn fix_group(g: &Group<'_>, cap: usize) -> FixGroup {
         part: None,
         seen: None,
         command: None,
+        host: None,
         skipped: Vec::new(),
         trap: g.trap.clone(),
         count: g.items.len(),

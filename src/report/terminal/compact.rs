@@ -192,7 +192,10 @@ fn extreme(jobs: &[&JobResult]) -> Option<String> {
 /// gate already names its declared round (`rdma-bw R2a a -> b`).
 fn label(j: Option<&JobResult>, v: &Verdict) -> String {
     match j {
-        Some(j) if !v.gate.contains(&format!(" {} ", j.round_name)) => {
+        Some(j)
+            if !v.gate.contains(&format!(" {} ", j.round_name))
+                && !v.gate.starts_with(&format!("{} ", j.round_name)) =>
+        {
             format!("R{} {}", j.round + 1, v.gate)
         }
         _ => v.gate.clone(),
