@@ -380,7 +380,21 @@ fn sixty_four_hosts_three_refusing_each_one_fail_the_rest_measured() {
         .map(|h| (format!("FAIL reach {h}"), "unreachable".to_string()))
         .collect();
     assert_eq!(fails, expected, "{s}\n{stderr}");
-    assert_eq!(r["summary"]["verdict"], "3 FAIL", "{s}");
+    // each refusing host is one finding, its sshd: the host is up, nothing listens on 22
+    assert_eq!(
+        r["summary"]["verdict"],
+        format!(
+            "3 FAIL: {}",
+            REFUSING
+                .iter()
+                .map(|h| format!("sshd on {h}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        "{s}\n{:#}\n{:#}",
+        r["findings"],
+        r["preflight"]
+    );
     assert_eq!(code, Some(1), "{s}\n{stderr}");
 
     let discovery = r["discovery"].as_array().expect("discovery");

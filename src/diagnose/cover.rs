@@ -98,7 +98,7 @@ fn best(
             if at == 0 {
                 s.first += 1;
             }
-            if parts.len() == 1 || parts[1..].iter().all(|q| q == p) {
+            if parts.iter().all(|q| q == p) {
                 s.sole += 1;
             }
         }
@@ -200,5 +200,23 @@ mod tests {
         ];
         let chosen = run(&lists, &[h("a", "a"), h("b", "a")]);
         assert_eq!(chosen[0].part, cable);
+    }
+
+    #[test]
+    fn a_nodes_sshd_before_the_node_when_both_explain_alike() {
+        // a refused connection: sshd on the node, or the node; the more specific is named,
+        // and neither is a sole explanation (the last part of a list is not alone in it)
+        let l = vec![
+            Part::software("n05", crate::gate::part::Software::Sshd),
+            Part::node("n05"),
+        ];
+        let l2 = vec![
+            Part::software("n20", crate::gate::part::Software::Sshd),
+            Part::node("n20"),
+        ];
+        let chosen = run(&[l.clone(), l2.clone()], &[]);
+        assert_eq!(chosen.len(), 2);
+        assert_eq!(chosen[0].part, l[0]);
+        assert_eq!(chosen[1].part, l2[0]);
     }
 }
