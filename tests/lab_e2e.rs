@@ -386,7 +386,10 @@ fn lab_two_spark_faults(lab: &Lab, twin: &Path, work: &Path) {
     );
     lab.clear_fault("spark-b", Fault::ClientHangs);
     assert_eq!(r.code, Some(1), "{}", r.story());
-    assert_eq!(r.jobs().len(), 2, "{}", r.story());
+    // the two jobs, then each end of the failed flow alone against its own NIC: spark-b's
+    // client hangs there too, spark-a's end measures; the finding is spark-b's half
+    assert_eq!(r.jobs().len(), 4, "{}", r.story());
+    assert_eq!(r.verdict(), "1 FAIL: spark-b.f0.a", "{}", r.story());
     assert!(
         has_verdict(&r, "rdma-bw-r001-j01", "FAIL", "timeout"),
         "{}",
