@@ -163,11 +163,20 @@ pub fn color_stdout() -> bool {
     color_on(&std::io::stdout())
 }
 
-/// The terminal's width, measured (stdout, else stderr); 100 when neither is a terminal.
+/// The terminal's width, measured on stdout; else `COLUMNS` when it is set (a pipe into a
+/// pager of known width); else stderr's; 100 when none says. Never below 40.
 pub fn width() -> usize {
-    terminal_size::terminal_size_of(std::io::stdout())
-        .or_else(|| terminal_size::terminal_size_of(std::io::stderr()))
-        .map(|(w, _)| usize::from(w.0))
+    let term = |w: Option<(terminal_size::Width, terminal_size::Height)>| {
+        w.map(|(w, _)| usize::from(w.0))
+    };
+    let columns = || {
+        std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+    };
+    term(terminal_size::terminal_size_of(std::io::stdout()))
+        .or_else(columns)
+        .or_else(|| term(terminal_size::terminal_size_of(std::io::stderr())))
         .filter(|w| *w >= 40)
         .unwrap_or(100)
 }

@@ -252,6 +252,7 @@ mod tests {
 
     fn finding(part: Part, outcome: Outcome, trap: &str) -> Finding {
         Finding {
+            name: part.name(),
             part,
             label: String::new(),
             outcome,
