@@ -166,9 +166,8 @@ pub fn color_stdout() -> bool {
 /// The terminal's width, measured on stdout; else `COLUMNS` when it is set (a pipe into a
 /// pager of known width); else stderr's; 100 when none says. Never below 40.
 pub fn width() -> usize {
-    let term = |w: Option<(terminal_size::Width, terminal_size::Height)>| {
-        w.map(|(w, _)| usize::from(w.0))
-    };
+    let term =
+        |w: Option<(terminal_size::Width, terminal_size::Height)>| w.map(|(w, _)| usize::from(w.0));
     let columns = || {
         std::env::var("COLUMNS")
             .ok()
