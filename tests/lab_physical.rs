@@ -218,15 +218,28 @@ fn proven_ring(bench: &mut Bench, plan: &str) {
     );
 }
 
-/// Two cables of the b ring swapped: each one FAIL about its cable, naming its ends as planned
-/// and as found, with the recabling; the third link proven.
+/// Two cables of the b ring swapped in spark-2's two ports: each cable's verdict a FAIL naming
+/// its ends as planned and as found, with the recabling; together one finding, the swap at
+/// spark-2 (each of its ports reaches the other cable's far end); the third link proven.
 fn swapped_cables(bench: &mut Bench, plan: &str) {
     let r = bench.run(plan, &["--only", "rdma-lat"]);
     assert_eq!(r.code, Some(1), "{}", r.story());
+    assert_eq!(r.verdict(), "1 FAIL: spark-2.f0 and spark-2.f1", "{}", r.story());
+    let finding = &r.results["findings"][0];
+    assert!(
+        finding["label"]
+            .as_str()
+            .is_some_and(|l| l.contains("cable spark-1.f0 -- spark-2.f1")
+                && l.contains("cable spark-2.f0 -- spark-3.f1")),
+        "{finding}"
+    );
+    assert_eq!(finding["host"], "spark-2", "{finding}");
     let roots: Vec<&Value> = r
         .preflight()
         .iter()
-        .filter(|v| v["outcome"] == "FAIL" && v.get("follows").is_none())
+        .filter(|v| {
+            v["outcome"] == "FAIL" && v["gate"].as_str().is_some_and(|g| g.starts_with("cable "))
+        })
         .collect();
     let gates: Vec<&str> = roots.iter().map(|v| v["gate"].as_str().unwrap()).collect();
     assert_eq!(
