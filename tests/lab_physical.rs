@@ -224,7 +224,12 @@ fn proven_ring(bench: &mut Bench, plan: &str) {
 fn swapped_cables(bench: &mut Bench, plan: &str) {
     let r = bench.run(plan, &["--only", "rdma-lat"]);
     assert_eq!(r.code, Some(1), "{}", r.story());
-    assert_eq!(r.verdict(), "1 FAIL: spark-2.f0 and spark-2.f1", "{}", r.story());
+    assert_eq!(
+        r.verdict(),
+        "1 FAIL: spark-2.f0 and spark-2.f1",
+        "{}",
+        r.story()
+    );
     let finding = &r.results["findings"][0];
     assert!(
         finding["label"]

@@ -642,6 +642,20 @@ fn ring3_twin_with_a_slurmd_killed_mid_run_leaves_nothing() {
     // spark-2's session step: srun was told the node failed, so the step runs on with nobody
     // to close it; it is one FAIL naming spark-2's slurmd, and the run went on without it
     assert_eq!(r.code, Some(1), "{}", r.story());
+    // one finding: slurmd on spark-2, with the commands that bring it back; no healthy node
+    // is blamed
+    assert_eq!(r.verdict(), "1 FAIL: slurmd on spark-2", "{}", r.story());
+    let f = &r.results["findings"][0];
+    assert_eq!(
+        f["fix_command"], "ssh spark-2 sudo systemctl start slurmd",
+        "{f}"
+    );
+    assert!(
+        f["fix"]
+            .as_str()
+            .is_some_and(|c| c.contains("scontrol update nodename=spark-2 state=resume")),
+        "{f}"
+    );
     let fail = r
         .preflight()
         .iter()

@@ -134,13 +134,19 @@ fn two_cables_swapped_between_ports_of_one_box_and_between_switches() {
     assert_eq!(code, 1);
     let found = roots(&r);
     assert_eq!(found.len(), 1, "{found:#?}");
+    // one finding, the cable; its proof says where it landed
+    assert_eq!(
+        r["summary"]["verdict"],
+        "1 FAIL: cable spark-a.f0 -- spark-b.f0"
+    );
+    let cable = preflight(&r, "cable spark-a.f0 -- spark-b.f0");
     assert!(
-        found[0]["detail"]
+        cable[0]["detail"]
             .as_str()
             .unwrap()
             .contains("reaches spark-a.enp1s0f1np1 (spark-a.f1) (LLDP); the plan says spark-a.f0"),
         "{}",
-        found[0]["detail"]
+        cable[0]["detail"]
     );
     // switched: each node port's cable to its switch is one cable
     let (code, r) = run(
