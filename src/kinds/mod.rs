@@ -18,6 +18,7 @@ mod rdma_bw;
 mod rdma_bw_both;
 mod rdma_lat;
 mod rdma_read_bw;
+pub mod simulated;
 pub mod view;
 
 use crate::gate::classify::Context;
@@ -124,6 +125,12 @@ pub trait TestKind: SectionKind {
     /// trap names (see [`parts::job_parts`]).
     fn parts(&self, plan: &Plan, job: &Job, verdict: &Verdict, _parsed: &Parsed) -> Vec<Part> {
         parts::job_parts(plan, job, verdict)
+    }
+
+    /// How the simulated fabric runs its tool, when the tool is its own (the shared tools are
+    /// the simulator's): see [`simulated`].
+    fn simulated(&self) -> Option<&'static dyn simulated::SimTool> {
+        None
     }
 }
 

@@ -20,6 +20,7 @@
 //! rate first).
 
 mod fault;
+mod kind;
 mod nccl;
 mod noise;
 mod perftest;
@@ -54,6 +55,8 @@ const MTU_DROP_GBPS: f64 = 2.9;
 enum ServerKind {
     Perf(perftest::Args),
     Iperf,
+    /// A kind's own tool (see [`crate::kinds::simulated`]), by its program.
+    Kind(&'static str, crate::kinds::simulated::SimArgs),
 }
 
 #[derive(Debug, Clone)]
@@ -210,6 +213,9 @@ impl SimTransport {
             });
         }
         if let Some(inv) = shell::invocation(script) {
+            if let Some(tool) = crate::kinds::simulated::simulated(&inv.tool) {
+                return Ok(self.kind_client(node, tool, &inv.args));
+            }
             return Ok(match inv.tool.as_str() {
                 t if perftest::is_perftest(t) => self.perf_client(node, &inv.tool, &inv.args),
                 "mpirun" => {
@@ -316,6 +322,9 @@ impl SimTransport {
                     "-----------------------------------------------------------\nServer listening on {port} (test #1)\n-----------------------------------------------------------\n"
                 );
                 (Some(ServerKind::Iperf), port, log, w.server_dies(node))
+            }
+            t if crate::kinds::simulated::simulated(t).is_some() => {
+                kind::server(w, node, job, &inv.tool, &inv.args)
             }
             other => (None, 0, format!("sh: 1: {other}: not found\n"), true),
         };
@@ -593,14 +602,7 @@ impl SimTransport {
             return fail(client, perftest::retry_exceeded(a.lat, false));
         }
         if a.lat {
-            let path = w.path(&cdev, &sdev);
-            let switches = path.as_ref().map(|p| p.switches.len()).unwrap_or(0) as f64;
-            let isls = w.isl_hops(&cdev, &sdev);
-            let mut typ = 1.45 + 0.28 * switches + 0.4 * isls.len() as f64;
-            if isls.iter().any(|(i, _)| w.isl_blocked(*i)) {
-                typ = 41.0;
-            }
-            let typ = rng.jitter(typ, 0.02);
+            let typ = rng.jitter(one_way_us(w, &cdev, &sdev), 0.02);
             let table = perftest::lat_table(&a, typ, &mut rng);
             client.push_str(&table);
             let stable = perftest::lat_table(sa, rng.jitter(typ, 0.01), &mut rng);
@@ -708,6 +710,18 @@ impl SimTransport {
         bump(&mut st, node, &src.name.clone(), bytes, bytes / 100, mtu, 0);
         Output::ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
     }
+}
+
+/// The typical one-way latency between two devices, us: the wire, each switch and ISL on the
+/// path, and an RSTP-blocked ISL's crawl.
+fn one_way_us(w: &World, cdev: &Dev, sdev: &Dev) -> f64 {
+    let path = w.path(cdev, sdev);
+    let switches = path.as_ref().map(|p| p.switches.len()).unwrap_or(0) as f64;
+    let isls = w.isl_hops(cdev, sdev);
+    if isls.iter().any(|(i, _)| w.isl_blocked(*i)) {
+        return 41.0;
+    }
+    1.45 + 0.28 * switches + 0.4 * isls.len() as f64
 }
 
 /// The round index in a job id (`rdma-bw-r003-j01` -> 2): the first `-r` followed by digits

@@ -175,7 +175,8 @@ pub(crate) fn invocation(script: &str) -> Option<Invocation> {
                 | "ping"
                 | "iperf3"
                 | "ip"
-        ) {
+        ) || crate::kinds::simulated::simulated(base).is_some()
+        {
             found = Some(Invocation {
                 tool: base.to_string(),
                 args: w[1..].to_vec(),
