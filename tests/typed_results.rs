@@ -20,7 +20,8 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every capture of `tests/fixtures/parse`, with the tool it is an output of.
+/// Every capture of `tests/fixtures/parse`, with the tool it is an output of (a shared tool or
+/// a kind's own).
 fn captures() -> Vec<(Tool, String)> {
     let mut out = Vec::new();
     let dir = root().join("tests/fixtures/parse");
@@ -29,7 +30,7 @@ fn captures() -> Vec<(Tool, String)> {
         let name = folder.file_name().unwrap().to_string_lossy().into_owned();
         let tool = match name.as_str() {
             "nccl-json" => Tool::NCCL_TESTS,
-            n => Tool::from_name(n).unwrap_or_else(|| panic!("{n} is no tool")),
+            n => fabricplan::kinds::tool(n).unwrap_or_else(|| panic!("{n} is no tool")),
         };
         for f in std::fs::read_dir(&folder).unwrap() {
             let bytes = std::fs::read(f.unwrap().path()).unwrap();

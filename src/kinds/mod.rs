@@ -17,6 +17,7 @@ pub mod preflight;
 mod rdma_bw;
 mod rdma_bw_both;
 mod rdma_lat;
+mod rdma_pingpong;
 mod rdma_read_bw;
 pub mod simulated;
 pub mod view;
@@ -141,6 +142,7 @@ pub static ALL: &[&dyn TestKind] = &[
     &rdma_read_bw::RdmaReadBw,
     &rdma_bw_both::RdmaBwBoth,
     &rdma_lat::RdmaLat,
+    &rdma_pingpong::RdmaPingpong,
     &iperf3::Iperf3,
     &nccl::Nccl,
 ];
