@@ -95,6 +95,12 @@ pub trait Launcher: Send + Sync {
     /// True when the commands are answered by a model rather than real hosts.
     fn simulated(&self) -> bool;
 
+    /// The part a failure to reach `host` with `trap` is about: over SSH its sshd (or what the
+    /// trap names); a launcher whose commands ride something else says so.
+    fn reach_part(&self, host: &str, trap: crate::gate::trap::Trap) -> crate::gate::part::Part {
+        crate::gate::part::Part::reach_of(host, trap)
+    }
+
     /// Before any command: make `nodes` reachable (Slurm: allocate them, or check the given
     /// allocation) and say which of them are not. Called again, it answers what it found the
     /// first time. `cancel` turning true gives up a wait (an allocation pending). Default:

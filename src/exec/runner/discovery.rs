@@ -9,7 +9,6 @@ use crate::discover::{self, Probe};
 use crate::exec::launch::Launcher;
 use crate::exec::transport::TransportError;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::plan::{Node, NodeId};
 use crate::results::{InventoryRow, NodeDiscovery, RunResults};
@@ -66,7 +65,7 @@ pub(crate) async fn open(
             u.reason.clone(),
             Some(u.trap),
         )
-        .about(vec![Part::reach_of(&u.node, u.trap)]);
+        .about(vec![ctx.launcher.reach_part(&u.node, u.trap)]);
         if let Some(f) = u.follows {
             v = v.following(f);
         }
@@ -137,7 +136,7 @@ pub(crate) async fn discover_needed(
                     e.to_string(),
                     Some(trap),
                 )
-                .about(vec![Part::reach_of(&name, trap)]);
+                .about(vec![ctx.launcher.reach_part(&name, trap)]);
                 ctx.emit(Event::Preflight(v.clone()));
                 results.preflight.push(v);
                 results.discovery.push(NodeDiscovery {

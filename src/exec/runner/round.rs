@@ -20,7 +20,6 @@ use crate::exec::evidence::Captured;
 use crate::exec::launch::{Readiness, ServerHandle};
 use crate::exec::transport::{Output, TransportError};
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::kinds;
 use crate::plan::NodeId;
@@ -413,7 +412,7 @@ fn record_setup(
                         format!("could not start the server: {e}"),
                         Some(trap),
                     )
-                    .about(vec![Part::reach_of(&s.step.host, trap)]),
+                    .about(vec![ctx.launcher.reach_part(&s.step.host, trap)]),
                 );
             }
             let mut rec = step_record(ctx, &mut r.c, &s.step, s.sent_ms, &s.answer);
@@ -510,7 +509,7 @@ fn record_launches(
                     let v = if trap == Trap::Timeout {
                         v
                     } else {
-                        v.about(vec![Part::reach_of(&l.step.host, trap)])
+                        v.about(vec![ctx.launcher.reach_part(&l.step.host, trap)])
                     };
                     r.c.failure.get_or_insert(v);
                 }

@@ -307,6 +307,14 @@ impl Launcher for SlurmLauncher {
         "slurm"
     }
 
+    /// Every command on a node rides its session step: a host lost is its slurmd's.
+    fn reach_part(&self, host: &str, trap: crate::gate::trap::Trap) -> Part {
+        match trap {
+            crate::gate::trap::Trap::Unreachable => Part::software(host, Software::Slurmd),
+            t => Part::reach_of(host, t),
+        }
+    }
+
     fn simulated(&self) -> bool {
         false
     }
