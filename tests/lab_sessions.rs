@@ -219,7 +219,7 @@ fn killed_session_is_one_finding(lab: &Lab, twin: &Path, work: &Path) {
             }
             for v in j["verdicts"].as_array().unwrap() {
                 if v["outcome"] == "FAIL" {
-                    assert_eq!(v["follows"], "session spark-b", "{v}");
+                    assert_eq!(v["follows"], "sshd on spark-b", "{v}");
                 }
             }
         }

@@ -675,8 +675,8 @@ fn ring3_twin_with_a_slurmd_killed_mid_run_leaves_nothing() {
                 .find(|v| v["gate"] == gate)
                 .unwrap();
             assert!(
-                outcome != "FAIL" || v["follows"] == "session spark-2",
-                "{gate} does not follow the lost session: {v}"
+                outcome != "FAIL" || v["follows"] == "slurmd on spark-2",
+                "{gate} does not follow the lost session's slurmd: {v}"
             );
         }
     }
