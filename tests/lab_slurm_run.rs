@@ -707,3 +707,156 @@ fn ring3_twin_with_a_slurmd_killed_mid_run_leaves_nothing() {
     assert_nothing_left(&lab, &[], "after the slurmd came back");
     eprintln!("ring3 with a slurmd killed mid-run: {:?}", t0.elapsed());
 }
+
+// ------------------------------------------------------------------ out of service
+
+/// Slurm's state and reason of `node` (`drained|fabricplan ...`).
+fn state_of(lab: &Lab, node: &str) -> String {
+    let o = lab.slurm(&format!("sinfo -h -N -n {node} -o '%T|%E'"));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// `fabricplan run PLAN --launcher ssh ...` as a Slurm client of the lab: its commands over
+/// SSH, its `scontrol` and `sinfo` through the lab's Slurm.
+fn over_ssh(lab: &Lab, plan: &Path, out: Option<&Path>, extra: &[&str]) -> Run {
+    let conf = lab.ssh_config_path();
+    let mut argv: Vec<String> = vec![
+        env!("CARGO_BIN_EXE_fabricplan").into(),
+        "run".into(),
+        plan.display().to_string(),
+        "--launcher".into(),
+        "ssh".into(),
+        "--ssh-config".into(),
+        conf.display().to_string(),
+    ];
+    if let Some(out) = out {
+        argv.extend(["--out".to_string(), out.display().to_string()]);
+    }
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let mut c = lab.slurm_command(&refs);
+    c.env("NO_COLOR", "1")
+        .env("COLUMNS", "200")
+        .env_remove("SSH_AUTH_SOCK")
+        .stdin(Stdio::null());
+    let t = Instant::now();
+    let o = Started::spawn(c).wait(RUN_DEADLINE);
+    let Some(out) = out else {
+        return Run {
+            code: o.status.code(),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            results: serde_json::Value::Null,
+            wall: t.elapsed(),
+        };
+    };
+    Run::finish(o, out, t.elapsed())
+}
+
+/// A throttled half under Slurm with `--drain`: exactly its node is drained, with the reason
+/// `fabricplan RUN-ID: TRAP PART`, and `--exclude-file` holds it. Then, healed, a node drained
+/// by someone else beside it: `--dry-run` says what would become of each, and a re-run over SSH
+/// with `--resume-passed` resumes the node fabricplan drained and leaves the other drained.
+#[test]
+fn drain_the_blamed_node_and_resume_it_when_healthy() {
+    if !lab_enabled() {
+        return;
+    }
+    let (plan, lab, work) = build("two-spark", "s2d");
+    let exclude = work.path().join("exclude");
+    let exclude_arg = exclude.display().to_string();
+    lab.throttle("spark-b", "enp1s0f0np0", "800mbit").unwrap();
+    let r = run(
+        &lab,
+        &plan,
+        &work.path().join("drain"),
+        "text",
+        &[
+            "--only",
+            "rdma-bw",
+            "--drain",
+            "--exclude-file",
+            &exclude_arg,
+        ],
+    );
+    lab.unthrottle("spark-b", "enp1s0f0np0").unwrap();
+    assert_eq!(r.code, Some(1), "{}", r.story());
+    let run_id = r.results["run_id"].as_str().unwrap().to_string();
+    let reason = format!("fabricplan {run_id}: firmware throttle spark-b.f0.a");
+    assert_eq!(state_of(&lab, "spark-b"), format!("drained|{reason}"));
+    assert_eq!(state_of(&lab, "spark-a"), "idle|none");
+    let service = &r.results["service"];
+    assert_eq!(service["hostlist"], "spark-b", "{service}");
+    assert_eq!(service["actions"][0]["done"], "done", "{service}");
+    assert!(
+        r.stdout.contains(&format!("drained spark-b: {reason}")),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&exclude).unwrap(), "spark-b\n");
+    assert_eq!(
+        std::fs::read_to_string(format!("{exclude_arg}.hostlist")).unwrap(),
+        "spark-b\n"
+    );
+    assert_nothing_left(&lab, &[], "the drained run");
+
+    // healed; someone else drains spark-a
+    let o = lab.slurm("scontrol update nodename=spark-a state=drain reason='PSU swap'");
+    assert!(o.status.success(), "{o:?}");
+    let dry = over_ssh(&lab, &plan, None, &["--dry-run", "--resume-passed"]);
+    assert_eq!(dry.code, Some(0), "{}", dry.stderr);
+    let ours = format!(
+        "spark-b drained ({reason}): drained by fabricplan: resumed if this run finds it healthy"
+    );
+    let theirs = "spark-a drained (PSU swap): drained by someone else: left alone";
+    for said in [ours.as_str(), theirs] {
+        assert!(dry.stdout.contains(said), "{said}\n{}", dry.stdout);
+    }
+    assert!(state_of(&lab, "spark-b").starts_with("drained|"));
+    let r = over_ssh(
+        &lab,
+        &plan,
+        Some(&work.path().join("resume")),
+        &[
+            "--only",
+            "rdma-bw",
+            "--resume-passed",
+            "--format",
+            "json",
+            "--exclude-file",
+            &exclude_arg,
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.story());
+    // a resumed node is pinged by the controller: `idle*` until its slurmd answers
+    let mut b = String::new();
+    lab::wait(SETTLE, || {
+        b = state_of(&lab, "spark-b");
+        b == "idle|none"
+    });
+    assert_eq!(b, "idle|none");
+    let a = state_of(&lab, "spark-a");
+    assert!(a.starts_with("drained") && a.ends_with("|PSU swap"), "{a}");
+    let actions: Vec<(&str, &str, &str)> = r.results["service"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["node"].as_str().unwrap(),
+                a["action"].as_str().unwrap(),
+                a["done"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("spark-a", "leave", "nothing"),
+            ("spark-b", "resume", "done")
+        ]
+    );
+    // nobody blamed: the lists are emptied
+    assert_eq!(std::fs::read_to_string(&exclude).unwrap(), "");
+    let _ = lab.slurm("scontrol update nodename=spark-a state=resume");
+}
