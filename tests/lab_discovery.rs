@@ -75,9 +75,10 @@ warn = "0.01 GB/s"
     )
 }
 
-fn write_plan(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+/// The plan file, its fabric addresses the lab's (moved when another lab holds the spec's).
+fn write_plan(lab: &Lab, dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
+    std::fs::write(&p, lab.translate(text)).unwrap();
     p
 }
 
@@ -133,7 +134,7 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
     let dir = tempfile::tempdir().unwrap();
 
     // detect: the live device on host-b is the f1 one, GID 5
-    let plan = write_plan(dir.path(), "pair.toml", &plan_text("", ""));
+    let plan = write_plan(&lab, dir.path(), "pair.toml", &plan_text("", ""));
     let o = Command::new(env!("CARGO_BIN_EXE_fabricplan"))
         .args(["detect"])
         .arg(&plan)
@@ -153,13 +154,13 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
         .find(|l| l.contains("* rocep1s0f1"))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(
-        live_b.contains("198.19.1.2/30") && live_b.contains(" 5 "),
+        live_b.contains(&lab.addr("198.19.1.2/30")) && live_b.contains(" 5 "),
         "{live_b}"
     );
     assert!(
         table
             .lines()
-            .any(|l| l.contains("* rocep1s0f0") && l.contains("198.19.1.1/30")),
+            .any(|l| l.contains("* rocep1s0f0") && l.contains(&lab.addr("198.19.1.1/30"))),
         "{table}"
     );
 
@@ -213,6 +214,7 @@ fn per_box_names_resolve_and_a_shared_pin_fails() {
 
     // the same plan with host-a's names pinned on host-b too: refused, the asymmetry named
     let pinned = write_plan(
+        &lab,
         dir.path(),
         "pinned.toml",
         &plan_text(
@@ -247,7 +249,7 @@ fn mtu_crossed_cable_and_counters() {
         .cross("host-b", "enP2p1s0f0np0", "enP2p1s0f1np1");
     let lab = Lab::build(&spec).expect("lab");
     let dir = tempfile::tempdir().unwrap();
-    let plan = write_plan(dir.path(), "pair.toml", &plan_text("", ""));
+    let plan = write_plan(&lab, dir.path(), "pair.toml", &plan_text("", ""));
 
     let (code, r, text) = run(&lab, &plan, &dir.path().join("crossed"));
     assert_eq!(code, 1, "{text}");
@@ -269,6 +271,7 @@ fn mtu_crossed_cable_and_counters() {
     // MTU 1500 on host-b's half A: the jumbo ping fails naming MTU while the small one passes
     lab.set_mtu("host-b", "enp1s0f0np0", 1500).unwrap();
     let only_a = write_plan(
+        &lab,
         dir.path(),
         "a.toml",
         &plan_text("", "").replace(
@@ -295,6 +298,7 @@ fn mtu_crossed_cable_and_counters() {
     // a stand-in that does not advance the counters: the fabric did not carry it
     lab.fault("host-b", Fault::NoCounters);
     let nccl_only = write_plan(
+        &lab,
         dir.path(),
         "n.toml",
         &plan_text("", "")
