@@ -114,6 +114,23 @@ fn two_cables_swapped_between_boxes_are_each_one_finding() {
     );
     assert_eq!(roots[0]["implicates"][0]["part"], "cable");
     assert_eq!(r["summary"]["fail"], 2);
+    // each cable one finding, named by its planned ends
+    let findings: Vec<&Value> = r["findings"].as_array().unwrap().iter().collect();
+    let parts: Vec<(&str, &str)> = findings
+        .iter()
+        .map(|f| {
+            assert_eq!(f["part"]["part"], "cable", "{f}");
+            (
+                f["part"]["a"].as_str().unwrap(),
+                f["part"]["b"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        [("spark-1.f0", "spark-2.f1"), ("spark-1.f1", "spark-3.f0")],
+        "{findings:#?}"
+    );
     // what runs over the swapped cables is skipped for them
     let skipped = r["jobs"]
         .as_array()
@@ -163,6 +180,12 @@ fn two_cables_swapped_between_ports_of_one_box_and_between_switches() {
         gates,
         ["cable gb10-01.f0 -- sw-a", "cable gb10-05.f0 -- sw-b"],
         "{gates:?}"
+    );
+    let findings = r["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "{findings:#?}");
+    assert!(
+        findings.iter().all(|f| f["part"]["part"] == "cable"),
+        "{findings:#?}"
     );
 }
 

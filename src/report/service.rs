@@ -51,3 +51,47 @@ pub fn lines(s: &Service) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::service::NodeAction;
+
+    fn action(node: &str, action: Action, done: Done) -> NodeAction {
+        NodeAction {
+            node: node.into(),
+            action,
+            reason: "fabricplan r: firmware throttle spark-2.f0.b".into(),
+            command: Some(format!("scontrol update nodename={node} state=drain")),
+            done,
+            error: (done == Done::Failed).then(|| "Invalid user id".to_string()),
+        }
+    }
+
+    #[test]
+    fn every_action_says_what_was_done_or_what_to_run() {
+        let s = Service {
+            actions: vec![
+                action("spark-2", Action::Drain, Done::Printed),
+                action("spark-3", Action::Drain, Done::Done),
+                action("spark-4", Action::Drain, Done::Failed),
+                action("spark-5", Action::Resume, Done::Done),
+                action("spark-6", Action::Leave, Done::Nothing),
+            ],
+            hostlist: "spark-[2-4]".into(),
+            exclude_file: Some("/shared/bad".into()),
+        };
+        assert_eq!(
+            lines(&s),
+            [
+                "to take spark-2 out of service (--drain does it): scontrol update nodename=spark-2 state=drain",
+                "drained spark-3: fabricplan r: firmware throttle spark-2.f0.b",
+                "NOT drained spark-4: Invalid user id",
+                "resumed spark-5: healthy in this run (drained as `fabricplan r: firmware throttle spark-2.f0.b`)",
+                "left spark-6 as it is: fabricplan r: firmware throttle spark-2.f0.b",
+                "exclude list: spark-[2-4] (in /shared/bad, one per line; /shared/bad.hostlist)",
+            ]
+        );
+        assert!(lines(&Service::default()).is_empty());
+    }
+}
