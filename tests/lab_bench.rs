@@ -21,13 +21,19 @@
 //! * stand-in delays (issue #16): the overhead bench with every stand-in waiting 20 ms, 150 ms
 //!   and 1 s at its start and before its exit, the per-round medians of each phase of
 //!   `rounds[].phases`, the medians of `before_rounds` (discovery, pings, the launch check and
-//!   its own run), and at 150 ms the sequential script over the same jobs (`bench_delays_*`).
+//!   its own run), and at 150 ms the sequential script over the same jobs (`bench_delays_*`);
+//! * one session per host (issue #24, `lab_bench/sessions.rs`): the switched-6 twin at login-shell
+//!   costs of 0, 150 and 500 ms, the ring3 twin through Slurm, and `detect` on 32 hosts whose
+//!   login shell costs 150 ms (`bench_sessions_*`).
 //!
 //! `FABRICPLAN_BENCH_REPS` (default 2) repeats each fabricplan run.
 
 mod support;
 
 mod lab;
+
+#[path = "lab_bench/sessions.rs"]
+mod sessions;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -90,14 +96,21 @@ fn variant(base: &Path, dir: &Path, name: &str, edits: &[(&str, &str)]) -> PathB
 struct Run {
     wall: Duration,
     results: Value,
+    /// What it said on stderr (with `-v`, a line per round's phases).
+    stderr: String,
 }
 
 fn fabricplan_run(lab: &Lab, plan: &Path, out: &Path) -> Run {
+    let mut c = lab::run::run_command(lab, plan, out);
+    c.args(["--format", "json"]);
+    timed(c, out)
+}
+
+/// `c` (a `fabricplan run ... --out OUT --format json`) to its end: its wall time and
+/// results.json, every job of which must have measured.
+fn timed(mut c: Command, out: &Path) -> Run {
     let t = Instant::now();
-    let o = lab::run::run_command(lab, plan, out)
-        .args(["--format", "json"])
-        .output()
-        .expect("run fabricplan");
+    let o = c.output().expect("run fabricplan");
     let wall = t.elapsed();
     let text = std::fs::read_to_string(out.join("results.json")).unwrap_or_else(|e| {
         panic!(
@@ -113,7 +126,11 @@ fn fabricplan_run(lab: &Lab, plan: &Path, out: &Path) -> Run {
             j["job"], j["reason"]
         );
     }
-    Run { wall, results }
+    Run {
+        wall,
+        results,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
 }
 
 fn ms(v: &Value) -> f64 {
