@@ -7,6 +7,7 @@
 
 use super::ctx::{Ctx, Event};
 use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::results::{JobResult, RunResults};
 
@@ -45,7 +46,7 @@ pub(crate) async fn check(
         let v = Verdict::check(gate.clone(), Outcome::Fail, detail, Some(r.trap))
             .about(vec![r.part.clone()]);
         for j in jobs.iter_mut().filter(|j| j.hosts.contains(&r.host)) {
-            follow(j, &gate);
+            follow(&mut j.verdicts, &gate, &r.part);
         }
         if let Err(e) = &r.again {
             ctx.unreachable.insert(node, e.to_string());
@@ -57,13 +58,53 @@ pub(crate) async fn check(
 }
 
 /// A job's failures that a lost session explains (the host unreachable, no answer in time)
-/// follow its FAIL.
-fn follow(job: &mut JobResult, gate: &str) {
-    for v in job.verdicts.iter_mut().filter(|v| {
+/// follow its FAIL, and are about the part it names (the node's sshd, its slurmd): the lost
+/// session is their one explanation, so the diagnosis makes them one finding with it.
+fn follow(verdicts: &mut [Verdict], gate: &str, part: &Part) {
+    for v in verdicts.iter_mut().filter(|v| {
         v.outcome != Outcome::Ok
             && v.follows.is_none()
             && matches!(v.trap, Some(Trap::Unreachable | Trap::Timeout))
     }) {
         v.follows = Some(gate.to_string());
+        v.set_about(vec![part.clone()]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::part::Software;
+
+    #[test]
+    fn what_a_lost_session_explains_follows_it_and_names_its_part() {
+        let slurmd = Part::software("spark-2", Software::Slurmd);
+        let sshd = Part::software("spark-2", Software::Sshd);
+        let lost = |trap| {
+            Verdict::check("rdma-bw x", Outcome::Fail, "connection lost", Some(trap))
+                .about(vec![sshd.clone()])
+        };
+        let slow = Verdict::check(
+            "rdma-bw y",
+            Outcome::Fail,
+            "slow",
+            Some(Trap::BelowLineRate),
+        )
+        .about(vec![Part::node("spark-2")]);
+        let ok = Verdict::check("rdma-bw z", Outcome::Ok, "", None).about(vec![sshd.clone()]);
+        let mut vs = vec![
+            lost(Trap::Unreachable),
+            lost(Trap::Timeout),
+            slow.clone(),
+            ok.clone(),
+        ];
+        follow(&mut vs, "session spark-2", &slurmd);
+        for v in &vs[..2] {
+            assert_eq!(v.follows.as_deref(), Some("session spark-2"));
+            assert_eq!(v.implicates, vec![slurmd.clone()]);
+        }
+        // a failure of its own, and what passed, are left as they were
+        assert_eq!(vs[2], slow);
+        assert_eq!(vs[3], ok);
     }
 }
