@@ -357,6 +357,8 @@ fn overhead(name: &str, tag: &str, durations: &[(&str, &str)]) {
     let lab = Lab::build(&lab::twin::lab_spec(tag, &plan)).expect("lab builds");
     println!("{name}: lab built in {:?}", t0.elapsed());
     let dir = work(name);
+    // the twin with the lab's addresses (it may have moved off space another lab holds)
+    let twin = lab::twin::plan_file(&lab, &twin).expect("twin plan file");
     for (dlabel, edits) in [("2s", vec![]), ("6s", durations.to_vec())] {
         let with = variant(&twin, &dir, &format!("{dlabel}-preflight"), &edits);
         // the same plan with `[tests] preflight = false` (before the first `[tests.` table)
@@ -524,6 +526,7 @@ fn overhead_across_delays(name: &str, tag: &str) {
     let lab = Lab::build(&lab::twin::lab_spec(tag, &plan)).expect("lab builds");
     println!("{name}: lab built in {:?}", t0.elapsed());
     let dir = work(&format!("{name}-delays"));
+    let twin = lab::twin::plan_file(&lab, &twin).expect("twin plan file");
     for delay in [20u64, 150, 1000] {
         lab.set_tool_delays(lab::ToolDelays {
             start_ms: delay,
@@ -643,6 +646,7 @@ fn bench_launch_skew_8() {
     let t0 = Instant::now();
     let lab = Lab::build(&lab::twin::lab_spec("bsk", &plan)).expect("lab builds");
     println!("skew-8: lab built in {:?}", t0.elapsed());
+    std::fs::write(&p, lab.translate(&skew_plan())).unwrap();
     let mut skews = Vec::new();
     for i in 0..reps() {
         let r = fabricplan_run(&lab, &p, &dir.join(format!("run-{i}")));
