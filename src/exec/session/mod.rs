@@ -119,6 +119,23 @@ struct Waits {
     _guard: Guard,
 }
 
+/// Take out of `open` (node name -> what holds its session) every session that ended without
+/// being closed: the ones a transport opens again before the next round.
+pub fn take_ended<T>(
+    open: &mut HashMap<String, std::sync::Arc<T>>,
+    session: impl Fn(&T) -> &Session,
+) -> Vec<std::sync::Arc<T>> {
+    let names: Vec<String> = open
+        .iter()
+        .filter(|(_, o)| {
+            let s = session(o);
+            s.ended().is_some() && !s.closed()
+        })
+        .map(|(n, _)| n.clone())
+        .collect();
+    names.iter().filter_map(|n| open.remove(n)).collect()
+}
+
 /// One host's session.
 #[derive(Clone)]
 pub struct Session {

@@ -457,15 +457,8 @@ impl Transport for SshTransport {
 
     fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
         Box::pin(async move {
-            let ended: Vec<Arc<Open>> = {
-                let mut open = self.open.lock().await;
-                let names: Vec<String> = open
-                    .iter()
-                    .filter(|(_, o)| o.session.ended().is_some() && !o.session.closed())
-                    .map(|(n, _)| n.clone())
-                    .collect();
-                names.iter().filter_map(|n| open.remove(n)).collect()
-            };
+            let ended =
+                crate::exec::session::take_ended(&mut *self.open.lock().await, |o| &o.session);
             join_all(ended.into_iter().map(|o| self.reopen_one(o))).await
         })
     }

@@ -238,15 +238,8 @@ impl Transport for StepSessions {
 
     fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
         Box::pin(async move {
-            let ended: Vec<Arc<Step>> = {
-                let mut open = self.open.lock().await;
-                let names: Vec<String> = open
-                    .iter()
-                    .filter(|(_, s)| s.session.ended().is_some() && !s.session.closed())
-                    .map(|(n, _)| n.clone())
-                    .collect();
-                names.iter().filter_map(|n| open.remove(n)).collect()
-            };
+            let ended =
+                crate::exec::session::take_ended(&mut *self.open.lock().await, |s| &s.session);
             join_all(ended.into_iter().map(|s| self.restart(s))).await
         })
     }
