@@ -3,22 +3,13 @@
 
 use std::sync::Arc;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::hosts::HostArgs;
-use crate::exec::launch::{Launcher, SlurmLauncher, SshLauncher, slurm};
+use crate::exec::launch::{self, Launcher, slurm};
 use crate::plan::validate::{MPIRUN_TEMPLATES, job_id_text};
-use crate::plan::{LauncherKind, Plan, SlurmConfig};
-use crate::render::launch::{LaunchStyle, SlurmStyle, SshStyle, display, salloc};
-
-/// The launchers a command line can name.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum LauncherChoice {
-    /// Every command over SSH from this machine.
-    Ssh,
-    /// Every command a job step of one Slurm allocation.
-    Slurm,
-}
+use crate::plan::{LauncherConfig, LauncherKind, Plan};
+use crate::render::launch::{SlurmStyle, display, salloc};
 
 /// The options that pick the launcher.
 #[derive(Debug, Clone, Default, Args)]
@@ -26,7 +17,7 @@ pub struct LauncherArgs {
     /// How commands reach the nodes: `ssh`, or `slurm` (each one a job step of one allocation;
     /// node names are Slurm node names). Default: the plan's `[launcher] kind`, else ssh.
     #[arg(long, value_enum, value_name = "KIND")]
-    pub launcher: Option<LauncherChoice>,
+    pub launcher: Option<LauncherKind>,
     /// Run in this existing Slurm allocation (its job id) instead of allocating the nodes
     /// (implies `--launcher slurm`); fabricplan does not release it.
     #[arg(long, value_name = "JOBID", value_parser = parse_allocation)]
@@ -41,26 +32,22 @@ fn parse_allocation(s: &str) -> Result<u32, String> {
     })
 }
 
-/// The launcher a command runs with, settled.
-#[derive(Debug, Clone)]
-pub struct Choice {
-    pub kind: LauncherKind,
-    pub slurm: SlurmConfig,
-}
+/// The launcher a command runs with, settled: the plan's `[launcher]` under the options.
+pub type Choice = LauncherConfig;
 
 impl LauncherArgs {
     /// The launcher the options and the plan name; `Err` is said to the user (exit 2).
     pub fn choice(&self, plan: Option<&Plan>) -> Result<Choice, String> {
         let planned = plan.map(|p| p.launcher.clone()).unwrap_or_default();
         let kind = match (self.launcher, self.allocation) {
-            (Some(LauncherChoice::Ssh), Some(_)) => {
+            (Some(LauncherKind::Ssh), Some(_)) => {
                 return Err(
                     "--allocation names a Slurm allocation: it does not go with --launcher ssh"
                         .into(),
                 );
             }
-            (Some(LauncherChoice::Ssh), None) => LauncherKind::Ssh,
-            (Some(LauncherChoice::Slurm), _) | (None, Some(_)) => LauncherKind::Slurm,
+            (Some(LauncherKind::Ssh), None) => LauncherKind::Ssh,
+            (Some(LauncherKind::Slurm), _) | (None, Some(_)) => LauncherKind::Slurm,
             (None, None) => planned.kind,
         };
         let mut slurm = planned.slurm;
@@ -78,12 +65,12 @@ impl LauncherArgs {
                 slurm.mpi.name()
             ));
         }
-        Ok(Choice { kind, slurm })
+        Ok(LauncherConfig { kind, slurm })
     }
 
     /// Whether the command line itself asks for Slurm.
     fn asks_slurm(&self) -> bool {
-        self.launcher == Some(LauncherChoice::Slurm) || self.allocation.is_some()
+        self.launcher == Some(LauncherKind::Slurm) || self.allocation.is_some()
     }
 
     /// The launcher for a command reaching nodes: Slurm's, or SSH over the transport
@@ -106,66 +93,53 @@ impl LauncherArgs {
                     "note: {flag} answers every command on this machine: the plan's Slurm launcher is not used\n"
                 ));
             }
-            return Ok(Arc::new(SshLauncher::new(hosts.transport(plan)?)));
         }
-        match choice.kind {
-            LauncherKind::Ssh => Ok(Arc::new(SshLauncher::new(hosts.transport(plan)?))),
-            LauncherKind::Slurm => {
-                let conf = slurm::slurm_conf()?;
-                let name = plan.map_or("detect", |p| p.name.as_str());
-                Ok(Arc::new(SlurmLauncher::new(&choice.slurm, name, conf)))
-            }
-        }
+        let cfg = if hosts.sim || hosts.local {
+            &LauncherConfig::default()
+        } else {
+            &choice
+        };
+        let name = plan.map_or("detect", |p| p.name.as_str());
+        launch::build(cfg, name, || hosts.transport(plan))
     }
 }
 
-impl Choice {
-    /// How a dry run writes the commands.
-    pub fn style(&self) -> Box<dyn LaunchStyle> {
-        match self.kind {
-            LauncherKind::Ssh => Box::new(SshStyle),
-            LauncherKind::Slurm => Box::new(SlurmStyle::new(self.slurm.allocation, self.slurm.mpi)),
+/// What a dry run says about how the run is opened: under Slurm, the allocation (the exact
+/// `salloc`, or the one given) and the shape of every one-task step.
+pub fn opening(choice: &Choice, plan: &Plan) -> Vec<String> {
+    if choice.kind != LauncherKind::Slurm {
+        return Vec::new();
+    }
+    let mut out = vec![
+        "launcher slurm: one long-lived job step per node of one allocation carries every command on that node, started from this machine".to_string(),
+    ];
+    match choice.slurm.allocation {
+        Some(job) => out.push(format!(
+            "  allocation {job} (given): it must be RUNNING and hold the nodes; it is not released"
+        )),
+        None => {
+            let names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
+            out.push(format!(
+                "  allocate (the nodes a run needs; these for the whole plan): {}",
+                display(&salloc(
+                    &choice.slurm,
+                    &names,
+                    &format!("fabricplan-{}", plan.name),
+                    slurm::ALLOCATION_WAIT_S
+                ))
+            ));
+            out.push(
+                "  released when the run ends, on error or interrupt too: scancel JOB".to_string(),
+            );
         }
     }
-
-    /// What a dry run says about how the run is opened: under Slurm, the allocation (the exact
-    /// `salloc`, or the one given) and the shape of every one-task step.
-    pub fn opening(&self, plan: &Plan) -> Vec<String> {
-        if self.kind != LauncherKind::Slurm {
-            return Vec::new();
-        }
-        let mut out = vec![
-            "launcher slurm: one long-lived job step per node of one allocation carries every command on that node, started from this machine".to_string(),
-        ];
-        match self.slurm.allocation {
-            Some(job) => out.push(format!(
-                "  allocation {job} (given): it must be RUNNING and hold the nodes; it is not released"
-            )),
-            None => {
-                let names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
-                out.push(format!(
-                    "  allocate (the nodes a run needs; these for the whole plan): {}",
-                    display(&salloc(
-                        &self.slurm,
-                        &names,
-                        &format!("fabricplan-{}", plan.name),
-                        slurm::ALLOCATION_WAIT_S
-                    ))
-                ));
-                out.push(
-                    "  released when the run ends, on error or interrupt too: scancel JOB"
-                        .to_string(),
-                );
-            }
-        }
-        out.push(format!(
-            "  each node's session step, started once before discovery (a round starts no step): {}",
-            SlurmStyle::new(self.slurm.allocation, self.slurm.mpi).session_line("NODE")
-        ));
-        out.push(
-            "  in it: probes, counter snapshots, pings, servers (detached, stopped by their process group) and clients (staged, released together); NCCL's ranks are one step of their own"
-                .to_string(),
-        );
-        out
-    }
+    out.push(format!(
+        "  each node's session step, started once before discovery (a round starts no step): {}",
+        SlurmStyle::new(choice.slurm.allocation, choice.slurm.mpi).session_line("NODE")
+    ));
+    out.push(
+        "  in it: probes, counter snapshots, pings, servers (detached, stopped by their process group) and clients (staged, released together); NCCL's ranks are one step of their own"
+            .to_string(),
+    );
+    out
 }

@@ -15,8 +15,8 @@ pub fn run(plan: &Path, format: Format, launcher: &LauncherArgs) -> Outcome {
     let schedule = crate::kinds::schedule(&l.plan);
     let run_id = "<run-id>";
     let mut out = Stdout::new();
-    let style = choice.style();
-    let opening = choice.opening(&l.plan);
+    let style = crate::exec::launch::style(&choice);
+    let opening = super::launcher::opening(&choice, &l.plan);
     // `Stdout` swallows a closed pipe: the dry run's exit code stays its own
     let r = match format {
         Format::Text => plan_view::write_text_with(

@@ -109,13 +109,26 @@ pub struct LauncherConfig {
     pub slurm: SlurmConfig,
 }
 
-/// How commands reach the nodes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How commands reach the nodes: the plan's `[launcher] kind`, or the command line's
+/// `--launcher`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    schemars::JsonSchema,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum LauncherKind {
-    /// Over SSH from this machine.
+    /// Every command over SSH from this machine.
     #[default]
     Ssh,
-    /// As job steps of one Slurm allocation.
+    /// Every command a job step of one Slurm allocation (node names are Slurm node names).
     Slurm,
 }
 

@@ -9,6 +9,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::model::LauncherKind;
+
 /// A fabric plan: nodes, cables, gates and tests of one site. Kept in git; one per site.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -122,7 +124,7 @@ pub struct RawLauncher {
     /// `ssh` (default: every command over SSH from this machine) or `slurm` (every command a
     /// job step of one allocation; node names are Slurm node names).
     #[serde(default)]
-    #[schemars(with = "Option<LauncherKindSchema>")]
+    #[schemars(with = "Option<LauncherKind>")]
     pub kind: Option<Spanned<String>>,
     /// slurm: the partition to allocate in (`salloc -p`). Default: the cluster's default
     /// partition.
@@ -169,14 +171,6 @@ pub enum RawTimeLimit {
     /// Minutes, 1 to 5256000 (ten years).
     Minutes(#[schemars(range(min = 1, max = 5256000))] i64),
     Text(String),
-}
-
-#[allow(dead_code)]
-#[derive(JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-enum LauncherKindSchema {
-    Ssh,
-    Slurm,
 }
 
 #[allow(dead_code)]

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use clap::ValueEnum;
 use toml::Spanned;
 
 use super::{Ctx, span};
@@ -12,7 +13,6 @@ use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
 use crate::plan::raw::*;
 
-const KINDS: [&str; 2] = ["ssh", "slurm"];
 const MPI: [&str; 2] = ["pmix", "pmi2"];
 
 /// The templates only the SSH launcher writes NCCL with (mpirun); under Slurm NCCL's ranks are a
@@ -52,22 +52,24 @@ fn kind(ctx: &mut Ctx, r: &RawLauncher) -> Option<LauncherKind> {
     let Some(k) = &r.kind else {
         return Some(LauncherKind::Ssh);
     };
-    match k.get_ref().as_str() {
-        "ssh" => Some(LauncherKind::Ssh),
-        "slurm" => Some(LauncherKind::Slurm),
-        other => {
-            let p = Problem::error(
-                "plan::launcher-kind",
-                format!("launcher `{other}` is not known"),
-            )
-            .at(span(k), "unknown launcher");
-            ctx.push(match did_you_mean(other, KINDS.iter().copied()) {
-                Some(s) => p.help(format!("did you mean `{s}`?")),
-                None => p.help("`kind` is `ssh` (the default) or `slurm`"),
-            });
-            None
-        }
+    let other = k.get_ref().as_str();
+    if let Some(kind) = LauncherKind::value_variants()
+        .iter()
+        .find(|v| v.name() == other)
+    {
+        return Some(*kind);
     }
+    let p = Problem::error(
+        "plan::launcher-kind",
+        format!("launcher `{other}` is not known"),
+    )
+    .at(span(k), "unknown launcher");
+    let names = LauncherKind::value_variants().iter().map(|v| v.name());
+    ctx.push(match did_you_mean(other, names) {
+        Some(s) => p.help(format!("did you mean `{s}`?")),
+        None => p.help("`kind` is `ssh` (the default) or `slurm`"),
+    });
+    None
 }
 
 /// Under SSH a Slurm setting would be accepted and never used: each one is an error.
