@@ -410,3 +410,36 @@ fix = "{fix}"
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(!md.contains('\u{202e}'), "{md:?}");
 }
+
+/// `--launcher slurm` over a plan that overrides a template only the SSH launcher writes (the
+/// kinds say which: NCCL's mpirun lines) is refused with the template's name, exit 2.
+#[test]
+fn launcher_slurm_refuses_an_override_of_an_ssh_only_template() {
+    let fixture = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/invalid/launcher-mpirun-template-under-slurm.toml"),
+    )
+    .unwrap();
+    let over_ssh = fixture.replace("[launcher]\nkind = \"slurm\"\n", "");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["nccl", "mpi-hostname"] {
+        let plan = dir.path().join(format!("{name}.toml"));
+        let text = over_ssh.replace(
+            "[templates.nccl]\ninline = \"mpirun -np 2 {{ binary }}\"",
+            &format!("[templates.{name}]\ninline = \"mpirun -np 2 {{{{ hosts }}}}\""),
+        );
+        std::fs::write(&plan, text).unwrap();
+        let plan = plan.to_str().unwrap();
+        let o = fabricplan(&["run", "--dry-run", "--launcher", "slurm", plan]);
+        assert_eq!(o.status.code(), Some(2), "stderr:\n{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!(
+                "the plan overrides template `{name}`, an mpirun line"
+            )),
+            "{}",
+            stderr(&o)
+        );
+        let o = fabricplan(&["run", "--dry-run", "--launcher", "ssh", plan]);
+        assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
+    }
+}

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::hosts::HostArgs;
 use crate::exec::launch::{self, Launcher, slurm};
-use crate::plan::validate::{MPIRUN_TEMPLATES, job_id_text};
+use crate::plan::validate::job_id_text;
 use crate::plan::{LauncherConfig, LauncherKind, Plan};
 use crate::render::launch::{SlurmStyle, display, salloc};
 
@@ -56,9 +56,9 @@ impl LauncherArgs {
         }
         if kind == LauncherKind::Slurm
             && let Some(p) = plan
-            && let Some(t) = MPIRUN_TEMPLATES
-                .iter()
-                .find(|t| p.templates.contains_key(**t))
+            && let Some(t) = crate::kinds::ssh_only_templates()
+                .into_iter()
+                .find(|t| p.templates.contains_key(*t))
         {
             return Err(format!(
                 "the plan overrides template `{t}`, an mpirun line the slurm launcher does not run (NCCL's ranks are one `srun --mpi={}` step): remove the override, or use --launcher ssh",

@@ -57,6 +57,12 @@ pub trait TestKind: SectionKind {
     /// The command templates it owns (a plan may override them by name).
     fn templates(&self) -> &'static [Template];
 
+    /// Those of its templates only the SSH launcher writes (under Slurm the kind's command is
+    /// built another way, so an override of them would be ignored).
+    fn ssh_only_templates(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+
     /// The rounds the plan's sections of this kind expand to, in order.
     fn stages(&self, plan: &Plan) -> Vec<Stage>;
 
@@ -220,6 +226,15 @@ impl Catalog for Kinds {
             None => Err(format!("no built-in template `{name}`")),
         }
     }
+
+    fn ssh_only_templates(&self) -> Vec<&'static str> {
+        ssh_only_templates()
+    }
+}
+
+/// Every kind's templates only the SSH launcher writes (see [`TestKind::ssh_only_templates`]).
+pub fn ssh_only_templates() -> Vec<&'static str> {
+    ALL.iter().flat_map(|k| k.ssh_only_templates()).collect()
 }
 
 /// Read and validate a plan file, its test sections read by the registered kinds.

@@ -56,6 +56,10 @@ pub trait Catalog: Sync {
 
     /// Check an override of template `name` (syntax, variables its job provides).
     fn check_template(&self, name: &str, source: &str) -> Result<(), String>;
+
+    /// The built-in templates only the SSH launcher writes (mpirun lines): a plan run by the
+    /// Slurm launcher may not override them.
+    fn ssh_only_templates(&self) -> Vec<&'static str>;
 }
 
 /// A catalog of no test kinds and no templates: for plans without `[tests]` sections.
@@ -80,6 +84,10 @@ impl Catalog for NoKinds {
 
     fn check_template(&self, name: &str, _source: &str) -> Result<(), String> {
         Err(format!("no built-in template `{name}`"))
+    }
+
+    fn ssh_only_templates(&self) -> Vec<&'static str> {
+        Vec::new()
     }
 }
 

@@ -276,6 +276,11 @@ impl TestKind for Nccl {
         TEMPLATES
     }
 
+    /// Both are mpirun lines: under Slurm its ranks are one `srun --mpi=...` job step.
+    fn ssh_only_templates(&self) -> Vec<&'static str> {
+        TEMPLATES.iter().map(|t| t.name).collect()
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         tests(plan)
             .into_iter()

@@ -15,21 +15,20 @@ use crate::plan::raw::*;
 
 const MPI: [&str; 2] = ["pmix", "pmi2"];
 
-/// The templates only the SSH launcher writes NCCL with (mpirun); under Slurm NCCL's ranks are a
-/// job step (`srun --mpi=...`).
-pub const MPIRUN_TEMPLATES: [&str; 2] = ["nccl", "mpi-hostname"];
-
+/// `ssh_only`: the templates only the SSH launcher writes (the kinds' mpirun lines, see
+/// [`crate::plan::Catalog::ssh_only_templates`]).
 pub(super) fn launcher(
     ctx: &mut Ctx,
     raw: Option<&RawLauncher>,
     templates: &BTreeMap<Spanned<String>, RawTemplate>,
+    ssh_only: &[&str],
 ) -> LauncherConfig {
     let Some(r) = raw else {
         return LauncherConfig::default();
     };
     let kind = kind(ctx, r);
     match kind {
-        Some(LauncherKind::Slurm) => mpirun_templates(ctx, r, templates),
+        Some(LauncherKind::Slurm) => mpirun_templates(ctx, r, templates, ssh_only),
         Some(LauncherKind::Ssh) => settings_need_slurm(ctx, r),
         // an unknown kind is the one mistake reported
         None => {}
@@ -103,9 +102,10 @@ fn mpirun_templates(
     ctx: &mut Ctx,
     r: &RawLauncher,
     templates: &BTreeMap<Spanned<String>, RawTemplate>,
+    ssh_only: &[&str],
 ) {
     for name in templates.keys() {
-        if !MPIRUN_TEMPLATES.contains(&name.get_ref().as_str()) {
+        if !ssh_only.contains(&name.get_ref().as_str()) {
             continue;
         }
         let mut p = Problem::error(

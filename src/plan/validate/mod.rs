@@ -31,7 +31,7 @@ use super::section::{Catalog, SectionKind};
 
 pub const FORMAT_VERSION: u32 = 1;
 
-pub use launcher::{MPIRUN_TEMPLATES, job_id_text, parse_job_id};
+pub use launcher::{job_id_text, parse_job_id};
 pub use names::{MAX_LABELS, is_safe_ifname, is_safe_name};
 pub use sim::{SIM_FAULTS, check_sim_fault};
 
@@ -152,7 +152,12 @@ fn build(
     let capacity = settings::capacity(raw.capacity.as_ref());
     let sim = sim::sim(ctx, raw.sim.as_ref(), &nodes, &switches);
     let ssh = settings::ssh_defaults(raw.ssh.as_ref(), &ctx.base_dir);
-    let launcher = launcher::launcher(ctx, raw.launcher.as_ref(), &raw.templates);
+    let launcher = launcher::launcher(
+        ctx,
+        raw.launcher.as_ref(),
+        &raw.templates,
+        &catalog.ssh_only_templates(),
+    );
     let setup = raw.setup.as_ref().map(settings::setup);
 
     Some(Plan {
