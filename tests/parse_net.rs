@@ -1,5 +1,6 @@
 //! Snapshot and property tests for the iperf3 and ping parsers.
 
+use fabricplan::kinds::iperf3::parse as iperf3;
 use fabricplan::parse::{self, ErrorKind, Status, Tool};
 use proptest::prelude::*;
 
@@ -12,7 +13,7 @@ fn fixture(rel: &str) -> String {
 fn iperf3_fixture_snapshots() {
     insta::glob!("fixtures/parse/iperf3/*", |path| {
         let text = std::fs::read_to_string(path).expect("fixture readable");
-        let parsed = parse::parse(Tool::IPERF3, &text);
+        let parsed = parse::parse(Tool::new(&iperf3::TOOL), &text);
         insta::assert_json_snapshot!(parsed.to_json());
         insta::assert_snapshot!("iperf3_summary", parsed.summary());
     });
@@ -34,7 +35,7 @@ fn close(a: Option<f64>, b: f64) -> bool {
 
 #[test]
 fn iperf3_json_client_numbers() {
-    let r = parse::iperf3::parse(&fixture("iperf3/json-tcp-client-3.12.json"));
+    let r = iperf3::parse(&fixture("iperf3/json-tcp-client-3.12.json"));
     assert_eq!(r.status, Status::Ok);
     assert!(close(r.gbps, 19.657420545804134));
     assert!(close(r.sender_gbps, 19.66770005069346));
@@ -46,7 +47,7 @@ fn iperf3_json_client_numbers() {
 
 #[test]
 fn iperf3_text_parallel_uses_sum() {
-    let r = parse::iperf3::parse(&fixture("iperf3/text-tag-output-parallel.txt"));
+    let r = iperf3::parse(&fixture("iperf3/text-tag-output-parallel.txt"));
     assert_eq!(r.status, Status::Ok);
     assert!(close(r.gbps, 93.2));
     assert!(close(r.sender_gbps, 93.3));
@@ -57,7 +58,7 @@ fn iperf3_text_parallel_uses_sum() {
 
 #[test]
 fn iperf3_forced_units() {
-    let r = parse::iperf3::parse(&fixture("iperf3/text-forced-units-mbits.txt"));
+    let r = iperf3::parse(&fixture("iperf3/text-forced-units-mbits.txt"));
     assert!(close(r.gbps, 19.460));
 }
 
@@ -71,7 +72,7 @@ fn iperf3_errors() {
         "iperf3/text-connect-refused-timestamps.txt",
         "iperf3/json-stream-error.txt",
     ] {
-        let r = parse::iperf3::parse(&fixture(f));
+        let r = iperf3::parse(&fixture(f));
         assert_eq!(r.status, Status::Error, "{f}");
         assert_eq!(
             r.error.map(|e| e.kind),
@@ -79,12 +80,12 @@ fn iperf3_errors() {
             "{f}"
         );
     }
-    let r = parse::iperf3::parse(&fixture("iperf3/text-server-busy.txt"));
+    let r = iperf3::parse(&fixture("iperf3/text-server-busy.txt"));
     assert_eq!(r.error.map(|e| e.kind), Some(ErrorKind::Other));
-    let r = parse::iperf3::parse(&fixture("iperf3/text-truncated.txt"));
+    let r = iperf3::parse(&fixture("iperf3/text-truncated.txt"));
     assert_eq!(r.status, Status::Incomplete);
     assert_eq!(r.intervals, 2);
-    let r = parse::iperf3::parse(&fixture("iperf3/iperf2-not-iperf3.txt"));
+    let r = iperf3::parse(&fixture("iperf3/iperf2-not-iperf3.txt"));
     assert_eq!(r.status, Status::Unrecognized);
     assert!(r.summary().contains("iperf 2"));
 }
@@ -158,7 +159,7 @@ proptest! {
 
     #[test]
     fn iperf3_never_panics_on_arbitrary_text(s in ".{0,400}") {
-        let r = parse::iperf3::parse(&s);
+        let r = iperf3::parse(&s);
         let _ = r.summary();
     }
 
@@ -175,9 +176,9 @@ proptest! {
         let all = fixtures("iperf3");
         let text = &all[idx % all.len()];
         let m = mutate(text, cut, &insert, drop_len);
-        let r = parse::iperf3::parse(&m);
+        let r = iperf3::parse(&m);
         let _ = r.summary();
-        let _ = parse::parse(Tool::IPERF3, &m).to_json();
+        let _ = parse::parse(Tool::new(&iperf3::TOOL), &m).to_json();
     }
 
     #[test]
@@ -253,7 +254,7 @@ fn iperf3_negative_rate_is_rejected() {
         "4.46 GBytes  -19.2 Gbits/sec",
     );
     assert_ne!(bad, ok);
-    let r = parse::iperf3::parse(&bad);
+    let r = iperf3::parse(&bad);
     assert_eq!(r.status, Status::Incomplete);
     assert_eq!(r.gbps, None);
     assert!(
@@ -270,7 +271,7 @@ fn iperf3_negative_rate_is_rejected() {
         &json[..bps],
         json[bps + 18..].trim_start()
     );
-    let r = parse::iperf3::parse(&bad);
+    let r = iperf3::parse(&bad);
     assert_eq!(r.status, Status::Incomplete, "{:?}", r.rejected);
     assert!(
         r.rejected[0]
@@ -282,14 +283,14 @@ fn iperf3_negative_rate_is_rejected() {
     let open = lost.rfind('(').unwrap();
     let close = lost.rfind("%)").unwrap();
     let bad_line = format!("{}(250%){}", &lost[..open], &lost[close + 2..]);
-    let r = parse::iperf3::parse(&udp.replace(lost, &bad_line));
+    let r = iperf3::parse(&udp.replace(lost, &bad_line));
     assert_eq!(r.status, Status::Incomplete);
     assert!(r.rejected[0].reason.contains("`250`%"), "{:?}", r.rejected);
 }
 
 #[test]
 fn empty_input_is_empty() {
-    for tool in [Tool::IPERF3, Tool::PING] {
+    for tool in [Tool::new(&iperf3::TOOL), Tool::PING] {
         let p = parse::parse(tool, "\n \n");
         assert_eq!(p.status(), Status::Empty);
         assert_eq!(parse::input_exit_code(&p), parse::EXIT_NOTHING_READ);

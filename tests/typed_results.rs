@@ -8,7 +8,7 @@ mod support;
 
 use std::path::Path;
 
-use fabricplan::parse::iperf3::IperfReport;
+use fabricplan::kinds::iperf3::parse::IperfReport;
 use fabricplan::parse::nccl_tests::NcclReport;
 use fabricplan::parse::perftest::{BwReport, LatReport};
 use fabricplan::parse::{Tool, parse};

@@ -1,4 +1,4 @@
-//! libFuzzer target: `Tool::IPERF3` on arbitrary bytes, read as the CLI reads a capture.
+//! libFuzzer target: the iperf3 kind's tool on arbitrary bytes, read as the CLI reads a capture.
 #![no_main]
 
 use fabricplan::parse::{Tool, check_invariants, parse};
@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let parsed = parse(Tool::IPERF3, &text);
+    let parsed = parse(Tool::new(&fabricplan::kinds::iperf3::parse::TOOL), &text);
     let _ = parsed.to_json();
     let _ = parsed.summary();
     if let Err(e) = check_invariants(&parsed) {

@@ -13,8 +13,10 @@ use super::{CliError, Format, Outcome, Stdout};
 use crate::parse::{self, Status, Tool};
 
 impl ValueEnum for Tool {
+    /// The shared tools and every kind's own.
     fn value_variants<'a>() -> &'a [Self] {
-        &Tool::ALL
+        static TOOLS: std::sync::OnceLock<Vec<Tool>> = std::sync::OnceLock::new();
+        TOOLS.get_or_init(crate::kinds::tools)
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {

@@ -5,7 +5,6 @@
 use super::GateSpec;
 use super::judge::{Outcome, Verdict};
 use super::trap::Trap;
-use crate::parse::iperf3::IperfReport;
 use crate::parse::nccl_tests::NcclReport;
 use crate::parse::perftest::{BwReport, LatReport};
 use crate::parse::{ErrorKind, ToolError};
@@ -199,28 +198,6 @@ pub fn latency(spec: &GateSpec, parsed: &LatReport, ctx: &Context) -> Vec<Verdic
             &ctx.gate,
             Outcome::Fail,
             "no complete latency row in the tool's output",
-            Some(Trap::Unparseable),
-        )],
-    }
-}
-
-/// iperf3: informational unless the plan gates it.
-pub fn iperf(spec: &GateSpec, parsed: &IperfReport, ctx: &Context) -> Vec<Verdict> {
-    if let Some(v) = error_verdict(&ctx.gate, parsed.error.as_ref()) {
-        return vec![v];
-    }
-    match parsed.gbps {
-        Some(g) => {
-            let mut v = spec.judge(&ctx.gate, &[g], None);
-            if spec.pass.is_none() {
-                v.detail = "one TCP stream on GB10 ARM cores sits near 12 Gb/s whatever the link: informational".into();
-            }
-            vec![v]
-        }
-        None => vec![Verdict::check(
-            &ctx.gate,
-            Outcome::Fail,
-            "no iperf3 summary",
             Some(Trap::Unparseable),
         )],
     }

@@ -10,7 +10,7 @@
 //! Kinds are pure and synchronous: they produce commands and judge what came back. The runner
 //! drives them.
 
-mod iperf3;
+pub mod iperf3;
 pub mod nccl;
 pub mod parts;
 pub mod preflight;
@@ -256,10 +256,22 @@ pub fn json_schema() -> String {
     crate::plan::json_schema(&CATALOG)
 }
 
-/// A tool by name: the shared ones (perftest, nccl-tests, mpirun, iperf3, ping) and every
-/// kind's own.
+/// A tool by name: the shared ones (perftest, nccl-tests, mpirun, ping, ...) and every kind's
+/// own.
 pub fn tool(name: &str) -> Option<Tool> {
-    Tool::from_name(name).or_else(|| ALL.iter().map(|k| k.tool()).find(|t| t.name() == name))
+    tools().into_iter().find(|t| t.name() == name)
+}
+
+/// Every tool fabricplan reads, in `fabricplan parse`'s order: the shared ones, then the
+/// kinds' own (each once).
+pub fn tools() -> Vec<Tool> {
+    let mut out = Tool::ALL.to_vec();
+    for t in ALL.iter().map(|k| k.tool()) {
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
 }
 
 /// Every metric the kinds judge with, in registry order (each once).

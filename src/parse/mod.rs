@@ -35,7 +35,6 @@
 //! | 2 | [`EXIT_UNREADABLE`] | usage error or a file that cannot be read (decided by the CLI before parsing) |
 
 mod invariants;
-pub mod iperf3;
 pub mod lldp;
 pub mod mpirun;
 pub mod nccl_log;
@@ -44,9 +43,10 @@ pub mod neigh;
 pub mod perftest;
 pub mod ping;
 pub mod slurm;
-mod text;
+pub(crate) mod text;
 
 pub use invariants::check_invariants;
+pub(crate) use invariants::check_opt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::any::Any;
@@ -280,9 +280,8 @@ impl<T: Report> AnyReport for T {
 }
 
 /// A tool whose output fabricplan reads: its name, its parser and the reader of its report's
-/// JSON. The tools below are the shared ones (perftest, nccl-tests, mpirun, iperf3, ping,
-/// ip-neigh, lldpcli); a
-/// test kind with a tool of its own declares it beside its parser.
+/// JSON. The tools below are the shared ones (perftest, nccl-tests, mpirun, ping, ip-neigh,
+/// lldpcli); a test kind with a tool of its own declares it beside its parser.
 pub struct ToolSpec {
     /// The program's name (`ib_write_bw`), the `fabricplan parse` argument.
     pub name: &'static str,
@@ -372,13 +371,6 @@ impl Tool {
             read: read_as::<mpirun::MpirunReport>,
         },
     };
-    pub const IPERF3: Tool = Tool {
-        spec: &ToolSpec {
-            name: "iperf3",
-            parse: |t| Box::new(iperf3::parse(t)),
-            read: read_as::<iperf3::IperfReport>,
-        },
-    };
     pub const PING: Tool = Tool {
         spec: &ToolSpec {
             name: "ping",
@@ -404,7 +396,7 @@ impl Tool {
     };
 
     /// The shared tools, in `fabricplan parse`'s order.
-    pub const ALL: [Tool; 12] = [
+    pub const ALL: [Tool; 11] = [
         Tool::IB_WRITE_BW,
         Tool::IB_READ_BW,
         Tool::IB_SEND_BW,
@@ -413,7 +405,6 @@ impl Tool {
         Tool::IB_SEND_LAT,
         Tool::NCCL_TESTS,
         Tool::MPIRUN,
-        Tool::IPERF3,
         Tool::PING,
         Tool::IP_NEIGH,
         Tool::LLDPCLI,

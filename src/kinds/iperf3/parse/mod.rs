@@ -12,10 +12,20 @@
 mod json;
 mod text;
 
-use super::text::{clean_line, is_blank};
-use super::{ErrorKind, MAX_STORED_NOTES, Rejected, Status, ToolError};
+use crate::parse::text::{clean_line, is_blank};
+use crate::parse::{
+    AnyReport, ErrorKind, MAX_STORED_NOTES, Rejected, Report, Status, ToolError, ToolSpec,
+    check_opt, read_as,
+};
 use serde::{Deserialize, Serialize};
 use text::strip_timestamp;
+
+/// The tool: `fabricplan parse iperf3`.
+pub static TOOL: ToolSpec = ToolSpec {
+    name: "iperf3",
+    parse: |t| Box::new(parse(t)) as Box<dyn AnyReport>,
+    read: read_as::<IperfReport>,
+};
 
 /// Which end of the test printed the capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,12 +94,12 @@ pub struct IperfReport {
     pub not_stored: usize,
 }
 
-impl crate::parse::Report for IperfReport {
-    fn status(&self) -> crate::parse::Status {
+impl Report for IperfReport {
+    fn status(&self) -> Status {
         self.status
     }
 
-    fn error(&self) -> Option<&crate::parse::ToolError> {
+    fn error(&self) -> Option<&ToolError> {
         self.error.as_ref()
     }
 
@@ -97,8 +107,27 @@ impl crate::parse::Report for IperfReport {
         IperfReport::summary(self)
     }
 
+    /// Beyond its status: a rate when `ok`, no impossible figure, a loss within 100 %.
     fn check(&self) -> Result<(), String> {
-        crate::parse::invariants::iperf(self)
+        let r = self;
+        let st = r.status;
+        if st == Status::Ok && r.gbps.is_none() && r.sender_gbps.is_none() {
+            return Err("ok without a rate".into());
+        }
+        for (n, v) in [
+            ("gbps", r.gbps),
+            ("sender_gbps", r.sender_gbps),
+            ("reverse_gbps", r.reverse_gbps),
+            ("duration_s", r.duration_s),
+            ("jitter_ms", r.jitter_ms),
+            ("lost_percent", r.lost_percent),
+        ] {
+            check_opt(n, v)?;
+        }
+        if r.lost_percent.is_some_and(|l| l > 100.0) {
+            return Err("loss above 100%".into());
+        }
+        Ok(())
     }
 }
 
