@@ -443,3 +443,28 @@ fn launcher_slurm_refuses_an_override_of_an_ssh_only_template() {
         assert_eq!(o.status.code(), Some(0), "stderr:\n{}", stderr(&o));
     }
 }
+
+/// `fabricplan parse` reads every kind's own tool, not only the shared ones.
+#[test]
+fn parse_reads_each_kinds_own_tool() {
+    let mut read = Vec::new();
+    for k in fabricplan::kinds::ALL {
+        let tool = k.tool().name();
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parse");
+        let Some(capture) = std::fs::read_dir(dir.join(tool))
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path())
+        else {
+            continue; // a tool whose fixtures are kept under another name
+        };
+        let o = fabricplan(&["parse", tool, capture.to_str().unwrap(), "--format", "json"]);
+        assert_ne!(o.status.code(), Some(2), "{tool}: {}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(j["tool"], tool);
+        read.push(tool);
+    }
+    for own in ["ibv_rc_pingpong", "iperf3"] {
+        assert!(read.contains(&own), "{own} not read: {read:?}");
+    }
+}
