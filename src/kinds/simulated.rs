@@ -1,12 +1,17 @@
 //! What a kind with a tool of its own tells the simulated fabric (`--sim`): how the tool's
 //! command line reads and what it prints. The fabric's half (which device a node has, whether
 //! the server listens and is reached, whether the two ends share a wire and a RoCE v2 GID, the
-//! latency of their path) is the simulator's and the same for every kind; the tool's words are
-//! the kind's. A kind gives one through [`super::TestKind::simulated`]; the simulator asks
-//! [`simulated`] by program name and never names a kind.
+//! latency of their path, the rate a TCP stream gets over its route) is the simulator's and the
+//! same for every kind; the tool's words are the kind's. A kind gives one through
+//! [`super::TestKind::simulated`]; the simulator asks [`simulated`] by program name and never
+//! names a kind.
+//!
+//! A tool exchanges over one of two carriers: RDMA (a queue pair between two devices:
+//! `ibv_rc_pingpong`) or TCP (a stream between two addresses: `iperf3`), which its command line
+//! says through [`SimArgs::stream`].
 
 /// A kind's tool, as the simulated fabric runs it: a server started detached, then a client
-/// that exchanges with it over one pair of RDMA ends.
+/// that exchanges with it over one pair of RDMA ends, or streams to it over TCP.
 pub trait SimTool: Sync {
     /// The program it answers for (`ibv_rc_pingpong`).
     fn program(&self) -> &'static str;
@@ -30,9 +35,19 @@ pub struct SimArgs {
     pub port: u16,
     /// A client's server address; `None` for a server.
     pub server: Option<String>,
-    /// Bytes per message and round trips: what the exchange moves.
+    /// Bytes per message and round trips: what an RDMA exchange moves.
     pub size: u64,
     pub iters: u32,
+    /// A TCP tool's stream; `None` for an RDMA tool, whose ends exchange `iters` messages of
+    /// `size` bytes over a queue pair (a TCP tool has no device, GID, size or iterations).
+    pub stream: Option<SimStream>,
+}
+
+/// What a TCP tool's client streams: for how long, over how many parallel connections.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimStream {
+    pub seconds: f64,
+    pub streams: u32,
 }
 
 /// One end's queue pair address, as the tools print it.
@@ -65,6 +80,16 @@ pub enum SimOutcome {
         local: SimEnd,
         remote: SimEnd,
         usec_per_iter: f64,
+    },
+    /// A TCP server listens on its port and waits for its client.
+    Listening,
+    /// A TCP stream ran from the client's address to the server's at this rate, moving this
+    /// many bytes (the client's words and the server's log both say so).
+    Streamed {
+        client: String,
+        server: String,
+        gbps: f64,
+        bytes: u64,
     },
 }
 

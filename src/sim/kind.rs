@@ -1,18 +1,24 @@
 //! A kind's own tool on the simulated fabric (see [`crate::kinds::simulated`]): the fabric's
 //! half of the exchange is here, the same for every kind (the device, the listener, the wire,
-//! the GIDs, the path's latency, the counters); the tool's words are the kind's.
+//! the GIDs, the path's latency, a TCP stream's route and rate, the counters); the tool's words
+//! are the kind's.
 
 use std::net::Ipv4Addr;
 
 use super::noise::Rng;
 use super::world::{Dev, World};
-use super::{ServerKind, SimTransport, bump, listener, one_way_us};
+use super::{ServerKind, SimTransport, THROTTLE_GBPS, bump, listener, one_way_us, serve};
 use crate::exec::Output;
-use crate::kinds::simulated::{SimArgs, SimEnd, SimOutcome, SimTool, simulated};
+use crate::kinds::simulated::{SimArgs, SimEnd, SimOutcome, SimStream, SimTool, simulated};
 use crate::plan::NodeId;
 
 /// Bits per microsecond the message itself takes on the wire (100 Gb/s).
 const WIRE_BITS_PER_US: f64 = 100e3;
+
+/// One TCP stream on GB10 ARM cores sits near 12 Gb/s whatever the link, Gb/s.
+const TCP_STREAM_GBPS: f64 = 11.8;
+/// A healthy link's rate for a TCP stream's cap, Gb/s (a stream gets at most 90 % of it).
+const LINK_GBPS: f64 = 100.0;
 
 /// The device `args` asks for on `node`, or the outcome of its absence or a down port.
 fn device<'w>(w: &'w World, node: NodeId, args: &SimArgs) -> Result<&'w Dev, SimOutcome> {
@@ -71,6 +77,13 @@ pub(super) fn server(
         Ok(a) => a,
         Err(e) => return (None, 0, e, true),
     };
+    if a.stream.is_some() {
+        // a TCP server needs no device: it listens on its port
+        let log = printed(tool, &a, &SimOutcome::Listening);
+        let port = a.port;
+        let kind = ServerKind::Kind(tool.program(), a);
+        return (Some(kind), port, log, w.server_dies(node));
+    }
     match device(w, node, &a) {
         Err(o) => (None, a.port, printed(tool, &a, &o), true),
         Ok(d) => {
@@ -160,6 +173,9 @@ impl SimTransport {
                 };
             }
         };
+        if let Some(stream) = a.stream {
+            return self.stream_client(node, tool, &a, stream, args);
+        }
         let cdev = match device(w, node, &a) {
             Ok(d) => d.clone(),
             Err(o) => return output(tool, &a, &o),
@@ -185,7 +201,7 @@ impl SimTransport {
             |k| matches!(k, ServerKind::Kind(p, _) if *p == program),
         );
         let Some((server, sa)) = found.and_then(|s| match &s.kind {
-            ServerKind::Kind(_, sa) => Some((s.clone(), sa.clone())),
+            Some(ServerKind::Kind(_, sa)) => Some((s.clone(), sa.clone())),
             _ => None,
         }) else {
             let refused = SimOutcome::Refused {
@@ -194,13 +210,7 @@ impl SimTransport {
             };
             return output(tool, &a, &refused);
         };
-        if let Some(s) = st
-            .servers
-            .iter_mut()
-            .find(|s| s.node == server.node && s.job == server.job)
-        {
-            s.done = true;
-        }
+        serve(&mut st, &server);
         let sdev = device(w, server.node, &sa)
             .ok()
             .cloned()
@@ -227,5 +237,77 @@ impl SimTransport {
             );
         }
         output(tool, &a, &outcome)
+    }
+
+    /// A client of a TCP tool: routed to its server's address, to a live listener of the same
+    /// tool on its port, it streams at what one host's TCP gets over the route's device; the
+    /// server's log gains the connection, the client's device its bytes.
+    fn stream_client(
+        &self,
+        node: NodeId,
+        tool: &dyn SimTool,
+        a: &SimArgs,
+        stream: SimStream,
+        args: &[String],
+    ) -> Output {
+        let w = &self.world;
+        let Some(server_ip) = a.server.clone() else {
+            // a server in the foreground waits for a client that never comes
+            let mut o = output(tool, a, &SimOutcome::Listening);
+            o.status = 124;
+            return o;
+        };
+        let ip: Option<Ipv4Addr> = server_ip.parse().ok();
+        let mut st = self.lock();
+        let src = ip.and_then(|ip| w.route(node, ip)).cloned();
+        let program = tool.program();
+        let found = listener(
+            w,
+            &st,
+            node,
+            ip,
+            a.port,
+            |k| matches!(k, ServerKind::Kind(p, _) if *p == program),
+        );
+        let (Some(server), Some(src)) = (found, src) else {
+            let refused = SimOutcome::Refused {
+                server: server_ip,
+                port: a.port,
+            };
+            return output(tool, a, &refused);
+        };
+        serve(&mut st, &server);
+        let mut rng = Rng::keyed(w.seed, &[program, w.name(node), &args.join(" ")]);
+        let link = if src.throttled {
+            THROTTLE_GBPS
+        } else {
+            LINK_GBPS
+        };
+        let streams = f64::from(stream.streams);
+        let gbps = rng.jitter((TCP_STREAM_GBPS * streams).min(link * 0.9), 0.02);
+        let bytes = (gbps * 1e9 / 8.0 * stream.seconds) as u64;
+        let outcome = SimOutcome::Streamed {
+            client: src.address.map(|(a, _)| a.to_string()).unwrap_or_default(),
+            server: server_ip,
+            gbps,
+            bytes,
+        };
+        if let Some(ServerKind::Kind(_, sa)) = &server.kind {
+            let log = printed(tool, sa, &outcome);
+            st.files
+                .entry((server.node, format!("{}.log", server.job)))
+                .or_default()
+                .push_str(&log);
+        }
+        bump(
+            &mut st,
+            node,
+            &src.name,
+            bytes,
+            bytes / 100,
+            src.ib_mtu(),
+            0,
+        );
+        output(tool, a, &outcome)
     }
 }

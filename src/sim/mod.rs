@@ -4,9 +4,10 @@
 //! It owns: recognising each script the runner sends (the discovery probe, counter snapshots,
 //! detached server starts, readiness polls, clients, `cat` of logs, process-group kills, pings,
 //! mpirun) by reading it like a shell would ([`shell`]); a simulated sysfs and `ip` view per
-//! node ([`world`]); the outputs of perftest, nccl-tests/NCCL, ping and iperf3 in their current
-//! formats, produced from the capacity model ([`crate::capacity`]) with seeded noise; and the
-//! faults of `[sim] faults` / `--sim-fault` ([`fault`]).
+//! node ([`world`]); the outputs of perftest, nccl-tests/NCCL and ping in their current
+//! formats, produced from the capacity model ([`crate::capacity`]) with seeded noise; the
+//! fabric's half of the kinds' own tools ([`kind`]: the tools' words are the kinds', see
+//! [`crate::kinds::simulated`]); and the faults of `[sim] faults` / `--sim-fault` ([`fault`]).
 //!
 //! It must not: touch the network, start processes, sleep, or read the clock for its numbers.
 //! Every answer is immediate and deterministic for a seed. It never judges: the runner's own
@@ -54,7 +55,6 @@ const MTU_DROP_GBPS: f64 = 2.9;
 #[derive(Debug, Clone)]
 enum ServerKind {
     Perf(perftest::Args),
-    Iperf,
     /// A kind's own tool (see [`crate::kinds::simulated`]), by its program.
     Kind(&'static str, crate::kinds::simulated::SimArgs),
 }
@@ -66,7 +66,8 @@ struct Server {
     round: Option<usize>,
     port: u16,
     pgid: u32,
-    kind: ServerKind,
+    /// What listens; `None` when it exited before it could.
+    kind: Option<ServerKind>,
     /// Exited before listening.
     died: bool,
     /// Served its one client.
@@ -93,8 +94,45 @@ fn listener(
     st.servers
         .iter()
         .rev()
-        .find(|s| s.node == d.node && s.port == port && !s.died && !s.done && kind(&s.kind))
+        .find(|s| {
+            s.node == d.node
+                && s.port == port
+                && !s.died
+                && !s.done
+                && s.kind.as_ref().is_some_and(&kind)
+        })
         .cloned()
+}
+
+/// A perftest client and the server it reached (see [`SimTransport::perf_connect`]): their
+/// arguments and devices, and what the client printed before the exchange.
+struct PerfPair {
+    a: perftest::Args,
+    cdev: Dev,
+    server: Server,
+    sa: perftest::Args,
+    sdev: Dev,
+    pre: String,
+}
+
+/// A tool's failure: exit status 1 and what it printed.
+fn failed(stdout: String, stderr: String) -> Output {
+    Output {
+        status: 1,
+        stdout,
+        stderr,
+    }
+}
+
+/// Mark `server` as having served its one client.
+fn serve(st: &mut State, server: &Server) {
+    if let Some(s) = st
+        .servers
+        .iter_mut()
+        .find(|s| s.node == server.node && s.job == server.job)
+    {
+        s.done = true;
+    }
 }
 
 #[derive(Default)]
@@ -242,7 +280,6 @@ impl SimTransport {
                     let asked = st.neighbours.get(&node).cloned().unwrap_or_default();
                     Output::ok(format!("{}\n", physical::neigh_json(w, node, &asked)))
                 }
-                "iperf3" => self.iperf_client(node, &inv.args),
                 other => Output {
                     status: 127,
                     stdout: String::new(),
@@ -314,15 +351,6 @@ impl SimTransport {
                     }
                 }
             },
-            "iperf3" => {
-                let port = flag(&inv.args, "-p")
-                    .and_then(|p| p.parse().ok())
-                    .unwrap_or(5201);
-                let log = format!(
-                    "-----------------------------------------------------------\nServer listening on {port} (test #1)\n-----------------------------------------------------------\n"
-                );
-                (Some(ServerKind::Iperf), port, log, w.server_dies(node))
-            }
             t if crate::kinds::simulated::simulated(t).is_some() => {
                 kind::server(w, node, job, &inv.tool, &inv.args)
             }
@@ -336,7 +364,7 @@ impl SimTransport {
             round,
             port,
             pgid,
-            kind: kind.unwrap_or(ServerKind::Iperf),
+            kind,
             died,
             done: false,
         });
@@ -497,54 +525,51 @@ impl SimTransport {
         })
     }
 
-    fn perf_client(&self, node: NodeId, tool: &str, args: &[String]) -> Output {
+    /// A perftest client's way to its server: its arguments and device read, then the
+    /// out-of-band TCP connection (routed, to a live listener of the same test on that port),
+    /// the server marked as served. `Err` is what the client printed when it got no further.
+    fn perf_connect(
+        &self,
+        st: &mut State,
+        node: NodeId,
+        tool: &str,
+        args: &[String],
+    ) -> Result<PerfPair, Output> {
         let w = &self.world;
-        let fail = |stdout: String, stderr: String| Output {
-            status: 1,
-            stdout,
-            stderr,
-        };
-        let a = match perftest::parse(tool, args) {
-            Ok(a) => a,
-            Err(e) => return fail(String::new(), e),
-        };
+        let a = perftest::parse(tool, args).map_err(|e| failed(String::new(), e))?;
         let Some(server_ip) = a.server.clone() else {
             // a server in the foreground waits for a client that never comes
-            return Output {
+            return Err(Output {
                 status: 124,
                 stdout: perftest::waiting_box(),
                 stderr: String::new(),
-            };
+            });
         };
         let dev = match &a.dev {
             Some(d) => w.dev(node, d),
             None => w.devs_of(node).next(),
         };
-        let cdev = match perftest::check_device(&a, dev, w.devs_of(node).next().is_some()) {
-            Ok(d) => d.clone(),
-            Err(e) => return fail(String::new(), e),
-        };
-        let cgid = a.gid.unwrap_or(cdev.gid_index);
+        let cdev = perftest::check_device(&a, dev, w.devs_of(node).next().is_some())
+            .map_err(|e| failed(String::new(), e))?
+            .clone();
         let mut pre = String::new();
         if a.duration.is_some() && !a.lat {
             pre.push_str(" WARNING: BW peak won't be measured in this run.\n");
         }
         let ip: Option<Ipv4Addr> = server_ip.parse().ok();
-        let mut st = self.lock();
-        // the out-of-band TCP connection: routed, to a live listener on that port
         let server = listener(
             w,
-            &st,
+            st,
             node,
             ip,
             a.port,
             |k| matches!(k, ServerKind::Perf(sa) if sa.lat == a.lat),
         );
-        let Some(server) = server else {
-            return fail(pre, perftest::connect_failed(&server_ip, a.port));
-        };
-        let ServerKind::Perf(sa) = &server.kind else {
-            return fail(pre, perftest::connect_failed(&server_ip, a.port));
+        let Some((server, sa)) = server.and_then(|s| match &s.kind {
+            Some(ServerKind::Perf(sa)) => Some((s.clone(), sa.clone())),
+            _ => None,
+        }) else {
+            return Err(failed(pre, perftest::connect_failed(&server_ip, a.port)));
         };
         let sdev = match &sa.dev {
             Some(d) => w.dev(server.node, d),
@@ -552,14 +577,36 @@ impl SimTransport {
         }
         .cloned()
         .unwrap_or_else(|| cdev.clone());
-        let sgid = sa.gid.unwrap_or(sdev.gid_index);
-        if let Some(s) = st
-            .servers
-            .iter_mut()
-            .find(|s| s.node == server.node && s.job == server.job)
-        {
-            s.done = true;
-        }
+        serve(st, &server);
+        Ok(PerfPair {
+            a,
+            cdev,
+            server,
+            sa,
+            sdev,
+            pre,
+        })
+    }
+
+    fn perf_client(&self, node: NodeId, tool: &str, args: &[String]) -> Output {
+        let w = &self.world;
+        let mut st = self.lock();
+        let PerfPair {
+            a,
+            cdev,
+            server,
+            sa,
+            sdev,
+            pre,
+        } = match self.perf_connect(&mut st, node, tool, args) {
+            Ok(p) => p,
+            Err(out) => return out,
+        };
+        let sa = &sa;
+        let (cgid, sgid) = (
+            a.gid.unwrap_or(cdev.gid_index),
+            sa.gid.unwrap_or(sdev.gid_index),
+        );
         let mut rng = Rng::keyed(
             w.seed,
             &[
@@ -592,14 +639,14 @@ impl SimTransport {
         if !cdev.roce_v2(cgid) || !sdev.roce_v2(sgid) {
             slog.push_str(&perftest::rtr_failed(remote.first_qpn()));
             append(&mut st, &slog);
-            return fail(client, perftest::rtr_failed(local.first_qpn()));
+            return failed(client, perftest::rtr_failed(local.first_qpn()));
         }
         // a loopback (client and server on one device) runs inside its NIC: no wire needed
         let looped = cdev.node == sdev.node && cdev.name == sdev.name;
         if !looped && !w.linked(&cdev, &sdev) {
             slog.push_str(&perftest::retry_exceeded(a.lat, true));
             append(&mut st, &slog);
-            return fail(client, perftest::retry_exceeded(a.lat, false));
+            return failed(client, perftest::retry_exceeded(a.lat, false));
         }
         if a.lat {
             let typ = rng.jitter(one_way_us(w, &cdev, &sdev), 0.02);
@@ -636,80 +683,6 @@ impl SimTransport {
         );
         Output::ok(client)
     }
-
-    fn iperf_client(&self, node: NodeId, args: &[String]) -> Output {
-        let w = &self.world;
-        let Some(server_ip) = flag(args, "-c") else {
-            return Output {
-                status: 1,
-                stdout: String::new(),
-                stderr: "iperf3: parameter error - must either be a client (-c) or server (-s)\n"
-                    .into(),
-            };
-        };
-        let port: u16 = flag(args, "-p")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(5201);
-        let secs: f64 = flag(args, "-t")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or(10.0);
-        let streams: u32 = flag(args, "-P").and_then(|p| p.parse().ok()).unwrap_or(1);
-        let ip: Option<Ipv4Addr> = server_ip.parse().ok();
-        let mut st = self.lock();
-        let src = ip.and_then(|ip| w.route(node, ip)).cloned();
-        let server = listener(w, &st, node, ip, port, |k| matches!(k, ServerKind::Iperf));
-        let (Some(server), Some(src)) = (server, src) else {
-            let doc = serde_json::json!({
-                "start": {"connected": [], "version": "iperf 3.16", "system_info": "Linux", "connecting_to": {"host": server_ip, "port": port}},
-                "intervals": [],
-                "end": {},
-                "error": "error - unable to connect to server - server may have stopped running or use a different port, firewall issue, etc.: Connection refused"
-            });
-            return Output {
-                status: 1,
-                stdout: serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
-                stderr: String::new(),
-            };
-        };
-        if let Some(s) = st
-            .servers
-            .iter_mut()
-            .find(|s| s.node == server.node && s.job == server.job)
-        {
-            s.done = true;
-        }
-        let mut rng = Rng::keyed(w.seed, &["iperf3", w.name(node), &args.join(" ")]);
-        // one TCP stream on GB10 ARM cores sits near 12 Gb/s whatever the link
-        let link = if src.throttled { THROTTLE_GBPS } else { 100.0 };
-        let gbps = rng.jitter((11.8 * f64::from(streams)).min(link * 0.9), 0.02);
-        let bytes = (gbps * 1e9 / 8.0 * secs) as u64;
-        let bps = gbps * 1e9;
-        let local = src.address.map(|(a, _)| a.to_string()).unwrap_or_default();
-        let sum = |sender: bool| serde_json::json!({"start": 0, "end": secs, "seconds": secs, "bytes": bytes, "bits_per_second": bps, "retransmits": 0, "sender": sender});
-        let doc = serde_json::json!({
-            "start": {
-                "connected": [{"socket": 5, "local_host": local, "local_port": 40000, "remote_host": server_ip, "remote_port": port}],
-                "version": "iperf 3.16",
-                "system_info": "Linux",
-                "connecting_to": {"host": server_ip, "port": port},
-                "test_start": {"protocol": "TCP", "num_streams": streams, "blksize": 131072, "omit": 0, "duration": secs, "bytes": 0, "blocks": 0, "reverse": 0}
-            },
-            "intervals": [{"streams": [], "sum": {"start": 0, "end": secs, "seconds": secs, "bytes": bytes, "bits_per_second": bps, "retransmits": 0, "omitted": false, "sender": true}}],
-            "end": {
-                "streams": [],
-                "sum_sent": sum(true),
-                "sum_received": sum(false),
-                "cpu_utilization_percent": {"host_total": 35.0, "host_user": 1.0, "host_system": 34.0, "remote_total": 20.0, "remote_user": 1.0, "remote_system": 19.0}
-            }
-        });
-        let log_key = (server.node, format!("{}.log", server.job));
-        st.files.entry(log_key).or_default().push_str(&format!(
-            "Accepted connection from {local}, port 40000\n[  5] local {server_ip} port {port} connected to {local} port 40001\n"
-        ));
-        let mtu = src.ib_mtu();
-        bump(&mut st, node, &src.name.clone(), bytes, bytes / 100, mtu, 0);
-        Output::ok(serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n")
-    }
 }
 
 /// The typical one-way latency between two devices, us: the wire, each switch and ISL on the
@@ -734,12 +707,6 @@ fn round_of(job: &str) -> Option<usize> {
             .collect();
         digits.parse::<usize>().ok()?.checked_sub(1)
     })
-}
-
-/// The value after `flag` in a word list.
-fn flag(args: &[String], flag: &str) -> Option<String> {
-    let i = args.iter().position(|a| a == flag)?;
-    args.get(i + 1).cloned()
 }
 
 /// Advance a device's counters: bytes out and in (data counters are in 4-byte words), and

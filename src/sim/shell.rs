@@ -74,18 +74,7 @@ pub(crate) fn commands(script: &str) -> Vec<Vec<String>> {
             }
             '"' => {
                 in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '"' {
-                    if chars[i] == '\\'
-                        && chars
-                            .get(i + 1)
-                            .is_some_and(|n| matches!(n, '"' | '\\' | '$' | '`' | '\n'))
-                    {
-                        i += 1;
-                    }
-                    word.push(chars[i]);
-                    i += 1;
-                }
+                i = double_quoted(&chars, i, &mut word);
             }
             '\\' => {
                 in_word = true;
@@ -108,6 +97,25 @@ pub(crate) fn commands(script: &str) -> Vec<Vec<String>> {
         out.push(cmd);
     }
     out
+}
+
+/// The text of the double-quoted string opening at `chars[open]`, pushed to `word` with its
+/// backslash escapes (`\"`, `\\`, `\$`, `` \` ``, a newline) removed: the index of its closing
+/// quote (or the end).
+fn double_quoted(chars: &[char], open: usize, word: &mut String) -> usize {
+    let mut i = open + 1;
+    while i < chars.len() && chars[i] != '"' {
+        if chars[i] == '\\'
+            && chars
+                .get(i + 1)
+                .is_some_and(|n| matches!(n, '"' | '\\' | '$' | '`' | '\n'))
+        {
+            i += 1;
+        }
+        word.push(chars[i]);
+        i += 1;
+    }
+    i
 }
 
 /// A tool invocation found in a script, with the environment exported before it.
@@ -173,7 +181,6 @@ pub(crate) fn invocation(script: &str) -> Option<Invocation> {
                 | "ib_send_lat"
                 | "mpirun"
                 | "ping"
-                | "iperf3"
                 | "ip"
         ) || crate::kinds::simulated::simulated(base).is_some()
         {

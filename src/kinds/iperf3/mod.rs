@@ -3,11 +3,13 @@
 
 pub mod parse;
 mod section;
+mod sim;
 
 use minijinja::context;
 use schemars::{Schema, SchemaGenerator};
 use toml::de::ValueDeserializer;
 
+use super::simulated::SimTool;
 use super::{FlowSeries, TestKind, mismatch};
 use crate::gate::GateSpec;
 use crate::gate::classify::{Context, error_verdict};
@@ -175,5 +177,9 @@ impl TestKind for Iperf3 {
             Some(r) => judge(&plan.gate(&METRIC), r, ctx),
             None => mismatch(ctx, parsed),
         }
+    }
+
+    fn simulated(&self) -> Option<&'static dyn SimTool> {
+        Some(&sim::Iperf3)
     }
 }

@@ -42,6 +42,7 @@ impl SimTool for Pingpong {
             server: None,
             size: 4096,
             iters: 1000,
+            stream: None,
         };
         let usage = |w: &str| {
             format!(
@@ -126,6 +127,10 @@ impl SimTool for Pingpong {
                     stdout: out,
                     ..SimAnswer::default()
                 }
+            }
+            // a TCP outcome: never one of an RDMA tool (its arguments have no stream)
+            SimOutcome::Listening | SimOutcome::Streamed { .. } => {
+                failed(String::new(), "internal: not an RDMA exchange\n")
             }
         }
     }
