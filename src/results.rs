@@ -67,12 +67,18 @@ use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
 use crate::render::job::Role;
+pub use event::{Event, Started};
 pub use phases::{RoundPhases, StartPhases};
 
+mod event;
 mod phases;
 pub mod service;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
+
+/// The name of the baseline's results in a run directory judged against one
+/// (`run --baseline`): its results.json as read, copied.
+pub const BASELINE_FILE: &str = "baseline.json";
 
 /// Runs of more than this many jobs write `results.json` one job per line, and default to
 /// `--keep-evidence failed`. At 256 jobs (a 17-node all-pairs plan both ways, or 128 nodes'

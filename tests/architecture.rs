@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Bottom first. Every top-level module of `src/` appears exactly once.
 const LAYERS: &[&str] = &[
     "text", "exit", "files", "parse", "gate", "plan", "topology", "schedule", "capacity", "render",
-    "discover", "results", "localise", "diagnose", "kinds", "exec", "sim", "compare", "report",
+    "discover", "results", "localise", "diagnose", "kinds", "compare", "exec", "sim", "report",
     "cli",
 ];
 

@@ -13,20 +13,15 @@ use std::process::Command;
 use std::sync::Arc;
 
 use fabricplan::exec::evidence::Evidence;
-use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::plan::Plan;
 use fabricplan::results::RunResults;
 use fabricplan::sim::SimTransport;
-use fabricplan::topology::Fabric;
 
 async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
     let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
     let t = Arc::new(SimTransport::new(plan, &faults).expect("faults parse"));
-    let fabric = Fabric::build(plan);
-    let schedule = fabricplan::kinds::schedule(plan);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let (_c, cancel) = tokio::sync::watch::channel(false);
     let opts = RunOptions {
         run_id: "diagnosis-test".into(),
         only: vec![],
@@ -34,16 +29,12 @@ async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
         max_parallel: 8,
         keep_evidence: None,
     };
-    runner::run(
-        plan,
-        &fabric,
-        &schedule,
+    runner::results(&RunConfig::new(
+        Arc::new(plan.clone()),
         Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
-        &opts,
+        opts,
         &Evidence::none(),
-        tx,
-        cancel,
-    )
+    ))
     .await
 }
 

@@ -8,12 +8,11 @@ use std::sync::Arc;
 
 use fabricplan::exec::evidence::Evidence;
 use fabricplan::exec::launch::SshLauncher;
-use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
 use fabricplan::results::RunResults;
 use fabricplan::sim::SimTransport;
-use fabricplan::topology::Fabric;
 
 fn fixture() -> (std::path::PathBuf, String) {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kinds/rdma-read-bw.toml");
@@ -26,8 +25,6 @@ async fn run(text: &str, faults: &[&str]) -> RunResults {
     let plan = support::load_plan_text(&p, text);
     let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
     let t = Arc::new(SimTransport::new(&plan, &faults).unwrap());
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let (_c, cancel) = tokio::sync::watch::channel(false);
     let opts = RunOptions {
         run_id: "read".into(),
         only: vec![],
@@ -35,16 +32,12 @@ async fn run(text: &str, faults: &[&str]) -> RunResults {
         max_parallel: 8,
         keep_evidence: None,
     };
-    runner::run(
-        &plan,
-        &Fabric::build(&plan),
-        &fabricplan::kinds::schedule(&plan),
+    runner::results(&RunConfig::new(
+        Arc::new(plan.clone()),
         Arc::new(SshLauncher::new(t)),
-        &opts,
+        opts,
         &Evidence::none(),
-        tx,
-        cancel,
-    )
+    ))
     .await
 }
 

@@ -7,9 +7,8 @@ use std::sync::Arc;
 
 use fabricplan::exec::evidence::Evidence;
 use fabricplan::exec::fake::FakeTransport;
-use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::exec::{Output, TransportError};
-use fabricplan::topology::Fabric;
 
 const PLAN: &str = r#"
 format-version = 1
@@ -68,8 +67,6 @@ fn bw(gbps: f64) -> String {
 
 async fn results() -> fabricplan::results::RunResults {
     let plan = support::load_plan_text("pair.toml", PLAN);
-    let fabric = Fabric::build(&plan);
-    let schedule = fabricplan::kinds::schedule(&plan);
     let t = FakeTransport::new()
         .on(
             "spark-a",
@@ -97,8 +94,6 @@ async fn results() -> fabricplan::results::RunResults {
         .on("spark-a", "203.0.113.1", Ok(Output::ok(bw(109.0))))
         .on("spark-b", "203.0.113.2", Ok(Output::ok(bw(12.74))))
         .rule(|_, _| None::<Result<Output, TransportError>>);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let (_c, cancel) = tokio::sync::watch::channel(false);
     let opts = RunOptions {
         run_id: "pair-test".into(),
         only: vec![],
@@ -106,16 +101,12 @@ async fn results() -> fabricplan::results::RunResults {
         max_parallel: 8,
         keep_evidence: None,
     };
-    runner::run(
-        &plan,
-        &fabric,
-        &schedule,
+    runner::results(&RunConfig::new(
+        Arc::new(plan.clone()),
         Arc::new(fabricplan::exec::launch::SshLauncher::new(Arc::new(t))),
-        &opts,
+        opts,
         &Evidence::none(),
-        tx,
-        cancel,
-    )
+    ))
     .await
 }
 

@@ -9,12 +9,11 @@ use std::time::Duration;
 
 use fabricplan::exec::evidence::Evidence;
 use fabricplan::exec::fake::FakeTransport;
-use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::exec::{Output, TransportError};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
-use fabricplan::results::JobStatus;
-use fabricplan::topology::Fabric;
+use fabricplan::results::{Event, JobStatus};
 
 const PLAN: &str = r#"
 format-version = 1
@@ -108,11 +107,7 @@ async fn run_plan(
     )
     .expect("valid plan");
     let plan = loaded.plan;
-    let fabric = Fabric::build(&plan);
-    let schedule = fabricplan::kinds::schedule(&plan);
     let t = Arc::new(t);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let (_c, cancel) = tokio::sync::watch::channel(false);
     let opts = RunOptions {
         run_id: "test".into(),
         only: vec![],
@@ -120,16 +115,12 @@ async fn run_plan(
         max_parallel,
         keep_evidence: None,
     };
-    let r = runner::run(
-        &plan,
-        &fabric,
-        &schedule,
+    let r = runner::results(&RunConfig::new(
+        Arc::new(plan.clone()),
         Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
-        &opts,
+        opts,
         &Evidence::none(),
-        tx,
-        cancel,
-    )
+    ))
     .await;
     (r, t)
 }
@@ -293,10 +284,8 @@ async fn hung_client_times_out_and_is_reported() {
 #[tokio::test]
 async fn interrupt_before_a_round_skips_it_and_exits_130() {
     let plan = support::load_plan_text("pair.toml", PLAN);
-    let fabric = Fabric::build(&plan);
-    let schedule = fabricplan::kinds::schedule(&plan);
     let t = Arc::new(fake(109.0));
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     // Ctrl-C arrived during discovery: nothing is launched after it
     let (c, cancel) = tokio::sync::watch::channel(false);
     c.send(true).unwrap();
@@ -307,17 +296,25 @@ async fn interrupt_before_a_round_skips_it_and_exits_130() {
         max_parallel: 8,
         keep_evidence: None,
     };
-    let r = runner::run(
-        &plan,
-        &fabric,
-        &schedule,
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
-        &opts,
-        &Evidence::none(),
+    runner::run(
+        &RunConfig::new(
+            Arc::new(plan.clone()),
+            Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
+            opts,
+            &Evidence::none(),
+        ),
         tx,
         cancel,
     )
     .await;
+    let events: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert!(
+        matches!(events.first(), Some(Event::Started(_))),
+        "the run says its start first"
+    );
+    let Some(Event::Finished(r)) = events.last() else {
+        panic!("the run says its end last: {events:?}");
+    };
     assert!(r.interrupted);
     assert_eq!(r.summary.exit_code, 130);
     assert_eq!(r.jobs[0].status, JobStatus::Skipped);
@@ -568,4 +565,89 @@ async fn readiness_does_not_wait_for_the_counters() {
     assert_eq!(*seen_by_ready.lock().unwrap(), vec![0]);
     // both snapshots (before and after, one script per host) were still read
     assert_eq!(snapshots.load(Ordering::SeqCst), 4);
+}
+
+/// `run --setup`: the setup stage runs in the run, before anything is measured, on every node
+/// of the plan (those a run's jobs do not need too); one verdict per node with the preflight's,
+/// in the events as they come; a node whose setup failed is one finding naming it.
+#[tokio::test]
+async fn the_setup_stage_runs_first_in_the_run_and_its_failure_is_a_finding() {
+    let text = format!("{PLAN}[[node]]\nname = \"spark-c\"\n[setup]\npackages = [\"perftest\"]\n");
+    let plan = support::load_plan_text("pair.toml", &text);
+    let t = Arc::new(
+        fake(109.0)
+            .on("spark-a", "apt-get install", Ok(Output::ok("setup-ok\n")))
+            .on("spark-c", "apt-get install", Ok(Output::ok("setup-ok\n")))
+            .on(
+                "spark-b",
+                "apt-get install",
+                Ok(Output {
+                    status: 100,
+                    stdout: String::new(),
+                    stderr: "E: Unable to locate package perftest\n".into(),
+                }),
+            ),
+    );
+    let evidence = Evidence::none();
+    let mut cfg = RunConfig::new(
+        Arc::new(plan),
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
+        RunOptions {
+            run_id: "test".into(),
+            only: vec![],
+            skip: vec![],
+            max_parallel: 8,
+            keep_evidence: None,
+        },
+        &evidence,
+    );
+    cfg.setup = true;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_c, cancel) = tokio::sync::watch::channel(false);
+    runner::run(&cfg, tx, cancel).await;
+    let events: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    let Some(Event::Finished(r)) = events.last() else {
+        panic!("the run says its end last");
+    };
+    let setup: Vec<(&str, Outcome)> = r
+        .preflight
+        .iter()
+        .filter(|v| v.gate.starts_with("setup "))
+        .map(|v| (v.gate.as_str(), v.outcome))
+        .collect();
+    assert_eq!(
+        setup,
+        [
+            ("setup spark-a", Outcome::Ok),
+            ("setup spark-b", Outcome::Fail),
+            ("setup spark-c", Outcome::Ok)
+        ],
+        "every node of the plan is set up, spark-c too"
+    );
+    let said = events
+        .iter()
+        .filter(|e| matches!(e, Event::Preflight(v) if v.gate.starts_with("setup ")))
+        .count();
+    assert_eq!(said, 3, "each setup verdict is an event as it comes");
+    // nothing is measured before the setup stage is over
+    let calls = t.calls();
+    let last_setup = calls
+        .iter()
+        .filter(|c| c.script.contains("apt-get install"))
+        .map(|c| c.seq)
+        .max()
+        .expect("setup ran");
+    assert!(
+        calls
+            .iter()
+            .filter(|c| c.script.contains("ib_write_bw") || c.script.contains("@host"))
+            .all(|c| c.seq > last_setup),
+        "discovery and the tools wait for the setup stage"
+    );
+    assert_eq!(r.summary.exit_code, 1, "{:#?}", r.summary);
+    let blamed: Vec<&str> = r.findings.iter().map(|f| f.name.as_str()).collect();
+    assert!(
+        blamed.iter().any(|n| n.contains("spark-b")),
+        "the failed setup is a finding about spark-b: {blamed:?}"
+    );
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use fabricplan::discover;
 use fabricplan::exec::evidence::Evidence;
-use fabricplan::exec::runner::{self, RunOptions};
+use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::exec::{Transport, TransportError};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
@@ -19,7 +19,6 @@ use fabricplan::parse::nccl_tests::NcclReport;
 use fabricplan::plan::Plan;
 use fabricplan::results::{JobResult, JobStatus, RunResults};
 use fabricplan::sim::SimTransport;
-use fabricplan::topology::Fabric;
 
 use support::plan_path;
 
@@ -30,10 +29,6 @@ fn load(name: &str) -> Plan {
 async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
     let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
     let t = Arc::new(SimTransport::new(plan, &faults).expect("faults parse"));
-    let fabric = Fabric::build(plan);
-    let schedule = fabricplan::kinds::schedule(plan);
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let (_c, cancel) = tokio::sync::watch::channel(false);
     let opts = RunOptions {
         run_id: "sim-test".into(),
         only: vec![],
@@ -41,16 +36,12 @@ async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
         max_parallel: 8,
         keep_evidence: None,
     };
-    runner::run(
-        plan,
-        &fabric,
-        &schedule,
+    runner::results(&RunConfig::new(
+        Arc::new(plan.clone()),
         Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
-        &opts,
+        opts,
         &Evidence::none(),
-        tx,
-        cancel,
-    )
+    ))
     .await
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use super::{CliError, Outcome, Stdout};
-use crate::compare::{self, Side, Thresholds};
+use crate::compare::{self, Baseline, Side, Thresholds};
 use crate::exit;
 use crate::results::RunResults;
 
@@ -148,14 +148,6 @@ pub fn run(args: &CompareArgs) -> Outcome {
     })
 }
 
-/// A baseline a run is judged against (`run --baseline`).
-pub struct Baseline {
-    pub results: RunResults,
-    /// Its results.json as read, copied into the new run's directory.
-    pub text: String,
-    pub thresholds: Thresholds,
-}
-
 /// Read `run --baseline OLD` before anything runs; the thresholds come from the plan being run
 /// (its validated `[regression]` table) and `--max-drop`.
 pub fn load_baseline(
@@ -170,14 +162,8 @@ pub fn load_baseline(
     let text = read_text(&file, max, Accept::Regular).map_err(|e| format!("--baseline: {e}"))?;
     let thresholds = Thresholds::from_plan(regression, max_drop);
     Ok(Baseline {
-        results: old.results,
+        results: std::sync::Arc::new(old.results),
         text,
         thresholds,
     })
-}
-
-/// Add the baseline's verdicts to a finished run and summarize it again.
-pub fn judge(results: &mut RunResults, b: &Baseline) {
-    let v = compare::baseline_verdicts(results, &b.results, &b.thresholds);
-    compare::baseline::apply(results, v);
 }

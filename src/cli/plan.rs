@@ -5,23 +5,28 @@ use std::path::Path;
 use super::launcher::LauncherArgs;
 use super::{CliError, Format, Outcome, Stdout, load};
 use crate::exit;
+use crate::plan::Plan;
 use crate::report::plan_view;
 use crate::topology::Fabric;
 
 pub fn run(plan: &Path, format: Format, launcher: &LauncherArgs) -> Outcome {
-    let l = load(plan)?;
-    let choice = launcher.choice(Some(&l.plan)).map_err(CliError::Usage)?;
-    let fabric = Fabric::build(&l.plan);
-    let schedule = crate::kinds::schedule(&l.plan);
+    show(&load(plan)?.plan, format, launcher)
+}
+
+/// The dry run of a loaded plan.
+pub fn show(plan: &Plan, format: Format, launcher: &LauncherArgs) -> Outcome {
+    let choice = launcher.choice(Some(plan)).map_err(CliError::Usage)?;
+    let fabric = Fabric::build(plan);
+    let schedule = crate::kinds::schedule(plan);
     let run_id = "<run-id>";
     let mut out = Stdout::new();
     let style = crate::exec::launch::style(&choice);
-    let opening = super::launcher::opening(&choice, &l.plan);
+    let opening = super::launcher::opening(&choice, plan);
     // `Stdout` swallows a closed pipe: the dry run's exit code stays its own
     let r = match format {
         Format::Text => plan_view::write_text_with(
             &mut out,
-            &l.plan,
+            plan,
             &fabric,
             &schedule,
             style.as_ref(),
@@ -30,7 +35,7 @@ pub fn run(plan: &Path, format: Format, launcher: &LauncherArgs) -> Outcome {
         ),
         Format::Json => plan_view::write_json_with(
             &mut out,
-            &l.plan,
+            plan,
             &fabric,
             &schedule,
             style.as_ref(),

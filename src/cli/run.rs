@@ -6,19 +6,18 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use super::compare::Baseline;
 use super::hosts::HostArgs;
 use super::launcher::LauncherArgs;
 use super::{CliError, Format, Outcome, Stdout, load, runtime};
+use crate::compare::Baseline;
 use crate::exec::evidence::Evidence;
 use crate::exec::launch::Launcher;
-use crate::exec::runner::{self, Event, RunOptions};
+use crate::exec::runner::{self, RunConfig, RunOptions};
 use crate::plan::Plan;
 use crate::report::phases::PhaseLines;
-use crate::report::sink::{self, Sink, Sinks};
+use crate::report::sink::{self, Ended, Feed, Sink, Sinks};
 use crate::report::terminal::{JsonStdout, Terminal};
 use crate::results::KeepEvidence;
-use crate::topology::Fabric;
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -113,7 +112,7 @@ impl From<KeepArg> for KeepEvidence {
 pub fn run(args: RunArgs) -> Outcome {
     let l = load(&args.plan)?;
     if args.dry_run {
-        let code = super::plan::run(&args.plan, args.format, &args.launcher)?;
+        let code = super::plan::show(&l.plan, args.format, &args.launcher)?;
         super::service::dry_run(&l.plan, &args)?;
         return Ok(code);
     }
@@ -126,7 +125,7 @@ pub fn run(args: RunArgs) -> Outcome {
         .launcher
         .launcher(Some(&l.plan), &args.hosts)
         .map_err(CliError::Usage)?;
-    execute(&l.plan, launcher, &args)
+    execute(l.plan, launcher, &args)
 }
 
 /// `runs/<plan>/<stamp>`, or `<stamp>-2`, `-3`... when a run of the same second is there.
@@ -169,7 +168,8 @@ pub(super) fn on_interrupt(cancel: tokio::sync::watch::Sender<bool>) {
     });
 }
 
-/// What a run writes, checked and opened before anything runs.
+/// What a run writes, checked and opened before anything runs, and the baseline it is judged
+/// against.
 struct Prepared {
     baseline: Option<Baseline>,
     dir: PathBuf,
@@ -263,160 +263,54 @@ fn front_sinks(launcher: &dyn Launcher, dir: &std::path::Path, args: &RunArgs) -
 
 /// Run a plan with a launcher; prints progress and the verdict; returns the verdict's exit
 /// code, or the evidence that could not be written. Every output is checked (and the baseline
-/// read) before anything runs.
-pub fn execute(plan: &Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outcome {
+/// read) before anything runs; the run itself is the runner's, from its start to its end.
+pub fn execute(plan: Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outcome {
     let metrics: Vec<Box<dyn Sink>> = match &args.metrics {
         Some(m) => vec![Box::new(sink::MetricsSink::new(m))],
         None => Vec::new(),
     };
-    let (p, files) = prepare(plan, args, |dir| {
+    let (p, files) = prepare(&plan, args, |dir| {
         Sinks::new(sink::run_directory(dir, metrics))
     })?;
-    let fabric = Fabric::build(plan);
-    let schedule = crate::kinds::schedule(plan);
-    let opts = RunOptions {
-        run_id: p.run_id.clone(),
-        only: args.only.clone(),
-        skip: args.skip.clone(),
-        max_parallel: args.max_parallel,
-        keep_evidence: args.keep_evidence.map(KeepEvidence::from),
-    };
-    let rt = runtime()?;
-    // the baseline's results beside the run's
-    let mut baseline_lost = Vec::new();
-    if let Some(b) = &p.baseline
-        && let Err(e) = sink::write_atomic(&p.dir, sink::html::BASELINE_FILE, b.text.as_bytes())
-    {
-        baseline_lost.push(format!(
-            "{}: {e}",
-            p.dir.join(sink::html::BASELINE_FILE).display()
-        ));
-    }
     let front = front_sinks(launcher.as_ref(), &p.dir, args);
-    let mut sinks = [files, front];
-    let results = rt.block_on(measure(
-        plan,
-        &fabric,
-        &schedule,
+    let cfg = RunConfig {
+        plan: Arc::new(plan),
         launcher,
-        &opts,
-        &p.evidence,
-        args,
-        &mut sinks,
-    ));
-    let [files, front] = &mut sinks;
-    let mut results = results;
-    // the baseline's regressions are judged and diagnosed with the rest before anything is
-    // done about the findings
-    if let Some(b) = &p.baseline {
-        super::compare::judge(&mut results, b);
-        crate::diagnose::diagnose(plan, &mut results);
-    }
-    let slurm = launcher_is_slurm(&results);
-    baseline_lost.extend(rt.block_on(super::service::apply(&mut results, args, slurm)));
-    finish(results, &p, baseline_lost, files, front)
-}
-
-/// The run itself: the setup stage when asked, then the runner, its events fed to `sinks`.
-#[allow(clippy::too_many_arguments)]
-async fn measure(
-    plan: &Plan,
-    fabric: &Fabric,
-    schedule: &crate::schedule::Schedule,
-    launcher: Arc<dyn Launcher>,
-    opts: &RunOptions,
-    evidence: &Evidence,
-    args: &RunArgs,
-    sinks: &mut [Sinks; 2],
-) -> crate::results::RunResults {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-    on_interrupt(cancel_tx);
-    let printer = async {
-        while let Some(e) = rx.recv().await {
-            for s in sinks.iter_mut() {
-                s.event(&e);
-            }
-        }
+        opts: RunOptions {
+            run_id: p.run_id.clone(),
+            only: args.only.clone(),
+            skip: args.skip.clone(),
+            max_parallel: args.max_parallel,
+            keep_evidence: args.keep_evidence.map(KeepEvidence::from),
+        },
+        evidence: &p.evidence,
+        setup: args.setup,
+        baseline: p.baseline,
+        service: super::service::requested(args),
     };
-    let work = async {
-        // the setup stage changes hosts: only with --setup, before anything is measured (on
-        // the nodes the launcher opens the run on: under Slurm, once they are allocated)
-        let setup_verdicts = if args.setup {
-            let nodes: Vec<&crate::plan::Node> = plan.nodes.iter().collect();
-            let opening = launcher.open(&nodes, cancel_rx.clone()).await;
-            crate::exec::setup::run(plan, launcher.as_ref(), &opening).await
-        } else {
-            Vec::new()
-        };
-        let mut r = runner::run(
-            plan,
-            fabric,
-            schedule,
-            launcher.clone(),
-            opts,
-            evidence,
-            tx,
-            cancel_rx,
-        )
-        .await;
-        if !setup_verdicts.is_empty() {
-            r.preflight.splice(0..0, setup_verdicts);
-            crate::diagnose::diagnose(plan, &mut r);
-        }
-        r
-    };
-    let (r, ()) = tokio::join!(work, printer);
-    r
-}
-
-/// Whether the run's commands were Slurm job steps.
-fn launcher_is_slurm(r: &crate::results::RunResults) -> bool {
-    r.transport == "slurm"
-}
-
-/// The end of a run: judged against the baseline, the files written (results.json last, with
-/// what the others could not write; a file written before a later one failed is written again
-/// to say so), then the terminal or stdout, whose verdict admits any lost evidence.
-fn finish(
-    mut results: crate::results::RunResults,
-    p: &Prepared,
-    baseline_lost: Vec<String>,
-    files: &mut Sinks,
-    front: &mut Sinks,
-) -> Outcome {
-    let lost = |files: &Sinks| -> Vec<String> {
-        let mut l = p.evidence.errors();
-        l.extend(baseline_lost.iter().cloned());
-        l.extend(files.errors().iter().map(|e| e.to_string()));
-        l
-    };
-    let before = lost(files);
-    results.summary.evidence_lost(&before);
-    // the sinks read the results in place: a big run's results are not copied
-    let mut finished = Event::Finished(Box::new(results));
-    files.event(&finished);
-    let after = lost(files);
-    if after.len() > before.len() {
-        // what was written before a later file failed says so too (once)
-        if let Event::Finished(r) = &mut finished {
-            r.summary.evidence_lost(&after);
-        }
-        files.event(&finished);
-    }
-    let all = lost(files);
-    if let Event::Finished(r) = &mut finished {
-        r.summary.evidence_lost(&all);
-    }
-    front.event(&finished);
-    let Event::Finished(results) = finished else {
-        unreachable!("built just above")
-    };
-    if !all.is_empty() {
+    let ended = runtime()?.block_on(drive(&cfg, Feed { files, front }))?;
+    if !ended.lost.is_empty() {
         return Err(CliError::Incomplete {
-            lost: all,
+            lost: ended.lost,
             dir: p.dir.clone(),
         });
     }
-    Ok(results.summary.exit_code)
+    Ok(ended.exit_code)
+}
+
+/// The run, its events fed to the sinks as they come, until it ends (Ctrl-C and SIGTERM
+/// interrupt it: what is left is recorded as skipped).
+async fn drive(cfg: &RunConfig<'_>, mut feed: Feed) -> Result<Ended, CliError> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    on_interrupt(cancel_tx);
+    let sinks = async {
+        let mut ended = None;
+        while let Some(e) = rx.recv().await {
+            ended = feed.event(e).or(ended);
+        }
+        ended
+    };
+    let ((), ended) = tokio::join!(runner::run(cfg, tx, cancel_rx), sinks);
+    ended.ok_or_else(|| CliError::Failed("the run ended without its results".into()))
 }

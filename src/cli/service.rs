@@ -1,32 +1,26 @@
-//! `run --drain`, `--resume-passed`, `--exclude-file PATH`: once the run is diagnosed, the
-//! blamed nodes out of service and the healthy ones fabricplan drained back (through Slurm's
-//! clients on this machine, whichever launcher ran the nodes), the exclude list written; under
-//! Slurm without `--drain`, the drain commands said. `--dry-run` says what would be drained
-//! and resumed, from Slurm's states of the plan's nodes now.
-
-use std::path::{Path, PathBuf};
+//! `run --drain`, `--resume-passed`, `--exclude-file PATH`: the options read into what the
+//! runner is asked to do once the run is diagnosed (see [`crate::exec::service`]), the exclude
+//! files checked before the run. `--dry-run` says what would be drained and resumed, from
+//! Slurm's states of the plan's nodes now.
 
 use super::CliError;
 use super::run::RunArgs;
 use crate::exec::launch::slurm::{SlurmControl, slurm_conf};
-use crate::files::output::{Existing, OutputError, check_file, folder_of, write_atomic};
+use crate::exec::service::{Requested, exclude_paths};
+use crate::files::output::{Existing, OutputError, check_file};
 use crate::plan::Plan;
-use crate::results::RunResults;
-use crate::results::service::{Asked, REASON_PREFIX, Service};
+use crate::results::service::{Asked, REASON_PREFIX};
 use crate::text::inert;
 
-fn asked(args: &RunArgs) -> Asked {
-    Asked {
-        drain: args.drain,
-        resume_passed: args.resume_passed,
+/// What the run is asked to do about its findings.
+pub(super) fn requested(args: &RunArgs) -> Requested {
+    Requested {
+        asked: Asked {
+            drain: args.drain,
+            resume_passed: args.resume_passed,
+        },
+        exclude_file: args.exclude_file.clone(),
     }
-}
-
-/// `PATH` and `PATH.hostlist`.
-fn exclude_paths(path: &Path) -> [PathBuf; 2] {
-    let mut list = path.as_os_str().to_owned();
-    list.push(".hostlist");
-    [path.to_path_buf(), PathBuf::from(list)]
 }
 
 /// The exclude files must be new or regular files of their own (checked before the run).
@@ -38,46 +32,6 @@ pub(super) fn check_exclude(args: &RunArgs) -> Vec<OutputError> {
         .iter()
         .filter_map(|p| check_file(p, Existing::Replace).err())
         .collect()
-}
-
-/// Take the actions asked for and write the exclude list into `r.service`; what could not be
-/// written is returned (the run's evidence is then incomplete).
-pub(super) async fn apply(r: &mut RunResults, args: &RunArgs, slurm: bool) -> Vec<String> {
-    let wanted = args.drain || args.resume_passed || args.exclude_file.is_some();
-    if !wanted && (!slurm || crate::results::service::blamed(r).is_empty()) {
-        return Vec::new();
-    }
-    let control = slurm_conf().map(SlurmControl::new);
-    let mut s: Service =
-        crate::exec::service::apply(r, asked(args), control.as_ref().map_err(Clone::clone)).await;
-    let mut lost = Vec::new();
-    if let Some(path) = &args.exclude_file {
-        let names: Vec<String> = crate::results::service::blamed(r)
-            .into_iter()
-            .map(|(n, _)| format!("{n}\n"))
-            .collect();
-        let hostlist = if s.hostlist.is_empty() {
-            String::new()
-        } else {
-            format!("{}\n", s.hostlist)
-        };
-        for (p, text) in exclude_paths(path).iter().zip([names.concat(), hostlist]) {
-            if let Err(e) = write(p, &text) {
-                lost.push(format!("{}: {e}", p.display()));
-            }
-        }
-        s.exclude_file = Some(path.display().to_string());
-    }
-    r.service = Some(s);
-    lost
-}
-
-fn write(path: &Path, text: &str) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| std::io::Error::other("not a file name"))?;
-    write_atomic(&folder_of(path), &name, text.as_bytes()).map(|_| ())
 }
 
 /// `--dry-run` with `--drain`, `--resume-passed` or `--exclude-file`: what would be done, and

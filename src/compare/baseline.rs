@@ -18,6 +18,21 @@ use crate::text::size;
 
 pub use super::entry::{SUFFIX, is_baseline_verdict};
 
+/// A baseline a run is judged against (`run --baseline`), read before the run.
+#[derive(Debug)]
+pub struct Baseline {
+    pub results: std::sync::Arc<RunResults>,
+    /// Its results.json as read, copied into the new run's directory.
+    pub text: String,
+    pub thresholds: Thresholds,
+}
+
+/// Add the baseline's verdicts to a finished run and summarize it again.
+pub fn judge(results: &mut RunResults, b: &Baseline) {
+    let v = baseline_verdicts(results, &b.results, &b.thresholds);
+    apply(results, v);
+}
+
 /// The trap name of a regression against the baseline.
 pub const TRAP_NAME: &str = "regression against baseline";
 

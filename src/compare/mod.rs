@@ -17,7 +17,7 @@ mod read;
 mod threshold;
 
 pub use crate::results::{Flow, flow_of, node_names};
-pub use baseline::{baseline_verdicts, is_baseline_verdict};
+pub use baseline::{Baseline, baseline_verdicts, is_baseline_verdict};
 pub use diff::{Comparison, NCCL_BANDWIDTH_REGIME_GBS, Row, change_pct, compare, is_regression};
 pub use entry::{Entry, Key, Quantity, entries};
 pub use format::{

@@ -88,6 +88,21 @@ impl Evidence {
         }
     }
 
+    /// Copy the baseline's results.json (`text`) into the run directory as
+    /// [`crate::results::BASELINE_FILE`]; a failure is kept for [`Evidence::errors`].
+    pub fn save_baseline(&self, text: &str) {
+        if !self.enabled {
+            return;
+        }
+        let name = crate::results::BASELINE_FILE;
+        if let Err(e) = crate::files::output::write_atomic(&self.dir, name, text.as_bytes()) {
+            self.errors
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(format!("{}: {e}", self.dir.join(name).display()));
+        }
+    }
+
     /// Save one output of a job; returns the file name relative to the run directory. A failure
     /// is kept for [`Evidence::errors`].
     pub fn save(&self, job: &str, name: &str, content: &str) -> Option<String> {

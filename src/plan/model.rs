@@ -109,8 +109,8 @@ pub struct LauncherConfig {
     pub slurm: SlurmConfig,
 }
 
-/// How commands reach the nodes: the plan's `[launcher] kind`, or the command line's
-/// `--launcher`.
+/// How commands reach the nodes: over SSH from this machine, or as job steps of one Slurm
+/// allocation.
 #[derive(
     Debug,
     Clone,
@@ -125,10 +125,14 @@ pub struct LauncherConfig {
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum LauncherKind {
-    /// Every command over SSH from this machine.
+    // each value's words are clap's (the plan schema keeps a plain list of names, which the
+    // plan's shape check reads)
     #[default]
+    #[value(help = "Every command over SSH from this machine")]
     Ssh,
-    /// Every command a job step of one Slurm allocation (node names are Slurm node names).
+    #[value(
+        help = "Every command a job step of one Slurm allocation (node names are Slurm node names)"
+    )]
     Slurm,
 }
 

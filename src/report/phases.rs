@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use indicatif::ProgressBar;
 
 use super::sink::Sink;
-use crate::exec::runner::Event;
+use crate::results::Event;
 use crate::results::{RoundPhases, RoundRecord, StartPhases};
 
 /// `6021.7` -> `6,021 ms`: whole milliseconds (floored), thousands separated.

@@ -11,11 +11,10 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use crate::discover::{HalfResolution, Probe};
 use crate::exec::launch::{Launcher, Readiness, ServerHandle, Stopped};
 use crate::exec::transport::{Output, TransportError, released};
-use crate::gate::judge::Verdict;
 use crate::plan::{Endpoint, IslId, NodeId, Plan};
 use crate::render::Renderer;
 use crate::render::job::Resolution;
-use crate::results::{JobResult, KeepEvidence, RoundRecord, RunResults, Suspect};
+use crate::results::{Event, KeepEvidence};
 use crate::topology::Fabric;
 
 /// How a run is carried out.
@@ -31,32 +30,6 @@ pub struct RunOptions {
     /// Which outputs to keep as files; `None` decides by the run's size
     /// ([`KeepEvidence::default_for`]).
     pub keep_evidence: Option<KeepEvidence>,
-}
-
-/// What a run reports as it goes, in order: for the terminal and the report sinks.
-#[derive(Debug, Clone)]
-pub enum Event {
-    Discovered {
-        node: String,
-        ok: bool,
-        detail: String,
-    },
-    Preflight(Verdict),
-    /// Discovery and preflight are over: where their time went.
-    BeforeRounds(crate::results::StartPhases),
-    RoundStart {
-        index: usize,
-        total: usize,
-        name: String,
-        jobs: usize,
-    },
-    JobDone(Box<JobResult>),
-    RoundDone(RoundRecord),
-    /// Localisation named a part of the fabric at fault, and the jobs (ids) whose FAIL and
-    /// WARN verdicts now follow from it (their lines were written before it was known).
-    Suspect(Box<Suspect>, Vec<String>),
-    /// The run is over: its results, summarized.
-    Finished(Box<RunResults>),
 }
 
 /// One-shot helpers (snapshots, logs) get this long.

@@ -4,13 +4,14 @@
 use futures::future::join_all;
 use tokio::sync::Semaphore;
 
-use super::ctx::{Ctx, Event};
+use super::ctx::Ctx;
 use crate::discover::{self, Probe};
-use crate::exec::launch::Launcher;
+use crate::exec::launch::{Launcher, Opening};
 use crate::exec::transport::TransportError;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::trap::Trap;
 use crate::plan::{Node, NodeId};
+use crate::results::Event;
 use crate::results::{InventoryRow, NodeDiscovery, RunResults};
 
 /// The discovery probe on each of `nodes`, all at once (at most `max_parallel` in flight).
@@ -34,16 +35,21 @@ pub async fn probe(
     .await
 }
 
-/// Open the run on the needed nodes ([`Launcher::open`]: Slurm allocates them) and record what
-/// the launcher found: its verdicts, and each node it will run nothing on as one FAIL (`reach
-/// NODE`, with the launcher's trap). Returns the nodes left to probe.
-pub(crate) async fn open(
+/// Open the run on `nodes` ([`Launcher::open`]: Slurm allocates them), once for the whole run.
+pub(crate) async fn open(ctx: &Ctx<'_>, nodes: &[NodeId]) -> Opening {
+    let nodes: Vec<&Node> = nodes.iter().map(|n| ctx.plan.node(*n)).collect();
+    ctx.launcher.open(&nodes, ctx.cancel.clone()).await
+}
+
+/// Record what the launcher found when it opened the run: its verdicts, and each needed node
+/// it will run nothing on as one FAIL (`reach NODE`, with the launcher's trap). Returns the
+/// needed nodes left to probe.
+pub(crate) fn opened(
     ctx: &mut Ctx<'_>,
     needed: &[NodeId],
+    opening: Opening,
     results: &mut RunResults,
 ) -> Vec<NodeId> {
-    let nodes: Vec<&Node> = needed.iter().map(|n| ctx.plan.node(*n)).collect();
-    let opening = ctx.launcher.open(&nodes, ctx.cancel.clone()).await;
     for v in opening.verdicts {
         ctx.emit(Event::Preflight(v.clone()));
         results.preflight.push(v);

@@ -5,10 +5,11 @@
 use std::collections::{HashMap, HashSet};
 
 use super::Books;
-use super::ctx::{Ctx, Event};
+use super::ctx::Ctx;
 use crate::exec::evidence::Evidence;
 use crate::kinds;
 use crate::localise::{self, Observed};
+use crate::results::Event;
 use crate::results::RunResults;
 use crate::schedule::{Job, KindId};
 

@@ -20,15 +20,17 @@ use tokio::sync::{mpsc, watch};
 
 use super::evidence::{Captured, Evidence};
 use super::launch::Launcher;
+use super::service::Requested;
+use crate::compare::Baseline;
 use crate::plan::{NodeId, Plan};
 use crate::results::{
-    CounterTotal, JobResult, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE, RESULTS_FORMAT_VERSION,
-    RunResults, StartPhases, now_ms,
+    CounterTotal, Event, JobResult, KeepChosen, KeepEvidence, LINE_PER_JOB_ABOVE,
+    RESULTS_FORMAT_VERSION, RunResults, StartPhases, Started, now_ms,
 };
 use crate::schedule::{Job, Round, Schedule, Stage};
 use crate::topology::Fabric;
 
-pub use ctx::{Event, RunOptions};
+pub use ctx::RunOptions;
 
 fn selected_job(plan: &Plan, round: &Round, job: &Job, opts: &RunOptions) -> bool {
     (opts.only.is_empty() || opts.only.iter().any(|s| job.matches(plan, &round.name, s)))
@@ -198,12 +200,36 @@ fn empty_results(
 }
 
 /// Everything before the first round: the launcher opens the run (what it cannot reach is one
-/// FAIL per node, never probed), discovery, preflight (the launch checks start with the
+/// FAIL per node, never probed), the setup stage when asked (`setup`: it changes hosts, so
+/// only on request, before anything is measured), discovery, preflight (the launch checks start with the
 /// discovery probes: they depend on the plan alone), the sessions that ended meanwhile; and
 /// where that time went.
-async fn before_rounds(ctx: &mut ctx::Ctx<'_>, sel: &Selection, results: &mut RunResults) {
+async fn before_rounds(
+    ctx: &mut ctx::Ctx<'_>,
+    sel: &Selection,
+    setup: bool,
+    results: &mut RunResults,
+) {
     let clock = std::time::Instant::now();
-    let reachable = discovery::open(ctx, &sel.needed, results).await;
+    // the setup stage needs every node: then the run is opened on all of them, once
+    let all: Vec<NodeId>;
+    let opened_on = if setup {
+        all = ctx.plan.nodes.iter().map(|n| n.id).collect();
+        &all
+    } else {
+        &sel.needed
+    };
+    let opening = discovery::open(ctx, opened_on).await;
+    let set_up = if setup {
+        super::setup::run(ctx.plan, ctx.launcher.as_ref(), &opening).await
+    } else {
+        Vec::new()
+    };
+    let reachable = discovery::opened(ctx, &sel.needed, opening, results);
+    for v in set_up {
+        ctx.emit(Event::Preflight(v.clone()));
+        results.preflight.push(v);
+    }
     let opened = clock.elapsed();
     let preflight = ctx.plan.tests.preflight;
     let launches = preflight.then(|| {
@@ -309,30 +335,114 @@ async fn rounds(
     }
 }
 
-/// Run a plan to its results.
-#[allow(clippy::too_many_arguments)]
+/// A run, as the command line resolved it: the plan, how its commands reach the nodes, what
+/// it keeps as evidence, and what is done before and after the measurements.
+pub struct RunConfig<'a> {
+    pub plan: Arc<Plan>,
+    pub launcher: Arc<dyn Launcher>,
+    pub opts: RunOptions,
+    pub evidence: &'a Evidence,
+    /// The plan's setup stage first (`run --setup`).
+    pub setup: bool,
+    /// The run it is judged against too (`run --baseline`).
+    pub baseline: Option<Baseline>,
+    /// What is done about the findings (`--drain`, `--resume-passed`, `--exclude-file`).
+    pub service: Requested,
+}
+
+impl<'a> RunConfig<'a> {
+    /// A run of `plan` through `launcher`: no setup, no baseline, nothing asked about the
+    /// findings.
+    pub fn new(
+        plan: Arc<Plan>,
+        launcher: Arc<dyn Launcher>,
+        opts: RunOptions,
+        evidence: &'a Evidence,
+    ) -> RunConfig<'a> {
+        RunConfig {
+            plan,
+            launcher,
+            opts,
+            evidence,
+            setup: false,
+            baseline: None,
+            service: Requested::default(),
+        }
+    }
+}
+
+/// Run a plan, whole, as one session: [`Event::Started`]; the launcher opened, the setup stage
+/// when asked, discovery and preflight; the rounds (loopbacks and localisation among them);
+/// the baseline judged; the diagnosis; what was asked about the findings; then
+/// [`Event::Finished`] with the results, their lost evidence said. Every step is an event on
+/// `events`; `cancel` interrupts (the rest is recorded as skipped).
 pub async fn run(
-    plan: &Plan,
-    fabric: &Fabric,
-    schedule: &Schedule,
-    launcher: Arc<dyn Launcher>,
-    opts: &RunOptions,
-    evidence: &Evidence,
+    cfg: &RunConfig<'_>,
+    events: mpsc::UnboundedSender<Event>,
+    cancel: watch::Receiver<bool>,
+) {
+    let results = session(cfg, &events, cancel).await;
+    let _ = events.send(Event::Finished(Arc::new(results)));
+}
+
+/// [`run`] to its results, its events unheard.
+pub async fn results(cfg: &RunConfig<'_>) -> RunResults {
+    let (tx, _) = mpsc::unbounded_channel();
+    let (_cancel, cancel) = watch::channel(false);
+    session(cfg, &tx, cancel).await
+}
+
+/// Everything [`run`] does but say the end.
+async fn session(
+    cfg: &RunConfig<'_>,
+    events: &mpsc::UnboundedSender<Event>,
+    cancel: watch::Receiver<bool>,
+) -> RunResults {
+    let _ = events.send(Event::Started(Box::new(Started {
+        run_id: cfg.opts.run_id.clone(),
+        plan: cfg.plan.clone(),
+        baseline: cfg.baseline.as_ref().map(|b| b.results.clone()),
+        transport: cfg.launcher.transport_name(),
+        simulated: cfg.launcher.simulated(),
+    })));
+    if let Some(b) = &cfg.baseline {
+        cfg.evidence.save_baseline(&b.text);
+    }
+    let mut results = measure_plan(cfg, events.clone(), cancel).await;
+    if let Some(b) = &cfg.baseline {
+        crate::compare::baseline::judge(&mut results, b);
+    }
+    crate::diagnose::diagnose(&cfg.plan, &mut results);
+    let mut lost = super::service::take(&mut results, &cfg.service).await;
+    lost.splice(0..0, cfg.evidence.errors());
+    results.summary.evidence_lost(&lost);
+    results
+}
+
+/// The measurements: the fabric and schedule of the plan built, everything before the first
+/// round, the rounds, the launcher closed, the counters totalled.
+async fn measure_plan(
+    cfg: &RunConfig<'_>,
     events: mpsc::UnboundedSender<Event>,
     cancel: watch::Receiver<bool>,
 ) -> RunResults {
-    let mut ctx = ctx::Ctx::new(plan, fabric, launcher.clone(), opts, events, cancel);
-    let sel = selection(plan, fabric, schedule, opts);
+    let plan = cfg.plan.as_ref();
+    let fabric = Fabric::build(plan);
+    let schedule = crate::kinds::schedule(plan);
+    let (launcher, opts) = (&cfg.launcher, &cfg.opts);
+    let mut ctx = ctx::Ctx::new(plan, &fabric, launcher.clone(), opts, events, cancel);
+    let sel = selection(plan, &fabric, &schedule, opts);
     let mut results = empty_results(plan, launcher.as_ref(), opts, sel.jobs);
     let mut books = Books {
         keep: results.keep_evidence.unwrap_or(KeepEvidence::All),
         causes: judge::Causes::default(),
         totals: BTreeMap::new(),
     };
-    before_rounds(&mut ctx, &sel, &mut results).await;
+    before_rounds(&mut ctx, &sel, cfg.setup, &mut results).await;
+    let evidence = cfg.evidence;
     rounds(
         &mut ctx,
-        schedule,
+        &schedule,
         &sel.rounds,
         &mut results,
         evidence,
@@ -354,6 +464,5 @@ pub async fn run(
         })
         .collect();
     results.finished_unix_ms = now_ms();
-    crate::diagnose::diagnose(plan, &mut results);
     results
 }

@@ -5,13 +5,14 @@
 
 use futures::future::join_all;
 
-use super::ctx::{Ctx, Event, SHORT};
+use super::ctx::{Ctx, SHORT};
 use crate::discover::{checks, hardware};
 use crate::exec::transport::{Output, TransportError};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::kinds::preflight::{self as pings, Blocks};
 use crate::kinds::{Answer, LaunchCheck, judge_launch, launch_check};
 use crate::plan::{Endpoint, NodeId};
+use crate::results::Event;
 use crate::results::RunResults;
 
 /// One launch check's answer, and when it arrived (Unix ms, the controller's clock).

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use tokio::sync::{oneshot, watch};
 
-use super::ctx::{Ctx, Event, SHORT};
+use super::ctx::{Ctx, SHORT};
 use super::judge::{
     Collected, Counters, counter_deltas, failed, gate_name, job_devices, judge, skipped,
 };
@@ -25,6 +25,7 @@ use crate::kinds;
 use crate::plan::NodeId;
 use crate::render::job::{JobCommands, Role, Step};
 use crate::render::wrap;
+use crate::results::Event;
 use crate::results::{JobResult, RoundRecord, StepRecord, now_ms};
 use crate::schedule::{Job, Round};
 

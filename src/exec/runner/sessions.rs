@@ -5,10 +5,11 @@
 //! round; a node it cannot be opened on is out of the run from then on (its jobs are skipped
 //! for that FAIL), and the run goes on with the rest.
 
-use super::ctx::{Ctx, Event};
+use super::ctx::Ctx;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
+use crate::results::Event;
 use crate::results::{JobResult, RunResults};
 
 /// The gate of a node's session.

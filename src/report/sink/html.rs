@@ -1,28 +1,31 @@
 //! `report.html` in the run directory: the run at a glance (see [`crate::report::html`]), drawn
-//! from the results, the plan copied beside them and, when the run was judged against one, the
-//! baseline's results (`baseline.json`).
+//! from the results, the plan and, when the run was judged against one, the baseline's
+//! results: those the run started with, or read back from the run directory (`plan.toml`,
+//! `baseline.json`) by `fabricplan report`.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
-use crate::exec::runner::Event;
 use crate::files::output::Existing;
 use crate::report::html::{Inputs, render};
-use crate::results::RunResults;
+use crate::results::Event;
+use crate::results::{RunResults, Started};
 
-/// The name of the baseline's results in a run directory judged against one.
-pub const BASELINE_FILE: &str = "baseline.json";
+pub use crate::results::BASELINE_FILE;
 
-/// `report.html` in the run directory.
+/// `report.html` in the run directory, drawn at the end of the run from the plan and baseline
+/// it started with (in memory).
 pub struct HtmlSink {
     dir: PathBuf,
+    started: Option<Box<Started>>,
 }
 
 impl HtmlSink {
     pub fn new(dir: &Path) -> HtmlSink {
         HtmlSink {
             dir: dir.to_path_buf(),
+            started: None,
         }
     }
 }
@@ -69,14 +72,25 @@ impl Sink for HtmlSink {
     }
 
     fn event(&mut self, e: &Event) -> io::Result<()> {
-        let Event::Finished(r) = e else {
-            return Ok(());
+        let r = match e {
+            Event::Started(s) => {
+                self.started = Some(s.clone());
+                return Ok(());
+            }
+            Event::Finished(r) => r,
+            _ => return Ok(()),
         };
-        write_atomic(
-            &self.dir,
-            "report.html",
-            report_of(&self.dir, r, None)?.as_bytes(),
-        )
-        .map(|_| ())
+        let page = match &self.started {
+            Some(s) => render(&Inputs {
+                results: r,
+                plan: Some(&s.plan),
+                plan_note: None,
+                baseline: s.baseline.as_deref(),
+            })
+            .map_err(io::Error::other)?,
+            // a run that never said what it runs: the page from the run directory
+            None => report_of(&self.dir, r, None)?,
+        };
+        write_atomic(&self.dir, "report.html", page.as_bytes()).map(|_| ())
     }
 }

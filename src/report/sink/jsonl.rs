@@ -15,8 +15,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::Sink;
-use crate::exec::runner::Event;
 use crate::files::output::Existing;
+use crate::results::Event;
 
 /// Lines are written once this many bytes of them are waiting (and at each round's end).
 const BUFFER: usize = 1 << 16;

@@ -11,9 +11,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
-use crate::exec::runner::Event;
 use crate::files::output::Existing;
 use crate::gate::judge::{Outcome, Verdict};
+use crate::results::Event;
 use crate::results::{Finding, RunResults};
 
 /// Text as XML 1.0 may hold it (see [`crate::text::xml`]): every string handed to the

@@ -19,9 +19,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
-use crate::exec::runner::Event;
 use crate::files::output::Existing;
 use crate::kinds;
+use crate::results::Event;
 use crate::results::RunResults;
 
 /// A label value escaped as the exposition format says: `\\`, `\"` and `\n`.

@@ -12,9 +12,10 @@ pub mod summary;
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::exec::runner::Event;
 use crate::files::output::{Existing, OutputError, check_file};
+use crate::results::Event;
 
 pub use html::HtmlSink;
 pub use jsonl::JsonlSink;
@@ -93,6 +94,57 @@ impl Sinks {
             .flat_map(|s| s.outputs())
             .filter_map(|(p, existing)| check_file(&p, existing).err())
             .collect()
+    }
+}
+
+/// A run's sinks: those of its files and those in front (the terminal, or JSON on stdout),
+/// fed each event as it comes; the end is delivered by [`Feed::event`]'s rule.
+pub struct Feed {
+    pub files: Sinks,
+    pub front: Sinks,
+}
+
+/// How a run ended, once its sinks have had the results.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    /// The verdict's exit code, or the evidence one when something was not written.
+    pub exit_code: i32,
+    /// What could not be written: the runner's, then the sinks' (each file's first error).
+    pub lost: Vec<String>,
+}
+
+impl Feed {
+    /// Give `e` to every sink. [`Event::Finished`] goes to the files first (results.json
+    /// last, with what the others could not write), again to those written before a later one
+    /// failed, so that they say so too, then to the front, whose verdict admits any lost
+    /// evidence; it returns how the run ended.
+    pub fn event(&mut self, e: Event) -> Option<Ended> {
+        let Event::Finished(mut r) = e else {
+            self.files.event(&e);
+            self.front.event(&e);
+            return None;
+        };
+        let runner = r.summary.evidence_lost.clone();
+        let lost = |files: &Sinks| -> Vec<String> {
+            let mut l = runner.clone();
+            l.extend(files.errors().iter().map(|e| e.to_string()));
+            l
+        };
+        // the sinks read the results in place: they are not copied while no sink holds them
+        self.files.event(&Event::Finished(r.clone()));
+        let after = lost(&self.files);
+        if after.len() > runner.len() {
+            Arc::make_mut(&mut r).summary.evidence_lost(&after);
+            self.files.event(&Event::Finished(r.clone()));
+        }
+        let all = lost(&self.files);
+        Arc::make_mut(&mut r).summary.evidence_lost(&all);
+        let exit_code = r.summary.exit_code;
+        self.front.event(&Event::Finished(r));
+        Some(Ended {
+            exit_code,
+            lost: all,
+        })
     }
 }
 

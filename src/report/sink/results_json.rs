@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::ser::Formatter;
 
 use super::{Sink, write_atomic_with};
-use crate::exec::runner::Event;
 use crate::files::output::Existing;
+use crate::results::Event;
 use crate::results::{LINE_PER_JOB_ABOVE, RunResults};
 
 pub struct ResultsJsonSink {

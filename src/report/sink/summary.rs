@@ -7,10 +7,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::{Sink, write_atomic};
-use crate::exec::runner::Event;
 use crate::files::output::Existing;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::kinds;
+use crate::results::Event;
 use crate::results::{JobResult, RunResults};
 /// Text in the file, a table cell or a heading: inert, every Markdown and HTML character
 /// escaped ([`crate::text::md`]).

@@ -15,8 +15,8 @@ use anstyle::{AnsiColor, Style};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::sink::Sink;
-use crate::exec::runner::Event;
 use crate::gate::judge::Outcome;
+use crate::results::Event;
 use crate::results::{KeepChosen, KeepEvidence, RunResults};
 use crate::text::inert;
 
