@@ -330,34 +330,13 @@ fn host_of(line: &str) -> Option<&str> {
     (host_ok && digits(pid) && digits(tid) && parts.next().is_none()).then_some(host)
 }
 
+/// One NCCL message (the part after the rank prefix): what it says about the transport, GDR,
+/// the devices in use, goes into `log` and `ev`.
 fn read_message(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
     // per-peer connection lines
     if (msg.starts_with("Channel ") || msg.starts_with("Ring ")) && msg.contains(" via ") {
         if let Some(via) = msg.split(" via ").nth(1) {
-            let via = via.trim();
-            if let Some(net) = via.strip_prefix("NET/") {
-                let name = net.split('/').next().unwrap_or("");
-                if is_ib_name(name) {
-                    ev.peer_ib = true;
-                    if via.contains("/GDRDMA") {
-                        ev.gdr_on = true;
-                    } else {
-                        ev.gdr_off = true;
-                    }
-                } else if name == "Socket" {
-                    ev.peer_socket = true;
-                } else if !name.is_empty() {
-                    ev.peer_other_net = Some(name.to_string());
-                    if via.contains("/GDRDMA") {
-                        ev.gdr_on = true;
-                    }
-                }
-                if log.net_name.is_none() && !name.is_empty() {
-                    log.net_name = Some(name.to_string());
-                }
-            } else if via.starts_with("P2P") || via.starts_with("SHM") || via.starts_with("NVLS") {
-                ev.peer_local = true;
-            }
+            read_peer_via(via.trim(), log, ev);
         }
         return;
     }
@@ -397,6 +376,40 @@ fn read_message(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
         log.ib_unavailable = true;
         return;
     }
+    read_device_lists(msg, log, ev);
+}
+
+/// The transport after ` via ` on a per-peer connection line (`NET/IB/0/GDRDMA`, `NET/Socket/1`,
+/// `P2P/IPC`, ...): which network the peers talk over and whether GPUDirect RDMA is on.
+fn read_peer_via(via: &str, log: &mut NcclLog, ev: &mut Evidence) {
+    if let Some(net) = via.strip_prefix("NET/") {
+        let name = net.split('/').next().unwrap_or("");
+        if is_ib_name(name) {
+            ev.peer_ib = true;
+            if via.contains("/GDRDMA") {
+                ev.gdr_on = true;
+            } else {
+                ev.gdr_off = true;
+            }
+        } else if name == "Socket" {
+            ev.peer_socket = true;
+        } else if !name.is_empty() {
+            ev.peer_other_net = Some(name.to_string());
+            if via.contains("/GDRDMA") {
+                ev.gdr_on = true;
+            }
+        }
+        if log.net_name.is_none() && !name.is_empty() {
+            log.net_name = Some(name.to_string());
+        }
+    } else if via.starts_with("P2P") || via.starts_with("SHM") || via.starts_with("NVLS") {
+        ev.peer_local = true;
+    }
+}
+
+/// The `NET/IB : Using ...` and `NET/Socket : Using ...` lines: the HCAs (and whether they are
+/// RoCE or IB) and the socket interfaces NCCL opened.
+fn read_device_lists(msg: &str, log: &mut NcclLog, ev: &mut Evidence) {
     if let Some(list) = device_list(msg, "NET/IB") {
         ev.listed_ib = true;
         for (dev, kind) in list {

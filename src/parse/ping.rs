@@ -160,35 +160,64 @@ impl PingReport {
 
 /// Parse one ping capture.
 pub fn parse(text: &str) -> PingReport {
-    let mut r = PingReport::empty();
     if is_blank(text) {
+        let mut r = PingReport::empty();
         r.status = Status::Empty;
         return r;
     }
-    let mut recognised = false;
-    let mut have_stats = false;
-    let mut stats_line = String::new();
-    let mut errors: Vec<(ErrorKind, String)> = Vec::new();
-    let mut error_lines = 0u64;
-
+    let mut scan = Scan::default();
     for (no, raw) in text.lines().enumerate() {
-        let no = no + 1;
         if raw.len() > MAX_LINE_BYTES {
             continue;
         }
         let line = strip_epoch(clean_line(raw)).trim();
-        if line.is_empty() {
-            continue;
+        if !line.is_empty() {
+            scan.line(no + 1, line);
         }
+    }
+    scan.finish()
+}
+
+/// One pass over a ping capture: the report so far and what its verdict needs.
+struct Scan {
+    r: PingReport,
+    /// A line only ping prints was seen.
+    recognised: bool,
+    /// The `packets transmitted` statistics line was read.
+    have_stats: bool,
+    stats_line: String,
+    /// Error lines, with their kinds (capped).
+    errors: Vec<(ErrorKind, String)>,
+    /// Error lines seen (not capped).
+    error_lines: u64,
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Scan {
+            r: PingReport::empty(),
+            recognised: false,
+            have_stats: false,
+            stats_line: String::new(),
+            errors: Vec::new(),
+            error_lines: 0,
+        }
+    }
+}
+
+impl Scan {
+    /// Read line `no` (1-based), cleaned and trimmed, not empty.
+    fn line(&mut self, no: usize, line: &str) {
+        let r = &mut self.r;
         if let Some(rest) = line.strip_prefix("PING ") {
             if let Some(h) = header(rest) {
                 r.host = Some(h.host);
                 r.ip = h.ip;
                 r.payload_bytes = h.payload_bytes;
-                recognised = true;
+                self.recognised = true;
             }
         } else if line.starts_with("--- ") && line.ends_with(" ping statistics ---") {
-            recognised = true;
+            self.recognised = true;
             if r.host.is_none() {
                 let h = line
                     .strip_prefix("--- ")
@@ -197,15 +226,15 @@ pub fn parse(text: &str) -> PingReport {
                 r.host = Some(undot(h).to_string());
             }
         } else if line.contains(" packets transmitted, ") {
-            match counts(line, &mut r) {
+            match counts(line, r) {
                 Ok(true) => {
-                    have_stats = true;
-                    recognised = true;
-                    stats_line = line.to_string();
+                    self.have_stats = true;
+                    self.recognised = true;
+                    self.stats_line = line.to_string();
                 }
                 Ok(false) => {}
                 Err(why) => {
-                    recognised = true;
+                    self.recognised = true;
                     reject(&mut r.rejected, no, why, &mut r.not_stored);
                 }
             }
@@ -213,11 +242,11 @@ pub fn parse(text: &str) -> PingReport {
             .strip_prefix("rtt ")
             .or_else(|| line.strip_prefix("round-trip "))
         {
-            match rtt(rest, &mut r) {
-                Ok(true) => recognised = true,
+            match rtt(rest, r) {
+                Ok(true) => self.recognised = true,
                 Ok(false) => {}
                 Err(why) => {
-                    recognised = true;
+                    self.recognised = true;
                     reject(&mut r.rejected, no, why, &mut r.not_stored);
                 }
             }
@@ -227,72 +256,86 @@ pub fn parse(text: &str) -> PingReport {
         } else if line.contains(" bytes from ")
             && (is_reply(line) || reply_time_impossible(line).is_some())
         {
-            recognised = true;
+            self.recognised = true;
             if let Some(why) = reply_time_impossible(line) {
                 reject(&mut r.rejected, no, why, &mut r.not_stored);
             } else if !line.contains("(DUP!)") {
                 r.replies = r.replies.saturating_add(1);
             }
         } else if let Some(rest) = line.strip_prefix("From ") {
-            if let Some((kind, m)) = from_error(rest) {
-                recognised = true;
-                error_lines = error_lines.saturating_add(1);
-                if kind == ErrorKind::FragNeeded && r.mtu_error.is_none() {
-                    r.mtu_error = Some(m);
-                }
-                if errors.len() < MAX_STORED_NOTES {
-                    errors.push((kind, line.to_string()));
-                }
-            }
+            self.remote_error(line, rest);
         } else if let Some(rest) = line.strip_prefix("ping: ") {
-            recognised = true;
-            let kind = local_error(rest);
-            if kind == ErrorKind::MessageTooLong {
-                error_lines = error_lines.saturating_add(1);
-                if r.mtu_error.is_none() {
-                    r.mtu_error = Some(MtuError {
-                        kind,
-                        mtu: mtu_value(rest),
-                        from: None,
-                    });
-                }
-            } else if r.host.is_none() {
-                // `ping: spark-x: Name or service not known`: the host is the middle field.
-                if let Some((h, _)) = rest.split_once(": ") {
-                    if !h.contains(' ') && !matches!(h, "connect" | "sendmsg" | "socket") {
-                        r.host = Some(undot(h).to_string());
-                    }
-                }
+            self.own_error(line, rest);
+        }
+    }
+
+    /// `From HOST icmp_seq=N Frag needed and DF set (mtu = 1500)` and the other ICMP errors a
+    /// router or the target sent back.
+    fn remote_error(&mut self, line: &str, rest: &str) {
+        if let Some((kind, m)) = from_error(rest) {
+            self.recognised = true;
+            self.error_lines = self.error_lines.saturating_add(1);
+            if kind == ErrorKind::FragNeeded && self.r.mtu_error.is_none() {
+                self.r.mtu_error = Some(m);
             }
-            if errors.len() < MAX_STORED_NOTES {
-                errors.push((kind, line.to_string()));
+            if self.errors.len() < MAX_STORED_NOTES {
+                self.errors.push((kind, line.to_string()));
             }
         }
     }
 
-    if !have_stats && error_lines > 0 {
-        r.errors = Some(error_lines);
-    }
-    if !recognised {
-        return PingReport::empty();
+    /// `ping: ...`: ping's own error (`message too long, mtu=1500`, an unknown host, a socket
+    /// error).
+    fn own_error(&mut self, line: &str, rest: &str) {
+        self.recognised = true;
+        let kind = local_error(rest);
+        if kind == ErrorKind::MessageTooLong {
+            self.error_lines = self.error_lines.saturating_add(1);
+            if self.r.mtu_error.is_none() {
+                self.r.mtu_error = Some(MtuError {
+                    kind,
+                    mtu: mtu_value(rest),
+                    from: None,
+                });
+            }
+        } else if self.r.host.is_none() {
+            // `ping: spark-x: Name or service not known`: the host is the middle field.
+            if let Some((h, _)) = rest.split_once(": ") {
+                if !h.contains(' ') && !matches!(h, "connect" | "sendmsg" | "socket") {
+                    self.r.host = Some(undot(h).to_string());
+                }
+            }
+        }
+        if self.errors.len() < MAX_STORED_NOTES {
+            self.errors.push((kind, line.to_string()));
+        }
     }
 
-    r.error = pick_error(
-        &errors,
-        r.mtu_error.as_ref(),
-        have_stats,
-        r.received,
-        stats_line,
-    );
-
-    r.status = if r.error.is_some() {
-        Status::Error
-    } else if have_stats && r.rejected.is_empty() {
-        Status::Ok
-    } else {
-        Status::Incomplete
-    };
-    r
+    /// The report: the error the lines add up to, and the status.
+    fn finish(self) -> PingReport {
+        let mut r = self.r;
+        if !self.have_stats && self.error_lines > 0 {
+            r.errors = Some(self.error_lines);
+        }
+        if !self.recognised {
+            return PingReport::empty();
+        }
+        r.error = pick_error(
+            &self.errors,
+            r.mtu_error.as_ref(),
+            self.have_stats,
+            r.received,
+            self.stats_line,
+        );
+        r.status = if r.error.is_some() {
+            Status::Error
+        } else if self.have_stats && r.rejected.is_empty() {
+            Status::Ok
+        } else {
+            Status::Incomplete
+        };
+        r
+    }
 }
 
 /// `time=<t> ms` of a reply line, when `<t>` is no possible round trip.

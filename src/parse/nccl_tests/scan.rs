@@ -42,6 +42,47 @@ struct Head {
     devices: Vec<Device>,
 }
 
+/// Who printed the `# Using devices` lines.
+struct Printers {
+    /// Distinct (rank, host, pid).
+    processes: usize,
+    /// Distinct ranks.
+    ranks: usize,
+    /// Two processes claimed one rank: independent processes each printed a header.
+    rank_clash: bool,
+}
+
+impl Head {
+    /// The processes and ranks behind the device lines, and whether two claimed one rank.
+    fn printers(&self) -> Printers {
+        let mut seen: HashSet<(u64, &str, Option<u64>)> = HashSet::new();
+        let mut seen_ranks: HashSet<u64> = HashSet::new();
+        let mut rank_clash = false;
+        for d in &self.devices {
+            if seen.insert((d.rank, d.host.as_str(), d.pid)) && !seen_ranks.insert(d.rank) {
+                rank_clash = true;
+            }
+        }
+        Printers {
+            processes: seen.len(),
+            ranks: seen_ranks.len(),
+            rank_clash,
+        }
+    }
+
+    /// The hosts of the device lines, each once, in the order they came.
+    fn hosts(&self) -> Vec<String> {
+        let mut hosts: Vec<String> = Vec::new();
+        let mut host_set: HashSet<&str> = HashSet::new();
+        for d in &self.devices {
+            if host_set.insert(d.host.as_str()) {
+                hosts.push(d.host.clone());
+            }
+        }
+        hosts
+    }
+}
+
 /// The result table read so far.
 #[derive(Default)]
 struct Table {
@@ -55,6 +96,20 @@ struct Table {
     rejected_rows: usize,
     impossible_rows: usize,
     rejected: Vec<Rejected>,
+}
+
+impl Table {
+    /// Several processes printed the table: keep each row larger than the last one kept, one
+    /// table's worth, and drop the rows a later process printed again.
+    fn keep_rising_sizes(&mut self) {
+        let mut kept: Vec<Row> = Vec::new();
+        for r in std::mem::take(&mut self.rows) {
+            if kept.last().is_none_or(|k| r.size_bytes > k.size_bytes) {
+                kept.push(r);
+            }
+        }
+        self.rows = kept;
+    }
 }
 
 /// One pass over a capture, line by line.
@@ -336,32 +391,13 @@ impl<'a> Scanner<'a> {
         } = self;
 
         // independent processes each printing a header (see `duplicate_headers`)
-        let mut seen: HashSet<(u64, &str, Option<u64>)> = HashSet::new();
-        let mut seen_ranks: HashSet<u64> = HashSet::new();
-        let mut rank_clash = false;
-        for d in &head.devices {
-            if seen.insert((d.rank, d.host.as_str(), d.pid)) && !seen_ranks.insert(d.rank) {
-                rank_clash = true;
-            }
-        }
-        let processes = seen.len();
-        let duplicate_headers = head.param_lines > 1 || head.device_blocks > 1 || rank_clash;
+        let printers = head.printers();
+        let duplicate_headers =
+            head.param_lines > 1 || head.device_blocks > 1 || printers.rank_clash;
         if duplicate_headers {
-            let mut kept: Vec<Row> = Vec::new();
-            for r in table.rows {
-                if kept.last().is_none_or(|k| r.size_bytes > k.size_bytes) {
-                    kept.push(r);
-                }
-            }
-            table.rows = kept;
+            table.keep_rising_sizes();
         }
-        let mut hosts: Vec<String> = Vec::new();
-        let mut host_set: HashSet<&str> = HashSet::new();
-        for d in &head.devices {
-            if host_set.insert(d.host.as_str()) {
-                hosts.push(d.host.clone());
-            }
-        }
+        let mut hosts = head.hosts();
         if hosts.is_empty() {
             // no `# Using devices` block (a hung or killed job): the hosts its NCCL lines name
             hosts = log.hosts.clone();
@@ -405,8 +441,8 @@ impl<'a> Scanner<'a> {
             avg_busbw_gbs: footer.avg,
             avg_busbw_check: footer.avg_check,
             wrong_total: wrong,
-            ranks: seen_ranks.len(),
-            processes,
+            ranks: printers.ranks,
+            processes: printers.processes,
             hosts,
             devices: head.devices,
             transport: log.transport,

@@ -12,132 +12,195 @@ pub(crate) enum Weight {
     FollowUp,
 }
 
+/// A test on a trimmed line.
+#[derive(Debug, Clone, Copy)]
+enum Pat {
+    /// The line contains the text.
+    Has(&'static str),
+    /// The line starts with the text.
+    Starts(&'static str),
+    /// The line contains both texts.
+    HasBoth(&'static str, &'static str),
+    /// The line starts with the first text and contains the second.
+    StartsHas(&'static str, &'static str),
+    /// The line starts with the first text and does not contain the second.
+    StartsLacks(&'static str, &'static str),
+}
+
+impl Pat {
+    /// Whether trimmed line `t` passes the test.
+    fn matches(self, t: &str) -> bool {
+        match self {
+            Pat::Has(s) => t.contains(s),
+            Pat::Starts(s) => t.starts_with(s),
+            Pat::HasBoth(a, b) => t.contains(a) && t.contains(b),
+            Pat::StartsHas(a, b) => t.starts_with(a) && t.contains(b),
+            Pat::StartsLacks(a, b) => t.starts_with(a) && !t.contains(b),
+        }
+    }
+}
+
+/// perftest's error lines: a line is the kind and weight of the first rule one of whose
+/// patterns it matches, so a specific rule comes before a general one.
+const RULES: &[(ErrorKind, Weight, &[Pat])] = {
+    use ErrorKind::*;
+    use Pat::*;
+    use Weight::*;
+    &[
+        // no device
+        (
+            NoDevice,
+            Root,
+            &[
+                Has("Did not detect devices"),
+                Has("No IB devices found"),
+                Has("Couldn't get device list"),
+                StartsHas("IB device ", " not found"),
+            ],
+        ),
+        (
+            NoDevice,
+            FollowUp,
+            &[
+                Has("Unable to find the Infiniband/RoCE device"),
+                Has("If device exists, check if driver is up"),
+            ],
+        ),
+        // port state / link layer
+        (
+            PortState,
+            Root,
+            &[
+                Has("Unable to query port"),
+                StartsHas("Port number ", " state is "),
+                HasBoth("Link layer on port", "Unknown"),
+            ],
+        ),
+        (
+            PortState,
+            FollowUp,
+            &[
+                Has("Couldn't set the link layer"),
+                Has("Couldn't get context for the device"),
+            ],
+        ),
+        // out-of-band TCP / rdma_cm connection
+        (ListenFailed, Root, &[Starts("Couldn't listen to port")]),
+        (
+            ListenFailed,
+            FollowUp,
+            &[Starts("server accept:"), Has("accept() failed")],
+        ),
+        (
+            ConnectFailed,
+            Root,
+            &[
+                Starts("Couldn't connect to "),
+                Has("Problem in resolving basic address and port"),
+                Starts("Unable to connect (retries"),
+                Has("times ADDR_ERROR"),
+                Has("rdma_resolve_addr failed"),
+            ],
+        ),
+        // Builds before perftest PR #228 print these two on one line; substring match covers both.
+        (
+            ConnectFailed,
+            FollowUp,
+            &[
+                Has("Unable to open file descriptor for socket connection"),
+                Has("Unable to init the socket connection"),
+            ],
+        ),
+        // QP bring-up
+        (QpRtrFailed, Root, &[HasBoth("Failed to modify QP", "RTR")]),
+        (QpRtsFailed, Root, &[HasBoth("Failed to modify QP", "RTS")]),
+        (Other, Root, &[Has("Failed to modify QP")]),
+        (Other, FollowUp, &[Has("Unable to Connect the HCA")]),
+        // GID
+        (
+            Gid,
+            Root,
+            &[
+                Has("Unable to set up socket connection"),
+                Has("Incompatibility issue with GID types"),
+            ],
+        ),
+        (
+            Gid,
+            FollowUp,
+            &[Has("Please Try to use a different IP version")],
+        ),
+        // resources
+        (
+            Resource,
+            Root,
+            &[
+                Has("Unable to create QP"),
+                Has("Failed to create QP"),
+                Has("Couldn't create IB resources"),
+                Has("Cannot allocate memory"),
+                Has("ENOMEM"),
+                Starts("Couldn't allocate"),
+                Starts("Failed to allocate"),
+                StartsLacks("Couldn't create", "RDMA_CM"),
+            ],
+        ),
+        // completions
+        (CompletionError, Root, &[Has("Completion with error at")]),
+        (
+            CompletionError,
+            FollowUp,
+            &[
+                Starts("Failed status"),
+                Starts("scnt="),
+                Starts("rcnt="),
+                Has("Failed to complete run_iter"),
+            ],
+        ),
+        // everything else perftest says when it gives up
+        (
+            Other,
+            Root,
+            &[
+                Has("Failed to exchange data between server and clients"),
+                Has("Couldn't read remote address"),
+                Starts("Couldn't parse line"),
+                Has("not compatible with versions older than"),
+                Has("is below bw limit"),
+                HasBoth("Msg rate", "below msg_rate limit"),
+                Starts("poll CQ failed"),
+                Has("Did not get Message for"),
+                Starts("Invalid MTU"),
+                Starts("unexpected CM event"),
+                // getopt's own words name the option; perftest's line after them only says it
+                // gave up
+                Has("invalid option"),
+                Has("unrecognized option"),
+                Has("requires an argument"),
+            ],
+        ),
+        (
+            Other,
+            FollowUp,
+            &[
+                Has("Parser function exited with Error"),
+                Has("Error occurred while running infinitely"),
+                Has("Unable to read to socket/rdma_cm"),
+                Has("Unable to create RDMA_CM resources"),
+                Starts("Couldn't "),
+                Starts("Unable to "),
+                Starts("Failed to "),
+            ],
+        ),
+    ]
+};
+
 /// Classify one trimmed line; `None` when it is not an error line.
 pub(crate) fn classify(t: &str) -> Option<(ErrorKind, Weight)> {
-    use ErrorKind::*;
-    use Weight::*;
-    let has = |s: &str| t.contains(s);
-    let starts = |s: &str| t.starts_with(s);
-    // no device
-    if has("Did not detect devices")
-        || has("No IB devices found")
-        || has("Couldn't get device list")
-    {
-        return Some((NoDevice, Root));
-    }
-    if starts("IB device ") && has(" not found") {
-        return Some((NoDevice, Root));
-    }
-    if has("Unable to find the Infiniband/RoCE device")
-        || has("If device exists, check if driver is up")
-    {
-        return Some((NoDevice, FollowUp));
-    }
-    // port state / link layer
-    if has("Unable to query port")
-        || (starts("Port number ") && has(" state is "))
-        || (has("Link layer on port") && has("Unknown"))
-    {
-        return Some((PortState, Root));
-    }
-    if has("Couldn't set the link layer") || has("Couldn't get context for the device") {
-        return Some((PortState, FollowUp));
-    }
-    // out-of-band TCP / rdma_cm connection
-    if starts("Couldn't listen to port") {
-        return Some((ListenFailed, Root));
-    }
-    if starts("server accept:") || has("accept() failed") {
-        return Some((ListenFailed, FollowUp));
-    }
-    if starts("Couldn't connect to ")
-        || has("Problem in resolving basic address and port")
-        || starts("Unable to connect (retries")
-        || has("times ADDR_ERROR")
-        || has("rdma_resolve_addr failed")
-    {
-        return Some((ConnectFailed, Root));
-    }
-    // Builds before perftest PR #228 print these two on one line; substring match covers both.
-    if has("Unable to open file descriptor for socket connection")
-        || has("Unable to init the socket connection")
-    {
-        return Some((ConnectFailed, FollowUp));
-    }
-    // QP bring-up
-    if has("Failed to modify QP") {
-        if has("RTR") {
-            return Some((QpRtrFailed, Root));
-        }
-        if has("RTS") {
-            return Some((QpRtsFailed, Root));
-        }
-        return Some((Other, Root));
-    }
-    if has("Unable to Connect the HCA") {
-        return Some((Other, FollowUp));
-    }
-    // GID
-    if has("Unable to set up socket connection") || has("Incompatibility issue with GID types") {
-        return Some((Gid, Root));
-    }
-    if has("Please Try to use a different IP version") {
-        return Some((Gid, FollowUp));
-    }
-    // resources
-    if has("Unable to create QP")
-        || has("Failed to create QP")
-        || has("Couldn't create IB resources")
-        || has("Cannot allocate memory")
-        || has("ENOMEM")
-        || starts("Couldn't allocate")
-        || starts("Failed to allocate")
-        || (starts("Couldn't create") && !has("RDMA_CM"))
-    {
-        return Some((Resource, Root));
-    }
-    // completions
-    if has("Completion with error at") {
-        return Some((CompletionError, Root));
-    }
-    if starts("Failed status")
-        || starts("scnt=")
-        || starts("rcnt=")
-        || has("Failed to complete run_iter")
-    {
-        return Some((CompletionError, FollowUp));
-    }
-    // everything else perftest says when it gives up
-    if has("Failed to exchange data between server and clients")
-        || has("Couldn't read remote address")
-        || starts("Couldn't parse line")
-        || has("not compatible with versions older than")
-        || has("is below bw limit")
-        || (has("Msg rate") && has("below msg_rate limit"))
-        || starts("poll CQ failed")
-        || has("Did not get Message for")
-        || starts("Invalid MTU")
-        || starts("unexpected CM event")
-    {
-        return Some((Other, Root));
-    }
-    // getopt's own words name the option; perftest's line after them only says it gave up
-    if has("invalid option") || has("unrecognized option") || has("requires an argument") {
-        return Some((Other, Root));
-    }
-    if has("Parser function exited with Error") {
-        return Some((Other, FollowUp));
-    }
-    if has("Error occurred while running infinitely")
-        || has("Unable to read to socket/rdma_cm")
-        || has("Unable to create RDMA_CM resources")
-        || starts("Couldn't ")
-        || starts("Unable to ")
-        || starts("Failed to ")
-    {
-        return Some((Other, FollowUp));
-    }
-    None
+    RULES
+        .iter()
+        .find(|(_, _, pats)| pats.iter().any(|p| p.matches(t)))
+        .map(|(kind, weight, _)| (*kind, *weight))
 }
 
 /// One classified error line.
