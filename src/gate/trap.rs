@@ -144,8 +144,16 @@ impl Trap {
         }
     }
 
+    /// What to do about it, in a sentence.
     pub fn fix(self) -> &'static str {
-        match self {
+        self.fabric_fix().unwrap_or_else(|| self.host_fix())
+    }
+
+    /// The fix of a trap read from what crossed the fabric (bandwidth, latency, the path, the
+    /// cabling, NCCL's transport and results); `None` for a trap of a host, its setup or its
+    /// launcher.
+    fn fabric_fix(self) -> Option<&'static str> {
+        Some(match self {
             Trap::FirmwareThrottle => {
                 "update the ConnectX-7 firmware, then drain NIC power fully (power off, unplug), not just a reboot"
             }
@@ -182,9 +190,6 @@ impl Trap {
             Trap::QpRtrFailed => {
                 "use the RoCE v2 GID index that maps the half's IPv4 on each box, equal MTU on both ends, and cable rings f0 to f1"
             }
-            Trap::Docker0Subnet => {
-                "pin Open MPI to the fabric: --mca oob_tcp_if_include SUBNET --mca btl_tcp_if_include SUBNET"
-            }
             Trap::FabricNotUsed => {
                 "NCCL used the management network: check NCCL_IB_HCA, NCCL_SOCKET_IFNAME and NCCL_NET_PLUGIN=none"
             }
@@ -200,6 +205,23 @@ impl Trap {
             Trap::SlowCollective => {
                 "check the transport (NET/IB), the GID index and that no other job loads the nodes"
             }
+            Trap::PcieDegraded => {
+                "reseat the NIC (and its riser or cable), check the slot's PCIe settings in the firmware setup (link speed, bifurcation), then `sudo lspci -vv -s ADDRESS`: LnkSta must equal LnkCap"
+            }
+            Trap::CrossedCable => {
+                "re-cable to match the plan, or change the plan to match the cabling"
+            }
+            _ => return None,
+        })
+    }
+
+    /// The fix of a trap of a host, its setup, its tools or its launcher; a trap without a fix
+    /// of its own (a tool error) gets: read the tool's message.
+    fn host_fix(self) -> &'static str {
+        match self {
+            Trap::Docker0Subnet => {
+                "pin Open MPI to the fabric: --mca oob_tcp_if_include SUBNET --mca btl_tcp_if_include SUBNET"
+            }
             Trap::NoDevice => {
                 "check the device name on that box (fabricplan detect): names differ per box; pin or let discovery choose"
             }
@@ -213,15 +235,11 @@ impl Trap {
             Trap::NoGid => {
                 "assign the half's IPv4 to its netdev (ip addr add ...) so a RoCE v2 GID maps it"
             }
-            Trap::CrossedCable => {
-                "re-cable to match the plan, or change the plan to match the cabling"
-            }
             Trap::Unreachable => {
                 "check SSH to the node (ssh -G ALIAS, keys, known_hosts) and that it is up"
             }
             Trap::Timeout => "the tool hung: check the peer and the path; the job was killed",
             Trap::Unparseable => "read the raw output kept in the run directory",
-            Trap::ToolError => "read the tool's message kept in the run directory",
             Trap::MpiLaunch => {
                 "mpirun must reach every rank over SSH from the launching node (keys, PATH, same install on every node)"
             }
@@ -252,9 +270,6 @@ impl Trap {
             Trap::SlurmAllocationRefused => {
                 "check `partition`, `account` and `time-limit` under `[launcher]` against `sinfo -s` and your associations, and that the node names are Slurm's (`sinfo -N`)"
             }
-            Trap::PcieDegraded => {
-                "reseat the NIC (and its riser or cable), check the slot's PCIe settings in the firmware setup (link speed, bifurcation), then `sudo lspci -vv -s ADDRESS`: LnkSta must equal LnkCap"
-            }
             Trap::FirmwareDrift => {
                 "bring every node of the profile to one NIC firmware (`sudo mlxfwmanager --query` shows it), then pin it in the profile (`firmware = \"...\"`)"
             }
@@ -262,6 +277,71 @@ impl Trap {
                 "update the NIC firmware to the pinned version (the command above), then drain power fully: shut down and unplug for 30 s; a reboot keeps the old firmware running"
             }
             Trap::Site => "see the plan's gate for the fix",
+            _ => "read the tool's message kept in the run directory",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every trap, in declaration order.
+    const ALL: [Trap; 42] = [
+        Trap::FirmwareThrottle,
+        Trap::BelowLineRate,
+        Trap::HalfMissingFromHca,
+        Trap::HalfDeadOrThrottled,
+        Trap::IslBlockedRstp,
+        Trap::SoftwareForwarding,
+        Trap::CongestionControl,
+        Trap::MtuMismatch,
+        Trap::ServerGoneOrFirewall,
+        Trap::TcpFallback,
+        Trap::WrongResults,
+        Trap::QpRtrFailed,
+        Trap::Docker0Subnet,
+        Trap::FabricNotUsed,
+        Trap::GdrOff,
+        Trap::SlowLatency,
+        Trap::SlowCollective,
+        Trap::SlowBusBandwidth,
+        Trap::NoDevice,
+        Trap::PortDown,
+        Trap::PinnedNameWrong,
+        Trap::AddressMissing,
+        Trap::NoGid,
+        Trap::CrossedCable,
+        Trap::Unreachable,
+        Trap::Timeout,
+        Trap::Unparseable,
+        Trap::ToolError,
+        Trap::MpiLaunch,
+        Trap::MpiRunAsRoot,
+        Trap::ExecutableMissing,
+        Trap::NcclEnvMismatch,
+        Trap::RoutingTrap,
+        Trap::MemoryRegistration,
+        Trap::SlurmNodeUnavailable,
+        Trap::SlurmStepLaunch,
+        Trap::SlurmTimeLimit,
+        Trap::SlurmAllocationRefused,
+        Trap::PcieDegraded,
+        Trap::FirmwareDrift,
+        Trap::FirmwareNotPinned,
+        Trap::Site,
+    ];
+
+    #[test]
+    fn every_trap_has_a_fix_of_its_own() {
+        let generic = Trap::ToolError.fix();
+        for t in ALL {
+            assert!(!t.fix().is_empty(), "{t:?}");
+            assert!(t == Trap::ToolError || t.fix() != generic, "{t:?}");
+        }
+        let mut fixes: Vec<&str> = ALL.iter().map(|t| t.fix()).collect();
+        fixes.sort_unstable();
+        fixes.dedup();
+        assert_eq!(fixes.len(), ALL.len(), "two traps share a fix");
     }
 }

@@ -178,24 +178,7 @@ fn suspect(
         .filter(|f| retests.contains(*f))
         .cloned()
         .collect();
-    // an end's ways as "send" then "receive"
-    let mut els: Vec<&Element> = els.iter().collect();
-    els.sort_by_key(|e| !matches!(e, Element::End { sending: true, .. }));
-    let ways: Vec<String> = els
-        .iter()
-        .map(|e| match e {
-            Element::End { sending: true, .. } => "send".to_string(),
-            Element::End { sending: false, .. } => "receive".to_string(),
-            Element::Isl { isl, from } => {
-                let i = &plan.isls[isl.0];
-                let to = if i.a == *from { i.b } else { i.a };
-                format!(
-                    "{} -> {}",
-                    plan.switches[from.0].name, plan.switches[to.0].name
-                )
-            }
-        })
-        .collect();
+    let ways = ways(plan, els);
     let measured = median(proving.iter().filter_map(|o| o.measured).collect());
     let expected = median(proving.iter().filter_map(|o| o.expected).collect());
     let trap = most_common(proving.iter().filter_map(|o| o.trap));
@@ -213,17 +196,6 @@ fn suspect(
     let (what, name, node, port, half, isl, detail) = match p {
         Part::End(e) => {
             let name = plan.endpoint_name(e);
-            let peers: BTreeSet<&Endpoint> = proving
-                .iter()
-                .filter_map(|o| o.job.pair.as_ref())
-                .map(|pair| {
-                    if &pair.client == e {
-                        &pair.server
-                    } else {
-                        &pair.client
-                    }
-                })
-                .collect();
             let how = match ways.as_slice() {
                 [w] if w == "send" => "sending",
                 [w] if w == "receive" => "receiving",
@@ -232,7 +204,7 @@ fn suspect(
             let detail = format!(
                 "`{name}` fails {how}: {} flow(s) with {} peer(s) failed{retested}, and every one of those peers passed in other flows{seen}",
                 flows.len(),
-                peers.len()
+                peer_count(e, proving)
             );
             (
                 SuspectKind::End,
@@ -268,18 +240,7 @@ fn suspect(
         detail,
         trap,
     );
-    // the part, in the diagnosis's terms: the half (or the software its failure names), the ISL
-    let named = match p {
-        Part::End(e) if trap == Some(Trap::ServerGoneOrFirewall) => {
-            crate::gate::part::Part::software(
-                &plan.node(e.node).name,
-                crate::gate::part::Software::Tools,
-            )
-        }
-        Part::End(e) => plan.half_part(e),
-        Part::Isl(i) => plan.isl_part(*i),
-    };
-    verdict.set_about(vec![named]);
+    verdict.set_about(vec![diagnosis_part(plan, p, trap)]);
     verdict.measured = measured;
     verdict.expected = expected;
     verdict.unit = unit.to_string();
@@ -299,5 +260,57 @@ fn suspect(
         flows,
         retests: re,
         verdict,
+    }
+}
+
+/// The ways the part fails, an end's as `send` then `receive`, an ISL's as its directions
+/// (`sw1 -> sw2`).
+fn ways(plan: &Plan, els: &BTreeSet<Element>) -> Vec<String> {
+    let mut els: Vec<&Element> = els.iter().collect();
+    els.sort_by_key(|e| !matches!(e, Element::End { sending: true, .. }));
+    els.iter()
+        .map(|e| match e {
+            Element::End { sending: true, .. } => "send".to_string(),
+            Element::End { sending: false, .. } => "receive".to_string(),
+            Element::Isl { isl, from } => {
+                let i = &plan.isls[isl.0];
+                let to = if i.a == *from { i.b } else { i.a };
+                format!(
+                    "{} -> {}",
+                    plan.switches[from.0].name, plan.switches[to.0].name
+                )
+            }
+        })
+        .collect()
+}
+
+/// How many different peers end `e` had in the flows `proving` it.
+fn peer_count(e: &Endpoint, proving: &[&Observed]) -> usize {
+    let peers: BTreeSet<&Endpoint> = proving
+        .iter()
+        .filter_map(|o| o.job.pair.as_ref())
+        .map(|pair| {
+            if &pair.client == e {
+                &pair.server
+            } else {
+                &pair.client
+            }
+        })
+        .collect();
+    peers.len()
+}
+
+/// The suspect part in the diagnosis's terms: the half (or the software its failure names, when
+/// the trap is a server that went away), the ISL.
+fn diagnosis_part(plan: &Plan, p: &Part, trap: Option<Trap>) -> crate::gate::part::Part {
+    match p {
+        Part::End(e) if trap == Some(Trap::ServerGoneOrFirewall) => {
+            crate::gate::part::Part::software(
+                &plan.node(e.node).name,
+                crate::gate::part::Software::Tools,
+            )
+        }
+        Part::End(e) => plan.half_part(e),
+        Part::Isl(i) => plan.isl_part(*i),
     }
 }
