@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::kinds;
 use crate::plan::Plan;
 use crate::render::Renderer;
-use crate::render::job::{JobCommands, Resolution};
+use crate::render::job::{JobCommands, Resolution, Role};
 use crate::render::launch::LaunchStyle;
 use crate::schedule::{Coverage, Job, Round, Schedule, isl_load};
 use crate::topology::Fabric;
@@ -238,6 +238,44 @@ fn write_coverage(w: &mut dyn Write, coverage: &[Coverage]) -> io::Result<()> {
     Ok(())
 }
 
+/// Every job's commands, in the order they run: the servers of every job first, then the
+/// clients together, then the launchers, each with its host and what it is; a job's error and
+/// its launcher's notes under it.
+fn write_steps(w: &mut dyn Write, style: &dyn LaunchStyle, views: &[JobView]) -> io::Result<()> {
+    for role in [Role::Server, Role::Client, Role::Launcher] {
+        for v in views {
+            if let Some(c) = &v.commands {
+                for s in c.steps.iter().filter(|s| s.role == role) {
+                    let slurm = style.name() == "slurm";
+                    let what = match role {
+                        Role::Server if slurm => "server, detached in its node's step",
+                        Role::Server => "server, detached",
+                        Role::Client if slurm => "client, released with the others",
+                        Role::Client => "client",
+                        Role::Launcher if slurm => "srun over the ranks",
+                        Role::Launcher => "mpirun",
+                    };
+                    writeln!(w, "    [{}] {} ({}):", s.host, what, v.id)?;
+                    writeln!(w, "      {}", s.script)?;
+                }
+            }
+            if let Some(e) = &v.error {
+                writeln!(w, "    error: {e}")?;
+            }
+            if let Some(c) = &v.commands
+                && role == Role::Launcher
+            {
+                for n in &c.notes {
+                    writeln!(w, "    note: {n}")?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One round of the dry run in words: its name, the ISL directions its flows share, its jobs
+/// and their commands.
 #[allow(clippy::too_many_arguments)]
 fn write_round_text(
     w: &mut dyn Write,
@@ -295,44 +333,7 @@ fn write_round_text(
             v.id, v.label, v.port, exp, isl
         )?;
     }
-    // servers of every job first, then the clients together, then launchers
-    for role in [
-        crate::render::job::Role::Server,
-        crate::render::job::Role::Client,
-        crate::render::job::Role::Launcher,
-    ] {
-        for v in &views {
-            if let Some(c) = &v.commands {
-                for s in c.steps.iter().filter(|s| s.role == role) {
-                    let slurm = style.name() == "slurm";
-                    let what = match role {
-                        crate::render::job::Role::Server if slurm => {
-                            "server, detached in its node's step"
-                        }
-                        crate::render::job::Role::Server => "server, detached",
-                        crate::render::job::Role::Client if slurm => {
-                            "client, released with the others"
-                        }
-                        crate::render::job::Role::Client => "client",
-                        crate::render::job::Role::Launcher if slurm => "srun over the ranks",
-                        crate::render::job::Role::Launcher => "mpirun",
-                    };
-                    writeln!(w, "    [{}] {} ({}):", s.host, what, v.id)?;
-                    writeln!(w, "      {}", s.script)?;
-                }
-            }
-            if let Some(e) = &v.error {
-                writeln!(w, "    error: {e}")?;
-            }
-            if let Some(c) = &v.commands
-                && role == crate::render::job::Role::Launcher
-            {
-                for n in &c.notes {
-                    writeln!(w, "    note: {n}")?;
-                }
-            }
-        }
-    }
+    write_steps(w, style, &views)?;
     let unresolved: Vec<String> = {
         let mut u: Vec<String> = views
             .iter()

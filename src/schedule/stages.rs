@@ -211,26 +211,9 @@ impl Stage {
                 rounds,
                 direction,
             } => {
-                // with `both`, the second pass runs every pair of the first the other way
-                let back = local >= *rounds;
-                let r = local % (*rounds).max(1);
-                let mut specs = Vec::new();
-                for seg in segments {
-                    let members = &plan.segment(*seg).members;
-                    for pair in round_pairs(members.len(), r) {
-                        specs.push(PairSpec::of_members(plan, *seg, pair, back, *direction));
-                    }
-                }
-                let total = if back || *direction == Direction::Both {
-                    rounds * 2
-                } else {
-                    *rounds
-                };
-                (
-                    format!("{} all-pairs {}/{}", kind.name(), local + 1, total),
-                    *kind,
-                    specs,
-                )
+                let (name, specs) =
+                    all_pairs_round(plan, *kind, segments, *rounds, *direction, local);
+                (name, *kind, specs)
             }
             Stage::Sampled {
                 kind,
@@ -238,25 +221,8 @@ impl Stage {
                 sampling,
                 direction,
             } => {
-                let k = sampling.rounds as usize;
-                let (r, back) = match direction {
-                    Direction::Both => (local / 2, local % 2 == 1),
-                    _ => (local, false),
-                };
-                if r >= k {
-                    return None;
-                }
-                let mut specs = Vec::new();
-                for seg in segments {
-                    let layout = super::sampled::Layout::new(plan, fabric, *seg);
-                    for pair in super::sampled::pairing(&layout, sampling.seed, seg.0 as u64, r) {
-                        specs.push(PairSpec::of_members(plan, *seg, pair, back, *direction));
-                    }
-                }
-                let mut name = format!("{} {} {}/{}", kind.name(), super::SAMPLED, r + 1, k);
-                if back {
-                    name.push_str(" reverse");
-                }
+                let (name, specs) =
+                    sampled_round(plan, fabric, *kind, segments, sampling, *direction, local)?;
                 (name, *kind, specs)
             }
             Stage::Ranks {
@@ -375,6 +341,70 @@ fn nth_pair(m: usize, k: usize) -> (usize, usize) {
         }
     }
     (lo, lo + 1 + (k - start(lo)))
+}
+
+/// Round `local` of an all-pairs stage: round robin round `local` of every segment, the other
+/// way in the second pass when `direction` is `both`.
+fn all_pairs_round(
+    plan: &Plan,
+    kind: KindId,
+    segments: &[SegmentId],
+    rounds: usize,
+    direction: Direction,
+    local: usize,
+) -> (String, Vec<PairSpec>) {
+    // with `both`, the second pass runs every pair of the first the other way
+    let back = local >= rounds;
+    let r = local % rounds.max(1);
+    let mut specs = Vec::new();
+    for seg in segments {
+        let members = &plan.segment(*seg).members;
+        for pair in round_pairs(members.len(), r) {
+            specs.push(PairSpec::of_members(plan, *seg, pair, back, direction));
+        }
+    }
+    let total = if back || direction == Direction::Both {
+        rounds * 2
+    } else {
+        rounds
+    };
+    (
+        format!("{} all-pairs {}/{}", kind.name(), local + 1, total),
+        specs,
+    )
+}
+
+/// Round `local` of a sampled stage: the seeded pairing of that round in every segment, each
+/// followed by its reverse when `direction` is `both`; `None` past the last round.
+fn sampled_round(
+    plan: &Plan,
+    fabric: &Fabric,
+    kind: KindId,
+    segments: &[SegmentId],
+    sampling: &Sampling,
+    direction: Direction,
+    local: usize,
+) -> Option<(String, Vec<PairSpec>)> {
+    let k = sampling.rounds as usize;
+    let (r, back) = match direction {
+        Direction::Both => (local / 2, local % 2 == 1),
+        _ => (local, false),
+    };
+    if r >= k {
+        return None;
+    }
+    let mut specs = Vec::new();
+    for seg in segments {
+        let layout = super::sampled::Layout::new(plan, fabric, *seg);
+        for pair in super::sampled::pairing(&layout, sampling.seed, seg.0 as u64, r) {
+            specs.push(PairSpec::of_members(plan, *seg, pair, back, direction));
+        }
+    }
+    let mut name = format!("{} {} {}/{}", kind.name(), super::SAMPLED, r + 1, k);
+    if back {
+        name.push_str(" reverse");
+    }
+    Some((name, specs))
 }
 
 /// Round `local` of a per-link stage: its name and its one pair.

@@ -36,17 +36,56 @@ pub enum Fault {
 pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
     check_sim_fault(text, &plan.nodes, &plan.switches)?;
     let (kind, target) = text.split_once(':').unwrap_or((text, ""));
-    let node_of = |name: &str| {
-        plan.node_by_name(name)
-            .map(|n| n.id)
-            .ok_or_else(|| format!("fault `{text}` names node `{name}`, which is not declared"))
-    };
-    let halves = || -> Result<Vec<Endpoint>, String> {
+    let spec = Spec { plan, text, target };
+    Ok(match kind {
+        "throttle" => Fault::Throttle(spec.halves()?),
+        "mtu1500" => Fault::Mtu1500(spec.halves()?),
+        "pcie-degraded" => Fault::PcieDegraded(spec.halves()?),
+        "firmware" => {
+            let (node, version) = target.split_once('=').unwrap_or((target, ""));
+            Fault::Firmware(spec.node_of(node)?, version.to_string())
+        }
+        "swapped" => {
+            let (a, b) = target.split_once('=').unwrap_or((target, ""));
+            Fault::Swapped(spec.node_port(a)?, spec.node_port(b)?)
+        }
+        "crossed" => spec.crossed()?,
+        "dead-host" => Fault::DeadHost(spec.node_of(target)?),
+        "server-dies" => Fault::ServerDies(spec.node_of(target)?),
+        "nccl-socket" => Fault::NcclSocket(spec.node_of(target)?),
+        "rstp-block" => spec.rstp_block()?,
+        other => return Err(format!("unknown fault `{other}`")),
+    })
+}
+
+/// One fault's text and its target, read against the plan's names.
+struct Spec<'a> {
+    plan: &'a Plan,
+    /// The whole `KIND:TARGET`, for the messages.
+    text: &'a str,
+    target: &'a str,
+}
+
+impl Spec<'_> {
+    /// The node named `name`.
+    fn node_of(&self, name: &str) -> Result<NodeId, String> {
+        self.plan.node_by_name(name).map(|n| n.id).ok_or_else(|| {
+            format!(
+                "fault `{}` names node `{name}`, which is not declared",
+                self.text
+            )
+        })
+    }
+
+    /// The halves the target names: `NODE.PORT.HALF`, both halves of `NODE.PORT`, every half
+    /// of `NODE`.
+    fn halves(&self) -> Result<Vec<Endpoint>, String> {
+        let (text, target) = (self.text, self.target);
         let mut parts = target.splitn(3, '.');
-        let node = node_of(parts.next().unwrap_or(""))?;
+        let node = self.node_of(parts.next().unwrap_or(""))?;
         let port = parts.next();
         let half = parts.next();
-        let profile = plan.profile_of(node);
+        let profile = self.plan.profile_of(node);
         let mut out = Vec::new();
         for p in &profile.ports {
             if port.is_some_and(|x| x != p.name) {
@@ -70,75 +109,61 @@ pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
             ));
         }
         Ok(out)
-    };
-    let node_port = |end: &str| -> Result<(NodeId, String), String> {
+    }
+
+    /// The node port `end` names (`NODE.PORT`).
+    fn node_port(&self, end: &str) -> Result<(NodeId, String), String> {
+        let text = self.text;
         let (node, port) = end
             .split_once('.')
             .ok_or_else(|| format!("fault `{text}`: `{end}` is not `NODE.PORT`"))?;
-        let node = node_of(node)?;
-        if plan.profile_of(node).port(port).is_none() {
+        let node = self.node_of(node)?;
+        let profile = self.plan.profile_of(node);
+        if profile.port(port).is_none() {
             return Err(format!(
                 "fault `{text}`: `{port}` is not a port of profile `{}`",
-                plan.profile_of(node).name
+                profile.name
             ));
         }
         Ok((node, port.to_string()))
-    };
-    Ok(match kind {
-        "throttle" => Fault::Throttle(halves()?),
-        "mtu1500" => Fault::Mtu1500(halves()?),
-        "pcie-degraded" => Fault::PcieDegraded(halves()?),
-        "firmware" => {
-            let (node, version) = target.split_once('=').unwrap_or((target, ""));
-            Fault::Firmware(node_of(node)?, version.to_string())
+    }
+
+    /// `crossed:NODE.PORT`: the port's cable lands on another port of the node, which needs
+    /// one.
+    fn crossed(&self) -> Result<Fault, String> {
+        let text = self.text;
+        if !self.target.contains('.') {
+            return Err(format!("fault `{text}`: the target is `NODE.PORT`"));
         }
-        "swapped" => {
-            let (a, b) = target.split_once('=').unwrap_or((target, ""));
-            Fault::Swapped(node_port(a)?, node_port(b)?)
+        let (node, port) = self.node_port(self.target)?;
+        if self.plan.profile_of(node).ports.len() < 2 {
+            return Err(format!(
+                "fault `{text}`: the node has one port, a cable cannot land on another"
+            ));
         }
-        "crossed" => {
-            let (node, port) = target
-                .split_once('.')
-                .ok_or_else(|| format!("fault `{text}`: the target is `NODE.PORT`"))?;
-            let node = node_of(node)?;
-            if plan.profile_of(node).port(port).is_none() {
-                return Err(format!(
-                    "fault `{text}`: `{port}` is not a port of profile `{}`",
-                    plan.profile_of(node).name
-                ));
-            }
-            if plan.profile_of(node).ports.len() < 2 {
-                return Err(format!(
-                    "fault `{text}`: the node has one port, a cable cannot land on another"
-                ));
-            }
-            Fault::Crossed {
-                node,
-                port: port.to_string(),
-            }
+        Ok(Fault::Crossed { node, port })
+    }
+
+    /// `rstp-block:SWITCH-SWITCH`: the two switches (names may hold `-`), which an ISL must
+    /// join.
+    fn rstp_block(&self) -> Result<Fault, String> {
+        let (plan, text, target) = (self.plan, self.text, self.target);
+        let find = |a: &str, b: &str| {
+            let sa = plan.switches.iter().find(|s| s.name == a)?;
+            let sb = plan.switches.iter().find(|s| s.name == b)?;
+            Some((sa.id, sb.id))
+        };
+        let pair = target
+            .match_indices('-')
+            .find_map(|(i, _)| find(&target[..i], &target[i + 1..]))
+            .ok_or_else(|| format!("fault `{text}`: `{target}` does not name two switches"))?;
+        if !plan
+            .isls
+            .iter()
+            .any(|l| (l.a, l.b) == pair || (l.b, l.a) == pair)
+        {
+            return Err(format!("fault `{text}`: no ISL joins the two switches"));
         }
-        "dead-host" => Fault::DeadHost(node_of(target)?),
-        "server-dies" => Fault::ServerDies(node_of(target)?),
-        "nccl-socket" => Fault::NcclSocket(node_of(target)?),
-        "rstp-block" => {
-            let find = |a: &str, b: &str| {
-                let sa = plan.switches.iter().find(|s| s.name == a)?;
-                let sb = plan.switches.iter().find(|s| s.name == b)?;
-                Some((sa.id, sb.id))
-            };
-            let pair = target
-                .match_indices('-')
-                .find_map(|(i, _)| find(&target[..i], &target[i + 1..]))
-                .ok_or_else(|| format!("fault `{text}`: `{target}` does not name two switches"))?;
-            if !plan
-                .isls
-                .iter()
-                .any(|l| (l.a, l.b) == pair || (l.b, l.a) == pair)
-            {
-                return Err(format!("fault `{text}`: no ISL joins the two switches"));
-            }
-            Fault::RstpBlock(pair.0, pair.1)
-        }
-        other => return Err(format!("unknown fault `{other}`")),
-    })
+        Ok(Fault::RstpBlock(pair.0, pair.1))
+    }
 }

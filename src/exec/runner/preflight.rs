@@ -133,6 +133,102 @@ fn failure_on_path<'v>(
         .map(|(v, _)| v)
 }
 
+/// The launch checks' answers, each beside its check, and how long they took together; a check
+/// whose task did not finish is answered as lost.
+async fn collect_launches(
+    launches: Option<(Vec<LaunchCheck>, LaunchAnswers)>,
+) -> (
+    Vec<(LaunchCheck, LaunchAnswer)>,
+    Option<std::time::Duration>,
+) {
+    let Some((checks, answers)) = launches else {
+        return (Vec::new(), None);
+    };
+    // a task that did not finish took no time that can be said
+    let (got, took) = answers
+        .await
+        .map(|(a, t)| (a, Some(t)))
+        .unwrap_or_else(|e| {
+            let lost = checks
+                .iter()
+                .map(|c| LaunchAnswer {
+                    out: Err(TransportError::Lost {
+                        host: c.step.host.clone(),
+                        reason: format!("the launch check did not finish: {e}"),
+                    }),
+                    answered_unix_ms: crate::results::now_ms() as f64,
+                })
+                .collect();
+            (lost, None)
+        });
+    (checks.into_iter().zip(got).collect(), took)
+}
+
+/// Judge each launch check's answer into `verdicts` (after what it follows from on its path),
+/// and note the longest launch check's own run in `times`. A test with an unreachable rank is
+/// skipped: its host is reported already.
+fn judge_launches(
+    ctx: &Ctx<'_>,
+    answers: Vec<(LaunchCheck, LaunchAnswer)>,
+    verdicts: &mut Vec<(Verdict, Blocks)>,
+    times: &mut PreflightTimes,
+) {
+    for (check, answered) in answers {
+        let mut out = answered.out;
+        // the start mark is fabricplan's, not mpirun's: split off before the answer is read
+        if let Ok(o) = out.as_mut() {
+            let (mark, rest) = crate::render::wrap::take_start_mark(&o.stderr);
+            o.stderr = rest;
+            if let Some(m) = mark {
+                let own = (answered.answered_unix_ms - m).max(0.0);
+                times.launch_check_tool_ms =
+                    Some(times.launch_check_tool_ms.map_or(own, |t| t.max(own)));
+            }
+        }
+        let Some(t) = crate::kinds::nccl_tests(ctx.plan).get(check.test).copied() else {
+            continue;
+        };
+        if t.nodes.iter().any(|n| ctx.unreachable.contains_key(n)) {
+            // its host is reported unreachable already, and the test is skipped for it
+            continue;
+        }
+        let answer = match &out {
+            Ok(o) => Ok(Answer {
+                status: o.status,
+                stdout: &o.stdout,
+                stderr: &o.stderr,
+            }),
+            Err(e) => Err((e.to_string(), e.trap())),
+        };
+        let earlier = failure_on_path(ctx, check.test, verdicts).cloned();
+        let v = judge_launch(ctx.plan, &check, answer, earlier.as_ref());
+        verdicts.push((v, Blocks::Test(t.name.clone())));
+    }
+}
+
+/// Block what a failed preflight verdict's block names (halves, an ISL, a test), with the
+/// reason: the gate it follows from, or its own.
+fn block(ctx: &mut Ctx<'_>, v: &Verdict, blocks: Blocks) {
+    let why = match &v.follows {
+        Some(g) => format!("preflight `{g}` failed"),
+        None => format!("preflight `{}` failed", v.gate),
+    };
+    match blocks {
+        Blocks::Endpoints(eps) => {
+            for e in eps {
+                ctx.blocked.entry(e).or_insert_with(|| why.clone());
+            }
+        }
+        Blocks::Isl(isl) => {
+            ctx.blocked_isls.entry(isl).or_insert(why);
+        }
+        Blocks::Test(name) => {
+            ctx.blocked_tests.entry(name).or_insert(why);
+        }
+        Blocks::Nothing => {}
+    }
+}
+
 /// Read-only checks before any measurement; what fails is blocked with the reason.
 pub(crate) async fn preflight(
     ctx: &mut Ctx<'_>,
@@ -164,32 +260,7 @@ pub(crate) async fn preflight(
             // the neighbour entries the pings left: who answered
             (outs, super::physical::neighbours(ctx, &list).await)
         },
-        async {
-            match launches {
-                Some((checks, answers)) => {
-                    // a task that did not finish took no time that can be said
-                    let (got, took) =
-                        answers
-                            .await
-                            .map(|(a, t)| (a, Some(t)))
-                            .unwrap_or_else(|e| {
-                                let lost = checks
-                                    .iter()
-                                    .map(|c| LaunchAnswer {
-                                        out: Err(TransportError::Lost {
-                                            host: c.step.host.clone(),
-                                            reason: format!("the launch check did not finish: {e}"),
-                                        }),
-                                        answered_unix_ms: crate::results::now_ms() as f64,
-                                    })
-                                    .collect();
-                                (lost, None)
-                            });
-                    (checks.into_iter().zip(got).collect(), took)
-                }
-                None => (Vec::new(), None),
-            }
-        }
+        collect_launches(launches)
     );
     times.launch_checks_ms = took.map(|t| t.as_secs_f64() * 1000.0);
     let texts: Vec<Result<String, String>> = outs
@@ -201,58 +272,10 @@ pub(crate) async fn preflight(
         .collect();
     verdicts.extend(pings::judge(ctx.plan, &list, &texts));
     super::physical::prove(ctx, &list, &texts, &neighbours, &mut verdicts);
-    let answers: Vec<(LaunchCheck, LaunchAnswer)> = answers;
-    for (check, answered) in answers {
-        let mut out = answered.out;
-        // the start mark is fabricplan's, not mpirun's: split off before the answer is read
-        if let Ok(o) = out.as_mut() {
-            let (mark, rest) = crate::render::wrap::take_start_mark(&o.stderr);
-            o.stderr = rest;
-            if let Some(m) = mark {
-                let own = (answered.answered_unix_ms - m).max(0.0);
-                times.launch_check_tool_ms =
-                    Some(times.launch_check_tool_ms.map_or(own, |t| t.max(own)));
-            }
-        }
-        let Some(t) = crate::kinds::nccl_tests(ctx.plan).get(check.test).copied() else {
-            continue;
-        };
-        if t.nodes.iter().any(|n| ctx.unreachable.contains_key(n)) {
-            // its host is reported unreachable already, and the test is skipped for it
-            continue;
-        }
-        let answer = match &out {
-            Ok(o) => Ok(Answer {
-                status: o.status,
-                stdout: &o.stdout,
-                stderr: &o.stderr,
-            }),
-            Err(e) => Err((e.to_string(), e.trap())),
-        };
-        let earlier = failure_on_path(ctx, check.test, &verdicts).cloned();
-        let v = judge_launch(ctx.plan, &check, answer, earlier.as_ref());
-        verdicts.push((v, Blocks::Test(t.name.clone())));
-    }
+    judge_launches(ctx, answers, &mut verdicts, &mut times);
     for (v, blocks) in verdicts {
         if v.outcome == Outcome::Fail {
-            let why = match &v.follows {
-                Some(g) => format!("preflight `{g}` failed"),
-                None => format!("preflight `{}` failed", v.gate),
-            };
-            match blocks {
-                Blocks::Endpoints(eps) => {
-                    for e in eps {
-                        ctx.blocked.entry(e).or_insert_with(|| why.clone());
-                    }
-                }
-                Blocks::Isl(isl) => {
-                    ctx.blocked_isls.entry(isl).or_insert(why);
-                }
-                Blocks::Test(name) => {
-                    ctx.blocked_tests.entry(name).or_insert(why);
-                }
-                Blocks::Nothing => {}
-            }
+            block(ctx, &v, blocks);
         }
         ctx.emit(Event::Preflight(v.clone()));
         results.preflight.push(v);

@@ -658,6 +658,60 @@ async fn attempt(ctx: &Ctx<'_>, round: &Round, running: &mut [Running<'_>]) -> A
     }
 }
 
+/// The collection for the attempt after `c`'s: the same job, nothing collected yet, and its
+/// commands again when it runs `again`; none after the last (an NCCL job's commands are large).
+fn next_attempt<'j>(c: &Collected<'j>, again: bool) -> Collected<'j> {
+    let cmds = if again {
+        c.cmds.clone()
+    } else {
+        JobCommands {
+            job: c.cmds.job.clone(),
+            steps: Vec::new(),
+            unresolved: Vec::new(),
+            ranks: Vec::new(),
+            nccl_env: BTreeMap::new(),
+            notes: Vec::new(),
+        }
+    };
+    Collected {
+        job: c.job,
+        attempt: c.attempt + 1,
+        cmds,
+        expected: c.expected,
+        steps: Vec::new(),
+        failure: None,
+        client_out: None,
+        server_log: None,
+        tool_seconds: None,
+        counters: Vec::new(),
+        outputs: Vec::new(),
+    }
+}
+
+/// The record of a round whose jobs are `done`, started at `started` (unix ms), with its
+/// launch skew and where the skew was read; its phases are added by the caller.
+fn round_record(
+    round: &Round,
+    done: &[JobResult],
+    started: u64,
+    (skew, source): (Option<f64>, Option<String>),
+) -> RoundRecord {
+    RoundRecord {
+        index: round.index,
+        name: round.name.clone(),
+        jobs: done.iter().map(|d| d.job.clone()).collect(),
+        started_unix_ms: started,
+        finished_unix_ms: now_ms(),
+        launch_skew_ms: skew,
+        launch_skew_source: source,
+        longest_tool_s: done
+            .iter()
+            .filter_map(|d| d.tool_seconds)
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
+        phases: None,
+    }
+}
+
 /// Run one round to its jobs' results and its record. A job whose main gate has `attempts = N`
 /// runs N times in its round, a fresh server each time, with the others of the round that
 /// repeat too.
@@ -699,33 +753,7 @@ pub(crate) async fn run_round(
             (sent_ms, remote_ms) = (a.sent_ms, a.remote_ms);
         }
         for (i, mut r) in idx.into_iter().zip(now) {
-            // the commands again for the next attempt; none after the last (an NCCL job's
-            // commands are large)
-            let cmds = if n < wanted[i] {
-                r.c.cmds.clone()
-            } else {
-                JobCommands {
-                    job: r.c.cmds.job.clone(),
-                    steps: Vec::new(),
-                    unresolved: Vec::new(),
-                    ranks: Vec::new(),
-                    nccl_env: BTreeMap::new(),
-                    notes: Vec::new(),
-                }
-            };
-            let next = Collected {
-                job: r.c.job,
-                attempt: n + 1,
-                cmds,
-                expected: r.c.expected,
-                steps: Vec::new(),
-                failure: None,
-                client_out: None,
-                server_log: None,
-                tool_seconds: None,
-                counters: Vec::new(),
-                outputs: Vec::new(),
-            };
+            let next = next_attempt(&r.c, n < wanted[i]);
             finished[i].push(std::mem::replace(&mut r.c, next));
             r.server = None;
             jobs[i] = Some(r);
@@ -749,21 +777,7 @@ pub(crate) async fn run_round(
     }
     super::physical::follow_pcie(ctx, round, &mut done);
     let judged = judging.elapsed().as_secs_f64() * 1000.0;
-    let (skew, source) = launch_skew(&sent_ms, remote_ms);
-    let mut record = RoundRecord {
-        index: round.index,
-        name: round.name.clone(),
-        jobs: done.iter().map(|d| d.job.clone()).collect(),
-        started_unix_ms: started,
-        finished_unix_ms: now_ms(),
-        launch_skew_ms: skew,
-        launch_skew_source: source,
-        longest_tool_s: done
-            .iter()
-            .filter_map(|d| d.tool_seconds)
-            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))),
-        phases: None,
-    };
+    let mut record = round_record(round, &done, started, launch_skew(&sent_ms, remote_ms));
     // the last instant of the round: its wall ends here
     record.phases = Some(round_phases(
         &times,

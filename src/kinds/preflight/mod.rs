@@ -196,15 +196,15 @@ fn cable_first(mut v: Vec<Part>) -> Vec<Part> {
     v
 }
 
-/// The verdicts of the pings, each with what it blocks. Across an ISL, the two directions of one
-/// ISL are one verdict (one root cause, one FAIL) when the ports on both sides answer their own
-/// switch's pings: the ISL is at fault, and only the measurements crossing it are blocked.
-pub fn judge(
-    plan: &Plan,
+/// For each small ping, by (from, to), whether it answered.
+type SmallAnswers = HashMap<(Endpoint, Endpoint), bool>;
+
+/// What each ping said (or why it could not run), and which small pings answered.
+fn read_all(
     pings: &[Ping],
     outs: &[Result<String, String>],
-) -> Vec<(Verdict, Blocks)> {
-    let mut small_ok: HashMap<(Endpoint, Endpoint), bool> = HashMap::new();
+) -> (Vec<Result<Said, String>>, SmallAnswers) {
+    let mut small_ok = SmallAnswers::new();
     let mut said: Vec<Result<Said, String>> = Vec::new();
     for (p, o) in pings.iter().zip(outs) {
         let s = o.as_ref().map(|t| read(t)).map_err(Clone::clone);
@@ -218,9 +218,79 @@ pub fn judge(
         }
         said.push(s);
     }
-    // the ISL pings, grouped by ISL, with the halves that probed it
-    let mut isl_fail: HashMap<IslId, Vec<String>> = HashMap::new();
-    let mut isl_ends: HashMap<IslId, Vec<Part>> = HashMap::new();
+    (said, small_ok)
+}
+
+/// The failed pings across ISLs, grouped by ISL, with the parts of the paths that probed it:
+/// one verdict per ISL.
+#[derive(Default)]
+struct Across {
+    why: HashMap<IslId, Vec<String>>,
+    ends: HashMap<IslId, Vec<Part>>,
+}
+
+impl Across {
+    /// Ping `p` across `isl` failed for `why`.
+    fn add(&mut self, plan: &Plan, p: &Ping, isl: IslId, why: String) {
+        self.ends
+            .entry(isl)
+            .or_default()
+            .extend(path_parts(plan, p));
+        self.why.entry(isl).or_default().push(format!(
+            "{} -> {}: {why}",
+            plan.endpoint_name(&p.from),
+            plan.endpoint_name(&p.to)
+        ));
+    }
+
+    /// One FAIL per ISL, in ISL order: an MTU hop when every failure was the jumbo ping's, a
+    /// blocked ISL otherwise. Each blocks what crosses its ISL.
+    fn verdicts(mut self, plan: &Plan) -> Vec<(Verdict, Blocks)> {
+        let mut out = Vec::new();
+        let mut isls: Vec<(IslId, Vec<String>)> =
+            std::mem::take(&mut self.why).into_iter().collect();
+        isls.sort_by_key(|(i, _)| *i);
+        for (isl, why) in isls {
+            let mtu = why.iter().all(|w| w.contains("8972-byte"));
+            out.push((
+                Verdict::check(
+                    format!(
+                        "{} across {}",
+                        if mtu { "jumbo ping" } else { "ping" },
+                        isl_name(plan, isl)
+                    ),
+                    Outcome::Fail,
+                    format!(
+                        "the ports on both switches answer their own switch; across the ISL: {}",
+                        why.join("; ")
+                    ),
+                    Some(if mtu {
+                        Trap::MtuMismatch
+                    } else {
+                        Trap::IslBlockedRstp
+                    }),
+                )
+                .about(isl_first(
+                    plan.isl_part(isl),
+                    self.ends.remove(&isl).unwrap_or_default(),
+                )),
+                Blocks::Isl(isl),
+            ));
+        }
+        out
+    }
+}
+
+/// The verdicts of the pings, each with what it blocks. Across an ISL, the two directions of one
+/// ISL are one verdict (one root cause, one FAIL) when the ports on both sides answer their own
+/// switch's pings: the ISL is at fault, and only the measurements crossing it are blocked.
+pub fn judge(
+    plan: &Plan,
+    pings: &[Ping],
+    outs: &[Result<String, String>],
+) -> Vec<(Verdict, Blocks)> {
+    let (said, small_ok) = read_all(pings, outs);
+    let mut across = Across::default();
     let mut out = Vec::new();
     for (p, s) in pings.iter().zip(said) {
         let gate = format!(
@@ -262,12 +332,7 @@ pub fn judge(
                 s.mtu_line.unwrap_or_else(|| "no reply".into())
             );
             if let Some((isl, _)) = p.isls.first() {
-                isl_ends.entry(*isl).or_default().extend(path());
-                isl_fail.entry(*isl).or_default().push(format!(
-                    "{} -> {}: {why}",
-                    plan.endpoint_name(&p.from),
-                    plan.endpoint_name(&p.to)
-                ));
+                across.add(plan, p, *isl, why);
                 continue;
             }
             out.push((
@@ -275,13 +340,7 @@ pub fn judge(
                 ends(),
             ));
         } else if let Some((isl, _)) = p.isls.first() {
-            isl_ends.entry(*isl).or_default().extend(path());
-            isl_fail.entry(*isl).or_default().push(format!(
-                "{} -> {}: no reply: {}",
-                plan.endpoint_name(&p.from),
-                plan.endpoint_name(&p.to),
-                s.last_line
-            ));
+            across.add(plan, p, *isl, format!("no reply: {}", s.last_line));
         } else {
             out.push((
                 Verdict::check(
@@ -295,34 +354,6 @@ pub fn judge(
             ));
         }
     }
-    let mut isls: Vec<(IslId, Vec<String>)> = isl_fail.into_iter().collect();
-    isls.sort_by_key(|(i, _)| *i);
-    for (isl, why) in isls {
-        let mtu = why.iter().all(|w| w.contains("8972-byte"));
-        out.push((
-            Verdict::check(
-                format!(
-                    "{} across {}",
-                    if mtu { "jumbo ping" } else { "ping" },
-                    isl_name(plan, isl)
-                ),
-                Outcome::Fail,
-                format!(
-                    "the ports on both switches answer their own switch; across the ISL: {}",
-                    why.join("; ")
-                ),
-                Some(if mtu {
-                    Trap::MtuMismatch
-                } else {
-                    Trap::IslBlockedRstp
-                }),
-            )
-            .about(isl_first(
-                plan.isl_part(isl),
-                isl_ends.remove(&isl).unwrap_or_default(),
-            )),
-            Blocks::Isl(isl),
-        ));
-    }
+    out.extend(across.verdicts(plan));
     out
 }

@@ -186,34 +186,9 @@ fn findings(s: &mut String, r: &RunResults) {
     }
 }
 
-pub fn render(r: &RunResults) -> String {
-    let big = big(r);
-    let mut s = String::new();
-    let sim = if r.simulated {
-        " (SIMULATED fabric)"
-    } else {
-        ""
-    };
-    s.push_str(&format!(
-        "# fabricplan: {}{sim}\n\nRun {} over {}: **{}**\n",
-        cell(&r.plan),
-        cell(&r.run_id),
-        cell(&r.transport),
-        cell(&r.summary.verdict)
-    ));
-    if big {
-        s.push_str(&format!(
-            "\n{} jobs, {} gates OK, {} WARN, {} FAIL. A big run is summarised: failures and \
-             warnings, and only the rounds with one; every gate is in results.json.\n",
-            r.jobs.len(),
-            r.summary.ok,
-            r.summary.warn,
-            r.summary.fail + r.summary.fail_following
-        ));
-    }
-    // what to fix first: one entry per broken part the diagnosis named
-    findings(&mut s, r);
-    // then the failures: what a reader opens the file for
+/// The failures, then the warnings, in one table; a big run lists the first
+/// [`MAX_PROBLEM_ROWS`] and counts the rest.
+fn problems(s: &mut String, r: &RunResults, big: bool) {
     let bad: Vec<&Verdict> = r.verdicts().filter(|v| v.outcome != Outcome::Ok).collect();
     if !bad.is_empty() {
         s.push_str("\n## Failures and warnings\n\n");
@@ -222,7 +197,7 @@ pub fn render(r: &RunResults) -> String {
         let fails = bad.iter().filter(|v| v.outcome == Outcome::Fail);
         let warns = bad.iter().filter(|v| v.outcome == Outcome::Warn);
         for v in fails.chain(warns).take(cap) {
-            verdict_row(&mut s, v);
+            verdict_row(s, v);
         }
         if bad.len() > cap {
             s.push_str(&format!(
@@ -231,6 +206,10 @@ pub fn render(r: &RunResults) -> String {
             ));
         }
     }
+}
+
+/// Discovery's and preflight's verdicts; a big run lists those not OK and counts the others.
+fn preflight(s: &mut String, r: &RunResults, big: bool) {
     if !r.preflight.is_empty() {
         s.push_str("\n## Discovery and preflight\n\n");
         s.push_str(VERDICT_HEAD);
@@ -239,7 +218,7 @@ pub fn render(r: &RunResults) -> String {
             .iter()
             .filter(|v| !big || v.outcome != Outcome::Ok)
         {
-            verdict_row(&mut s, v);
+            verdict_row(s, v);
         }
         if big {
             let ok = r
@@ -250,8 +229,11 @@ pub fn render(r: &RunResults) -> String {
             s.push_str(&format!("\n{ok} preflight check(s) OK, not listed.\n"));
         }
     }
-    s.push_str(&inventory(r, big));
-    // per round, in run order
+}
+
+/// Each round's verdicts, in run order, with its launch skew and its skipped jobs; a big run
+/// lists only the rounds with a problem, and in them only the gates not OK.
+fn rounds(s: &mut String, r: &RunResults, big: bool) {
     let records: HashMap<usize, &crate::results::RoundRecord> =
         r.rounds.iter().rev().map(|x| (x.index, x)).collect();
     let mut quiet = 0;
@@ -288,7 +270,7 @@ pub fn render(r: &RunResults) -> String {
                 if big && v.outcome == Outcome::Ok {
                     ok += 1;
                 } else {
-                    verdict_row(&mut s, v);
+                    verdict_row(s, v);
                 }
             }
         }
@@ -301,6 +283,42 @@ pub fn render(r: &RunResults) -> String {
             "\n{quiet} round(s) with every gate OK, not listed.\n"
         ));
     }
+}
+
+/// The whole `summary.md` of a run.
+pub fn render(r: &RunResults) -> String {
+    let big = big(r);
+    let mut s = String::new();
+    let sim = if r.simulated {
+        " (SIMULATED fabric)"
+    } else {
+        ""
+    };
+    s.push_str(&format!(
+        "# fabricplan: {}{sim}\n\nRun {} over {}: **{}**\n",
+        cell(&r.plan),
+        cell(&r.run_id),
+        cell(&r.transport),
+        cell(&r.summary.verdict)
+    ));
+    if big {
+        s.push_str(&format!(
+            "\n{} jobs, {} gates OK, {} WARN, {} FAIL. A big run is summarised: failures and \
+             warnings, and only the rounds with one; every gate is in results.json.\n",
+            r.jobs.len(),
+            r.summary.ok,
+            r.summary.warn,
+            r.summary.fail + r.summary.fail_following
+        ));
+    }
+    // what to fix first: one entry per broken part the diagnosis named
+    findings(&mut s, r);
+    // then the failures: what a reader opens the file for
+    problems(&mut s, r, big);
+    preflight(&mut s, r, big);
+    s.push_str(&inventory(r, big));
+    // per round, in run order
+    rounds(&mut s, r, big);
     if let Some(service) = &r.service {
         let lines = crate::report::service::lines(service);
         if !lines.is_empty() {
