@@ -19,7 +19,7 @@ const LAYERS: &[&str] = &[
 /// The longest a source file may grow before it is split.
 const MAX_FILE_LINES: usize = 900;
 /// The longest a function may grow before it is split into named steps.
-const MAX_FN_LINES: usize = 150;
+const MAX_FN_LINES: usize = 100;
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
