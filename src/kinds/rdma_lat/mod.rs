@@ -1,7 +1,7 @@
 //! `rdma-lat`: ib_write_lat per link, 2-byte writes; t_typical against the hardware floor (a
 //! wrong device or a software path shows as microseconds too many).
 
-mod section;
+pub(super) mod section;
 
 use minijinja::context;
 use schemars::{Schema, SchemaGenerator};

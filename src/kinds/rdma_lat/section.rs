@@ -9,6 +9,7 @@ use toml::de::ValueDeserializer;
 
 use crate::plan::SectionReader;
 use crate::plan::section::SectionData;
+use crate::schedule::KindId;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -27,7 +28,8 @@ pub struct RawLatTest {
     pub timeout_s: Option<u32>,
 }
 
-/// A validated latency section.
+/// A validated per-half exchange section: `rdma-lat`'s, and `rdma-pingpong`'s, which shares
+/// its shape (only the written table's limits and the default message size differ).
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatTest {
     pub size_bytes: u64,
@@ -36,20 +38,48 @@ pub struct LatTest {
     pub timeout_s: u32,
 }
 
-/// One `[tests.rdma-lat]` table, read: `None` when disabled. Each pair runs alone: a large
-/// switched fabric is worth a warning (`rdma-bw` measures one in bounded rounds).
+/// A per-half exchange table as written, whichever kind's.
+pub(crate) struct Written<'t> {
+    pub enabled: Option<bool>,
+    pub size_bytes: Option<u64>,
+    pub iterations: Option<u32>,
+    pub halves: Option<&'t Vec<Spanned<String>>>,
+    pub timeout_s: Option<u32>,
+}
+
+/// One `[tests.rdma-lat]` table, read: `None` when disabled.
 pub(super) fn read(table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
     let t: RawLatTest = r.deserialize(table)?;
+    let written = Written {
+        enabled: t.enabled,
+        size_bytes: t.size_bytes,
+        iterations: t.iterations,
+        halves: t.halves.as_ref(),
+        timeout_s: t.timeout_s,
+    };
+    read_per_half(super::ID, written, 2, r)
+}
+
+/// The section of kind `id` from its table as written (`size_bytes` by default
+/// `default_size`, 1000 iterations, a 30 s timeout): `None` when disabled. Each pair runs
+/// alone: a large switched fabric is worth a warning (`rdma-bw` measures one in bounded
+/// rounds).
+pub(crate) fn read_per_half(
+    id: KindId,
+    t: Written<'_>,
+    default_size: u64,
+    r: &mut dyn SectionReader,
+) -> Option<SectionData> {
     if t.enabled == Some(false) {
         return None;
     }
     let test = LatTest {
-        size_bytes: t.size_bytes.unwrap_or(2),
+        size_bytes: t.size_bytes.unwrap_or(default_size),
         iterations: t.iterations.unwrap_or(1000),
-        halves: r.halves(t.halves.as_ref()),
+        halves: r.halves(t.halves),
         timeout_s: t.timeout_s.unwrap_or(30),
     };
     let bounded_by = Some(super::super::rdma_bw::ID.name());
-    r.per_link_size(super::ID.name(), &test.halves, 0, None, bounded_by);
+    r.per_link_size(id.name(), &test.halves, 0, None, bounded_by);
     Some(Arc::new(test))
 }

@@ -1,12 +1,11 @@
 //! `[tests.rdma-pingpong]`: the table as written, what the kind runs from, and its checks.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 use toml::de::ValueDeserializer;
 
+use crate::kinds::rdma_lat::section::{LatTest, Written, read_per_half};
 use crate::plan::SectionReader;
 use crate::plan::section::SectionData;
 
@@ -27,29 +26,19 @@ pub struct RawPingpongTest {
     pub timeout_s: Option<u32>,
 }
 
-/// A validated ping-pong section.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PingpongTest {
-    pub size_bytes: u64,
-    pub iterations: u32,
-    pub halves: Vec<String>,
-    pub timeout_s: u32,
-}
+/// A validated ping-pong section: the shape `rdma-lat`'s is.
+pub type PingpongTest = LatTest;
 
-/// One `[tests.rdma-pingpong]` table, read: `None` when disabled. Each pair runs alone: a large
-/// switched fabric is worth a warning (`rdma-bw` measures one in bounded rounds).
+/// One `[tests.rdma-pingpong]` table, read: `None` when disabled (4096-byte messages by
+/// default, rc_pingpong's own).
 pub(super) fn read(table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData> {
     let t: RawPingpongTest = r.deserialize(table)?;
-    if t.enabled == Some(false) {
-        return None;
-    }
-    let test = PingpongTest {
-        size_bytes: t.size_bytes.unwrap_or(4096),
-        iterations: t.iterations.unwrap_or(1000),
-        halves: r.halves(t.halves.as_ref()),
-        timeout_s: t.timeout_s.unwrap_or(30),
+    let written = Written {
+        enabled: t.enabled,
+        size_bytes: t.size_bytes,
+        iterations: t.iterations,
+        halves: t.halves.as_ref(),
+        timeout_s: t.timeout_s,
     };
-    let bounded_by = Some(super::super::rdma_bw::ID.name());
-    r.per_link_size(super::ID.name(), &test.halves, 0, None, bounded_by);
-    Some(Arc::new(test))
+    read_per_half(super::ID, written, 4096, r)
 }
