@@ -130,6 +130,7 @@ fn verdict(gate: String, outcome: Outcome, r: &Row, detail: String, old: &RunRes
         follows: None,
         implicates: Vec::new(),
         clears: Vec::new(),
+        reached: Vec::new(),
         gate,
         metric: None,
         outcome,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::cover::Chosen;
-use crate::gate::judge::Verdict;
+use crate::gate::judge::{Reached, Verdict};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::plan::Plan;
@@ -124,14 +124,14 @@ fn swapped<'v>(mut out: Vec<Merged>, verdict: &impl Fn(usize) -> &'v Verdict) ->
                         let node = end.split('.').next()?.to_string();
                         let p = port_on(&out[i].part, &node)?;
                         let q = port_on(&out[j].part, &node)?;
-                        let said: Vec<&str> = out[i]
+                        let seen: Vec<&Reached> = out[i]
                             .explains
                             .iter()
                             .chain(&out[j].explains)
-                            .map(|k| verdict(*k).detail.as_str())
+                            .flat_map(|k| &verdict(*k).reached)
                             .collect();
                         let exchanged =
-                            exchanged(&said, &node, (p, &out[i].part), (q, &out[j].part));
+                            exchanged(&seen, &node, (p, &out[i].part), (q, &out[j].part));
                         (p != q && exchanged)
                             .then(|| (j, node.clone(), p.to_string(), q.to_string()))
                     })
@@ -158,35 +158,33 @@ fn swapped<'v>(mut out: Vec<Merged>, verdict: &impl Fn(usize) -> &'v Verdict) ->
 }
 
 /// Whether the cables in `node`'s ports `p` and `q` are in each other's port: where the
-/// evidence says who answered (`spark-1.f0.a reaches spark-3.enp1s0f1np1 (spark-3.f1)`), each
-/// port reaches the other cable's far end; where it does not say, the two crossed cables meeting
-/// there are taken as exchanged.
-fn exchanged(said: &[&str], node: &str, (p, cp): (&str, &Part), (q, cq): (&str, &Part)) -> bool {
+/// evidence says who answered (`spark-1.f0.a` reached `spark-3.f1`), each port reaches the
+/// other cable's far end; where it does not say, the two crossed cables meeting there are taken
+/// as exchanged.
+fn exchanged(
+    seen: &[&Reached],
+    node: &str,
+    (p, cp): (&str, &Part),
+    (q, cq): (&str, &Part),
+) -> bool {
     let far = |c: &Part, here: &str| match c {
         Part::Cable { a, b } => Some(if a == here { b.clone() } else { a.clone() }),
         _ => None,
     };
     let (mine_p, mine_q) = (format!("{node}.{p}"), format!("{node}.{q}"));
     let (x, y) = (far(cp, &mine_p), far(cq, &mine_q));
-    let ok = |from: &str, want: &Option<String>| match reached(said, from) {
-        Some(r) => want.as_deref() == Some(r.as_str()),
-        None => true,
+    let ok = |from: &str, want: &Option<String>| {
+        let port_of = |r: &&&Reached| {
+            r.from
+                .rsplit_once('.')
+                .is_some_and(|(port, _)| port == from)
+        };
+        match seen.iter().find(port_of) {
+            Some(r) => want.as_deref() == Some(r.to.as_str()),
+            None => true,
+        }
     };
     ok(&mine_p, &y) && ok(&mine_q, &x)
-}
-
-/// The end `NODE.PORT` that the port `from` (`NODE.PORT`) was seen reaching, read from the
-/// evidence's own words (`FROM.HALF reaches NODE.NETDEV (NODE.PORT)`).
-fn reached(said: &[&str], from: &str) -> Option<String> {
-    said.iter()
-        .flat_map(|d| d.split("; "))
-        .filter(|c| c.starts_with(&format!("{from}.")) && c.contains(" reaches "))
-        .find_map(|c| {
-            let after = &c[c.find(" reaches ")?..];
-            let open = after.find('(')?;
-            let close = open + after[open..].find(')')?;
-            Some(after[open + 1..close].to_string())
-        })
 }
 
 /// How many halves of `node`'s `port` the plan cables.

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::checks::Check;
 use super::probe::Probe;
 use super::resolve::HalfResolution;
-use crate::gate::judge::{Outcome, Verdict};
+use crate::gate::judge::{Outcome, Reached, Verdict};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::parse::neigh::NeighReport;
@@ -434,15 +434,26 @@ fn judge_cable(plan: &Plan, c: &PlannedCable, seens: &[Seen], crossed: &[bool]) 
         } else {
             Outcome::Warn
         };
-        return Some(Verdict::check(
-            gate,
-            outcome,
-            format!(
-                "{} (or change the plan to match the cabling)",
-                said.join("; ")
+        return Some(
+            Verdict::check(
+                gate,
+                outcome,
+                format!(
+                    "{} (or change the plan to match the cabling)",
+                    said.join("; ")
+                ),
+                Some(Trap::CrossedCable),
+            )
+            .reaching(
+                wrong
+                    .iter()
+                    .map(|w| Reached {
+                        from: w.local.clone(),
+                        to: w.found_at.clone(),
+                    })
+                    .collect(),
             ),
-            Some(Trap::CrossedCable),
-        ));
+        );
     }
     if !proven.is_empty() {
         return Some(Verdict::check(

@@ -68,6 +68,18 @@ pub struct Verdict {
     /// The parts an OK verdict vouches for: each worked, up to what was measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clears: Vec<Part>,
+    /// Where the evidence saw an end reach, when it tells (a cabling check's who-answered):
+    /// what `detail` says in words, for the diagnosis to read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reached: Vec<Reached>,
+}
+
+/// One end (`from`, `NODE.PORT.HALF`) seen reaching another (`to`: `NODE.PORT`, or a switch
+/// and its port).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Reached {
+    pub from: String,
+    pub to: String,
 }
 
 impl Verdict {
@@ -102,6 +114,7 @@ impl Verdict {
             follows: None,
             implicates: Vec::new(),
             clears: Vec::new(),
+            reached: Vec::new(),
         }
     }
 
@@ -124,6 +137,12 @@ impl Verdict {
     }
 
     /// Mark this verdict as following from the failure of `gate`.
+    /// Where the evidence saw ends reach (see [`Verdict::reached`]).
+    pub fn reaching(mut self, reached: Vec<Reached>) -> Verdict {
+        self.reached = reached;
+        self
+    }
+
     pub fn following(mut self, gate: impl Into<String>) -> Verdict {
         self.follows = Some(gate.into());
         self
@@ -260,6 +279,7 @@ impl GateSpec {
                 follows: None,
                 implicates: Vec::new(),
                 clears: Vec::new(),
+                reached: Vec::new(),
             };
         }
         let outcomes: Vec<Outcome> = attempts
@@ -309,6 +329,7 @@ impl GateSpec {
             follows: None,
             implicates: Vec::new(),
             clears: Vec::new(),
+            reached: Vec::new(),
         }
     }
 
