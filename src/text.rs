@@ -106,9 +106,44 @@ pub fn md(s: &str) -> String {
     out
 }
 
+/// `s` as a Markdown code span (a command to copy): [`inert`], fenced by one more backtick than
+/// its longest run of them (CommonMark's rule, padded by a space where it starts or ends with
+/// one). A code span shows `<` and `&` as they are, but HTML passes through where it is read as
+/// text, so a text that holds either is written as [`md`] text instead, never as a span.
+pub fn md_code(s: &str) -> String {
+    let s = inert(s);
+    if s.contains(['<', '&']) {
+        return md(&s);
+    }
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{inert, inert_lines, md, xml};
+    use super::{inert, inert_lines, md, md_code, xml};
+
+    #[test]
+    fn a_command_is_a_code_span_that_nothing_escapes_from() {
+        assert_eq!(
+            md_code("ssh spark-a sudo ip link set enp1s0f0np0 mtu 9000"),
+            "`ssh spark-a sudo ip link set enp1s0f0np0 mtu 9000`"
+        );
+        assert_eq!(md_code("echo `id`"), "`` echo `id` ``");
+        assert_eq!(md_code("a``b"), "```a``b```");
+        assert_eq!(md_code("a\u{1b}[2J\nb"), "`a\\x1b[2J\\nb`");
+        let hostile = md_code("x <script>alert(1)</script> & `y`");
+        assert!(
+            !hostile.contains('<') && !hostile.contains("& "),
+            "{hostile}"
+        );
+    }
 
     #[test]
     fn escapes_are_shown_not_obeyed() {

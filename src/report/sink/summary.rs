@@ -158,7 +158,7 @@ fn findings(s: &mut String, r: &RunResults) {
             cell(&f.seen)
         ));
         if let Some(c) = &f.fix_command {
-            s.push_str(&format!("   - fix: `{}`\n", c.replace('`', "'")));
+            s.push_str(&format!("   - fix: {}\n", crate::text::md_code(c)));
         }
         s.push_str(&format!("   - {}\n", cell(&f.fix)));
         if !f.follows.is_empty() {
@@ -480,6 +480,43 @@ mod tests {
         let md = super::render(&r);
         assert!(!md.contains('\u{1b}') && !md.contains('\u{7}'), "{md:?}");
         assert!(md.contains("\\\\x1b\\[8m hidden"), "{md}");
+    }
+
+    /// Regression (found by the results fuzz): a finding's fix command read back from a
+    /// hostile results.json reached summary.md inside a code span with its controls and tags.
+    #[test]
+    fn a_hostile_fix_command_reaches_summary_inert() {
+        for command in [
+            "ssh a sudo x\u{1b}[2J\u{7}",
+            "</code><img src=x onerror=alert(1)>",
+            "a ` b `` c & d",
+        ] {
+            let r = RunResults {
+                findings: vec![crate::results::Finding {
+                    part: crate::gate::part::Part::Node {
+                        node: "spark-a".into(),
+                    },
+                    name: "spark-a".into(),
+                    label: "spark-a".into(),
+                    outcome: Outcome::Fail,
+                    trap: None,
+                    trap_name: "unreachable".into(),
+                    seen: "x".into(),
+                    evidence: Vec::new(),
+                    follows: Vec::new(),
+                    skipped: Vec::new(),
+                    host: Some("spark-a".into()),
+                    fix_command: Some(command.into()),
+                    fix: "y".into(),
+                }],
+                ..RunResults::default()
+            };
+            let md = super::render(&r);
+            assert!(
+                !md.contains('<') && !md.chars().any(|c| c.is_control() && c != '\n'),
+                "{md}"
+            );
+        }
     }
 
     /// Unescaped `|` in a Markdown line: the cell separators.
