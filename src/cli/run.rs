@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::hosts::HostArgs;
 use super::launcher::LauncherArgs;
+use super::service::ServiceArgs;
 use super::{CliError, Format, Outcome, Stdout, load, runtime};
 use crate::compare::Baseline;
 use crate::exec::evidence::Evidence;
@@ -68,20 +69,8 @@ pub struct RunArgs {
     /// The largest baseline results.json read (`--baseline`); a bigger file is refused.
     #[arg(long, value_parser = crate::files::parse_size, value_name = "SIZE", default_value = "1GiB")]
     pub max_input_size: u64,
-    // bad nodes out of service (issue #25)
-    /// Drain each node that a FAIL finding blames (`scontrol update nodename=NODE state=drain
-    /// reason='fabricplan RUN-ID: TRAP PART'`); never a node that only follows, nor one drained
-    /// or down by someone else. Without it, under Slurm, the commands are printed.
-    #[arg(long)]
-    pub drain: bool,
-    /// Resume the nodes fabricplan drained (its reason) that this run finds healthy; no others.
-    #[arg(long)]
-    pub resume_passed: bool,
-    /// Write the blamed nodes to PATH, one per line (what `sbatch --exclude=PATH` or a
-    /// scheduler's own list reads), and as one Slurm hostlist (`spark-[2,5]`) to PATH.hostlist;
-    /// both replaced atomically, empty when none is blamed.
-    #[arg(long, value_name = "PATH")]
-    pub exclude_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub service: ServiceArgs,
     /// After each round, print where its time went on stderr (counters, server starts,
     /// readiness, staging, release, the longest tool, stops and logs, judging, overhead: the
     /// round's `phases` in results.json).
@@ -113,7 +102,7 @@ pub fn run(args: RunArgs) -> Outcome {
     let l = load(&args.plan)?;
     if args.dry_run {
         let code = super::plan::show(&l.plan, args.format, &args.launcher)?;
-        super::service::dry_run(&l.plan, &args)?;
+        args.service.dry_run(&l.plan, args.format)?;
         return Ok(code);
     }
     if args.setup && l.plan.setup.is_none() {
@@ -212,7 +201,8 @@ fn prepare(
                 .map(|e| CliError::Usage(e.to_string())),
         );
         problems.extend(
-            super::service::check_exclude(args)
+            args.service
+                .check_exclude()
                 .into_iter()
                 .map(|e| CliError::Usage(format!("--exclude-file: {e}"))),
         );
@@ -286,7 +276,7 @@ pub fn execute(plan: Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outco
         evidence: &p.evidence,
         setup: args.setup,
         baseline: p.baseline,
-        service: super::service::requested(args),
+        service: args.service.requested(),
     };
     let ended = runtime()?.block_on(drive(&cfg, Feed { files, front }))?;
     if !ended.lost.is_empty() {
