@@ -228,11 +228,10 @@ fn prepare(
 
 /// The sinks that show the run as it goes: the terminal (and its progress bar, which `-v`'s
 /// phase lines print above) or JSON on stdout.
-fn front_sinks(launcher: &dyn Launcher, dir: &std::path::Path, args: &RunArgs) -> Sinks {
+fn front_sinks(dir: &std::path::Path, args: &RunArgs) -> Sinks {
     let (front, bar): (Box<dyn Sink>, _) = match args.format {
         Format::Text => {
             let t = Terminal::new(
-                launcher.simulated(),
                 Box::new(Stdout::new()),
                 dir.display().to_string(),
                 super::width(),
@@ -262,7 +261,7 @@ pub fn execute(plan: Plan, launcher: Arc<dyn Launcher>, args: &RunArgs) -> Outco
     let (p, files) = prepare(&plan, args, |dir| {
         Sinks::new(sink::run_directory(dir, metrics))
     })?;
-    let front = front_sinks(launcher.as_ref(), &p.dir, args);
+    let front = front_sinks(&p.dir, args);
     let cfg = RunConfig {
         plan: Arc::new(plan),
         launcher,

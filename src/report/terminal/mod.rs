@@ -77,13 +77,7 @@ impl Terminal {
     /// The reporter of a run whose evidence goes to `run_dir`, writing its answer to `out`,
     /// lines wrapped to `width`, in colour when `color` (the CLI's `--color` and NO_COLOR
     /// decide), every gate in a table when `all`.
-    pub fn new(
-        simulated: bool,
-        out: Box<dyn Write + Send>,
-        run_dir: String,
-        width: usize,
-        color: bool,
-    ) -> Terminal {
+    pub fn new(out: Box<dyn Write + Send>, run_dir: String, width: usize, color: bool) -> Terminal {
         let tty = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
         let bar = ProgressBar::new(0);
         bar.set_draw_target(if tty {
@@ -95,12 +89,6 @@ impl Terminal {
             ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} rounds")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
-        // on a terminal, say it before the progress starts; the answer says it again
-        if simulated && tty {
-            eprintln!(
-                "SIMULATED FABRIC: no host is contacted; numbers come from the capacity model"
-            );
-        }
         Terminal {
             bar,
             page: Page { out, width, color },
@@ -125,6 +113,10 @@ impl Terminal {
     /// went well is in the answer at the end, counted.
     fn progress(&self, e: &Event) {
         match e {
+            // on a terminal, said before the progress starts; the answer says it again
+            Event::Started(s) if s.simulated && !self.bar.is_hidden() => self.bar.println(
+                "SIMULATED FABRIC: no host is contacted; numbers come from the capacity model",
+            ),
             Event::Discovered { node, ok, detail } if !*ok => self.bar.println(format!(
                 "discover {}: UNREACHABLE {}",
                 inert(node),
