@@ -45,6 +45,25 @@ pub struct Collected<'j> {
     pub outputs: Vec<Captured>,
 }
 
+impl<'j> Collected<'j> {
+    /// Attempt `attempt` of `job` with its commands, before anything ran.
+    pub fn new(job: &'j Job, attempt: u32, cmds: JobCommands, expected: Option<f64>) -> Self {
+        Collected {
+            job,
+            attempt,
+            cmds,
+            expected,
+            steps: Vec::new(),
+            failure: None,
+            client_out: None,
+            server_log: None,
+            tool_seconds: None,
+            counters: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+}
+
 /// One root cause, one FAIL: a failure that repeats one already counted follows from the
 /// first, which is where it is counted and fixed. A repeat is the same trap seen again on the
 /// same link half, either direction (a throttled half fails `rdma-bw` each way and then

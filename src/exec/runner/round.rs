@@ -142,19 +142,7 @@ fn prepare<'r>(
         let style = ctx.launcher.style();
         match kinds::commands(plan, &ctx.renderer, style, &ctx.res, job, &ctx.opts.run_id) {
             Ok(cmds) if cmds.unresolved.is_empty() => running.push(Running {
-                c: Collected {
-                    job,
-                    attempt: 1,
-                    cmds,
-                    expected: expected.get(i).copied().flatten(),
-                    steps: Vec::new(),
-                    failure: None,
-                    client_out: None,
-                    server_log: None,
-                    tool_seconds: None,
-                    counters: Vec::new(),
-                    outputs: Vec::new(),
-                },
+                c: Collected::new(job, 1, cmds, expected.get(i).copied().flatten()),
                 server: None,
             }),
             Ok(cmds) => done.push(failed(
@@ -673,19 +661,7 @@ fn next_attempt<'j>(c: &Collected<'j>, again: bool) -> Collected<'j> {
             notes: Vec::new(),
         }
     };
-    Collected {
-        job: c.job,
-        attempt: c.attempt + 1,
-        cmds,
-        expected: c.expected,
-        steps: Vec::new(),
-        failure: None,
-        client_out: None,
-        server_log: None,
-        tool_seconds: None,
-        counters: Vec::new(),
-        outputs: Vec::new(),
-    }
+    Collected::new(c.job, c.attempt + 1, cmds, c.expected)
 }
 
 /// The record of a round whose jobs are `done`, started at `started` (unix ms), with its
