@@ -301,3 +301,218 @@ fn only_the_cli_and_the_reporters_print() {
         lifted.join("\n")
     );
 }
+
+/// Source text as it ships: every item under `#[cfg(test)]` blanked (a module or function to
+/// the `}` at its own indent, rustfmt's layout; a one-line item to its `;`). Lines are kept, so
+/// line numbers still point into the file.
+fn shipped(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<&str> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != "#[cfg(test)]" {
+            out.push(lines[i]);
+            i += 1;
+            continue;
+        }
+        let indent = &lines[i][..lines[i].len() - lines[i].trim_start().len()];
+        let close = format!("{indent}}}");
+        let item = &lines[i + 1..];
+        let end = match item.first() {
+            Some(l) if l.trim_end().ends_with('{') => item.iter().position(|l| *l == close),
+            _ => item.iter().position(|l| l.trim_end().ends_with(';')),
+        };
+        let cut = end.map_or(lines.len() - i, |e| e + 2);
+        out.extend(std::iter::repeat_n("", cut));
+        i += cut;
+    }
+    out.join("\n")
+}
+
+/// The files that are test modules declared out of line (`#[cfg(test)]` then `mod tests;`).
+fn out_of_line_test_modules() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for f in rust_files(&src()) {
+        let text = fs::read_to_string(&f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for w in lines.windows(2) {
+            let Some(name) = w[1].trim().strip_prefix("mod ") else {
+                continue;
+            };
+            let Some(name) = name.strip_suffix(';') else {
+                continue;
+            };
+            if w[0].trim() != "#[cfg(test)]" {
+                continue;
+            }
+            // `a/mod.rs` declares `a/x.rs`, `a/b.rs` declares `a/b/x.rs`
+            let stem = f.file_stem().unwrap().to_string_lossy();
+            let dir = match stem.as_ref() {
+                "mod" | "lib" | "main" => f.parent().unwrap().to_path_buf(),
+                other => f.parent().unwrap().join(other),
+            };
+            out.push(dir.join(format!("{name}.rs")));
+            out.push(dir.join(name).join("mod.rs"));
+        }
+    }
+    out
+}
+
+/// The string literals of Rust source (comments skipped; char literals and lifetimes told
+/// apart; raw strings read to their own closing), each as written between its quotes, with
+/// its line.
+fn string_literals(code: &str) -> Vec<(usize, String)> {
+    let c: Vec<char> = code.chars().collect();
+    let mut out = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    let ident = |x: Option<&char>| x.is_some_and(|x| x.is_alphanumeric() || *x == '_');
+    while i < c.len() {
+        let at = |j: usize| c.get(j).copied();
+        match c[i] {
+            '\n' => line += 1,
+            '/' if at(i + 1) == Some('/') => {
+                while i < c.len() && c[i] != '\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            '/' if at(i + 1) == Some('*') => {
+                let mut depth = 0;
+                while i < c.len() {
+                    if c[i] == '/' && at(i + 1) == Some('*') {
+                        depth += 1;
+                        i += 1;
+                    } else if c[i] == '*' && at(i + 1) == Some('/') {
+                        depth -= 1;
+                        i += 1;
+                    } else if c[i] == '\n' {
+                        line += 1;
+                    }
+                    i += 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                continue;
+            }
+            '\'' if at(i + 1) == Some('\\') => {
+                // an escaped char literal: to its closing quote
+                i += 2;
+                while i < c.len() && c[i] != '\'' {
+                    i += 1;
+                }
+            }
+            '\'' if at(i + 2) == Some('\'') => i += 2,
+            'r' if !ident(i.checked_sub(1).and_then(|p| c.get(p)))
+                && matches!(at(i + 1), Some('"' | '#')) =>
+            {
+                let hashes = c[i + 1..].iter().take_while(|x| **x == '#').count();
+                if c.get(i + 1 + hashes) == Some(&'"') {
+                    let start = i + 2 + hashes;
+                    let end = (start..c.len())
+                        .find(|&k| {
+                            c[k] == '"'
+                                && c[k + 1..]
+                                    .iter()
+                                    .take(hashes)
+                                    .filter(|x| **x == '#')
+                                    .count()
+                                    == hashes
+                        })
+                        .unwrap_or(c.len());
+                    let s: String = c[start..end].iter().collect();
+                    out.push((line, s.clone()));
+                    line += s.matches('\n').count();
+                    i = end + hashes;
+                }
+            }
+            '"' => {
+                let start = i + 1;
+                i = start;
+                while i < c.len() && c[i] != '"' {
+                    if c[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                let s: String = c[start..i.min(c.len())].iter().collect();
+                out.push((line, s.clone()));
+                line += s.matches('\n').count();
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The literals of `text` that are exactly one of `names`, in shipped code: (line, name).
+fn names_in_literals(text: &str, names: &[&str]) -> Vec<(usize, String)> {
+    string_literals(&shipped(text))
+        .into_iter()
+        .filter(|(_, s)| names.contains(&s.as_str()))
+        .collect()
+}
+
+/// A test kind is a folder under `src/kinds/` that owns everything about it: everything else
+/// asks a kind through its descriptor, so no shipped code outside `src/kinds/` holds a kind's
+/// name as a literal (its tool, its templates, its section and metric are named in its folder).
+#[test]
+fn no_kind_is_named_outside_its_folder() {
+    let names: Vec<&str> = fabricplan::kinds::ALL
+        .iter()
+        .map(|k| k.id().name())
+        .collect();
+    assert!(names.len() > 5, "the registered kinds: {names:?}");
+    let kinds = src().join("kinds");
+    let tests = out_of_line_test_modules();
+    let mut named = Vec::new();
+    for f in rust_files(&src()) {
+        if f.starts_with(&kinds) || tests.contains(&f) {
+            continue;
+        }
+        for (line, name) in names_in_literals(&fs::read_to_string(&f).unwrap(), &names) {
+            named.push(format!("{}:{line}: \"{name}\"", f.display()));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "kind names outside src/kinds/ (ask the kind through its descriptor instead):\n{}",
+        named.join("\n")
+    );
+}
+
+#[test]
+fn the_kind_name_checker_sees_literals_not_comments_or_tests() {
+    let text = r##"//! "nccl" in a doc comment
+fn f<'a>(x: &'a str) -> &'static str {
+    let q = '"';
+    let e = '\'';
+    /* "nccl" in /* a nested */ block */
+    g(r#"a "quoted" raw"#, "nc\"cl", "iperf3-server");
+    "nccl" // "iperf3" in a comment
+}
+
+#[cfg(test)]
+use x::nccl_helper;
+
+#[cfg(test)]
+mod tests {
+    fn t() {
+        h("nccl");
+    }
+}
+
+fn after() {
+    m(r"iperf3");
+}
+"##;
+    let names = ["nccl", "iperf3"];
+    assert_eq!(
+        names_in_literals(text, &names),
+        [(7, "nccl".to_string()), (21, "iperf3".to_string())]
+    );
+    let lits: Vec<String> = string_literals(text).into_iter().map(|x| x.1).collect();
+    assert!(lits.contains(&"a \"quoted\" raw".to_string()), "{lits:?}");
+    assert!(lits.contains(&"nc\\\"cl".to_string()), "{lits:?}");
+}

@@ -13,8 +13,8 @@
 //! rdma-lat = "20%"        # a rise: latency is better lower
 //! ```
 //!
-//! Keys are metric names (`rdma-bw`, `rdma-bw-both`, `rdma-lat`, `nccl-small-time`,
-//! `nccl-busbw`, `iperf3`) and `max-drop`; values a percentage, `"5%"` or `5`. An unknown key
+//! Keys are the metric names the kinds measure (`rdma-bw`, `rdma-lat`, `nccl-busbw`, ...:
+//! every one has its key) and `max-drop`; values a percentage, `"5%"` or `5`. An unknown key
 //! is an error, as everywhere in a plan: a misspelled key silently ignored would judge with
 //! the wrong threshold.
 
@@ -48,10 +48,9 @@ impl Default for Thresholds {
 pub enum RegressionError {
     #[error("the plan is not TOML: {0}")]
     Toml(String),
-    #[error(
-        "`[regression]` has an unknown key `{0}`; use `max-drop` or a metric name: rdma-bw, rdma-bw-both, rdma-lat, nccl-small-time, nccl-busbw, iperf3"
-    )]
-    UnknownKey(String),
+    /// The key, and the metric names the kinds measure (`, `-separated).
+    #[error("`[regression]` has an unknown key `{0}`; use `max-drop` or a metric name: {1}")]
+    UnknownKey(String, String),
     #[error("`{key}` = {value}: not a percentage (write \"5%\" or 5, more than 0)")]
     BadValue { key: String, value: String },
 }
@@ -93,12 +92,14 @@ impl Thresholds {
                 key: k.clone(),
                 value: v.to_string(),
             })?;
+            let metrics = crate::kinds::metrics();
             if k == "max-drop" {
                 r.max_drop_pct = Some(pct);
-            } else if let Some(m) = crate::kinds::metrics().iter().find(|m| m.name() == k) {
+            } else if let Some(m) = metrics.iter().find(|m| m.name() == k) {
                 r.per_metric.insert(m.metric, pct);
             } else {
-                return Err(RegressionError::UnknownKey(k.clone()));
+                let names: Vec<&str> = metrics.iter().map(|m| m.name()).collect();
+                return Err(RegressionError::UnknownKey(k.clone(), names.join(", ")));
             }
         }
         Ok(Thresholds::from_plan(&r, cli_default))
@@ -174,9 +175,17 @@ mod tests {
 
     #[test]
     fn misspelled_or_bad_values_are_errors() {
-        assert_eq!(
-            Thresholds::from_plan_text("[regression]\nrdma-bandwidth = \"5%\"\n", None),
-            Err(RegressionError::UnknownKey("rdma-bandwidth".into()))
+        let e = Thresholds::from_plan_text("[regression]\nrdma-bandwidth = \"5%\"\n", None);
+        let Err(e @ RegressionError::UnknownKey(..)) = e else {
+            panic!("{e:?}");
+        };
+        // every metric a kind measures is offered, the newest kinds' too
+        for m in crate::kinds::metrics() {
+            assert!(e.to_string().contains(m.name()), "{e}");
+        }
+        assert!(
+            e.to_string().contains("unknown key `rdma-bandwidth`"),
+            "{e}"
         );
         assert!(matches!(
             Thresholds::from_plan_text("[regression]\nrdma-bw = \"fast\"\n", None),

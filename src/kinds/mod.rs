@@ -1,11 +1,16 @@
 //! Test kinds: each kind of measurement is a folder here owning what makes it that kind: its
 //! plan section (the raw table, the model it runs from, its checks, in `section.rs`), how it
-//! expands into rounds, the templates and tool it runs and the parser bound to that tool, the
-//! metrics and default gates it judges with, and what the reports show of it (its matrix cells,
-//! its series, its sweep: [`view`]). Kinds that share a shape share its code (the bandwidth
-//! kinds read `rdma_bw::section`); parsers shared by several kinds stay in `crate::parse`.
+//! expands into rounds, the templates it runs (and which of them only the SSH launcher writes),
+//! its tool and the parser bound to it (`parse.rs` or `parse/`, a [`crate::parse::ToolSpec`]
+//! that `fabricplan parse` lists through [`tools`]), the metrics and default gates it judges
+//! with, what the reports show of it (its matrix cells, its series, its sweep: [`view`]) and how
+//! the simulated fabric runs its own tool (`sim.rs`, see [`simulated`]). Kinds that share a
+//! shape share its code (the bandwidth kinds read `rdma_bw::section`); tools shared by several
+//! kinds (perftest, nccl-tests, mpirun, ping) stay in `crate::parse` and `crate::sim`.
 //! [`ALL`] is the one list they are registered in; nothing else in fabricplan matches over
-//! kinds or names one.
+//! kinds or names one: reports, compare, metrics, validation and the simulator ask a kind
+//! through its descriptor ([`TestKind`], [`crate::plan::Catalog`]), and `tests/architecture.rs`
+//! fails on a kind's name as a literal in shipped code outside this folder.
 //!
 //! Kinds are pure and synchronous: they produce commands and judge what came back. The runner
 //! drives them.
