@@ -8,7 +8,7 @@
 //! trailing-dot FQDN is reported without its dot.
 
 use super::text::{clean_line, impossible, is_blank, num, reject};
-use super::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_NOTES, Rejected, Status, ToolError};
+use super::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_NOTES, Rejected, Status, ToolError, check_opt};
 use serde::{Deserialize, Serialize};
 
 /// The do-not-fragment probe failed: the path MTU is smaller than the packet.
@@ -71,8 +71,32 @@ impl crate::parse::Report for PingReport {
         PingReport::summary(self)
     }
 
+    /// Beyond its status: statistics when `ok`, no more received than transmitted, a loss within
+    /// 0-100 %, no impossible time.
     fn check(&self) -> Result<(), String> {
-        crate::parse::invariants::ping(self)
+        let r = self;
+        let st = r.status;
+        if st == Status::Ok && (r.transmitted.is_none() || r.received.is_none()) {
+            return Err("ok without statistics".into());
+        }
+        if let (Some(t), Some(rx)) = (r.transmitted, r.received) {
+            if rx > t {
+                return Err(format!("{rx} received of {t}"));
+            }
+        }
+        if r.loss_pct.is_some_and(|l| !(0.0..=100.0).contains(&l)) {
+            return Err(format!("loss {:?}", r.loss_pct));
+        }
+        for (n, v) in [
+            ("rtt_min", r.rtt_min_ms),
+            ("rtt_avg", r.rtt_avg_ms),
+            ("rtt_max", r.rtt_max_ms),
+            ("rtt_mdev", r.rtt_mdev_ms),
+            ("time", r.time_ms),
+        ] {
+            check_opt(n, v)?;
+        }
+        Ok(())
     }
 }
 

@@ -16,7 +16,9 @@ pub use bw::{BwRow, BwUnit};
 pub use lat::LatRow;
 
 use super::text::{impossible, is_blank, push_capped, reject, strip_harness_prefix};
-use super::{MAX_LINE_BYTES, MAX_STORED_NOTES, MAX_STORED_ROWS, Rejected, Status, ToolError};
+use super::{
+    MAX_LINE_BYTES, MAX_STORED_NOTES, MAX_STORED_ROWS, Rejected, Status, ToolError, check_opt,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -627,8 +629,28 @@ impl super::Report for BwReport {
         }
     }
 
+    /// Beyond its status: a row (or a bare value) when `ok`, no impossible rate or CPU share.
     fn check(&self) -> Result<(), String> {
-        super::invariants::bw(self)
+        let r = self;
+        let st = r.status;
+        if st == Status::Ok && r.rows.is_empty() && r.bare_values.is_empty() {
+            return Err("ok without a row".into());
+        }
+        for row in &r.rows {
+            for (n, v) in [
+                ("bw_peak", row.bw_peak_gbps),
+                ("bw_avg", row.bw_avg_gbps),
+                ("msg_rate", row.msg_rate_mpps),
+            ] {
+                check_opt(n, Some(v))?;
+            }
+            check_opt("cpu_util", row.cpu_util_pct)?;
+        }
+        for v in &r.bare_values {
+            check_opt("bare", Some(*v))?;
+        }
+        check_opt("bw_avg_gbps", r.bw_avg_gbps)?;
+        Ok(())
     }
 }
 
@@ -717,8 +739,29 @@ impl super::Report for LatReport {
         self.setup.banner = None;
     }
 
+    /// Beyond its status: a row (or a bare value) when `ok`, no impossible latency.
     fn check(&self) -> Result<(), String> {
-        super::invariants::lat(self)
+        let r = self;
+        let st = r.status;
+        if st == Status::Ok && r.rows.is_empty() && r.bare_values.is_empty() {
+            return Err("ok without a row".into());
+        }
+        for row in &r.rows {
+            for v in [
+                row.t_min,
+                row.t_max,
+                row.t_typical,
+                row.t_avg,
+                row.t_stdev,
+                row.p99,
+                row.p999,
+                row.tps_avg,
+                row.cpu_util_pct,
+            ] {
+                check_opt("latency", v)?;
+            }
+        }
+        Ok(())
     }
 }
 
