@@ -212,7 +212,8 @@ impl SimTransport {
             || (script.contains("@host") && script.contains("/sys/class/infiniband"))
         {
             let st = self.lock();
-            return Ok(Output::ok(w.probe(node, &st.counters)));
+            let lldp = physical::lldp_json(w, node);
+            return Ok(Output::ok(w.probe(node, &st.counters, &lldp)));
         }
         if script.contains("hw_counters") && script.contains("@dev") {
             let devs: Vec<String> = shell::commands(script)

@@ -7,18 +7,8 @@ use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
 
-use super::world::{Dev, World};
+use super::world::{Dev, World, mac};
 use crate::plan::NodeId;
-
-/// The MAC of interface `ifindex` of node `n` (the management interface is 2).
-pub(crate) fn mac(n: NodeId, ifindex: u32) -> String {
-    format!(
-        "4c:bb:47:{:02x}:{:02x}:{:02x}",
-        (n.0 / 256) % 256,
-        n.0 % 256,
-        ifindex
-    )
-}
 
 fn value(v: &str) -> Value {
     json!([{ "value": v }])

@@ -23,6 +23,16 @@ pub const SIM_KERNEL: &str = "6.11.0-1016-nvidia";
 pub const SIM_PCIE_SPEED: &str = "32.0 GT/s PCIe";
 pub const SIM_PCIE_WIDTH: u32 = 4;
 
+/// The MAC of interface `ifindex` of node `n` (the management interface is 2).
+pub(crate) fn mac(n: NodeId, ifindex: u32) -> String {
+    format!(
+        "4c:bb:47:{:02x}:{:02x}:{:02x}",
+        (n.0 / 256) % 256,
+        n.0 % 256,
+        ifindex
+    )
+}
+
 /// One simulated RDMA device (one half of one port).
 #[derive(Debug, Clone)]
 pub(crate) struct Dev {
@@ -450,11 +460,13 @@ impl World {
         out
     }
 
-    /// The probe's dump for node `n` (see `discover::probe`).
+    /// The probe's dump for node `n` (see `discover::probe`), with `lldp` as its lldpd's
+    /// answer, which the caller reads from where the cables land.
     pub fn probe(
         &self,
         n: NodeId,
         counters: &HashMap<(NodeId, String), BTreeMap<String, u64>>,
+        lldp: &str,
     ) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "@host {}", self.name(n));
@@ -463,7 +475,7 @@ impl World {
             self.dump_dev(&mut s, d, counters, true);
         }
         s.push_str("@lldp\n");
-        s.push_str(&super::physical::lldp_json(self, n));
+        s.push_str(lldp);
         s.push('\n');
         let mgmt = self.mgmt_ip(n);
         s.push_str("@ip\n");
@@ -487,7 +499,7 @@ impl World {
         }
         s.push_str("@link\n");
         s.push_str("1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000\\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n");
-        let mac = |i: u32| super::physical::mac(n, i);
+        let mac = |i: u32| mac(n, i);
         let _ = writeln!(
             s,
             "2: enP7s7: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc mq state UP mode DEFAULT group default qlen 1000\\    link/ether {} brd ff:ff:ff:ff:ff:ff",
