@@ -7,7 +7,9 @@ use std::net::Ipv4Addr;
 
 use super::noise::Rng;
 use super::world::{Dev, World};
-use super::{ServerKind, SimTransport, THROTTLE_GBPS, bump, listener, one_way_us, serve};
+use super::{
+    Server, ServerKind, SimTransport, State, THROTTLE_GBPS, bump, listener, one_way_us, serve,
+};
 use crate::exec::Output;
 use crate::kinds::simulated::{SimArgs, SimEnd, SimOutcome, SimStream, SimTool, simulated};
 use crate::plan::NodeId;
@@ -191,24 +193,12 @@ impl SimTransport {
         };
         let ip: Option<Ipv4Addr> = server_ip.parse().ok();
         let mut st = self.lock();
-        let program = tool.program();
-        let found = listener(
-            w,
-            &st,
-            node,
-            ip,
-            a.port,
-            |k| matches!(k, ServerKind::Kind(p, _) if *p == program),
-        );
+        let found = tool_listener(w, &st, node, ip, a.port, tool.program());
         let Some((server, sa)) = found.and_then(|s| match &s.kind {
             Some(ServerKind::Kind(_, sa)) => Some((s.clone(), sa.clone())),
             _ => None,
         }) else {
-            let refused = SimOutcome::Refused {
-                server: server_ip,
-                port: a.port,
-            };
-            return output(tool, &a, &refused);
+            return refused(tool, &a, server_ip);
         };
         serve(&mut st, &server);
         let sdev = device(w, server.node, &sa)
@@ -261,20 +251,9 @@ impl SimTransport {
         let mut st = self.lock();
         let src = ip.and_then(|ip| w.route(node, ip)).cloned();
         let program = tool.program();
-        let found = listener(
-            w,
-            &st,
-            node,
-            ip,
-            a.port,
-            |k| matches!(k, ServerKind::Kind(p, _) if *p == program),
-        );
+        let found = tool_listener(w, &st, node, ip, a.port, program);
         let (Some(server), Some(src)) = (found, src) else {
-            let refused = SimOutcome::Refused {
-                server: server_ip,
-                port: a.port,
-            };
-            return output(tool, a, &refused);
+            return refused(tool, a, server_ip);
         };
         serve(&mut st, &server);
         let mut rng = Rng::keyed(w.seed, &[program, w.name(node), &args.join(" ")]);
@@ -310,4 +289,33 @@ impl SimTransport {
         );
         output(tool, a, &outcome)
     }
+}
+
+/// The live listener of the kind tool `program` that a client on `node` reaches at
+/// `ip`:`port`.
+fn tool_listener(
+    w: &World,
+    st: &State,
+    node: NodeId,
+    ip: Option<Ipv4Addr>,
+    port: u16,
+    program: &str,
+) -> Option<Server> {
+    listener(
+        w,
+        st,
+        node,
+        ip,
+        port,
+        |k| matches!(k, ServerKind::Kind(p, _) if *p == program),
+    )
+}
+
+/// What a client of `tool` prints when nothing listens at `server`:`a.port`.
+fn refused(tool: &dyn SimTool, a: &SimArgs, server: String) -> Output {
+    let outcome = SimOutcome::Refused {
+        server,
+        port: a.port,
+    };
+    output(tool, a, &outcome)
 }
