@@ -364,15 +364,7 @@ fn from_doc<'a>(doc: &'a Doc, text: &str, line: usize) -> IperfReport {
             message: m.trim().to_string(),
         })
         .or_else(|| ErrorLines::read(text).finish());
-    r.status = if r.error.is_some() {
-        Status::Error
-    } else if !r.rejected.is_empty() {
-        Status::Incomplete
-    } else if r.gbps.is_some() || r.sender_gbps.is_some() {
-        Status::Ok
-    } else {
-        // A document with a start block but no end: the run was cut off.
-        Status::Incomplete
-    };
+    // a document with a start block but no end (the run was cut off) is incomplete
+    r.settle_status();
     r
 }

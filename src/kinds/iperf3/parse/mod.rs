@@ -132,6 +132,20 @@ impl Report for IperfReport {
 }
 
 impl IperfReport {
+    /// The status of a capture read to its end, whichever format: the tool's error, else
+    /// incomplete with a rejected row, else ok with a reading, else incomplete (no total).
+    fn settle_status(&mut self) {
+        self.status = if self.error.is_some() {
+            Status::Error
+        } else if !self.rejected.is_empty() {
+            Status::Incomplete
+        } else if self.gbps.is_some() || self.sender_gbps.is_some() {
+            Status::Ok
+        } else {
+            Status::Incomplete
+        };
+    }
+
     fn empty() -> Self {
         IperfReport {
             status: Status::Unrecognized,

@@ -2,7 +2,7 @@
 
 use super::{ErrorLines, Format, IperfReport, Protocol, Role};
 use crate::parse::text::{clean_line, num, push_capped, reject};
-use crate::parse::{MAX_LINE_BYTES, MAX_STORED_ROWS, Status};
+use crate::parse::{MAX_LINE_BYTES, MAX_STORED_ROWS};
 
 /// Drop a `--timestamps` prefix: the default format is ctime-like, `Sat May 24 22:41:30 2025 `
 /// (day space-padded, so split on whitespace rather than counting columns).
@@ -401,15 +401,7 @@ impl<'a> TextScanner<'a> {
             return IperfReport::empty();
         }
         r.format = Some(Format::Text);
-        r.status = if r.error.is_some() {
-            Status::Error
-        } else if !r.rejected.is_empty() {
-            Status::Incomplete
-        } else if r.gbps.is_some() || r.sender_gbps.is_some() {
-            Status::Ok
-        } else {
-            Status::Incomplete
-        };
+        r.settle_status();
         r
     }
 }
