@@ -95,15 +95,20 @@ fn expected_pairs(results: &Value) -> BTreeSet<String> {
             if !matches!(v["metric"].as_str(), Some("rdma-bw" | "rdma-bw-both")) && !unmeasured {
                 continue;
             }
-            // a half measured alone against its own NIC (loopback) is no pair of the matrix
-            if gate.ends_with(" loopback") {
-                continue;
-            }
-            let (l, r) = gate.split_once(" -> ").unwrap();
-            let (src, dst) = (
-                l.split_whitespace().last().unwrap(),
-                r.split_whitespace().next().unwrap(),
-            );
+            // a half measured alone against its own NIC (loopback) is its node's diagonal cell
+            let (src, dst) = match gate.strip_suffix(" loopback") {
+                Some(alone) => {
+                    let end = alone.split_whitespace().last().unwrap();
+                    (end, end)
+                }
+                None => {
+                    let (l, r) = gate.split_once(" -> ").unwrap();
+                    (
+                        l.split_whitespace().last().unwrap(),
+                        r.split_whitespace().next().unwrap(),
+                    )
+                }
+            };
             let node = |e: &str| {
                 hosts
                     .iter()

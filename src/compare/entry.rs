@@ -210,6 +210,13 @@ mod tests {
         let n6 = nodes(&["gb10-01", "gb10-05"]);
         let r = flow_of("rdma-bw R2b gb10-05.f0.a -> gb10-01.f0.a", &n6).unwrap();
         assert_eq!((r.src.as_str(), r.dst.as_str()), ("gb10-05", "gb10-01"));
+        // an end measured alone: from it to itself
+        let l = flow_of("R6 rdma-bw spark-b.f0.a loopback", &n).unwrap();
+        assert_eq!(
+            (l.src_endpoint(), l.dst_endpoint()),
+            ("spark-b.f0.a".to_string(), "spark-b.f0.a".to_string())
+        );
+        assert_eq!(flow_of("rdma-bw spark-b.f0.a looped", &n), None);
         // dotted node names: the longest name wins
         let nd = nodes(&["rack1", "rack1.n1", "rack1.n2"]);
         let d = flow_of("x rack1.n1.f0.b -> rack1.n2.f1.b", &nd).unwrap();

@@ -37,12 +37,21 @@ fn endpoint(node: &str, port: &str, half: &str) -> String {
     }
 }
 
-/// The flow a gate names (`... CLIENT -> SERVER`), with node names taken from `nodes` (a node
-/// name may hold dots). `None` when the gate names no flow of those nodes.
+/// The flow a gate names (`... CLIENT -> SERVER`, or `... END loopback`: from the end to
+/// itself), with node names taken from `nodes` (a node name may hold dots). `None` when the
+/// gate names no flow of those nodes.
 pub fn flow_of(gate: &str, nodes: &[String]) -> Option<Flow> {
-    let (left, right) = gate.split_once(" -> ")?;
-    let src = left.split_whitespace().last()?;
-    let dst = right.split_whitespace().next()?;
+    let (src, dst) = match gate.split_once(" -> ") {
+        Some((left, right)) => (
+            left.split_whitespace().last()?,
+            right.split_whitespace().next()?,
+        ),
+        // an end measured alone against its own NIC: the flow from it to itself
+        None => {
+            let end = gate.strip_suffix(" loopback")?.split_whitespace().last()?;
+            (end, end)
+        }
+    };
     let end = |e: &str| -> Option<(String, String, String)> {
         // the longest node name that prefixes the endpoint
         let node = nodes
