@@ -94,3 +94,64 @@ impl Sink for HtmlSink {
         write_atomic(&self.dir, "report.html", page.as_bytes()).map(|_| ())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::results::Started;
+
+    const PLAN: &str = r#"
+format-version = 1
+name = "pair"
+[[node]]
+name = "spark-a"
+[[node]]
+name = "spark-b"
+[[cable]]
+kind = "direct"
+name = "stack"
+ends = ["spark-a.f0", "spark-b.f0"]
+subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
+[tests.rdma-bw]
+"#;
+
+    /// The page is drawn from the plan the run started with, in memory: a run directory
+    /// without plan.toml (or with another one) does not change it.
+    #[test]
+    fn the_page_draws_the_plan_the_run_started_with() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = crate::kinds::load_str(Path::new("pair.toml"), PLAN, Path::new("."))
+            .unwrap()
+            .plan;
+        let results = Arc::new(RunResults {
+            plan: "pair".into(),
+            ..RunResults::default()
+        });
+        let page = |started: Option<Started>| {
+            let mut sink = HtmlSink::new(dir.path());
+            if let Some(s) = started {
+                sink.event(&Event::Started(Box::new(s))).unwrap();
+            }
+            sink.event(&Event::Finished(results.clone())).unwrap();
+            std::fs::read_to_string(dir.path().join("report.html")).unwrap()
+        };
+        let from_memory = page(Some(Started {
+            run_id: "pair-1".into(),
+            plan: Arc::new(plan),
+            baseline: None,
+            transport: "sim",
+            simulated: true,
+        }));
+        assert!(
+            from_memory.contains("spark-b"),
+            "the plan's fabric is drawn"
+        );
+        let from_disk = page(None);
+        assert!(
+            !from_disk.contains("spark-b"),
+            "without a Started event the page reads the directory, which has no plan.toml"
+        );
+    }
+}

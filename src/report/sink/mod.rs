@@ -166,3 +166,105 @@ pub fn run_directory(dir: &Path, also: Vec<Box<dyn Sink>>) -> Vec<Box<dyn Sink>>
 /// Files are written through [`crate::files::output`]: never over anything but a regular file,
 /// with the umask's mode, atomically.
 pub use crate::files::output::{write_atomic, write_atomic_with};
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::results::RunResults;
+
+    /// A sink that writes down what it was given (its name and the verdict it saw), and fails
+    /// at the end when told to.
+    struct Log {
+        name: &'static str,
+        fails: bool,
+        seen: Arc<Mutex<Vec<(String, String)>>>,
+    }
+
+    impl Sink for Log {
+        fn name(&self) -> String {
+            self.name.into()
+        }
+
+        fn event(&mut self, e: &Event) -> io::Result<()> {
+            let Event::Finished(r) = e else {
+                return Ok(());
+            };
+            let mut seen = self.seen.lock().unwrap();
+            seen.push((self.name.into(), r.summary.verdict.clone()));
+            if self.fails {
+                return Err(io::Error::other("disk full"));
+            }
+            Ok(())
+        }
+
+        fn outputs(&self) -> Vec<(PathBuf, Existing)> {
+            Vec::new()
+        }
+    }
+
+    /// The end goes to the files in order, again to those written before one that failed (so
+    /// that they say it), then to the front, whose verdict admits the lost evidence; the run's
+    /// own lost evidence comes first.
+    #[test]
+    fn the_end_reaches_the_files_first_and_the_front_last_admitting_what_was_lost() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = |name, fails| -> Box<dyn Sink> {
+            Box::new(Log {
+                name,
+                fails,
+                seen: seen.clone(),
+            })
+        };
+        let mut feed = Feed {
+            files: Sinks::new(vec![
+                log("junit.xml", false),
+                log("summary.md", true),
+                log("results.json", false),
+            ]),
+            front: Sinks::new(vec![log("terminal", false)]),
+        };
+        let mut r = RunResults::default();
+        r.summary.verdict = "ALL GREEN".into();
+        r.summary
+            .evidence_lost(&["jobs/x/stdout: gone".to_string()]);
+        let ended = feed
+            .event(Event::Finished(Arc::new(r)))
+            .expect("the end is said");
+        assert_eq!(ended.exit_code, crate::exit::EVIDENCE);
+        assert_eq!(
+            ended.lost,
+            ["jobs/x/stdout: gone", "summary.md: disk full"],
+            "the runner's lost evidence, then the sinks'"
+        );
+        let seen = seen.lock().unwrap();
+        let order: Vec<&str> = seen.iter().map(|(n, _)| n.as_str()).collect();
+        // summary.md failed the first time, so it is given nothing more
+        assert_eq!(
+            order,
+            [
+                "junit.xml",
+                "summary.md",
+                "results.json",
+                "junit.xml",
+                "results.json",
+                "terminal"
+            ]
+        );
+        assert!(seen[0].1.contains("(1 not written)"), "{seen:?}");
+        assert!(seen[3].1.contains("(2 not written)"), "{seen:?}");
+        assert!(seen[5].1.contains("(2 not written)"), "{seen:?}");
+        assert!(seen[5].1.ends_with("ALL GREEN"), "{seen:?}");
+        // a progress event is no end
+        assert!(
+            feed.event(Event::Preflight(crate::gate::judge::Verdict::check(
+                "x",
+                crate::gate::judge::Outcome::Ok,
+                "",
+                None
+            )))
+            .is_none()
+        );
+    }
+}
