@@ -651,3 +651,65 @@ async fn the_setup_stage_runs_first_in_the_run_and_its_failure_is_a_finding() {
         "the failed setup is a finding about spark-b: {blamed:?}"
     );
 }
+
+/// `run --baseline`: the run starts by saying what it is judged against, and ends judged
+/// against it: a flow that dropped more than the plan allows is a regression WARN beside its
+/// gate, and a finding, while the gate itself still passes.
+#[tokio::test]
+async fn a_run_is_judged_against_its_baseline_before_it_ends() {
+    let (before, _) = run_with(fake(109.0)).await;
+    assert_eq!(before.summary.verdict, "ALL GREEN");
+    let plan = support::load_plan_text("pair.toml", PLAN);
+    let baseline = fabricplan::compare::Baseline {
+        results: Arc::new(before),
+        text: String::new(),
+        thresholds: fabricplan::compare::Thresholds::from_plan(&plan.regression, None),
+    };
+    let evidence = Evidence::none();
+    let mut cfg = RunConfig::new(
+        Arc::new(plan),
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(Arc::new(fake(
+            95.0,
+        )))),
+        RunOptions {
+            run_id: "test".into(),
+            only: vec![],
+            skip: vec![],
+            max_parallel: 8,
+            keep_evidence: None,
+        },
+        &evidence,
+    );
+    cfg.baseline = Some(baseline);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (_c, cancel) = tokio::sync::watch::channel(false);
+    runner::run(&cfg, tx, cancel).await;
+    let events: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    let Some(Event::Started(s)) = events.first() else {
+        panic!("the run says its start first");
+    };
+    assert!(s.baseline.is_some(), "the start carries the baseline");
+    let Some(Event::Finished(r)) = events.last() else {
+        panic!("the run says its end last");
+    };
+    let job = &r.jobs[0];
+    let gate = job
+        .verdicts
+        .iter()
+        .find(|v| v.metric.is_some())
+        .expect("the gate");
+    assert_eq!(gate.outcome, Outcome::Ok, "95 Gb/s still passes the gate");
+    let regression = job
+        .verdicts
+        .iter()
+        .find(|v| v.gate.ends_with(" vs baseline"))
+        .expect("judged against the baseline");
+    assert_eq!(regression.outcome, Outcome::Warn, "{regression:#?}");
+    assert_eq!(r.summary.warn, 1, "{:#?}", r.summary);
+    assert_eq!(
+        r.findings.len(),
+        1,
+        "the regression is one finding: {:#?}",
+        r.findings
+    );
+}
