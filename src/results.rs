@@ -56,7 +56,7 @@
 //! (the top level still indented), so the file opens, greps and diffs line by line.
 
 mod flow;
-pub use flow::{Flow, flow_of, node_names};
+pub use flow::{Flow, flow_of, flow_of_verdict, node_names};
 
 use serde::Serialize;
 

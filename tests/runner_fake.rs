@@ -133,6 +133,12 @@ async fn healthy_pair_is_green_and_ordered() {
     let job = &r.jobs[0];
     assert_eq!(job.status, JobStatus::Measured);
     assert!((job.main_value().unwrap() - 109.0).abs() < 1e-9);
+    // the gate carries the flow it measured, as data
+    let flow = job.verdicts[0].flow.as_ref().expect("the verdict's flow");
+    assert_eq!(
+        (flow.src_endpoint(), flow.dst_endpoint()),
+        ("spark-b.f0.a".to_string(), "spark-a.f0.a".to_string())
+    );
     let calls = t.calls();
     let pos = |needle: &str| {
         calls

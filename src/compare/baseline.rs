@@ -131,6 +131,7 @@ fn verdict(gate: String, outcome: Outcome, r: &Row, detail: String, old: &RunRes
         implicates: Vec::new(),
         clears: Vec::new(),
         reached: Vec::new(),
+        flow: None,
         gate,
         metric: None,
         outcome,
@@ -219,6 +220,12 @@ pub fn apply(r: &mut RunResults, verdicts: Vec<(String, Verdict)>) {
                 }
             }
             v.set_about(parts);
+            // and it measures the flow of the gate it compares
+            v.flow = v
+                .gate
+                .strip_suffix(SUFFIX)
+                .and_then(|gate| j.verdicts.iter().find(|g| g.gate == gate))
+                .and_then(|g| g.flow.clone());
             j.verdicts.push(v);
         }
     }

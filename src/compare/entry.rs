@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::{Metric, Unit};
 use crate::kinds;
-use crate::results::{Flow, JobResult, RunResults, flow_of, node_names};
+use crate::results::{Flow, JobResult, RunResults, flow_of_verdict, node_names};
 use crate::text::size;
 
 /// The end of every baseline verdict's gate.
@@ -127,7 +127,7 @@ fn gate_entry(j: &JobResult, v: &Verdict, nodes: &[String]) -> Option<Entry> {
         job: j.job.clone(),
         expected: v.expected,
         outcome: Some(v.outcome),
-        flow: flow_of(&v.gate, nodes),
+        flow: flow_of_verdict(v, nodes),
     })
 }
 
@@ -178,50 +178,5 @@ fn facts(metric: Metric, unit: &str) -> (String, bool) {
             unit.to_string(),
             Unit::parse(unit).is_none_or(Unit::higher_is_better),
         ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn nodes(n: &[&str]) -> Vec<String> {
-        n.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn flows_from_gates() {
-        let n = nodes(&["spark-a", "spark-b"]);
-        let f = flow_of("rdma-bw spark-b.f0.a -> spark-a.f0.a", &n).unwrap();
-        assert_eq!(
-            (
-                f.src.as_str(),
-                f.src_port.as_str(),
-                f.dst.as_str(),
-                f.half.as_str()
-            ),
-            ("spark-b", "f0", "spark-a", "a")
-        );
-        assert_eq!(f.src_endpoint(), "spark-b.f0.a");
-        let sum = flow_of("rdma-bw-both spark-b.f0 -> spark-a.f0", &n).unwrap();
-        assert_eq!(sum.half, "both");
-        assert_eq!(sum.dst_endpoint(), "spark-a.f0");
-        // a declared round's name sits between the kind and the flow
-        let n6 = nodes(&["gb10-01", "gb10-05"]);
-        let r = flow_of("rdma-bw R2b gb10-05.f0.a -> gb10-01.f0.a", &n6).unwrap();
-        assert_eq!((r.src.as_str(), r.dst.as_str()), ("gb10-05", "gb10-01"));
-        // an end measured alone: from it to itself
-        let l = flow_of("R6 rdma-bw spark-b.f0.a loopback", &n).unwrap();
-        assert_eq!(
-            (l.src_endpoint(), l.dst_endpoint()),
-            ("spark-b.f0.a".to_string(), "spark-b.f0.a".to_string())
-        );
-        assert_eq!(flow_of("rdma-bw spark-b.f0.a looped", &n), None);
-        // dotted node names: the longest name wins
-        let nd = nodes(&["rack1", "rack1.n1", "rack1.n2"]);
-        let d = flow_of("x rack1.n1.f0.b -> rack1.n2.f1.b", &nd).unwrap();
-        assert_eq!((d.src.as_str(), d.src_port.as_str()), ("rack1.n1", "f0"));
-        assert!(flow_of("mtu spark-a.f0.a", &n).is_none());
-        assert!(flow_of("ping x.f0.a -> y.f0.a", &n).is_none());
     }
 }

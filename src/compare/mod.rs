@@ -16,7 +16,7 @@ mod history;
 mod read;
 mod threshold;
 
-pub use crate::results::{Flow, flow_of, node_names};
+pub use crate::results::{Flow, flow_of, flow_of_verdict, node_names};
 pub use baseline::{Baseline, baseline_verdicts, is_baseline_verdict};
 pub use diff::{Comparison, NCCL_BANDWIDTH_REGIME_GBS, Row, change_pct, compare, is_regression};
 pub use entry::{Entry, Key, Quantity, entries};

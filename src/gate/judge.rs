@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::GateSpec;
+use super::flow::Flow;
 use super::part::Part;
 use super::threshold::{Metric, Threshold};
 use super::trap::Trap;
@@ -72,6 +73,9 @@ pub struct Verdict {
     /// what `detail` says in words, for the diagnosis to read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reached: Vec<Reached>,
+    /// The flow it measured, when it is about one (its client's and server's ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
 }
 
 /// One end (`from`, `NODE.PORT.HALF`) seen reaching another (`to`: `NODE.PORT`, or a switch
@@ -115,6 +119,7 @@ impl Verdict {
             implicates: Vec::new(),
             clears: Vec::new(),
             reached: Vec::new(),
+            flow: None,
         }
     }
 
@@ -137,6 +142,12 @@ impl Verdict {
     }
 
     /// Mark this verdict as following from the failure of `gate`.
+    /// The flow it measured (see [`Verdict::flow`]).
+    pub fn on_flow(mut self, flow: Option<Flow>) -> Verdict {
+        self.flow = flow;
+        self
+    }
+
     /// Where the evidence saw ends reach (see [`Verdict::reached`]).
     pub fn reaching(mut self, reached: Vec<Reached>) -> Verdict {
         self.reached = reached;
@@ -280,6 +291,7 @@ impl GateSpec {
                 implicates: Vec::new(),
                 clears: Vec::new(),
                 reached: Vec::new(),
+                flow: None,
             };
         }
         let outcomes: Vec<Outcome> = attempts
@@ -330,6 +342,7 @@ impl GateSpec {
             implicates: Vec::new(),
             clears: Vec::new(),
             reached: Vec::new(),
+            flow: None,
         }
     }
 

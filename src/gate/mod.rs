@@ -2,6 +2,7 @@
 //! the trap named. Pure and synchronous.
 
 pub mod classify;
+pub mod flow;
 pub mod judge;
 pub mod part;
 pub mod threshold;

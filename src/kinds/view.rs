@@ -4,7 +4,7 @@
 
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
-use crate::results::{Flow, JobResult, RunResults, flow_of, node_names};
+use crate::results::{Flow, JobResult, RunResults, flow_of_verdict, node_names};
 
 /// A kind whose pairs go in the node x node bandwidth matrix (summary.md's table, report.html's
 /// heatmap): how its cells are told apart from other kinds' in one table.
@@ -35,6 +35,7 @@ pub struct MatrixCell<'r> {
 /// a [`Matrix`], its first measured verdict.
 pub fn matrix(r: &RunResults) -> Vec<MatrixCell<'_>> {
     let mut out = Vec::new();
+    let nodes = node_names(r);
     for j in &r.jobs {
         let Some(m) = super::of(j).and_then(|k| k.matrix()) else {
             continue;
@@ -49,19 +50,30 @@ pub fn matrix(r: &RunResults) -> Vec<MatrixCell<'_>> {
         else {
             continue;
         };
-        // the client's half: the label ends `... -> NODE.PORT.HALF`
-        let half = j
-            .label
-            .split(" -> ")
-            .next()
-            .and_then(|c| c.rsplit('.').next())
-            .unwrap_or("?");
+        // the client's half (of its flow, or of the label of results written before verdicts
+        // carried their flow: `NODE.PORT.HALF -> ...`)
+        let flow = flow_of_verdict(v, &nodes);
+        let half = match &flow {
+            Some(f) => f.half.as_str(),
+            None => j
+                .label
+                .split(" -> ")
+                .next()
+                .and_then(|c| c.rsplit('.').next())
+                .unwrap_or("?"),
+        };
         out.push(MatrixCell {
             job: j,
             verdict: v,
             client,
             server,
-            tag: format!("{half}{}", m.tag),
+            // an end measured alone against its own NIC says so on its diagonal cell
+            tag: match &flow {
+                Some(f) if f.src_endpoint() == f.dst_endpoint() => {
+                    format!("{half}{} loopback", m.tag)
+                }
+                _ => format!("{half}{}", m.tag),
+            },
             value: v.measured.unwrap_or_default(),
             outcome: v.outcome,
         });
@@ -183,7 +195,7 @@ pub fn flow_samples(series: &[FlowSeries], r: &RunResults, j: &JobResult) -> Vec
         let Some(s) = series.iter().find(|s| s.metric == metric) else {
             continue;
         };
-        let Some(flow) = flow_of(&v.gate, &nodes) else {
+        let Some(flow) = flow_of_verdict(v, &nodes) else {
             continue;
         };
         let labels = flow_labels(j, flow);

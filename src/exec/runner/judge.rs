@@ -288,7 +288,22 @@ pub fn failed(
     let mut r = skipped(plan, round, job, reason);
     r.status = JobStatus::Failed;
     r.verdicts.push(verdict);
+    on_its_flow(plan, round, job, &mut r.verdicts);
     r
+}
+
+/// The job's own verdicts (those its gate names) carry the flow it measured.
+fn on_its_flow(plan: &Plan, round: &Round, job: &Job, verdicts: &mut [Verdict]) {
+    let Some(flow) = job.flow(plan) else {
+        return;
+    };
+    let gate = gate_name(plan, round, job);
+    for v in verdicts
+        .iter_mut()
+        .filter(|v| v.gate == gate && v.flow.is_none())
+    {
+        v.flow = Some(flow.clone());
+    }
 }
 
 /// The devices a job's counters are read on, per host: its ranks' devices, or its resources'.
@@ -538,6 +553,7 @@ pub fn judge(plan: &Plan, round: &Round, job: &Job, attempts: Vec<Collected<'_>>
     let measured = verdicts.iter().any(|v| v.measured.is_some())
         || judged.iter().any(|j| kind.measured(&j.parsed));
     let mut verdicts = verdicts;
+    on_its_flow(plan, round, job, &mut verdicts);
     if let Some(last) = judged.last() {
         kinds::parts::attach(plan, job, &mut verdicts, measured, |v| {
             kind.parts(plan, job, v, &last.parsed)

@@ -191,6 +191,16 @@ impl TestKind for RdmaBwBoth {
                 }
             }
             v.set_about(parts);
+            // the flow of the whole port: the group's ends, both halves
+            v.flow = round
+                .jobs
+                .iter()
+                .find(|j| j.group.as_deref() == Some(g.as_str()))
+                .and_then(|j| j.flow(plan))
+                .map(|f| crate::gate::flow::Flow {
+                    half: "both".into(),
+                    ..f
+                });
             if v.outcome != crate::gate::judge::Outcome::Ok {
                 v.detail = format!(
                     "the halves sum to {sum:.2} Gb/s ({}){}",

@@ -160,7 +160,7 @@ pub(super) fn bw_items<'a>(ctx: &Ctx<'a>) -> Vec<BwItem<'a>> {
             if v.metric.is_none() && !unmeasured {
                 continue;
             }
-            if let Some(flow) = compare::flow_of(&v.gate, &ctx.nodes) {
+            if let Some(flow) = compare::flow_of_verdict(v, &ctx.nodes) {
                 out.push(BwItem { job: j, v, flow });
             }
         }

@@ -216,7 +216,7 @@ fn bars(ctx: &Ctx<'_>, shown: &[&Verdict], scale: &HashMap<String, f64>) -> Vec<
         .map(|(i, v)| {
             let max = scale.get(&v.unit).copied().unwrap_or(1.0).max(1e-9) * 1.04;
             let x_of = |val: f64| LABEL_W + (val / max).clamp(0.0, 1.0) * BAR_W;
-            let flow = compare::flow_of(&v.gate, &ctx.nodes);
+            let flow = compare::flow_of_verdict(v, &ctx.nodes);
             Bar {
                 y: ROW_H * i as f64 + 2.0,
                 outcome: v.outcome,
