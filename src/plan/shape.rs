@@ -173,7 +173,9 @@ impl<'s> Walker<'s> {
         s
     }
 
-    /// The non-null branches of an `anyOf`, or the schema itself.
+    /// The non-null branches of an `anyOf` (or `oneOf`), those of a branch that is one in turn
+    /// (an optional untagged enum: `anyOf [{$ref: RawJobId}, null]`, `RawJobId` an `anyOf`)
+    /// taken in its place; or the schema itself.
     fn branches(&self, s: &'s Value) -> Vec<&'s Value> {
         let s = self.resolve(s);
         match s
@@ -185,6 +187,13 @@ impl<'s> Walker<'s> {
                 .iter()
                 .map(|b| self.resolve(b))
                 .filter(|b| b.get("type").and_then(Value::as_str) != Some("null"))
+                .flat_map(|b| {
+                    if b.get("anyOf").or_else(|| b.get("oneOf")).is_some() {
+                        self.branches(b)
+                    } else {
+                        vec![b]
+                    }
+                })
                 .collect(),
             None => vec![s],
         }
