@@ -310,6 +310,13 @@ pub fn selected_segments(plan: &Plan, halves: &[String]) -> Vec<SegmentId> {
 /// One job per link alone. A switched segment's "links" are its member pairs, one at a time;
 /// `direction` runs each the other way too, or both ways at once. Rounds are generated when
 /// asked for: 5,000 members are 12.5 million pairs, counted here, never listed.
+/// The per-link stage of a kind that measures each link one way over the plan's `halves` (a
+/// ping-pong or a latency exchange covers both directions at once; an informational TCP stream
+/// needs only one).
+pub fn one_way_per_link(plan: &Plan, kind: KindId, halves: &[String]) -> Stage {
+    per_link(plan, kind, &selected_segments(plan, halves), Direction::One)
+}
+
 pub fn per_link(plan: &Plan, kind: KindId, segs: &[SegmentId], direction: Direction) -> Stage {
     let mut offsets = Vec::with_capacity(segs.len() + 1);
     let mut total = 0usize;

@@ -17,13 +17,12 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::{Metric, MetricSpec, Unit};
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
-use crate::plan::Direction;
 use crate::plan::section::SectionData;
 use crate::plan::{Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
-use crate::schedule::stages::{per_link, selected_segments};
+use crate::schedule::stages::one_way_per_link;
 use crate::schedule::{Job, KindId, Round, Stage};
 use parse::IperfReport;
 use section::IperfTest;
@@ -127,16 +126,9 @@ impl TestKind for Iperf3 {
     }
 
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        match plan.section::<IperfTest>(ID.name()) {
-            Some(t) => vec![per_link(
-                plan,
-                ID,
-                &selected_segments(plan, &t.halves),
-                // one way: a ping-pong, or an informational TCP stream
-                Direction::One,
-            )],
-            None => Vec::new(),
-        }
+        plan.section::<IperfTest>(ID.name())
+            .map(|t| vec![one_way_per_link(plan, ID, &t.halves)])
+            .unwrap_or_default()
     }
 
     fn commands(

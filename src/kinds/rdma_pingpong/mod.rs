@@ -17,13 +17,12 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
-use crate::plan::Direction;
 use crate::plan::section::SectionData;
 use crate::plan::{Plan, SectionKind, SectionReader};
 use crate::render::job::{JobCommands, PairTemplates, Resolution, pair_commands};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
-use crate::schedule::stages::{per_link, selected_segments};
+use crate::schedule::stages::one_way_per_link;
 use crate::schedule::{Job, KindId, Stage};
 use parse::PingpongReport;
 use section::PingpongTest;
@@ -137,16 +136,9 @@ impl TestKind for RdmaPingpong {
     }
 
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
-        match plan.section::<PingpongTest>(ID.name()) {
-            Some(t) => vec![per_link(
-                plan,
-                ID,
-                &selected_segments(plan, &t.halves),
-                // one way: a ping-pong measures both directions in one exchange
-                Direction::One,
-            )],
-            None => Vec::new(),
-        }
+        plan.section::<PingpongTest>(ID.name())
+            .map(|t| vec![one_way_per_link(plan, ID, &t.halves)])
+            .unwrap_or_default()
     }
 
     fn commands(
