@@ -10,32 +10,13 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
-use fabricplan::exec::evidence::Evidence;
-use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::plan::Plan;
 use fabricplan::results::RunResults;
-use fabricplan::sim::SimTransport;
 
 async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
-    let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
-    let t = Arc::new(SimTransport::new(plan, &faults).expect("faults parse"));
-    let opts = RunOptions {
-        run_id: "diagnosis-test".into(),
-        only: vec![],
-        skip: vec![],
-        max_parallel: 8,
-        keep_evidence: None,
-    };
-    runner::results(&RunConfig::new(
-        Arc::new(plan.clone()),
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
-        opts,
-        &Evidence::none(),
-    ))
-    .await
+    support::sim_results(plan, faults).await
 }
 
 /// One fault and what the diagnosis must say about it: the findings' part names (one, but two

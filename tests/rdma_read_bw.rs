@@ -4,15 +4,10 @@
 mod support;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use fabricplan::exec::evidence::Evidence;
-use fabricplan::exec::launch::SshLauncher;
-use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
 use fabricplan::results::RunResults;
-use fabricplan::sim::SimTransport;
 
 fn fixture() -> (std::path::PathBuf, String) {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kinds/rdma-read-bw.toml");
@@ -23,22 +18,7 @@ fn fixture() -> (std::path::PathBuf, String) {
 async fn run(text: &str, faults: &[&str]) -> RunResults {
     let (p, _) = fixture();
     let plan = support::load_plan_text(&p, text);
-    let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
-    let t = Arc::new(SimTransport::new(&plan, &faults).unwrap());
-    let opts = RunOptions {
-        run_id: "read".into(),
-        only: vec![],
-        skip: vec![],
-        max_parallel: 8,
-        keep_evidence: None,
-    };
-    runner::results(&RunConfig::new(
-        Arc::new(plan.clone()),
-        Arc::new(SshLauncher::new(t)),
-        opts,
-        &Evidence::none(),
-    ))
-    .await
+    support::sim_results(&plan, faults).await
 }
 
 #[tokio::test]

@@ -6,12 +6,9 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use fabricplan::discover;
-use fabricplan::exec::evidence::Evidence;
-use fabricplan::exec::runner::{self, RunConfig, RunOptions};
 use fabricplan::exec::{Transport, TransportError};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
@@ -27,22 +24,7 @@ fn load(name: &str) -> Plan {
 }
 
 async fn run_plan(plan: &Plan, faults: &[&str]) -> RunResults {
-    let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
-    let t = Arc::new(SimTransport::new(plan, &faults).expect("faults parse"));
-    let opts = RunOptions {
-        run_id: "sim-test".into(),
-        only: vec![],
-        skip: vec![],
-        max_parallel: 8,
-        keep_evidence: None,
-    };
-    runner::results(&RunConfig::new(
-        Arc::new(plan.clone()),
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
-        opts,
-        &Evidence::none(),
-    ))
-    .await
+    support::sim_results(plan, faults).await
 }
 
 async fn run(name: &str, faults: &[&str]) -> RunResults {

@@ -99,3 +99,29 @@ fn explain(e: fabricplan::plan::LoadError) -> String {
         e => e.to_string(),
     }
 }
+
+/// `plan` run in process on the simulated fabric with `faults` (`--sim-fault` syntax), to its
+/// results.
+pub async fn sim_results(
+    plan: &fabricplan::plan::Plan,
+    faults: &[&str],
+) -> fabricplan::results::RunResults {
+    use fabricplan::exec::runner::{self, RunConfig, RunOptions};
+    use std::sync::Arc;
+    let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
+    let t = Arc::new(fabricplan::sim::SimTransport::new(plan, &faults).expect("faults parse"));
+    let opts = RunOptions {
+        run_id: "sim-test".into(),
+        only: vec![],
+        skip: vec![],
+        max_parallel: 8,
+        keep_evidence: None,
+    };
+    runner::results(&RunConfig::new(
+        Arc::new(plan.clone()),
+        Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
+        opts,
+        &fabricplan::exec::evidence::Evidence::none(),
+    ))
+    .await
+}
