@@ -347,6 +347,20 @@ async fn every_plan_and_example_is_green_without_a_fault() {
                     .collect();
                 red.push(format!("{}: {} {found:#?}", p.display(), r.summary.verdict));
             }
+            // and the model agrees with the healthy fabric: every measured flow within 20% of
+            // what it expects (a capacity model that caps a healthy half is no model)
+            for v in r.jobs.iter().flat_map(|j| &j.verdicts) {
+                if let (Some(m), Some(e)) = (v.measured, v.expected)
+                    && v.unit == "Gb/s"
+                    && !(0.8..=1.2).contains(&(m / e))
+                {
+                    red.push(format!(
+                        "{}: {} measured {m:.1} of {e:.1} expected",
+                        p.display(),
+                        v.gate
+                    ));
+                }
+            }
         }
     }
     assert!(red.is_empty(), "{}", red.join("\n"));

@@ -23,6 +23,17 @@ pub const SIM_KERNEL: &str = "6.11.0-1016-nvidia";
 pub const SIM_PCIE_SPEED: &str = "32.0 GT/s PCIe";
 pub const SIM_PCIE_WIDTH: u32 = 4;
 
+/// The lanes a simulated half's PCIe link has at most: [`SIM_PCIE_WIDTH`] (a GB10 half, Gen5
+/// x4), or the fewest of x8 and x16 that carry a faster profile's half rate (a 400G rail is
+/// a Gen5 x16 function), so a healthy link never caps its half below its rate.
+pub fn pcie_lanes_for(half_rate_gbps: f64) -> u32 {
+    let gts = crate::capacity::pcie::gts(SIM_PCIE_SPEED).unwrap_or(32.0);
+    [SIM_PCIE_WIDTH, 8, 16]
+        .into_iter()
+        .find(|l| crate::capacity::pcie::carries_gbps(gts, *l) >= half_rate_gbps)
+        .unwrap_or(16)
+}
+
 /// The MAC of interface `ifindex` of node `n` (the management interface is 2).
 pub(crate) fn mac(n: NodeId, ifindex: u32) -> String {
     format!(
@@ -49,8 +60,9 @@ pub(crate) struct Dev {
     pub mtu: u32,
     pub gid_index: u32,
     pub throttled: bool,
-    /// Lanes its PCIe link trained at (of [`SIM_PCIE_WIDTH`]).
+    /// Lanes its PCIe link trained at, and has at most ([`pcie_lanes_for`] its profile).
     pub pcie_width: u32,
+    pub pcie_max: u32,
     pub firmware: String,
     /// Interface index for `ip` output.
     pub ifindex: u32,
@@ -214,6 +226,11 @@ fn build_devs(
                 .unwrap_or_else(|| renamed.get(own).cloned().unwrap_or_else(|| own.clone()))
         };
         let mut ifindex = 3;
+        let lanes = pcie_lanes_for(
+            plan.profile_of(node.id)
+                .half_rate_gbps
+                .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS),
+        );
         for p in &plan.profile_of(node.id).ports {
             let (land_node, land_port) = landing(plan, faults, node.id, &p.name);
             for h in &p.halves {
@@ -255,10 +272,11 @@ fn build_devs(
                         Fault::PcieDegraded(es) => Some(es),
                         _ => None,
                     }) {
-                        SIM_PCIE_WIDTH / 2
+                        lanes / 2
                     } else {
-                        SIM_PCIE_WIDTH
+                        lanes
                     },
+                    pcie_max: lanes,
                     firmware: firmware.clone(),
                     endpoint,
                     address,
@@ -366,7 +384,7 @@ impl World {
     /// their rate only).
     pub fn pcie_caps(&self) -> crate::capacity::HalfCaps {
         let mut caps = crate::capacity::HalfCaps::new();
-        for d in self.devs.iter().filter(|d| d.pcie_width < SIM_PCIE_WIDTH) {
+        for d in self.devs.iter().filter(|d| d.pcie_width < d.pcie_max) {
             let rate = self
                 .plan
                 .profile_of(d.node)
@@ -586,8 +604,8 @@ impl World {
             let _ = writeln!(s, "@fw {}\n@board MT_0000000970", d.firmware);
             let _ = writeln!(
                 s,
-                "@pcie current_link_speed:{SIM_PCIE_SPEED}\n@pcie current_link_width:{}\n@pcie max_link_speed:{SIM_PCIE_SPEED}\n@pcie max_link_width:{SIM_PCIE_WIDTH}",
-                d.pcie_width
+                "@pcie current_link_speed:{SIM_PCIE_SPEED}\n@pcie current_link_width:{}\n@pcie max_link_speed:{SIM_PCIE_SPEED}\n@pcie max_link_width:{}",
+                d.pcie_width, d.pcie_max
             );
             let profile = self.plan.profile_of(d.node);
             let function = profile
