@@ -469,6 +469,7 @@ fn fake_with_marks() -> FakeTransport {
                     status: 0,
                     stdout: bw_output(109.0),
                     stderr: format!("@fabricplan-start {ns}\n"),
+                    ..Output::default()
                 })
             })
         })
@@ -591,6 +592,7 @@ async fn the_setup_stage_runs_first_in_the_run_and_its_failure_is_a_finding() {
                     status: 100,
                     stdout: String::new(),
                     stderr: "E: Unable to locate package perftest\n".into(),
+                    ..Output::default()
                 }),
             ),
     );

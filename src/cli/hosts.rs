@@ -44,7 +44,7 @@ impl HostArgs {
                 .map(|t| Arc::new(t) as Arc<dyn Transport>);
         }
         if self.local {
-            return Ok(Arc::new(crate::exec::local::LocalTransport));
+            return Ok(Arc::new(crate::exec::local::LocalTransport::new()));
         }
         let opts = self.ssh_options(plan);
         Ok(Arc::new(crate::exec::ssh::SshTransport::new(opts)))

@@ -2,6 +2,7 @@
 //! drives rounds (servers, readiness, clients together, collection, cleanup) and turns what
 //! came back into results through the pure parse and gate stages.
 
+pub mod capture;
 pub mod evidence;
 pub mod fake;
 pub mod launch;

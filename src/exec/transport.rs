@@ -14,6 +14,11 @@ pub struct Output {
     pub status: i32,
     pub stdout: String,
     pub stderr: String,
+    /// Bytes of stdout and stderr left out of the text (their middle, past what is kept:
+    /// [`crate::exec::session::KEPT`]); 0 when both are whole.
+    pub omitted_bytes: u64,
+    /// Processes the command left running when it ended, each `PID NAME`, stopped since.
+    pub left: Vec<String>,
 }
 
 impl Output {
@@ -21,7 +26,17 @@ impl Output {
         Output {
             status: 0,
             stdout: stdout.into(),
-            stderr: String::new(),
+            ..Output::default()
+        }
+    }
+
+    /// An output with this status, stdout and stderr, whole, and nothing left running.
+    pub fn new(status: i32, stdout: impl Into<String>, stderr: impl Into<String>) -> Output {
+        Output {
+            status,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            ..Output::default()
         }
     }
 
@@ -77,6 +92,15 @@ impl TransportError {
             _ => None,
         }
     }
+}
+
+/// A job started to run until stopped (a server): the id its session knows it by, the process
+/// group the session recorded when it started it, and when it started by its host's clock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spawned {
+    pub id: u64,
+    pub pgid: u32,
+    pub started_unix_ms: Option<f64>,
 }
 
 /// A session (a node's one long-lived command stream, [`crate::exec::session`]) that ended
@@ -137,6 +161,41 @@ pub trait Transport: Send + Sync {
                 });
             }
             self.exec(node, script, timeout).await
+        })
+    }
+
+    /// Start `script` on `node` as a job that runs until stopped (the server of `job`):
+    /// answers once it started. Default: this transport cannot.
+    fn spawn<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a str,
+        script: &'a str,
+    ) -> BoxFuture<'a, Result<Spawned, TransportError>> {
+        let _ = (job, script);
+        Box::pin(async move {
+            Err(TransportError::Launch {
+                host: node.name.clone(),
+                reason: format!("the {} transport cannot run a server", self.name()),
+                trap: crate::gate::trap::Trap::ToolError,
+            })
+        })
+    }
+
+    /// Stop a job [`Transport::spawn`] started, exactly it (by what its session recorded, never
+    /// a number read back from the host), and take its end: what it wrote and how it ended.
+    fn stop_spawned<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a Spawned,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        let _ = job;
+        Box::pin(async move {
+            Err(TransportError::Launch {
+                host: node.name.clone(),
+                reason: format!("the {} transport cannot run a server", self.name()),
+                trap: crate::gate::trap::Trap::ToolError,
+            })
         })
     }
 

@@ -92,6 +92,16 @@ pub enum Trap {
     FirmwareDrift,
     /// A node's NIC firmware is not the one its profile pins.
     FirmwareNotPinned,
+    /// fabricplan could not make or use the run's private directory on the host (its temporary
+    /// directory missing, full, or not writable).
+    HostScratch,
+    /// The tool was killed by a signal before its time was up (the kernel's OOM killer sends
+    /// SIGKILL): the host or the tool, not the fabric.
+    ToolKilled,
+    /// The tool wrote more than the output bound on one stream and was stopped there (SIGXFSZ).
+    OutputFlood,
+    /// The tool left processes running when it ended (fabricplan stopped them).
+    LeftRunning,
     /// A site-specific trap named in the plan.
     Site,
 }
@@ -140,6 +150,10 @@ impl Trap {
             Trap::PcieDegraded => "PCIe link below its maximum",
             Trap::FirmwareDrift => "firmware differs within a profile",
             Trap::FirmwareNotPinned => "firmware is not the pinned version",
+            Trap::HostScratch => "the run's directory cannot be made on the host",
+            Trap::ToolKilled => "the tool was killed",
+            Trap::OutputFlood => "the tool wrote without end",
+            Trap::LeftRunning => "the tool left processes running",
             Trap::Site => "site trap",
         }
     }
@@ -276,6 +290,18 @@ impl Trap {
             Trap::FirmwareNotPinned => {
                 "update the NIC firmware to the pinned version (the command above), then drain power fully: shut down and unplug for 30 s; a reboot keeps the old firmware running"
             }
+            Trap::HostScratch => {
+                "make the host's temporary directory usable by the run's user: `ls -ld /tmp` (or $TMPDIR) must be a sticky, writable directory with free space (`df -h /tmp`)"
+            }
+            Trap::ToolKilled => {
+                "read the host's kernel log (`sudo dmesg | grep -i -e oom -e killed`): the OOM killer or another process ended the tool; free memory on the host or fix the tool"
+            }
+            Trap::OutputFlood => {
+                "run the tool by hand on the host and read what it prints without end (its output is bounded per stream; the first and last MiB are kept in the run directory)"
+            }
+            Trap::LeftRunning => {
+                "a process the tool started outlived it (fabricplan stopped it): check the tool's wrappers and the node environment for daemons started on its behalf"
+            }
             Trap::Site => "see the plan's gate for the fix",
             _ => "read the tool's message kept in the run directory",
         }
@@ -287,7 +313,7 @@ mod tests {
     use super::*;
 
     /// Every trap, in declaration order.
-    const ALL: [Trap; 42] = [
+    const ALL: [Trap; 46] = [
         Trap::FirmwareThrottle,
         Trap::BelowLineRate,
         Trap::HalfMissingFromHca,
@@ -329,6 +355,10 @@ mod tests {
         Trap::PcieDegraded,
         Trap::FirmwareDrift,
         Trap::FirmwareNotPinned,
+        Trap::HostScratch,
+        Trap::ToolKilled,
+        Trap::OutputFlood,
+        Trap::LeftRunning,
         Trap::Site,
     ];
 

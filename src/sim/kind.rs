@@ -157,6 +157,7 @@ fn output(tool: &dyn SimTool, args: &SimArgs, outcome: &SimOutcome) -> Output {
         status: a.status,
         stdout: a.stdout,
         stderr: a.stderr,
+        ..Output::default()
     }
 }
 
@@ -172,6 +173,7 @@ impl SimTransport {
                     status: 1,
                     stdout: String::new(),
                     stderr: e,
+                    ..Output::default()
                 };
             }
         };

@@ -121,6 +121,7 @@ fn failed(stdout: String, stderr: String) -> Output {
         status: 1,
         stdout,
         stderr,
+        ..Output::default()
     }
 }
 
@@ -285,6 +286,7 @@ impl SimTransport {
                     status: 127,
                     stdout: String::new(),
                     stderr: format!("sh: 1: {other}: not found (not simulated)\n"),
+                    ..Output::default()
                 },
             });
         }
@@ -292,6 +294,7 @@ impl SimTransport {
             status: 127,
             stdout: String::new(),
             stderr: "fabricplan sim: no model for this command\n".into(),
+            ..Output::default()
         })
     }
 
@@ -544,6 +547,7 @@ impl SimTransport {
                 status: 124,
                 stdout: perftest::waiting_box(),
                 stderr: String::new(),
+                ..Output::default()
             });
         };
         let dev = match &a.dev {

@@ -162,6 +162,7 @@ fn ping_error(stderr: String) -> Output {
         status: 2,
         stdout: String::new(),
         stderr,
+        ..Output::default()
     }
 }
 
@@ -172,6 +173,7 @@ fn ping_lost(mut out: String, err: String, dst: Ipv4Addr, count: u32) -> Output 
         status: 1,
         stdout: out,
         stderr: err,
+        ..Output::default()
     }
 }
 

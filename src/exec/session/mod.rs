@@ -6,12 +6,16 @@
 //! writes framed answers on its stdout.
 //!
 //! Each command is a job of the loop: its own session and process group (`setsid`), its own
-//! stdout, stderr and exit status (128 + n for signal n), its own deadline (past it, the loop
-//! stops exactly the process group it recorded, never a name). Jobs run at once (a server's
-//! start and its readiness poll; two jobs on one node). A staged job waits at a gate after its
-//! preparation, and its release costs one line. Answers come back through one writer on the
-//! host, so they never interleave, and outputs travel as base64, so nothing a command prints
-//! can pass for an answer.
+//! directory inside the session's private one, its own stdout, stderr and exit status (128 + n
+//! for signal n), its own deadline (past it, the loop stops exactly the process group it
+//! recorded, never a name and never a number read back from the host), and whatever it left
+//! running is stopped when it ends and said. Jobs run at once (a server's start and its
+//! readiness poll; two jobs on one node). A server is a job that runs until stopped. A staged
+//! job waits at a gate after its preparation, and its release costs one line. Answers come back
+//! through one writer on the host, so they never interleave, and outputs travel as base64, so
+//! nothing a command prints can pass for an answer. Each output is bounded: the loop stops a
+//! tool that writes more than its limit on the host, and here only the first and the last
+//! [`crate::exec::capture::KEPT`] bytes of each stream are held, the rest counted.
 //!
 //! What carries a session is the transport's: an SSH channel ([`crate::exec::ssh`]), a Slurm
 //! step's `srun` or a local process ([`process`]). A session that ends or stops answering is
@@ -28,9 +32,9 @@ use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::transport::{Output, TransportError, released};
-use crate::render::wrap;
-use wire::Answer;
+use super::capture::Capture;
+use super::transport::{Output, Spawned, TransportError, released};
+use wire::{Answer, Verb};
 
 /// What a carrier delivers of the loop's output: bytes as they come, then why it ended.
 #[derive(Debug)]
@@ -53,11 +57,18 @@ const CLOSE_LIMIT: Duration = Duration::from_secs(8);
 /// How often the controller tells the loop it is still there (its watchdog ends a session
 /// silent for 20-30 s).
 const BEAT_EVERY: Duration = Duration::from_secs(5);
+/// How long a background job (a server) may take to say it started.
+const SPAWN_LIMIT: Duration = Duration::from_secs(20);
+/// A line of the loop's output longer than this is not an answer (what a login shell printed
+/// before the loop started): it is dropped as it comes, never held.
+const MAX_LINE: usize = 64 * 1024;
 
-/// A job while it runs: its process group once known, who waits for its gate and its end.
+/// A job while it runs: its process group once known, who waits for its start, its gate and
+/// its end.
 #[derive(Default)]
 struct Slot {
     pgid: Option<u32>,
+    started: Option<oneshot::Sender<(u32, Option<u64>)>>,
     armed: Option<oneshot::Sender<()>>,
     done: Option<oneshot::Sender<Output>>,
 }
@@ -73,8 +84,9 @@ struct Inner {
     ended: watch::Sender<Option<String>>,
     /// It was closed on purpose.
     closing: AtomicBool,
-    /// The process groups of the jobs that still ran when it ended.
-    orphans: Mutex<Vec<u32>>,
+    /// The background jobs (servers) started and not yet stopped, by id: what waits for their
+    /// end.
+    spawned: Mutex<HashMap<u64, Waits>>,
     /// How long stopping a job may take ([`STOP_LIMIT`]).
     stop_limit: Mutex<Duration>,
 }
@@ -93,9 +105,14 @@ impl Inner {
             }
             first
         });
-        let slots: Vec<Slot> = self.slots().drain().map(|(_, s)| s).collect();
-        let mut orphans = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
-        orphans.extend(slots.iter().filter_map(|s| s.pgid));
+        // every waiter fails (its sender dropped); what ran is the loop's to stop
+        self.slots().clear();
+        let spawned: Vec<Waits> = self.spawned().drain().map(|(_, w)| w).collect();
+        drop(spawned);
+    }
+
+    fn spawned(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Waits>> {
+        self.spawned.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -114,6 +131,7 @@ impl Drop for Guard {
 /// What a submitted job answers through.
 struct Waits {
     id: u64,
+    started: Option<oneshot::Receiver<(u32, Option<u64>)>>,
     armed: Option<oneshot::Receiver<()>>,
     done: oneshot::Receiver<Output>,
     _guard: Guard,
@@ -146,16 +164,35 @@ pub struct Session {
 struct Lines {
     source: Source,
     buf: Vec<u8>,
+    /// A line longer than [`MAX_LINE`] is being dropped up to its end.
+    skipping: bool,
     end: Option<String>,
 }
 
 impl Lines {
-    /// The next line (without its newline), or why the output ended.
+    fn new(source: Source) -> Lines {
+        Lines {
+            source,
+            buf: Vec::new(),
+            skipping: false,
+            end: None,
+        }
+    }
+
+    /// The next line (without its newline), or why the output ended. A line longer than
+    /// [`MAX_LINE`] is dropped whole as it arrives: memory stays bounded whatever is printed.
     async fn next(&mut self) -> Result<String, String> {
         loop {
             if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.buf.drain(..=i).collect();
+                if std::mem::take(&mut self.skipping) {
+                    continue;
+                }
                 return Ok(String::from_utf8_lossy(&line[..i]).into_owned());
+            }
+            if self.buf.len() > MAX_LINE {
+                self.buf.clear();
+                self.skipping = true;
             }
             if let Some(why) = &self.end {
                 return Err(why.clone());
@@ -168,34 +205,86 @@ impl Lines {
         }
     }
 
-    /// One output of a `D` answer: base64 lines up to `.`.
-    async fn output(&mut self) -> Result<String, String> {
-        let mut bytes = Vec::new();
+    /// One output of a `D` answer: base64 lines up to `.`, held as a [`Capture`].
+    async fn output(&mut self) -> Result<(String, u64), String> {
+        let mut kept = Capture::default();
         loop {
             let line = self.next().await?;
             if wire::is_output_end(&line) {
-                return Ok(String::from_utf8_lossy(&bytes).into_owned());
+                return Ok(kept.finish());
             }
             match wire::decode_line(&line) {
-                Some(b) => bytes.extend_from_slice(&b),
+                Some(b) => kept.push(&b),
                 None => return Err(format!("its answer was garbled: {line:?}")),
             }
+        }
+    }
+
+    /// The three outputs of a `D` answer: stdout, stderr and what the job left running.
+    async fn outputs(&mut self, status: i32) -> Result<Output, String> {
+        let (stdout, a) = self.output().await?;
+        let (stderr, b) = self.output().await?;
+        let (left, _) = self.output().await?;
+        Ok(Output {
+            status,
+            stdout,
+            stderr,
+            omitted_bytes: a + b,
+            left: left
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .take(64)
+                .map(|l| crate::text::inert(l).into_owned())
+                .collect(),
+        })
+    }
+}
+
+/// Why a session did not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttachError {
+    /// The loop ran on the host and said why it cannot go on (`@fp F`): its private
+    /// directory could not be made or used, or a program it needs is missing. The host's
+    /// fault, not the carrier's.
+    #[error("fabricplan's session could not start: {0}")]
+    Refused(String),
+    /// No hello: the carrier ended first, or nothing answered in time.
+    #[error("{0}")]
+    NoHello(String),
+}
+
+impl AttachError {
+    /// As a transport error of `host`: a refusal is the host's (its temporary directory, or a
+    /// program missing there); no hello is the carrier's, said as unreachable.
+    pub fn into_transport(self, host: &str) -> TransportError {
+        match &self {
+            AttachError::Refused(why) => TransportError::Launch {
+                host: host.to_string(),
+                reason: self.to_string(),
+                trap: if why.contains("is not installed") {
+                    crate::gate::trap::Trap::ToolError
+                } else {
+                    crate::gate::trap::Trap::HostScratch
+                },
+            },
+            AttachError::NoHello(why) => TransportError::Unreachable {
+                host: host.to_string(),
+                reason: why.clone(),
+            },
         }
     }
 }
 
 /// Wait for the loop's hello (`@fp H TOKEN ...`), skipping what a login shell printed first.
-async fn hello(lines: &mut Lines, token: &str) -> Result<(u32, String), String> {
+async fn hello(lines: &mut Lines, token: &str) -> Result<(u32, String), AttachError> {
     loop {
-        let line = lines
-            .next()
-            .await
-            .map_err(|why| format!("the session ended before it started: {why}"))?;
+        let line = lines.next().await.map_err(|why| {
+            AttachError::NoHello(format!("the session ended before it started: {why}"))
+        })?;
         match wire::answer(&line) {
             Some(Answer::Hello { token: t, pid, dir }) if t == token => return Ok((pid, dir)),
-            Some(Answer::Failed(why)) => {
-                return Err(format!("fabricplan's session could not start: {why}"));
-            }
+            Some(Answer::Failed(why)) => return Err(AttachError::Refused(why)),
             _ => {}
         }
     }
@@ -209,9 +298,17 @@ async fn pump(inner: Arc<Inner>, mut lines: Lines) {
             Err(why) => break why,
         };
         match wire::answer(&line) {
-            Some(Answer::Started { id, pgid }) => {
-                if let Some(s) = inner.slots().get_mut(&id) {
+            Some(Answer::Started {
+                id,
+                pgid,
+                started_ns,
+            }) => {
+                let started = inner.slots().get_mut(&id).and_then(|s| {
                     s.pgid = Some(pgid);
+                    s.started.take()
+                });
+                if let Some(t) = started {
+                    let _ = t.send((pgid, started_ns));
                 }
             }
             Some(Answer::Armed(id)) => {
@@ -221,21 +318,13 @@ async fn pump(inner: Arc<Inner>, mut lines: Lines) {
                 }
             }
             Some(Answer::Done { id, status }) => {
-                let stdout = match lines.output().await {
-                    Ok(o) => o,
-                    Err(why) => break why,
-                };
-                let stderr = match lines.output().await {
+                let out = match lines.outputs(status).await {
                     Ok(o) => o,
                     Err(why) => break why,
                 };
                 let done = inner.slots().get_mut(&id).and_then(|s| s.done.take());
                 if let Some(d) = done {
-                    let _ = d.send(Output {
-                        status,
-                        stdout,
-                        stderr,
-                    });
+                    let _ = d.send(out);
                 }
             }
             _ => {}
@@ -267,19 +356,15 @@ impl Session {
         sink: Sink,
         source: Source,
         limit: Duration,
-    ) -> Result<Session, String> {
-        let mut lines = Lines {
-            source,
-            buf: Vec::new(),
-            end: None,
-        };
+    ) -> Result<Session, AttachError> {
+        let mut lines = Lines::new(source);
         let (pid, dir) = tokio::time::timeout(limit, hello(&mut lines, token))
             .await
             .map_err(|_| {
-                format!(
+                AttachError::NoHello(format!(
                     "fabricplan's session did not start within {} s",
                     limit.as_secs()
-                )
+                ))
             })??;
         let inner = Arc::new(Inner {
             host: host.to_string(),
@@ -290,7 +375,7 @@ impl Session {
             next: AtomicU64::new(1),
             ended: watch::channel(None).0,
             closing: AtomicBool::new(false),
-            orphans: Mutex::new(Vec::new()),
+            spawned: Mutex::new(HashMap::new()),
             stop_limit: Mutex::new(STOP_LIMIT),
         });
         tokio::spawn(pump(inner.clone(), lines));
@@ -322,16 +407,6 @@ impl Session {
     /// Whether it ended because it was closed ([`Session::close`]).
     pub fn closed(&self) -> bool {
         self.inner.closing.load(Ordering::SeqCst)
-    }
-
-    /// The process groups of the jobs that still ran when the session ended: what must be
-    /// stopped once the host is reached again.
-    pub fn orphans(&self) -> Vec<u32> {
-        self.inner
-            .orphans
-            .lock()
-            .map(|o| o.clone())
-            .unwrap_or_default()
     }
 
     /// How long stopping a job past its deadline may take before the session counts as hung
@@ -393,23 +468,25 @@ impl Session {
         }
     }
 
-    /// Hand `script` to the loop as a new job (staged: it waits at its gate).
-    async fn submit(&self, script: &str, staged: bool) -> Result<Waits, TransportError> {
+    /// Hand `script` to the loop as a new job.
+    async fn submit(&self, script: &str, verb: Verb) -> Result<Waits, TransportError> {
         if self.ended().is_some() {
             return Err(self.lost());
         }
         let id = self.inner.next.fetch_add(1, Ordering::SeqCst);
         let (done_tx, done) = oneshot::channel();
-        let (armed_tx, armed) = if staged {
+        let (armed_tx, armed) = if verb == Verb::Staged {
             let (t, r) = oneshot::channel();
             (Some(t), Some(r))
         } else {
             (None, None)
         };
+        let (started_tx, started) = oneshot::channel();
         self.inner.slots().insert(
             id,
             Slot {
                 pgid: None,
+                started: Some(started_tx),
                 armed: armed_tx,
                 done: Some(done_tx),
             },
@@ -418,42 +495,52 @@ impl Session {
             inner: self.inner.clone(),
             id,
         };
-        let body = if staged {
-            wrap::gated_with(script, &wire::gate(id, &self.inner.dir))
+        let body = if verb == Verb::Staged {
+            crate::render::wrap::gated_with(script, &wire::gate(id, &self.inner.dir))
         } else {
             script.to_string()
         };
-        self.send(&wire::run_request(id, &body, staged)).await?;
+        self.send(&wire::run_request(id, &body, verb)).await?;
         Ok(Waits {
             id,
+            started: Some(started),
             armed,
             done,
             _guard: guard,
         })
     }
 
-    /// Stop job `id` past its deadline, by the process group it recorded. A session that never
-    /// said the job started, or does not answer the stop, has stopped answering: it is ended.
-    async fn stop(&self, id: u64) {
-        let pgid = self.inner.slots().get(&id).and_then(|s| s.pgid);
-        let Some(pgid) = pgid else {
-            self.fail("it never said a job it was given had started".into());
-            return;
-        };
-        let limit = *self
+    fn stop_limit(&self) -> Duration {
+        *self
             .inner
             .stop_limit
             .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let answered = match self.submit(&wrap::kill_group(pgid), false).await {
-            Ok(w) => tokio::time::timeout(limit, w.done).await,
-            Err(_) => return,
-        };
-        if !matches!(answered, Ok(Ok(_))) && self.ended().is_none() {
-            self.fail(format!(
-                "it did not answer within {} s when told to stop a job",
-                limit.as_secs()
-            ));
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stop job `id` past its deadline: the loop stops the process group its watcher recorded
+    /// (TERM, KILL after 2 s). A session that never said the job started, or whose job does not
+    /// end once told, has stopped answering: it is ended.
+    async fn stop(&self, id: u64, done: &mut oneshot::Receiver<Output>) -> Option<Output> {
+        if self.inner.slots().get(&id).and_then(|s| s.pgid).is_none() {
+            self.fail("it never said a job it was given had started".into());
+            return None;
+        }
+        let limit = self.stop_limit();
+        if self.send(&wire::stop_request(id)).await.is_err() {
+            return None;
+        }
+        match tokio::time::timeout(limit, done).await {
+            Ok(Ok(out)) => Some(out),
+            _ => {
+                if self.ended().is_none() {
+                    self.fail(format!(
+                        "it did not answer within {} s when told to stop a job",
+                        limit.as_secs()
+                    ));
+                }
+                None
+            }
         }
     }
 
@@ -461,14 +548,14 @@ impl Session {
     async fn finish(
         &self,
         id: u64,
-        done: oneshot::Receiver<Output>,
+        mut done: oneshot::Receiver<Output>,
         timeout: Duration,
     ) -> Result<Output, TransportError> {
-        match tokio::time::timeout(timeout, done).await {
+        match tokio::time::timeout(timeout, &mut done).await {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(_)) => Err(self.lost()),
             Err(_) => {
-                self.stop(id).await;
+                self.stop(id, &mut done).await;
                 Err(TransportError::Timeout {
                     host: self.inner.host.clone(),
                     secs: timeout.as_secs(),
@@ -480,8 +567,77 @@ impl Session {
     /// Run `script` (POSIX sh) as a job; past `timeout` it is stopped and the answer is
     /// [`TransportError::Timeout`].
     pub async fn run(&self, script: &str, timeout: Duration) -> Result<Output, TransportError> {
-        let w = self.submit(script, false).await?;
+        let w = self.submit(script, Verb::Run).await?;
         self.finish(w.id, w.done, timeout).await
+    }
+
+    /// Start `script` as a job that runs until stopped (a server): answers once the loop says
+    /// it started, with its process group and its start by the host's clock. Its end is taken
+    /// by [`Session::stop_spawned`]; one that ended before it could say it started (its
+    /// directory could not be made) is an error with what it wrote.
+    pub async fn spawn(&self, script: &str) -> Result<Spawned, TransportError> {
+        let mut w = self.submit(script, Verb::Background).await?;
+        let started = w.started.take().expect("every job has a start");
+        let said = tokio::time::timeout(SPAWN_LIMIT, async {
+            tokio::select! {
+                s = started => s.map(Ok).map_err(|_| ()),
+                d = &mut w.done => d.map(Err).map_err(|_| ()),
+            }
+        })
+        .await;
+        match said {
+            Ok(Ok(Ok((pgid, ns)))) => {
+                let id = w.id;
+                self.inner.spawned().insert(id, w);
+                Ok(Spawned {
+                    id,
+                    pgid,
+                    started_unix_ms: ns.map(|n| n as f64 / 1e6),
+                })
+            }
+            Ok(Ok(Err(out))) => Err(TransportError::Launch {
+                host: self.inner.host.clone(),
+                reason: format!(
+                    "the job could not start there (status {}): {}",
+                    out.status,
+                    out.stderr.trim()
+                ),
+                trap: crate::gate::trap::Trap::HostScratch,
+            }),
+            Ok(Err(())) => Err(self.lost()),
+            Err(_) => {
+                self.fail(format!(
+                    "it did not say within {} s that a job it was given had started",
+                    SPAWN_LIMIT.as_secs()
+                ));
+                Err(self.lost())
+            }
+        }
+    }
+
+    /// Stop a job started by [`Session::spawn`] and take its end: what it wrote and how it
+    /// ended (it may have ended by itself before). Told once; a job that does not end within
+    /// the stop limit ends the session.
+    pub async fn stop_spawned(&self, id: u64) -> Result<Output, TransportError> {
+        let Some(mut w) = self.inner.spawned().remove(&id) else {
+            if self.ended().is_some() {
+                return Err(self.lost());
+            }
+            return Err(TransportError::Lost {
+                host: self.inner.host.clone(),
+                reason: format!("fabricplan's session holds no job {id}"),
+            });
+        };
+        if let Ok(out) = w.done.try_recv() {
+            return Ok(out);
+        }
+        if self.ended().is_some() {
+            return Err(self.lost());
+        }
+        match self.stop(id, &mut w.done).await {
+            Some(out) => Ok(out),
+            None => Err(self.lost()),
+        }
     }
 
     /// Run `script` staged: the job prepares, waits at its gate and says so (`armed` is
@@ -496,7 +652,7 @@ impl Session {
         armed: oneshot::Sender<()>,
         go: watch::Receiver<bool>,
     ) -> Result<Output, TransportError> {
-        let mut w = self.submit(script, true).await?;
+        let mut w = self.submit(script, Verb::Staged).await?;
         let mut gate = w.armed.take().expect("a staged job has a gate");
         let waited = tokio::time::timeout(timeout, async {
             tokio::select! {
@@ -507,7 +663,7 @@ impl Session {
         .await;
         match waited {
             Err(_) => {
-                self.stop(w.id).await;
+                self.stop(w.id, &mut w.done).await;
                 return Err(TransportError::Timeout {
                     host: self.inner.host.clone(),
                     secs: timeout.as_secs(),
@@ -532,7 +688,8 @@ impl Session {
     }
 
     /// End the session: the loop stops every job still running (by its recorded process
-    /// group), removes its directory and exits; its input is closed. Waits up to a few seconds.
+    /// group, and by the mark its processes carry), removes its directory and exits; its input
+    /// is closed. Waits up to a few seconds.
     pub async fn close(&self) {
         self.inner.closing.store(true, Ordering::SeqCst);
         if self.ended().is_none() {

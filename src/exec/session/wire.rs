@@ -65,10 +65,31 @@ pub fn end_line(script: &str) -> String {
     }
 }
 
-/// A request to run `script` as job `id` (`staged`: waiting at its gate for `g ID`).
-pub fn run_request(id: u64, script: &str, staged: bool) -> Vec<u8> {
+/// How a job is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    /// To its end (`r`).
+    Run,
+    /// Staged: waiting at its gate for `g ID` (`s`).
+    Staged,
+    /// Until stopped (`b`, a server): its start says when, by the host's clock.
+    Background,
+}
+
+impl Verb {
+    fn letter(self) -> char {
+        match self {
+            Verb::Run => 'r',
+            Verb::Staged => 's',
+            Verb::Background => 'b',
+        }
+    }
+}
+
+/// A request to run `script` as job `id`.
+pub fn run_request(id: u64, script: &str, verb: Verb) -> Vec<u8> {
     let end = end_line(script);
-    let verb = if staged { 's' } else { 'r' };
+    let verb = verb.letter();
     let mut out = format!("{verb} {id} {end}\n{script}");
     if !script.ends_with('\n') {
         out.push('\n');
@@ -81,6 +102,12 @@ pub fn run_request(id: u64, script: &str, staged: bool) -> Vec<u8> {
 /// Release (`go`) or withdraw staged job `id`.
 pub fn gate_request(id: u64, go: bool) -> Vec<u8> {
     format!("{} {id}\n", if go { 'g' } else { 'w' }).into_bytes()
+}
+
+/// Stop job `id`: TERM to the process group its watcher recorded, KILL after 2 s; the job then
+/// answers as any job does, with what it wrote.
+pub fn stop_request(id: u64) -> Vec<u8> {
+    format!("k {id}\n").into_bytes()
 }
 
 /// The request that ends the session.
@@ -111,11 +138,17 @@ pub enum Answer {
     },
     /// It could not start, and why.
     Failed(String),
-    /// A job started in this process group.
-    Started { id: u64, pgid: u32 },
+    /// A job started in this process group (a background job: at this time, ns by the host's
+    /// clock).
+    Started {
+        id: u64,
+        pgid: u32,
+        started_ns: Option<u64>,
+    },
     /// A staged job waits at its gate.
     Armed(u64),
-    /// A job ended with this status; its stdout and stderr follow.
+    /// A job ended with this status; its stdout, its stderr and the processes it left behind
+    /// follow.
     Done { id: u64, status: i32 },
     /// The session ends.
     Bye,
@@ -140,7 +173,15 @@ pub fn answer(line: &str) -> Option<Answer> {
         "P" => {
             let id = num()?;
             let pgid = u32::try_from(num()?).ok()?;
-            Some(Answer::Started { id, pgid })
+            // a group of 0 or 1 is no job's: kill(-0) is our own group, kill(-1) everything
+            if pgid < 2 {
+                return None;
+            }
+            Some(Answer::Started {
+                id,
+                pgid,
+                started_ns: num(),
+            })
         }
         "A" => Some(Answer::Armed(num()?)),
         "D" => {
@@ -182,7 +223,19 @@ mod tests {
         );
         assert_eq!(
             answer("@fp P 7 31337"),
-            Some(Answer::Started { id: 7, pgid: 31337 })
+            Some(Answer::Started {
+                id: 7,
+                pgid: 31337,
+                started_ns: None
+            })
+        );
+        assert_eq!(
+            answer("@fp P 7 31337 1700000000123456789"),
+            Some(Answer::Started {
+                id: 7,
+                pgid: 31337,
+                started_ns: Some(1_700_000_000_123_456_789)
+            })
         );
         assert_eq!(answer("@fp A 7"), Some(Answer::Armed(7)));
         assert_eq!(
@@ -199,6 +252,8 @@ mod tests {
             "@fp",
             "@fp P x 1",
             "@fp P 1",
+            "@fp P 1 0",
+            "@fp P 1 1",
             "@fp D 1 x",
             "@fp Z 1",
             " @fp Q",
@@ -210,7 +265,7 @@ mod tests {
     #[test]
     fn a_request_ends_at_a_line_its_script_does_not_hold() {
         let script = "echo a\n@fp-end-x\necho b";
-        let r = String::from_utf8(run_request(3, script, false)).unwrap();
+        let r = String::from_utf8(run_request(3, script, Verb::Run)).unwrap();
         let mut lines = r.lines();
         let head = lines.next().unwrap();
         let end = head.strip_prefix("r 3 ").unwrap();
@@ -218,10 +273,16 @@ mod tests {
         let body: Vec<&str> = lines.collect();
         assert_eq!(body, ["echo a", "@fp-end-x", "echo b", end]);
         assert!(
-            String::from_utf8(run_request(4, "true\n", true))
+            String::from_utf8(run_request(4, "true\n", Verb::Staged))
                 .unwrap()
                 .starts_with("s 4 ")
         );
+        assert!(
+            String::from_utf8(run_request(5, "true", Verb::Background))
+                .unwrap()
+                .starts_with("b 5 ")
+        );
+        assert_eq!(stop_request(5), b"k 5\n");
         assert_eq!(gate_request(4, true), b"g 4\n");
         assert_eq!(gate_request(4, false), b"w 4\n");
     }

@@ -25,11 +25,10 @@ mod retry;
 pub use retry::Retry;
 use retry::{Failure, with_retries};
 
-use super::session::{Chunk, Session, Sink, Source, wire};
-use super::transport::{BoxFuture, Output, Reopened, Transport, TransportError};
+use super::session::{AttachError, Chunk, Session, Sink, Source, wire};
+use super::transport::{BoxFuture, Output, Reopened, Spawned, Transport, TransportError};
 use crate::gate::part::{Part, Software};
 use crate::plan::{Node, SshDefaults, SshTarget};
-use crate::render::wrap;
 
 /// Settings of the SSH transport.
 #[derive(Debug, Clone)]
@@ -254,16 +253,20 @@ fn carry(channel: russh::Channel<russh::client::Msg>) -> (Sink, Source) {
 }
 
 /// Start the node's session on `client`: one channel, the loop under the login shell.
-async fn start_session(client: &Client, node: &str, limit: Duration) -> Result<Session, String> {
+async fn start_session(
+    client: &Client,
+    node: &str,
+    limit: Duration,
+) -> Result<Session, AttachError> {
     let channel = client
         .get_channel()
         .await
-        .map_err(|e| format!("cannot open a channel: {e}"))?;
+        .map_err(|e| AttachError::NoHello(format!("cannot open a channel: {e}")))?;
     let token = wire::random_word();
     channel
         .exec(true, wire::command(&token))
         .await
-        .map_err(|e| format!("cannot start fabricplan's session: {e}"))?;
+        .map_err(|e| AttachError::NoHello(format!("cannot start fabricplan's session: {e}")))?;
     let (sink, source) = carry(channel);
     Session::attach(node, &token, sink, source, limit).await
 }
@@ -316,9 +319,14 @@ impl SshTransport {
                 return Err(unreachable(format!("{at}: {last}")));
             }
         };
-        let session = start_session(&client, &node.name, self.opts.connect_timeout)
-            .await
-            .map_err(|why| unreachable(format!("{at}: {why}")))?;
+        let session = match start_session(&client, &node.name, self.opts.connect_timeout).await {
+            Ok(s) => s,
+            Err(AttachError::NoHello(why)) => return Err(unreachable(format!("{at}: {why}"))),
+            Err(e) => {
+                let _ = client.disconnect().await;
+                return Err(e.into_transport(&node.name));
+            }
+        };
         Ok(Arc::new(Open {
             node: node.clone(),
             client,
@@ -357,26 +365,14 @@ impl SshTransport {
     }
 
     /// Open again the session of a node whose session ended: once. What still ran in the old
-    /// one is stopped by the process groups it recorded, and its directory removed.
+    /// one is the old loop's to stop: it does when its input ends or its controller falls
+    /// silent, and a loop killed before it could is cleaned up by the new one as it starts.
     async fn reopen_one(&self, old: Arc<Open>) -> Reopened {
         let why = old.session.ended().unwrap_or_default();
         let node = old.node.clone();
         let _ = old.client.disconnect().await;
         let again = match self.connect(&node).await {
             Ok(o) => {
-                let tidy: Vec<String> = old
-                    .session
-                    .orphans()
-                    .into_iter()
-                    .map(wrap::kill_group)
-                    .chain(std::iter::once(format!(
-                        "rm -rf {}",
-                        crate::render::quote(old.session.dir()).unwrap_or_default()
-                    )))
-                    .collect();
-                for script in tidy {
-                    let _ = o.session.run(&script, Duration::from_secs(20)).await;
-                }
                 self.open.lock().await.insert(node.name.clone(), o);
                 Ok(())
             }
@@ -437,6 +433,23 @@ impl Transport for SshTransport {
                 })??;
             session.run_released(script, timeout, armed, go).await
         })
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        node: &'a Node,
+        _job: &'a str,
+        script: &'a str,
+    ) -> BoxFuture<'a, Result<Spawned, TransportError>> {
+        Box::pin(async move { self.session(node).await?.spawn(script).await })
+    }
+
+    fn stop_spawned<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a Spawned,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move { self.session(node).await?.stop_spawned(job.id).await })
     }
 
     fn name(&self) -> &'static str {

@@ -132,6 +132,7 @@ fn failure(status: i32, stdout: String, stderr: String) -> Output {
         status,
         stdout,
         stderr,
+        ..Output::default()
     }
 }
 

@@ -185,6 +185,8 @@ impl SlurmLauncher {
                 status: f.status,
                 stdout: f.stdout.clone(),
                 stderr,
+                omitted_bytes: f.omitted_bytes,
+                left: Vec::new(),
             });
         }
         let (reason, trap) = match &failure {

@@ -14,14 +14,13 @@ use futures::future::join_all;
 use tokio::sync::{Mutex, oneshot, watch};
 
 use crate::exec::session::{Session, process, wire};
-use crate::exec::transport::{BoxFuture, Output, Reopened, Transport, TransportError};
+use crate::exec::transport::{BoxFuture, Output, Reopened, Spawned, Transport, TransportError};
 use crate::gate::classify::trap_of_slurm;
 use crate::gate::part::{Part, Reach, Software};
 use crate::gate::trap::Trap;
 use crate::parse::slurm::{self as said, SlurmFailureKind};
 use crate::plan::Node;
 use crate::render::launch::SlurmStyle;
-use crate::render::{quote, wrap};
 
 /// How long a node's step has to start its session: a step launch takes ~0.1 s, and srun gives
 /// up on a node whose slurmd does not answer after Slurm's `MessageTimeout` (10 s by default).
@@ -98,7 +97,12 @@ impl StepSessions {
                 session,
                 srun,
             })),
+            Err(e @ crate::exec::session::AttachError::Refused(_)) => {
+                srun.end(EXIT_GRACE).await;
+                Err(e.into_transport(&node.name))
+            }
             Err(why) => {
+                let why = why.to_string();
                 srun.end(EXIT_GRACE).await;
                 let stderr = srun.stderr();
                 let (reason, trap) = match said::failure(&stderr) {
@@ -139,7 +143,8 @@ impl StepSessions {
     }
 
     /// Start the step of a node whose step ended, once; what its old session left running is
-    /// stopped by the process groups it recorded, and its directory removed.
+    /// the old loop's to stop (or Slurm's, ending the step), and a loop killed before it could
+    /// is cleaned up by the new one as it starts.
     async fn restart(&self, old: Arc<Step>) -> Reopened {
         let why = old.session.ended().unwrap_or_default();
         old.srun.end(EXIT_GRACE).await;
@@ -147,18 +152,6 @@ impl StepSessions {
         let node = old.node.clone();
         let again = match self.start(&node).await {
             Ok(s) => {
-                let tidy = old
-                    .session
-                    .orphans()
-                    .into_iter()
-                    .map(wrap::kill_group)
-                    .chain(std::iter::once(format!(
-                        "rm -rf {}",
-                        quote(old.session.dir()).unwrap_or_default()
-                    )));
-                for script in tidy {
-                    let _ = s.session.run(&script, Duration::from_secs(20)).await;
-                }
                 self.open.lock().await.insert(node.name.clone(), s);
                 Ok(())
             }
@@ -213,6 +206,23 @@ impl Transport for StepSessions {
                 .run_released(script, timeout, armed, go)
                 .await
         })
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        node: &'a Node,
+        _job: &'a str,
+        script: &'a str,
+    ) -> BoxFuture<'a, Result<Spawned, TransportError>> {
+        Box::pin(async move { self.session(node).await?.spawn(script).await })
+    }
+
+    fn stop_spawned<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a Spawned,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move { self.session(node).await?.stop_spawned(job.id).await })
     }
 
     fn name(&self) -> &'static str {

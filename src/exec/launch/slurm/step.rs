@@ -6,10 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
+use crate::exec::capture::Capture;
 use crate::render::launch::{STEP_MARK, is_step_id};
+
+/// A line of stderr longer than this is no step mark: it is not held to be read as one.
+const MARK_LINE: usize = 4096;
 
 /// What a finished client left: its exit status (128 + n for a signal, like a shell), its
 /// output.
@@ -18,6 +22,8 @@ pub(super) struct Finished {
     pub status: i32,
     pub stdout: String,
     pub stderr: String,
+    /// Bytes of the middle of stdout and stderr left out (see [`Capture`]).
+    pub omitted_bytes: u64,
 }
 
 /// How a client is to be ended.
@@ -62,40 +68,47 @@ pub(super) fn spawn(argv: &[String], env: &[(String, String)]) -> Result<Proc, S
     let (done_tx, done) = watch::channel(None);
     let (end_tx, mut end_rx) = tokio::sync::mpsc::unbounded_channel::<End>();
     tokio::spawn(async move {
+        // both streams held in bounded memory, whatever the ranks print
         let read_out = async {
-            let mut b = Vec::new();
+            let mut kept = Capture::default();
             if let Some(o) = out.as_mut() {
-                let _ = o.read_to_end(&mut b).await;
+                let mut buf = vec![0u8; 16384];
+                while let Ok(n @ 1..) = o.read(&mut buf).await {
+                    kept.push(&buf[..n]);
+                }
             }
-            b
+            kept
         };
         let read_err = async {
-            let mut all = Vec::new();
-            let Some(e) = err else { return all };
-            let mut r = BufReader::new(e);
-            let mut line = Vec::new();
-            loop {
-                line.clear();
-                match r.read_until(b'\n', &mut line).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                let text = String::from_utf8_lossy(&line);
-                let t = text.trim_end();
-                if let Some(id) = t.strip_prefix(STEP_MARK).map(str::trim)
-                    && is_step_id(id)
-                {
-                    step_tx.send_if_modified(|s| {
-                        let first = s.is_none();
-                        if first {
-                            *s = Some(id.to_string());
+            let mut kept = Capture::default();
+            let Some(mut e) = err else { return kept };
+            let mut buf = vec![0u8; 16384];
+            let mut line: Vec<u8> = Vec::new();
+            while let Ok(n @ 1..) = e.read(&mut buf).await {
+                kept.push(&buf[..n]);
+                for &b in &buf[..n] {
+                    if b != b'\n' {
+                        if line.len() < MARK_LINE {
+                            line.push(b);
                         }
-                        first
-                    });
+                        continue;
+                    }
+                    let text = String::from_utf8_lossy(&line);
+                    if let Some(id) = text.trim_end().strip_prefix(STEP_MARK).map(str::trim)
+                        && is_step_id(id)
+                    {
+                        step_tx.send_if_modified(|s| {
+                            let first = s.is_none();
+                            if first {
+                                *s = Some(id.to_string());
+                            }
+                            first
+                        });
+                    }
+                    line.clear();
                 }
-                all.extend_from_slice(&line);
             }
-            all
+            kept
         };
         let wait = async {
             loop {
@@ -124,10 +137,12 @@ pub(super) fn spawn(argv: &[String], env: &[(String, String)]) -> Result<Proc, S
             }
             Err(_) => -1,
         };
+        let ((stdout, a), (stderr, b)) = (so.finish(), se.finish());
         done_tx.send_replace(Some(Arc::new(Finished {
             status,
-            stdout: String::from_utf8_lossy(&so).into_owned(),
-            stderr: String::from_utf8_lossy(&se).into_owned(),
+            stdout,
+            stderr,
+            omitted_bytes: a + b,
         })));
     });
     Ok(Proc {
@@ -161,6 +176,7 @@ impl Proc {
                     status: -1,
                     stdout: String::new(),
                     stderr: "the client process was lost".into(),
+                    omitted_bytes: 0,
                 });
             }
         }
