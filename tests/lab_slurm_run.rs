@@ -134,7 +134,6 @@ impl Started {
             status: status.expect("exited"),
             stdout: join(self.stdout.take()),
             stderr: join(self.stderr.take()),
-            ..Output::default()
         }
     }
 }

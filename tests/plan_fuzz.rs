@@ -444,7 +444,6 @@ fn exercise(path: &Path, text: &str) -> bool {
         &fabric,
         &schedule,
         &fabricplan::exec::launch::SshStyle,
-        "fuzz",
     );
     assert!(
         t.elapsed() < Duration::from_secs(20),

@@ -391,14 +391,12 @@ async fn mtu1500_fails_preflight_with_the_mtu_trap() {
         .unwrap();
     assert_eq!(small.status, 0, "{small:?}");
     let b = plan.node_by_name("spark-b").unwrap();
-    let start = fabricplan::render::wrap::detached(
-        "/tmp/fabricplan/x",
-        "rdma-bw-r002-j01",
+    let start = fabricplan::render::wrap::server(
         30,
         &BTreeMap::new(),
         "ib_write_bw -d roceP2p1s0f0 -i 1 -x 3 -F --report_gbits -D 6 -s 65536 -q 1 -p 18515",
     );
-    t.exec(b, &start, Duration::from_secs(5)).await.unwrap();
+    t.spawn(b, "rdma-bw-r002-j01", &start).await.unwrap();
     let client = t
         .exec(
             a,

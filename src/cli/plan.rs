@@ -18,7 +18,6 @@ pub fn show(plan: &Plan, format: Format, launcher: &LauncherArgs) -> Outcome {
     let choice = launcher.choice(Some(plan)).map_err(CliError::Usage)?;
     let fabric = Fabric::build(plan);
     let schedule = crate::kinds::schedule(plan);
-    let run_id = "<run-id>";
     let mut out = Stdout::new();
     let style = crate::exec::launch::style(&choice);
     let opening = super::launcher::opening(&choice, plan);
@@ -30,7 +29,6 @@ pub fn show(plan: &Plan, format: Format, launcher: &LauncherArgs) -> Outcome {
             &fabric,
             &schedule,
             style.as_ref(),
-            run_id,
             &opening,
         ),
         Format::Json => plan_view::write_json_with(
@@ -39,7 +37,6 @@ pub fn show(plan: &Plan, format: Format, launcher: &LauncherArgs) -> Outcome {
             &fabric,
             &schedule,
             style.as_ref(),
-            run_id,
             &opening,
         ),
     };

@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::transport::{BoxFuture, Output, Transport, TransportError};
+use super::transport::{BoxFuture, Output, Spawned, Transport, TransportError};
 use crate::plan::Node;
 
 /// One command the fake received.
@@ -74,7 +74,71 @@ impl FakeTransport {
     }
 }
 
+/// What a server the fake started is stopped as, in its log: `stop PGID`. A rule on it answers
+/// the server's log.
+pub fn stop_call(pgid: u32) -> String {
+    format!("stop {pgid}")
+}
+
+/// The process group every server the fake starts is in.
+pub const FAKE_PGID: u32 = 4242;
+
+impl FakeTransport {
+    fn record(&self, node: &Node, script: &str) -> usize {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = log.len();
+        log.push(Call {
+            seq,
+            host: node.name.clone(),
+            script: script.to_string(),
+            at: Instant::now(),
+        });
+        seq
+    }
+}
+
 impl Transport for FakeTransport {
+    /// A server is recorded as its script; the first rule it matches that answers an error
+    /// fails its start.
+    fn spawn<'a>(
+        &'a self,
+        node: &'a Node,
+        _job: &'a str,
+        script: &'a str,
+    ) -> BoxFuture<'a, Result<Spawned, TransportError>> {
+        Box::pin(async move {
+            let seq = self.record(node, script);
+            if let Some(Err(e)) = self.rules.iter().find_map(|r| r(&node.name, script)) {
+                return Err(e);
+            }
+            Ok(Spawned {
+                id: seq as u64,
+                pgid: FAKE_PGID,
+                started_unix_ms: None,
+            })
+        })
+    }
+
+    /// Recorded as [`stop_call`]; answered by the first rule on that text (the server's log),
+    /// else ended by the stop's SIGTERM with nothing written.
+    fn stop_spawned<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a Spawned,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            let call = stop_call(job.pgid);
+            self.record(node, &call);
+            match self.rules.iter().find_map(|r| r(&node.name, &call)) {
+                Some(out) => out,
+                None => Ok(Output {
+                    status: 143,
+                    ..Output::default()
+                }),
+            }
+        })
+    }
+
     fn exec<'a>(
         &'a self,
         node: &'a Node,
@@ -82,16 +146,7 @@ impl Transport for FakeTransport {
         timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
         Box::pin(async move {
-            {
-                let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-                let seq = log.len();
-                log.push(Call {
-                    seq,
-                    host: node.name.clone(),
-                    script: script.to_string(),
-                    at: Instant::now(),
-                });
-            }
+            self.record(node, script);
             let wait = self
                 .delay
                 .lock()

@@ -80,7 +80,6 @@ pub trait TestKind: SectionKind {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError>;
 
     /// Each job's expected value in its round (the capacity model), where the kind has one.
@@ -319,10 +318,9 @@ pub fn commands(
     style: &dyn LaunchStyle,
     res: &Resolution,
     job: &Job,
-    run_id: &str,
 ) -> Result<JobCommands, RenderError> {
     match get(job.kind) {
-        Some(k) => k.commands(plan, renderer, style, res, job, run_id),
+        Some(k) => k.commands(plan, renderer, style, res, job),
         None => Err(RenderError {
             name: job.id.clone(),
             message: format!("no test kind `{}`", job.kind),

@@ -188,7 +188,6 @@ pub fn pair_commands(
     style: &dyn LaunchStyle,
     res: &Resolution,
     job: &Job,
-    run_id: &str,
     t: &PairTemplates<'_>,
     context: impl Fn(&PairEnd<'_>) -> Value,
 ) -> Result<JobCommands, RenderError> {
@@ -232,10 +231,8 @@ pub fn pair_commands(
         }
         let command = renderer.render(tmpl, context(&end))?;
         let script = match role {
-            Role::Server => {
-                style.server(plan, endpoint.node, &job.id, run_id, t.timeout_s, &command)
-            }
-            _ => style.foreground(plan, endpoint.node, run_id, t.timeout_s, &command),
+            Role::Server => style.server(plan, endpoint.node, t.timeout_s, &command),
+            _ => style.foreground(plan, endpoint.node, t.timeout_s, &command),
         };
         steps.push(Step {
             node: endpoint.node,

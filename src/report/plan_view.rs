@@ -37,9 +37,8 @@ fn job_view<'a>(
     res: &Resolution,
     job: &'a Job,
     expected: Option<f64>,
-    run_id: &str,
 ) -> JobView<'a> {
-    let (commands, error) = match kinds::commands(plan, renderer, style, res, job, run_id) {
+    let (commands, error) = match kinds::commands(plan, renderer, style, res, job) {
         Ok(c) => (Some(c), None),
         Err(e) => (None, Some(e.to_string())),
     };
@@ -84,9 +83,8 @@ pub fn write_text(
     fabric: &Fabric,
     schedule: &Schedule,
     style: &dyn LaunchStyle,
-    run_id: &str,
 ) -> io::Result<()> {
-    write_text_with(w, plan, fabric, schedule, style, run_id, &[])
+    write_text_with(w, plan, fabric, schedule, style, &[])
 }
 
 /// Write the dry run as text, with what the launcher does to open the run (`opening`: lines,
@@ -97,7 +95,6 @@ pub fn write_text_with(
     fabric: &Fabric,
     schedule: &Schedule,
     style: &dyn LaunchStyle,
-    run_id: &str,
     opening: &[String],
 ) -> io::Result<()> {
     let renderer = kinds::renderer(plan);
@@ -186,7 +183,6 @@ pub fn write_text_with(
             &res,
             &round,
             schedule.len(),
-            run_id,
         )?;
     }
     Ok(())
@@ -285,7 +281,6 @@ fn write_round_text(
     res: &Resolution,
     round: &Round,
     total: usize,
-    run_id: &str,
 ) -> io::Result<()> {
     writeln!(w)?;
     let conc = if round.jobs.len() > 1 {
@@ -315,7 +310,7 @@ fn write_round_text(
         .jobs
         .iter()
         .zip(&expected)
-        .map(|(j, e)| job_view(plan, renderer, style, res, j, *e, run_id))
+        .map(|(j, e)| job_view(plan, renderer, style, res, j, *e))
         .collect();
     for v in &views {
         let exp = v
@@ -360,9 +355,8 @@ pub fn write_json(
     fabric: &Fabric,
     schedule: &Schedule,
     style: &dyn LaunchStyle,
-    run_id: &str,
 ) -> io::Result<()> {
-    write_json_with(w, plan, fabric, schedule, style, run_id, &[])
+    write_json_with(w, plan, fabric, schedule, style, &[])
 }
 
 /// [`write_json`], with what the launcher does to open the run: when `opening` has lines, the
@@ -373,7 +367,6 @@ pub fn write_json_with(
     fabric: &Fabric,
     schedule: &Schedule,
     style: &dyn LaunchStyle,
-    run_id: &str,
     opening: &[String],
 ) -> io::Result<()> {
     let renderer = kinds::renderer(plan);
@@ -405,7 +398,7 @@ pub fn write_json_with(
             .jobs
             .iter()
             .zip(&expected)
-            .map(|(j, e)| job_view(plan, &renderer, style, &res, j, *e, run_id))
+            .map(|(j, e)| job_view(plan, &renderer, style, &res, j, *e))
             .collect();
         #[derive(Serialize)]
         struct RoundView<'a> {

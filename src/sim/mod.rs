@@ -2,8 +2,9 @@
 //! of the plan's fabric instead of hosts.
 //!
 //! It owns: recognising each script the runner sends (the discovery probe, counter snapshots,
-//! detached server starts, readiness polls, clients, `cat` of logs, process-group kills, pings,
-//! mpirun) by reading it like a shell would ([`shell`]); a simulated sysfs and `ip` view per
+//! readiness polls, clients, pings, mpirun) by reading it like a shell would ([`shell`]), and
+//! the servers the runner starts and stops as jobs of their node's session
+//! ([`Transport::spawn`]); a simulated sysfs and `ip` view per
 //! node ([`world`]); the outputs of perftest, nccl-tests/NCCL and ping in their current
 //! formats, produced from the capacity model ([`crate::capacity`]) with seeded noise; the
 //! fabric's half of the kinds' own tools ([`kind`]: the tools' words are the kinds', see
@@ -14,8 +15,8 @@
 //! parsers and gates read what it prints, exactly as on hardware.
 //!
 //! Concurrency: the runner starts every server of a round, polls them, then releases the
-//! clients together. The sim registers each detached server under its job id (which names its
-//! round) until it is killed; a client is matched to its server by address and port, and the
+//! clients together. The sim registers each server under its job id (which names its round)
+//! until it is stopped; a client is matched to its server by address and port, and the
 //! flows active together are the live servers of that round. Each gets its max-min fair share
 //! from [`crate::capacity::expected`] on that round (faulted flows taken out at their fault's
 //! rate first).
@@ -39,6 +40,7 @@ pub use fault::Fault;
 
 use crate::capacity;
 use crate::discover;
+use crate::exec::transport::Spawned;
 use crate::exec::{BoxFuture, Output, Transport, TransportError};
 use crate::plan::{Node, NodeId, Plan};
 use crate::schedule::{Round, Schedule};
@@ -143,10 +145,12 @@ struct State {
     servers: Vec<Server>,
     /// Bumped whenever `servers` changes: the flows of a round are live together until then.
     generation: u64,
-    /// (node, file name) -> content (`JOB.log`, `JOB.pgid`). A round's files go when a later
-    /// round starts its first server (the runner has read them by then): memory stays bounded
-    /// by a round, not by the run.
+    /// (node, `JOB.log`) -> what the server of JOB wrote so far. A round's logs go when a later
+    /// round starts its first server (its servers are stopped by then): memory stays bounded by
+    /// a round, not by the run.
     files: HashMap<(NodeId, String), String>,
+    /// The last session job id given to a server.
+    next_job: u64,
     /// The newest round a server started in.
     files_round: Option<usize>,
     /// The round last built (rounds run one after the other).
@@ -233,25 +237,6 @@ impl SimTransport {
         if script.contains("/proc/net/tcp") {
             return Ok(self.ready(node, script));
         }
-        if let Some(pgid) = shell::kill_pgid(script) {
-            let mut st = self.lock();
-            st.generation += 1;
-            st.servers.retain(|s| !(s.node == node && s.pgid == pgid));
-            return Ok(Output::default());
-        }
-        if let Some((job, inner)) = shell::detached(script) {
-            return Ok(self.start_server(node, &job, &inner));
-        }
-        if let Some(file) = shell::cat_file(script) {
-            let st = self.lock();
-            return Ok(match st.files.get(&(node, file)) {
-                Some(t) => Output::ok(t.clone()),
-                None => Output {
-                    status: 1,
-                    ..Output::default()
-                },
-            });
-        }
         if let Some(inv) = shell::invocation(script) {
             if let Some(tool) = crate::kinds::simulated::simulated(&inv.tool) {
                 return Ok(self.kind_client(node, tool, &inv.args));
@@ -308,12 +293,19 @@ impl SimTransport {
         st.round.as_ref().filter(|r| r.index == index)
     }
 
-    fn start_server(&self, node: NodeId, job: &str, inner: &str) -> Output {
+    /// A server started as a job of `node`'s session: registered under `job` until stopped.
+    fn start_server(&self, node: NodeId, job: &str, inner: &str) -> Spawned {
         let w = &self.world;
         let round = round_of(job);
         let mut rng = Rng::keyed(w.seed, &["pgid", w.name(node), job]);
         let pgid = rng.range(10_000, 4_000_000) as u32;
         let mut st = self.lock();
+        st.next_job += 1;
+        let spawned = Spawned {
+            id: st.next_job,
+            pgid,
+            started_unix_ms: None,
+        };
         st.generation += 1;
         if let Some(r) = round
             && st.files_round.is_none_or(|f| f < r)
@@ -323,14 +315,12 @@ impl SimTransport {
             st.files_round = Some(r);
         }
         st.files.remove(&(node, format!("{job}.log")));
-        st.files
-            .insert((node, format!("{job}.pgid")), format!("{pgid}\n"));
         let Some(inv) = shell::invocation(inner) else {
             st.files.insert(
                 (node, format!("{job}.log")),
                 "sh: 1: not found (not simulated)\n".into(),
             );
-            return Output::default();
+            return spawned;
         };
         let (kind, port, log, died) = match inv.tool.as_str() {
             t if perftest::is_perftest(t) => match perftest::parse(&inv.tool, &inv.args) {
@@ -372,23 +362,50 @@ impl SimTransport {
             died,
             done: false,
         });
-        Output::default()
+        spawned
+    }
+
+    /// Stop the server `job` names: what it wrote, ended by the stop's SIGTERM (or by itself,
+    /// when it exited before listening).
+    fn stop_server(&self, node: NodeId, job: &Spawned) -> Output {
+        let mut st = self.lock();
+        let Some(at) = st
+            .servers
+            .iter()
+            .position(|s| s.node == node && s.pgid == job.pgid)
+        else {
+            return Output {
+                status: 143,
+                ..Output::default()
+            };
+        };
+        let server = st.servers.remove(at);
+        st.generation += 1;
+        let log = st
+            .files
+            .remove(&(node, format!("{}.log", server.job)))
+            .unwrap_or_default();
+        Output {
+            status: if server.died { 1 } else { 143 },
+            stdout: log,
+            ..Output::default()
+        }
     }
 
     fn ready(&self, node: NodeId, script: &str) -> Output {
-        let Some(job) = shell::ready_job(script) else {
+        let Some(pgid) = shell::ready_pgid(script) else {
             return Output {
                 status: 5,
                 ..Output::default()
             };
         };
         let st = self.lock();
-        match st.servers.iter().find(|s| s.node == node && s.job == job) {
+        match st.servers.iter().find(|s| s.node == node && s.pgid == pgid) {
             Some(s) if s.died => Output {
                 status: 3,
                 ..Output::default()
             },
-            Some(s) => Output::ok(format!("{}\n", s.pgid)),
+            Some(_) => Output::ok(""),
             // nothing ever listened: the poll gives up after its limit (answered at once)
             None => Output {
                 status: 4,
@@ -738,6 +755,17 @@ fn bump(st: &mut State, node: NodeId, dev: &str, tx: u64, rx: u64, mtu: u32, seq
     }
 }
 
+impl SimTransport {
+    fn node_of(&self, node: &Node) -> Result<NodeId, TransportError> {
+        self.world
+            .node_by_name(&node.name)
+            .ok_or_else(|| TransportError::Unreachable {
+                host: node.name.clone(),
+                reason: "simulated: not a node of this plan".into(),
+            })
+    }
+}
+
 impl Transport for SimTransport {
     fn exec<'a>(
         &'a self,
@@ -745,14 +773,37 @@ impl Transport for SimTransport {
         script: &'a str,
         _timeout: Duration,
     ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move { self.answer(self.node_of(node)?, script) })
+    }
+
+    fn spawn<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a str,
+        script: &'a str,
+    ) -> BoxFuture<'a, Result<Spawned, TransportError>> {
         Box::pin(async move {
-            let Some(id) = self.world.node_by_name(&node.name) else {
-                return Err(TransportError::Unreachable {
-                    host: node.name.clone(),
-                    reason: "simulated: not a node of this plan".into(),
-                });
-            };
-            self.answer(id, script)
+            let id = self.node_of(node)?;
+            if self.world.dead(id) {
+                return Err(self.answer(id, script).err().unwrap_or_else(|| {
+                    TransportError::Unreachable {
+                        host: node.name.clone(),
+                        reason: "simulated: no route to host".into(),
+                    }
+                }));
+            }
+            Ok(self.start_server(id, job, script))
+        })
+    }
+
+    fn stop_spawned<'a>(
+        &'a self,
+        node: &'a Node,
+        job: &'a Spawned,
+    ) -> BoxFuture<'a, Result<Output, TransportError>> {
+        Box::pin(async move {
+            let id = self.node_of(node)?;
+            Ok(self.stop_server(id, job))
         })
     }
 

@@ -194,51 +194,15 @@ pub(crate) fn invocation(script: &str) -> Option<Invocation> {
     found
 }
 
-/// A detached start (`... rm -f JOB.log JOB.pgid && setsid /bin/sh -c 'INNER' ... &`): the job
-/// name and the inner script.
-pub(crate) fn detached(script: &str) -> Option<(String, String)> {
-    let cmds = commands(script);
-    let job = cmds.iter().find_map(|c| {
-        (c.first().map(String::as_str) == Some("rm"))
-            .then(|| {
-                c.iter()
-                    .find_map(|w| w.strip_suffix(".pgid").map(str::to_string))
-            })
-            .flatten()
-    })?;
-    let inner = cmds.iter().find_map(|c| {
-        let i = c.iter().position(|w| w == "setsid")?;
-        let dash_c = c[i..].iter().position(|w| w == "-c")? + i;
-        c.get(dash_c + 1).cloned()
-    })?;
-    Some((job, inner))
-}
-
-/// The job whose pgid file a readiness poll prints (`... then cat JOB.pgid ...`).
-pub(crate) fn ready_job(script: &str) -> Option<String> {
-    let rest = script.split("then cat ").nth(1)?;
-    let end = rest.find(".pgid")?;
-    Some(rest[..end].trim().to_string())
-}
-
-/// The process group a kill script targets (`kill -TERM -PGID ...`, or `kill -TERM -- -PGID`).
-pub(crate) fn kill_pgid(script: &str) -> Option<u32> {
-    // the wrapper may define helpers first (`alive() { ... };`): find the kill itself
-    let at = script.find("kill -TERM ")?;
-    let rest = &script[at + "kill -TERM ".len()..];
-    let rest = rest.strip_prefix("-- ").unwrap_or(rest).strip_prefix('-')?;
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
-/// `cat FILE` alone: the file's base name.
-pub(crate) fn cat_file(script: &str) -> Option<String> {
-    let cmds = commands(script);
-    let [c] = cmds.as_slice() else { return None };
-    match c.as_slice() {
-        [cat, file] if cat == "cat" => Some(file.rsplit('/').next().unwrap_or(file).to_string()),
-        _ => None,
-    }
+/// The process group a readiness poll watches (`... kill -0 -PGID ...`).
+pub(crate) fn ready_pgid(script: &str) -> Option<u32> {
+    script.match_indices("kill -0 -").find_map(|(i, m)| {
+        let digits: String = script[i + m.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    })
 }
 
 #[cfg(test)]
@@ -251,37 +215,19 @@ mod tests {
         let env: BTreeMap<String, String> = [("NCCL_X".to_string(), "a b".to_string())]
             .into_iter()
             .collect();
-        let s = wrap::detached(
-            "/tmp/fabricplan/run 1",
-            "rdma-bw-r001-j01",
+        let s = wrap::server(
             36,
             &env,
             "ib_write_bw -d rocep1s0f0 -i 1 -x 3 -F --report_gbits -D 6 -s 65536 -q 1 -p 18515",
         );
-        let (job, inner) = detached(&s).unwrap();
-        assert_eq!(job, "rdma-bw-r001-j01");
-        let inv = invocation(&inner).unwrap();
+        let inv = invocation(&s).unwrap();
         assert_eq!(inv.tool, "ib_write_bw");
         assert_eq!(inv.args.last().unwrap(), "18515");
-        let f = wrap::foreground(
-            "/tmp/fabricplan/x",
-            36,
-            &env,
-            "ib_write_bw -d 'odd dev' -x 3 198.51.100.1",
-        );
+        let f = wrap::foreground(36, &env, "ib_write_bw -d 'odd dev' -x 3 198.51.100.1");
         let inv = invocation(&f).unwrap();
         assert_eq!(inv.args, vec!["-d", "odd dev", "-x", "3", "198.51.100.1"]);
         assert_eq!(inv.env["NCCL_X"], "a b");
-        assert_eq!(
-            ready_job(&wrap::ready("/tmp/d", "rdma-bw-r002-j03", 18517, 15)).as_deref(),
-            Some("rdma-bw-r002-j03")
-        );
-        assert_eq!(kill_pgid(&wrap::kill_group(4242)), Some(4242));
-        assert_eq!(kill_pgid("kill -TERM -- -77 2>/dev/null; exit 0"), Some(77));
-        assert_eq!(
-            cat_file(&wrap::cat("/tmp/fabricplan/r", "j.log")).as_deref(),
-            Some("j.log")
-        );
+        assert_eq!(ready_pgid(&wrap::ready(4242, 18517, 15)), Some(4242));
     }
 
     #[test]

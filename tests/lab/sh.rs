@@ -22,7 +22,6 @@ pub fn failed(msg: &str) -> Output {
         status: exit_status(127),
         stdout: Vec::new(),
         stderr: msg.as_bytes().to_vec(),
-        ..Output::default()
     }
 }
 

@@ -71,12 +71,10 @@ pub struct Unavailable {
     pub parts: Vec<crate::gate::part::Part>,
 }
 
-/// What identifies a started server, so exactly it can be stopped (never a name).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ServerHandle {
-    /// A process group on the node (`setsid`, its id written by the server's shell).
-    ProcessGroup(u32),
-}
+/// What identifies a started server, so exactly it can be stopped: the job its session
+/// started, by the process group the session recorded (never a name, never a number read back
+/// from the host).
+pub type ServerHandle = super::transport::Spawned;
 
 /// When a server really started (its shell about to exec the tool) and when it was first seen
 /// listening, Unix ms by its host's clock: the server tool's own start-up lies between.
@@ -90,25 +88,20 @@ pub struct ServerMarks {
 #[derive(Debug, Clone)]
 pub enum Readiness {
     /// It listens on its port; when it was started and seen listening, when the launcher knows.
-    Ready(ServerHandle, Option<ServerMarks>),
-    /// It is not ready: why, its log so far, its handle when it still has one to stop, and the
-    /// trap when the launcher knows a more specific one than a server gone or firewalled.
-    NotReady {
-        why: String,
-        log: String,
-        handle: Option<ServerHandle>,
-        trap: Option<Trap>,
-    },
+    Ready(Option<ServerMarks>),
+    /// It is not ready: why, and the trap when the launcher knows a more specific one than a
+    /// server gone or firewalled. It is stopped like any other, which gives its log.
+    NotReady { why: String, trap: Option<Trap> },
 }
 
 /// What stopping a server found.
 #[derive(Debug, Clone, Default)]
 pub struct Stopped {
-    /// Its output.
-    pub log: Option<String>,
-    /// It was still there after the hardest stop.
-    pub survived: bool,
-    /// The stop could not be carried out.
+    /// What it wrote (stdout and stderr together: its log), how it ended and what it left
+    /// running; `None` when the stop could not be carried out.
+    pub output: Option<Output>,
+    /// The stop could not be carried out (its node's session ended: the session's loop stops
+    /// it on the host).
     pub error: Option<TransportError>,
 }
 
@@ -162,33 +155,24 @@ pub trait Launcher: Send + Sync {
     ) -> BoxFuture<'a, Result<Output, TransportError>>;
 
     /// Start the server of `job` written by [`LaunchStyle::server`]; answers once it is
-    /// started.
+    /// started, with what identifies it.
     fn start<'a>(
         &'a self,
         node: &'a Node,
         job: &'a str,
         script: &'a str,
-        timeout: Duration,
-    ) -> BoxFuture<'a, Result<Output, TransportError>>;
+    ) -> BoxFuture<'a, Result<ServerHandle, TransportError>>;
 
-    /// Wait until the server of `job` listens on `port`, or say why it does not.
+    /// Wait until the server `handle` names listens on `port`, or say why it does not.
     fn ready<'a>(
         &'a self,
         node: &'a Node,
-        job: &'a str,
+        handle: &'a ServerHandle,
         port: u16,
-        run_id: &'a str,
     ) -> BoxFuture<'a, Readiness>;
 
-    /// Stop exactly the server `handle` names and collect its output (unless `have_log`).
-    fn stop<'a>(
-        &'a self,
-        node: &'a Node,
-        handle: &'a ServerHandle,
-        job: &'a str,
-        run_id: &'a str,
-        have_log: bool,
-    ) -> BoxFuture<'a, Stopped>;
+    /// Stop exactly the server `handle` names and collect what it wrote.
+    fn stop<'a>(&'a self, node: &'a Node, handle: &'a ServerHandle) -> BoxFuture<'a, Stopped>;
 
     /// The runner is about to run `round` (see [`crate::exec::Transport::expect_round`]).
     fn expect_round(&self, _round: &crate::schedule::Round) {}

@@ -123,40 +123,23 @@ impl Ctx<'_> {
         node: NodeId,
         job: &str,
         script: &str,
-        timeout: Duration,
-    ) -> Result<Output, TransportError> {
+    ) -> Result<ServerHandle, TransportError> {
         let _permit = self.sem.acquire().await;
-        self.launcher
-            .start(self.plan.node(node), job, script, timeout)
-            .await
+        self.launcher.start(self.plan.node(node), job, script).await
     }
 
     /// Wait for a server to listen, under the cap.
-    pub(crate) async fn ready(&self, node: NodeId, job: &str, port: u16) -> Readiness {
+    pub(crate) async fn ready(&self, node: NodeId, handle: &ServerHandle, port: u16) -> Readiness {
         let _permit = self.sem.acquire().await;
         self.launcher
-            .ready(self.plan.node(node), job, port, &self.opts.run_id)
+            .ready(self.plan.node(node), handle, port)
             .await
     }
 
-    /// Stop a server and collect its output, under the cap.
-    pub(crate) async fn stop(
-        &self,
-        node: NodeId,
-        handle: &ServerHandle,
-        job: &str,
-        have_log: bool,
-    ) -> Stopped {
+    /// Stop a server and collect what it wrote, under the cap.
+    pub(crate) async fn stop(&self, node: NodeId, handle: &ServerHandle) -> Stopped {
         let _permit = self.sem.acquire().await;
-        self.launcher
-            .stop(
-                self.plan.node(node),
-                handle,
-                job,
-                &self.opts.run_id,
-                have_log,
-            )
-            .await
+        self.launcher.stop(self.plan.node(node), handle).await
     }
 
     /// [`Launcher::exec_released`] under the same limit as [`Ctx::exec`]. A staged command

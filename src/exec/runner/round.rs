@@ -1,7 +1,9 @@
 //! One round, the way a careful engineer runs it by hand: snapshot the counters; start every
-//! server detached; wait until each listens (polling, never a fixed sleep); release every client
-//! together; collect; stop exactly the servers that were started; snapshot the counters again;
-//! judge. One job failing never stops its round; a lost host fails its own jobs.
+//! server (a job of its node's session that runs until stopped); wait until each listens
+//! (polling, never a fixed sleep); release every client together; collect; stop exactly the
+//! servers that were started (by what their sessions recorded); snapshot the counters again;
+//! judge, with how each tool ended and what it left running. One job failing never stops its
+//! round; a lost host fails its own jobs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
@@ -12,7 +14,8 @@ use tokio::sync::{oneshot, watch};
 
 use super::ctx::{Ctx, SHORT};
 use super::judge::{
-    Collected, Counters, counter_deltas, failed, gate_name, job_devices, judge, skipped,
+    Collected, Counters, counter_deltas, ending, failed, gate_name, job_devices, judge, left_running,
+    skipped,
 };
 use super::phases::{Anchor, AttemptTimes, ClientRun, round_phases};
 use crate::discover;
@@ -36,13 +39,13 @@ struct Running<'j> {
     server: Option<(NodeId, ServerHandle)>,
 }
 
-/// A server's start: where, what, when it was sent and answered, and the answer.
+/// A server's start: where, what, when it was sent and answered, and what identifies it.
 struct ServerStart {
     step: Step,
     sent_ms: u64,
     answered_ms: u64,
     answered: Instant,
-    answer: Result<Output, TransportError>,
+    answer: Result<ServerHandle, TransportError>,
 }
 
 /// A client's (or MPI launcher's) run.
@@ -140,7 +143,7 @@ fn prepare<'r>(
             continue;
         }
         let style = ctx.launcher.style();
-        match kinds::commands(plan, &ctx.renderer, style, &ctx.res, job, &ctx.opts.run_id) {
+        match kinds::commands(plan, &ctx.renderer, style, &ctx.res, job) {
             Ok(cmds) if cmds.unresolved.is_empty() => running.push(Running {
                 c: Collected::new(job, 1, cmds, expected.get(i).copied().flatten()),
                 server: None,
@@ -211,7 +214,7 @@ async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, Strin
             let mut recs = Vec::new();
             for s in servers(r) {
                 let sent_ms = now_ms();
-                let answer = ctx.start(s.node, &r.c.job.id, &s.script, SHORT).await;
+                let answer = ctx.start(s.node, &r.c.job.id, &s.script).await;
                 recs.push(ServerStart {
                     step: s.clone(),
                     sent_ms,
@@ -220,10 +223,14 @@ async fn setup(ctx: &Ctx<'_>, running: &[Running<'_>], devices: &[(NodeId, Strin
                     answer,
                 });
             }
-            let ready = match servers(r).next() {
-                Some(server) if recs.iter().all(|s| s.answer.is_ok()) => Some((
-                    server.node,
-                    ctx.ready(server.node, &r.c.job.id, r.c.job.port).await,
+            let ready = match recs.first() {
+                Some(ServerStart {
+                    step,
+                    answer: Ok(handle),
+                    ..
+                }) if recs.iter().all(|s| s.answer.is_ok()) => Some((
+                    step.node,
+                    ctx.ready(step.node, handle, r.c.job.port).await,
                     Instant::now(),
                 )),
                 _ => None,
@@ -382,6 +389,24 @@ fn step_record(
     rec
 }
 
+/// The record of a server's start: how it ended and its log are filled in when it is stopped.
+fn server_record(ctx: &Ctx, c: &Collected<'_>, s: &ServerStart) -> StepRecord {
+    StepRecord {
+        attempt: c.attempt,
+        host: ctx.plan.node(s.step.node).name.clone(),
+        role: s.step.role,
+        command: s.step.command.clone(),
+        script: s.step.script.clone(),
+        exit_status: None,
+        error: None,
+        started_unix_ms: s.sent_ms,
+        finished_unix_ms: s.answered_ms,
+        remote_started_unix_ms: s.answer.as_ref().ok().and_then(|h| h.started_unix_ms),
+        stdout_file: None,
+        stderr_file: None,
+    }
+}
+
 /// What the server starts and readiness polls said, into each job.
 fn record_setup(
     ctx: &Ctx<'_>,
@@ -392,46 +417,35 @@ fn record_setup(
 ) {
     for (r, recs) in running.iter_mut().zip(starts) {
         for s in recs {
-            if let Err(e) = &s.answer {
-                let trap = e.trap().unwrap_or(Trap::Unreachable);
-                r.c.failure = Some(
-                    Verdict::check(
-                        gate_name(ctx.plan, round, r.c.job),
-                        Outcome::Fail,
-                        format!("could not start the server: {e}"),
-                        Some(trap),
-                    )
-                    .about(vec![ctx.launcher.reach_part(&s.step.host, trap)]),
-                );
+            let mut rec = server_record(ctx, &r.c, &s);
+            match s.answer {
+                Ok(handle) => r.server = Some((s.step.node, handle)),
+                Err(e) => {
+                    let trap = e.trap().unwrap_or(Trap::Unreachable);
+                    r.c.failure = Some(
+                        Verdict::check(
+                            gate_name(ctx.plan, round, r.c.job),
+                            Outcome::Fail,
+                            format!("could not start the server: {e}"),
+                            Some(trap),
+                        )
+                        .about(vec![ctx.launcher.reach_part(&s.step.host, trap)]),
+                    );
+                    rec.error = Some(e.to_string());
+                }
             }
-            let mut rec = step_record(ctx, &mut r.c, &s.step, s.sent_ms, &s.answer);
-            // recorded after the round: when the start itself answered
-            rec.finished_unix_ms = s.answered_ms;
             r.c.steps.push(rec);
         }
     }
     for (r, rd) in running.iter_mut().zip(ready) {
-        match rd {
-            Some((node, Readiness::Ready(handle, _))) => r.server = Some((node, handle)),
-            Some((
-                node,
-                Readiness::NotReady {
-                    why,
-                    log,
-                    handle,
-                    trap,
-                },
-            )) => {
-                r.server = handle.map(|h| (node, h));
-                r.c.server_log = Some(log);
-                r.c.failure = Some(Verdict::check(
-                    gate_name(ctx.plan, round, r.c.job),
-                    Outcome::Fail,
-                    why,
-                    Some(trap.unwrap_or(Trap::ServerGoneOrFirewall)),
-                ));
-            }
-            None => {}
+        // a server that is not ready is stopped like any other: that gives its log
+        if let Some((_, Readiness::NotReady { why, trap })) = rd {
+            r.c.failure = Some(Verdict::check(
+                gate_name(ctx.plan, round, r.c.job),
+                Outcome::Fail,
+                why,
+                Some(trap.unwrap_or(Trap::ServerGoneOrFirewall)),
+            ));
         }
     }
 }
@@ -470,22 +484,11 @@ fn record_launches(
             let gate = gate_name(ctx.plan, round, r.c.job);
             match l.out {
                 Ok(o) => {
-                    if o.status == 124 || o.status == 137 {
-                        r.c.failure.get_or_insert(Verdict::check(
-                            gate,
-                            Outcome::Fail,
-                            format!(
-                                "no result within {} s: killed by the remote timeout",
-                                r.c.cmds
-                                    .steps
-                                    .iter()
-                                    .map(|s| s.timeout_s)
-                                    .max()
-                                    .unwrap_or(0)
-                            ),
-                            Some(Trap::Timeout),
-                        ));
+                    if let Some(v) = ending(&gate, &l.step.host, o.status, l.took, l.step.timeout_s)
+                    {
+                        r.c.ended.get_or_insert(v);
                     }
+                    r.c.extra.extend(left_running(&gate, &l.step.host, &o.left));
                     r.c.client_out = Some(o);
                 }
                 Err(e) => {
@@ -522,10 +525,7 @@ async fn teardown(
         async {
             let stops = join_all(running.iter().map(|r| async move {
                 match &r.server {
-                    Some((node, h)) => Some(
-                        ctx.stop(*node, h, &r.c.job.id, r.c.server_log.is_some())
-                            .await,
-                    ),
+                    Some((node, h)) => Some((*node, ctx.stop(*node, h).await)),
                     None => None,
                 }
             }))
@@ -535,34 +535,36 @@ async fn teardown(
         async { (snapshot(ctx, devices).await, Instant::now()) }
     );
     for (r, stopped) in running.iter_mut().zip(stops) {
-        let Some(stopped) = stopped else { continue };
-        if stopped.log.is_some() {
-            r.c.server_log = stopped.log;
-        }
-        let log = match (&r.c.server_log, servers(r).next()) {
-            (Some(log), Some(server)) => {
-                let attempt = if r.c.attempt > 1 {
-                    format!(".{}", r.c.attempt)
-                } else {
-                    String::new()
-                };
-                let name = format!("{}.server{attempt}.log", ctx.plan.node(server.node).name);
-                Some(Captured {
-                    name,
-                    text: log.clone(),
-                })
-            }
-            _ => None,
+        let Some((node, stopped)) = stopped else {
+            continue;
         };
-        r.c.outputs.extend(log);
-        if stopped.survived {
-            r.c.failure.get_or_insert(Verdict::check(
-                format!("{} cleanup", gate_name(ctx.plan, round, r.c.job)),
-                Outcome::Warn,
-                "the server's process group survived SIGKILL",
-                Some(Trap::ToolError),
-            ));
+        r.server = None;
+        let host = ctx.plan.node(node).name.clone();
+        let gate = gate_name(ctx.plan, round, r.c.job);
+        if let Some(rec) = r
+            .c
+            .steps
+            .iter_mut()
+            .rev()
+            .find(|s| s.role == Role::Server && s.host == host)
+        {
+            rec.exit_status = stopped.output.as_ref().map(|o| o.status);
+            rec.error = stopped.error.as_ref().map(|e| e.to_string());
+            rec.finished_unix_ms = now_ms();
         }
+        let Some(out) = stopped.output else { continue };
+        r.c.extra.extend(left_running(&gate, &host, &out.left));
+        let log = format!("{}{}", out.stdout, out.stderr);
+        let attempt = if r.c.attempt > 1 {
+            format!(".{}", r.c.attempt)
+        } else {
+            String::new()
+        };
+        r.c.outputs.push(Captured {
+            name: format!("{host}.server{attempt}.log"),
+            text: log.clone(),
+        });
+        r.c.server_log = Some(log);
     }
     (after, t.ms(stopped_at), t.ms(counted))
 }
@@ -614,7 +616,7 @@ async fn attempt(ctx: &Ctx<'_>, round: &Round, running: &mut [Running<'_>]) -> A
         .iter()
         .flatten()
         .filter_map(|(_, rd)| match rd {
-            Readiness::Ready(_, marks) => {
+            Readiness::Ready(marks) => {
                 Some(marks.map(|m| (m.listening_unix_ms - m.started_unix_ms).max(0.0)))
             }
             Readiness::NotReady { .. } => None,

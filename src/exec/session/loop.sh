@@ -53,7 +53,7 @@ nl='
 # st PID: its start time (field 22 of /proc/PID/stat, ticks since boot) into s_; false when gone
 st() {
   s_=
-  read -r s_ <"/proc/$1/stat" 2>/dev/null || return 1
+  read -r s_ 2>/dev/null <"/proc/$1/stat" || return 1
   s_=${s_##*) }
   set -- $s_
   [ $# -ge 20 ] || return 1
@@ -76,7 +76,7 @@ sw() {
   if [ -n "$2" ]; then
     for x_ in $l_; do
       c_=
-      read -r c_ <"/proc/$x_/comm" 2>/dev/null
+      read -r c_ 2>/dev/null <"/proc/$x_/comm"
       printf '%s %s\n' "$x_" "$c_"
     done >>"$2"
   fi
@@ -101,7 +101,7 @@ al() {
 for o in "$b"/fabricplan-session.*; do
   [ -d "$o" ] && [ ! -L "$o" ] && [ -O "$o" ] || continue
   op=
-  read -r op os ot <"$o/pid" 2>/dev/null || continue
+  read -r op os ot 2>/dev/null <"$o/pid" || continue
   case $op$os in ''|*[!0-9]*) continue ;; esac
   case $ot in ''|*[!0-9a-f]*) continue ;; esac
   if st "$op"; then

@@ -308,7 +308,6 @@ async fn a_killed_loop_ends_the_session_with_why_and_its_watchdog_stops_its_jobs
         panic!("{r:?}")
     };
     assert!(reason.contains("killed by signal 9"), "{reason}");
-    assert_eq!(s.orphans(), [job]);
     assert!(matches!(
         s.run("true", LIMIT).await,
         Err(TransportError::Lost { .. })
@@ -355,7 +354,11 @@ async fn closing_stops_what_still_runs_and_leaves_nothing() {
     let session_dir = std::path::PathBuf::from(s.dir());
     assert!(session_dir.is_dir());
     s.close().await;
-    assert!(running.await.unwrap().is_err());
+    // it was stopped, or its session ended first: either way it did not end by itself
+    match running.await.unwrap() {
+        Ok(o) => assert!(o.status > 128, "{o:?}"),
+        Err(_) => {}
+    }
     assert_eq!(child.exited_within(LIMIT).await, Some(0));
     assert!(!alive(job), "the job survived the session's end");
     assert!(!session_dir.exists());
@@ -388,7 +391,10 @@ async fn what_a_login_shell_prints_first_is_skipped_and_a_failed_start_is_said()
         .await
         .err()
         .unwrap();
-    assert!(e.contains("base64 is not installed"), "{e}");
+    assert!(
+        matches!(&e, AttachError::Refused(why) if why.contains("base64 is not installed")),
+        "{e}"
+    );
     let argv = [
         "/bin/sh".to_string(),
         "-c".to_string(),
@@ -399,7 +405,10 @@ async fn what_a_login_shell_prints_first_is_skipped_and_a_failed_start_is_said()
         .await
         .err()
         .unwrap();
-    assert!(e.contains("exited 5"), "{e}");
+    assert!(
+        matches!(&e, AttachError::NoHello(why) if why.contains("exited 5")),
+        "{e}"
+    );
 }
 
 #[tokio::test]
@@ -466,7 +475,7 @@ fn a_loop_whose_controller_falls_silent_ends_itself_and_its_jobs() {
         panic!("{line}")
     };
     input
-        .write_all(&wire::run_request(1, "exec sleep 1000", false))
+        .write_all(&wire::run_request(1, "exec sleep 1000", wire::Verb::Run))
         .unwrap();
     line.clear();
     out.read_line(&mut line).unwrap();
@@ -498,4 +507,250 @@ fn a_loop_whose_controller_falls_silent_ends_itself_and_its_jobs() {
         processes_with(&token)
     );
     drop(input);
+}
+
+/// A session whose loop is started with `window` and `limit` (blocks of 512 bytes per output
+/// stream).
+async fn local_limited(window: u32, limit: u32) -> (Session, process::Child, String) {
+    let token = wire::random_word();
+    let mut argv = wire::argv(&token);
+    argv.extend([window.to_string(), limit.to_string()]);
+    let (sink, source, child) = process::spawn(&argv, &[]).expect("sh starts");
+    let s = Session::attach("here", &token, sink, source, LIMIT)
+        .await
+        .expect("the session starts");
+    (s, child, token)
+}
+
+fn mode_and_owner(p: &std::path::Path) -> (u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).unwrap();
+    (m.mode() & 0o7777, m.uid())
+}
+
+#[tokio::test]
+async fn each_job_runs_in_a_private_directory_of_its_own_that_goes_with_it() {
+    let (s, _child, _) = local().await;
+    let dir = std::path::PathBuf::from(s.dir());
+    let me = unsafe { libc::geteuid() };
+    assert_eq!(mode_and_owner(&dir), (0o700, me), "{}", dir.display());
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("fabricplan-session.")
+    );
+    // its working directory: inside the session's, a new one per job, made with umask 077
+    let o = s
+        .run("pwd; touch made; ls -ld . made | cut -c1-10", LIMIT)
+        .await
+        .unwrap();
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{o:?}");
+    let cwd = std::path::PathBuf::from(lines[0]);
+    assert_eq!(cwd.parent(), Some(dir.as_path()), "{o:?}");
+    assert_eq!(&lines[1..], ["drwx------", "-rw-------"], "{o:?}");
+    let second = s.run("pwd", LIMIT).await.unwrap();
+    assert_ne!(second.stdout.trim(), lines[0], "two jobs shared a directory");
+    // gone once the job ended
+    assert!(until(LIMIT, || !cwd.exists()).await, "{} left", cwd.display());
+    // every job's processes carry the session's mark
+    let o = s.run("echo \"$FABRICPLAN_JOB\"", LIMIT).await.unwrap();
+    assert!(o.stdout.trim().ends_with('.'), "{o:?}");
+    s.close().await;
+    assert!(!dir.exists());
+}
+
+#[tokio::test]
+async fn a_server_runs_until_stopped_by_its_recorded_group_and_gives_its_output() {
+    let (s, _child, _) = local().await;
+    let up = tempfile::NamedTempFile::new().unwrap();
+    std::fs::remove_file(up.path()).unwrap();
+    let job = s
+        .spawn(&format!(
+            "echo listening; echo warm >&2; touch {}; exec sleep 1000",
+            up.path().display()
+        ))
+        .await
+        .unwrap();
+    assert!(job.pgid > 1);
+    assert!(
+        job.started_unix_ms.is_some_and(|t| t > 1.0e12),
+        "{job:?}"
+    );
+    assert!(until(LIMIT, || up.path().exists()).await);
+    assert!(alive(job.pgid));
+    let out = s.stop_spawned(job.id).await.unwrap();
+    assert_eq!(out.status, 143, "{out:?}");
+    assert_eq!(out.stdout, "listening\n");
+    assert_eq!(out.stderr, "warm\n");
+    assert!(out.left.is_empty(), "{out:?}");
+    assert!(!alive(job.pgid));
+    // one that ended by itself first: its end is there to take
+    let quick = s.spawn("echo bye; exit 3").await.unwrap();
+    assert!(until(LIMIT, || !alive(quick.pgid)).await);
+    // its end may or may not have arrived yet: either way the stop gives it, signalling nothing
+    let out = s.stop_spawned(quick.id).await.unwrap();
+    assert_eq!((out.status, out.stdout.as_str()), (3, "bye\n"), "{out:?}");
+    // a second stop of the same job is refused, and nothing else is signalled
+    assert!(s.stop_spawned(quick.id).await.is_err());
+    assert_eq!(s.run("echo still", LIMIT).await.unwrap().stdout, "still\n");
+    s.close().await;
+}
+
+#[tokio::test]
+async fn what_a_job_leaves_running_is_stopped_and_said() {
+    let (s, _child, token) = local().await;
+    let dir = tempfile::tempdir().unwrap();
+    // a child left in the job's own group, and one that made itself a session of its own
+    let in_group = dir.path().join("in-group");
+    let escaped = dir.path().join("escaped");
+    let script = format!(
+        "sleep 1001 & echo $! > {}\nsetsid sleep 1002 </dev/null >/dev/null 2>&1 &\n\
+         while ! pgrep -f 'sleep 1002' > {} ; do sleep 0.01; done\necho done",
+        in_group.display(),
+        escaped.display()
+    );
+    let o = s.run(&script, LIMIT).await.unwrap();
+    assert_eq!((o.status, o.stdout.as_str()), (0, "done\n"), "{o:?}");
+    let pid = |p: &std::path::Path| -> u32 {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (a, b) = (pid(&in_group), pid(&escaped));
+    assert!(!alive(a), "the child in its group outlived the job");
+    assert!(!alive(b), "the child that left its session outlived the job");
+    let left = o.left.join(" | ");
+    assert!(
+        o.left.len() == 2 && left.contains(&a.to_string()) && left.contains(&b.to_string()),
+        "{o:?}"
+    );
+    assert!(left.contains("sleep"), "{left}");
+    assert!(processes_with(&token).is_empty() || s.ended().is_none());
+    s.close().await;
+}
+
+#[tokio::test]
+async fn outputs_are_bounded_on_the_host_and_here() {
+    // a limit of 8192 blocks: 4 MiB per stream on the host
+    let (s, _child, _) = local_limited(10, 8192).await;
+    // 3 MiB: under the host's bound, past what is held here: the ends kept, the middle counted
+    let o = s
+        .run(
+            "echo first; head -c 3145728 /dev/zero | tr '\\0' x; echo; echo last",
+            LIMIT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(o.status, 0);
+    assert!(o.stdout.starts_with("first\n") && o.stdout.ends_with("\nlast\n"));
+    assert!(o.omitted_bytes > 0, "{}", o.omitted_bytes);
+    assert!(o.stdout.len() < 2 * crate::exec::capture::KEPT + 200);
+    assert!(o.stdout.contains(crate::exec::capture::TRUNCATED_MARK));
+    // without end: stopped by the host's bound (SIGXFSZ), whatever it would have written
+    let t = Instant::now();
+    let o = s.run("exec yes", LIMIT).await.unwrap();
+    assert_eq!(o.status, 128 + libc::SIGXFSZ, "{}", o.status);
+    assert!(t.elapsed() < LIMIT);
+    assert!(o.stdout.len() < 2 * crate::exec::capture::KEPT + 200);
+    s.close().await;
+}
+
+#[test]
+fn a_line_longer_than_any_answer_is_dropped_as_it_comes() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut lines = Lines::new(rx);
+        for _ in 0..64 {
+            tx.send(Chunk::Data(vec![b'x'; 64 * 1024])).unwrap();
+        }
+        tx.send(Chunk::Data(b"\n@fp Q\n".to_vec())).unwrap();
+        tx.send(Chunk::End("closed".into())).unwrap();
+        assert_eq!(lines.next().await.unwrap(), "@fp Q");
+        assert!(lines.buf.capacity() < 4 * MAX_LINE, "{}", lines.buf.capacity());
+        assert!(lines.next().await.is_err());
+    });
+}
+
+#[tokio::test]
+async fn a_loop_killed_with_everything_it_started_is_cleaned_up_by_the_next() {
+    let (s, child, token) = local().await;
+    let dir = std::path::PathBuf::from(s.dir());
+    let pid_file = tempfile::NamedTempFile::new().unwrap();
+    let script = format!("echo $$ > {}; exec sleep 1000", pid_file.path().display());
+    let waiting = {
+        let s = s.clone();
+        tokio::spawn(async move { s.run(&script, LIMIT).await })
+    };
+    assert!(
+        until(LIMIT, || std::fs::read_to_string(pid_file.path())
+            .is_ok_and(|t| !t.trim().is_empty()))
+        .await
+    );
+    let job: u32 = std::fs::read_to_string(pid_file.path())
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // everything of the session but its job killed at once: nobody left to clean up
+    let loop_pid = s.pid();
+    let members: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|st| {
+                    st.rsplit(')')
+                        .next()?
+                        .split_whitespace()
+                        .nth(2)?
+                        .parse::<u32>()
+                        .ok()
+                })
+                == Some(loop_pid)
+        })
+        .collect();
+    for p in &members {
+        unsafe {
+            libc::kill(*p as i32, libc::SIGKILL);
+        }
+    }
+    let _ = waiting.await;
+    let _ = child.exited_within(LIMIT).await;
+    assert!(dir.exists() && alive(job), "the setting up of the test failed");
+    // the next session of this user on this host finds it gone, stops its job, removes it
+    let (next, _c2, _) = local().await;
+    assert!(!dir.exists(), "{} left", dir.display());
+    assert!(until(LIMIT, || !alive(job)).await, "its job survived");
+    assert!(processes_with(&token).is_empty(), "{:?}", processes_with(&token));
+    next.close().await;
+}
+
+#[tokio::test]
+async fn a_loop_told_to_terminate_cleans_up_before_it_goes() {
+    let (s, child, token) = local().await;
+    let dir = std::path::PathBuf::from(s.dir());
+    let server = s.spawn("exec sleep 1000").await.unwrap();
+    unsafe {
+        libc::kill(s.pid() as i32, libc::SIGTERM);
+    }
+    assert!(child.exited_within(LIMIT).await.is_some());
+    assert!(until(LIMIT, || !alive(server.pgid)).await, "its job survived");
+    assert!(until(LIMIT, || !dir.exists()).await, "{} left", dir.display());
+    assert!(
+        until(LIMIT, || processes_with(&token).is_empty()).await,
+        "{:?}",
+        processes_with(&token)
+    );
 }

@@ -138,7 +138,6 @@ impl TestKind for Iperf3 {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError> {
         let s = super::section_of::<IperfTest>(plan, ID, job)?;
         let t = PairTemplates {
@@ -147,7 +146,7 @@ impl TestKind for Iperf3 {
             timeout_s: s.timeout_s,
             needs_device: false,
         };
-        pair_commands(plan, renderer, style, res, job, run_id, &t, |end| {
+        pair_commands(plan, renderer, style, res, job, &t, |end| {
             context! {
                 port => end.port, local_ip => end.local_ip.to_string(),
                 server_ip => end.server_ip.to_string(), duration_s => s.duration_s,

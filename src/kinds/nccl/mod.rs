@@ -130,9 +130,8 @@ pub fn launch_check(
     renderer: &Renderer,
     style: &dyn LaunchStyle,
     test: usize,
-    run_id: &str,
 ) -> Result<LaunchCheck, RenderError> {
-    let (step, ranks) = render::mpi_hostname(plan, renderer, style, test, run_id)?;
+    let (step, ranks) = render::mpi_hostname(plan, renderer, style, test)?;
     let starter = if style.name() == "slurm" {
         "srun"
     } else {
@@ -328,7 +327,6 @@ impl TestKind for Nccl {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError> {
         let Some(test) = job.ranks.as_ref().map(|r| r.test) else {
             return Err(RenderError {
@@ -342,7 +340,7 @@ impl TestKind for Nccl {
                 message: format!("no NCCL test {test} in the plan"),
             });
         }
-        render::nccl_commands(plan, renderer, style, res, job, test, run_id)
+        render::nccl_commands(plan, renderer, style, res, job, test)
     }
 
     fn judge(&self, plan: &Plan, job: &Job, parsed: &Parsed, ctx: &Context) -> Vec<Verdict> {

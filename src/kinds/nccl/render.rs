@@ -90,7 +90,6 @@ pub fn mpi_hostname(
     renderer: &Renderer,
     style: &dyn LaunchStyle,
     ti: usize,
-    run_id: &str,
 ) -> Result<(Step, usize), RenderError> {
     let Some(t) = super::tests(plan).get(ti).copied() else {
         return Err(RenderError {
@@ -122,7 +121,7 @@ pub fn mpi_hostname(
         vars: context! { hosts => hosts, subnets => subnets },
         timeout_s: LAUNCH_CHECK_TIMEOUT_S,
     };
-    let w = style.mpi(plan, renderer, &launch, run_id)?;
+    let w = style.mpi(plan, renderer, &launch)?;
     Ok((
         Step {
             node: w.node,
@@ -369,7 +368,6 @@ pub fn nccl_commands(
     res: &Resolution,
     job: &Job,
     ti: usize,
-    run_id: &str,
 ) -> Result<JobCommands, RenderError> {
     let Some(t) = super::tests(plan).get(ti).copied() else {
         return Err(RenderError {
@@ -419,7 +417,7 @@ pub fn nccl_commands(
         vars,
         timeout_s: t.timeout_s,
     };
-    let w = style.mpi(plan, renderer, &launch, run_id)?;
+    let w = style.mpi(plan, renderer, &launch)?;
     Ok(JobCommands {
         job: job.id.clone(),
         steps: vec![Step {
@@ -482,7 +480,6 @@ collective = "all_reduce"
             &res,
             &round.jobs[0],
             0,
-            "r",
         )
         .unwrap()
     }
@@ -566,7 +563,6 @@ env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c
             &res,
             &round.jobs[0],
             0,
-            "r",
         )
         .unwrap();
         let cmd = &c.steps[0].command;

@@ -114,7 +114,6 @@ pub(super) fn perftest_bw_commands(
     style: &dyn LaunchStyle,
     res: &Resolution,
     job: &Job,
-    run_id: &str,
     section: &BwTest,
     tool: &str,
 ) -> Result<JobCommands, RenderError> {
@@ -125,7 +124,7 @@ pub(super) fn perftest_bw_commands(
         needs_device: true,
     };
     let bidirectional = job.pair.as_ref().is_some_and(|p| p.bidirectional);
-    pair_commands(plan, renderer, style, res, job, run_id, &t, |end| {
+    pair_commands(plan, renderer, style, res, job, &t, |end| {
         context! {
             tool => tool, bidirectional => bidirectional,
             device => end.device.value.clone(), gid_index => end.gid.value.clone(),
@@ -181,10 +180,9 @@ impl TestKind for RdmaBw {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError> {
         let t = super::section_of::<BwTest>(plan, ID, job)?;
-        perftest_bw_commands(plan, renderer, style, res, job, run_id, t, "ib_write_bw")
+        perftest_bw_commands(plan, renderer, style, res, job, t, "ib_write_bw")
     }
 
     fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {

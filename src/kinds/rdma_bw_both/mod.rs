@@ -98,7 +98,6 @@ impl TestKind for RdmaBwBoth {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError> {
         let t = super::section_of::<BwTest>(plan, ID, job)?;
         super::rdma_bw::perftest_bw_commands(
@@ -107,7 +106,6 @@ impl TestKind for RdmaBwBoth {
             style,
             res,
             job,
-            run_id,
             t,
             "ib_write_bw",
         )

@@ -121,7 +121,6 @@ impl TestKind for RdmaLat {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError> {
         let s = super::section_of::<LatTest>(plan, ID, job)?;
         let t = PairTemplates {
@@ -130,7 +129,7 @@ impl TestKind for RdmaLat {
             timeout_s: s.timeout_s,
             needs_device: true,
         };
-        pair_commands(plan, renderer, style, res, job, run_id, &t, |end| {
+        pair_commands(plan, renderer, style, res, job, &t, |end| {
             context! {
                 tool => "ib_write_lat", device => end.device.value.clone(), gid_index => end.gid.value.clone(),
                 port => end.port, size_bytes => s.size_bytes, iterations => s.iterations,

@@ -148,7 +148,6 @@ impl TestKind for RdmaPingpong {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError> {
         let s = super::section_of::<PingpongTest>(plan, ID, job)?;
         let t = PairTemplates {
@@ -157,7 +156,7 @@ impl TestKind for RdmaPingpong {
             timeout_s: s.timeout_s,
             needs_device: true,
         };
-        pair_commands(plan, renderer, style, res, job, run_id, &t, |end| {
+        pair_commands(plan, renderer, style, res, job, &t, |end| {
             context! {
                 tool => parse::TOOL.name, device => end.device.value.clone(),
                 gid_index => end.gid.value.clone(), port => end.port,

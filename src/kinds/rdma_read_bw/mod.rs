@@ -77,7 +77,6 @@ impl TestKind for RdmaReadBw {
         style: &dyn LaunchStyle,
         res: &Resolution,
         job: &Job,
-        run_id: &str,
     ) -> Result<JobCommands, RenderError> {
         let t = super::section_of::<BwTest>(plan, ID, job)?;
         super::rdma_bw::perftest_bw_commands(
@@ -86,7 +85,6 @@ impl TestKind for RdmaReadBw {
             style,
             res,
             job,
-            run_id,
             t,
             "ib_read_bw",
         )

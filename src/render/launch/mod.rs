@@ -1,8 +1,9 @@
 //! How a launcher writes commands: the seam between what a test kind runs and how it gets
 //! started where it runs. A kind renders its tool's command line; the launcher's
-//! [`LaunchStyle`] wraps it ([`SshStyle`]: a detached server under `setsid` with its process
-//! group recorded, a foreground client under a remote timeout, `mpirun` over the fabric subnets)
-//! or writes it another way ([`SlurmStyle`]: every command a job step of one allocation). Pure:
+//! [`LaunchStyle`] wraps it ([`SshStyle`]: a server that runs until its session stops it, a
+//! foreground client under a remote timeout, `mpirun` over the fabric subnets) or writes it
+//! another way ([`SlurmStyle`]: every command a job step of one allocation). No script names a
+//! path on a host: each runs in its job's own directory inside its session's private one. Pure:
 //! the executing half of a launcher lives in `crate::exec::launch`.
 
 mod slurm;
@@ -18,11 +19,6 @@ use crate::plan::{Node, NodeId, Plan};
 
 pub use slurm::{STEP_MARK, SlurmStyle, display, is_step_id, salloc, take_step_mark};
 pub use ssh::SshStyle;
-
-/// The remote directory of a run.
-pub fn remote_dir(run_id: &str) -> String {
-    format!("/tmp/fabricplan/{run_id}")
-}
 
 /// One application context of an MPI launch: ranks sharing a binary and an environment.
 #[derive(Debug, Clone)]
@@ -68,27 +64,12 @@ pub trait LaunchStyle: Send + Sync {
     /// The launcher's name (`ssh`, `slurm`).
     fn name(&self) -> &'static str;
 
-    /// A server: started detached so it outlives the command that starts it, its processes
-    /// recorded so exactly they can be stopped.
-    fn server(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        job: &str,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String;
+    /// A server: a job that runs until it is stopped, by the process group its session
+    /// recorded when it started it.
+    fn server(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String;
 
     /// A command in the foreground (a client), under a timeout on the node.
-    fn foreground(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String;
+    fn foreground(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String;
 
     /// A one-shot script on a node (a discovery probe, a counter snapshot, a ping), written
     /// the way this launcher runs it there.
@@ -100,6 +81,5 @@ pub trait LaunchStyle: Send + Sync {
         plan: &Plan,
         renderer: &Renderer,
         launch: &MpiLaunch,
-        run_id: &str,
     ) -> Result<Written, RenderError>;
 }

@@ -12,7 +12,7 @@
 
 use minijinja::Value;
 
-use super::{LaunchStyle, MpiLaunch, SshStyle, Written, remote_dir};
+use super::{LaunchStyle, MpiLaunch, SshStyle, Written};
 use crate::plan::{Node, NodeId, Plan, SlurmConfig, SlurmMpi};
 use crate::render::{RenderError, Renderer, quote, wrap};
 
@@ -31,14 +31,11 @@ fn start_mark() -> String {
     )
 }
 
-/// What every step's task runs: into the run's directory on the node, its step id written
-/// first, then `before` (nothing, or what waits for the release and marks the start), then the
-/// command under a timeout.
-fn step_body(run_id: &str, before: &str, timeout_s: u32, command: &str) -> String {
-    format!(
-        "mkdir -p {d} && cd {d} && {STEP_PRINTF} && {before}exec timeout -k 5 {timeout_s} {command}",
-        d = quote(&remote_dir(run_id)).unwrap_or_default(),
-    )
+/// What every step's task runs: its step id written first, then `before` (nothing, or what
+/// marks the start), then the command under a timeout. The step is started in `/` (`--chdir`):
+/// it makes no file or directory on the node, and its output goes back through `srun`.
+fn step_body(before: &str, timeout_s: u32, command: &str) -> String {
+    format!("{STEP_PRINTF} && {before}exec timeout -k 5 {timeout_s} {command}")
 }
 
 /// Split the step marks off a step's stderr: (its id, the rest). Every rank of a step writes
@@ -238,31 +235,16 @@ impl LaunchStyle for SlurmStyle {
         "slurm"
     }
 
-    /// Run in the node's session step, as the SSH launcher writes it: detached under `setsid`,
-    /// its process group recorded and stopped by it.
-    fn server(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        job: &str,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        SshStyle.server(plan, node, job, run_id, timeout_s, command)
+    /// Run in the node's session step, as the SSH launcher writes it: a job its session
+    /// stops by the process group it recorded.
+    fn server(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String {
+        SshStyle.server(plan, node, timeout_s, command)
     }
 
     /// Run in the node's session step, as the SSH launcher writes it (staged and released with
     /// the round's other clients by the session).
-    fn foreground(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        SshStyle.foreground(plan, node, run_id, timeout_s, command)
+    fn foreground(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String {
+        SshStyle.foreground(plan, node, timeout_s, command)
     }
 
     fn oneshot(&self, node: &Node, script: &str) -> String {
@@ -278,7 +260,6 @@ impl LaunchStyle for SlurmStyle {
         plan: &Plan,
         _renderer: &Renderer,
         launch: &MpiLaunch,
-        run_id: &str,
     ) -> Result<Written, RenderError> {
         let nodes: Vec<&str> = launch
             .apps
@@ -323,7 +304,7 @@ impl LaunchStyle for SlurmStyle {
         };
         script.push_str(&format!(
             "export OMPI_MCA_btl_tcp_if_include={subnets} OMPI_MCA_oob_tcp_if_include={subnets}; {}",
-            step_body(run_id, &start_mark(), launch.timeout_s, &command)
+            step_body(&start_mark(), launch.timeout_s, &command)
         ));
         let words = vec![
             Word::Own("srun".into()),
@@ -331,6 +312,7 @@ impl LaunchStyle for SlurmStyle {
             self.jobid(),
             Word::Own(format!("--mpi={}", self.mpi.name())),
             Word::Own("--kill-on-bad-exit=1".into()),
+            Word::Own("--chdir=/".into()),
             Word::Own("-m".into()),
             Word::Own("arbitrary".into()),
             Word::Own("-w".into()),
@@ -425,12 +407,12 @@ subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
         let a = NodeId(0);
         // a node's commands are the scripts the SSH launcher writes, run in its session step
         assert_eq!(
-            s.server(&p, a, "j", "r", 8, "ib_write_bw -p 18515"),
-            SshStyle.server(&p, a, "j", "r", 8, "ib_write_bw -p 18515")
+            s.server(&p, a, 8, "ib_write_bw -p 18515"),
+            SshStyle.server(&p, a, 8, "ib_write_bw -p 18515")
         );
         assert_eq!(
-            s.foreground(&p, a, "r", 8, "ib_write_bw 198.51.100.1"),
-            SshStyle.foreground(&p, a, "r", 8, "ib_write_bw 198.51.100.1")
+            s.foreground(&p, a, 8, "ib_write_bw 198.51.100.1"),
+            SshStyle.foreground(&p, a, 8, "ib_write_bw 198.51.100.1")
         );
         assert_eq!(s.oneshot(p.node(a), "cat x"), "cat x");
         // the step that carries them: one task on the node, in the allocation
@@ -564,7 +546,6 @@ subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
         std::fs::copy(bin.join("recorder"), odd.join("all_reduce_perf")).unwrap();
         let binary = odd.join("all_reduce_perf").display().to_string();
         let p = plan(&BTreeMap::new());
-        let run_id = format!("fabricplan-slurm-mpi-{}", std::process::id());
         for payload in PAYLOADS {
             let env = Value::from(BTreeMap::from([(
                 "HOSTILE".to_string(),
@@ -595,15 +576,17 @@ subnets = {{ a = "198.51.100.0/30", b = "203.0.113.0/30" }}
                 };
                 let renderer = Renderer::new(&[], &BTreeMap::new());
                 let w = SlurmStyle::new(Some(77), SlurmMpi::Pmi2)
-                    .mpi(&p, &renderer, &launch, &run_id)
+                    .mpi(&p, &renderer, &launch)
                     .unwrap();
                 let (argv, seen) = run_line(dir.path(), &bin, &w.script, "spark-b");
                 assert!(argv.contains(&"--mpi=pmi2".to_string()), "{argv:?}");
+                // the step makes nothing on the node: it runs in `/`
+                assert!(argv.contains(&"--chdir=/".to_string()), "{argv:?}");
+                assert!(!w.script.contains("mkdir"), "{}", w.script);
                 let at = argv.iter().position(|a| a == "-w").unwrap();
                 assert_eq!(argv[at + 1], "spark-a,spark-b");
                 assert_eq!(seen, ["-b", payload, payload], "{}", w.script);
             }
         }
-        let _ = std::fs::remove_dir_all(format!("/tmp/fabricplan/{run_id}"));
     }
 }

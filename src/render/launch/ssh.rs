@@ -1,13 +1,14 @@
-//! How the SSH launcher writes commands: `setsid` servers, `timeout` clients, `mpirun` from the
-//! first rank.
+//! How the SSH launcher writes commands: servers its sessions stop, `timeout` clients,
+//! `mpirun` from the first rank.
 
 use minijinja::{Value, context};
 
-use super::{LaunchStyle, MpiLaunch, Written, remote_dir};
+use super::{LaunchStyle, MpiLaunch, Written};
 use crate::plan::{Node, NodeId, Plan};
 use crate::render::{RenderError, Renderer, wrap};
 
-/// How the SSH launcher writes commands: `setsid` servers, `timeout` clients, `mpirun`.
+/// How the SSH launcher writes commands: servers its sessions stop, `timeout` clients,
+/// `mpirun`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SshStyle;
 
@@ -16,38 +17,12 @@ impl LaunchStyle for SshStyle {
         "ssh"
     }
 
-    fn server(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        job: &str,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        wrap::detached(
-            &remote_dir(run_id),
-            job,
-            timeout_s,
-            &plan.node(node).env,
-            command,
-        )
+    fn server(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String {
+        wrap::server(timeout_s, &plan.node(node).env, command)
     }
 
-    fn foreground(
-        &self,
-        plan: &Plan,
-        node: NodeId,
-        run_id: &str,
-        timeout_s: u32,
-        command: &str,
-    ) -> String {
-        wrap::foreground(
-            &remote_dir(run_id),
-            timeout_s,
-            &plan.node(node).env,
-            command,
-        )
+    fn foreground(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String {
+        wrap::foreground(timeout_s, &plan.node(node).env, command)
     }
 
     /// Run as it is, under `/bin/sh -c` on the node.
@@ -61,7 +36,6 @@ impl LaunchStyle for SshStyle {
         plan: &Plan,
         renderer: &Renderer,
         launch: &MpiLaunch,
-        run_id: &str,
     ) -> Result<Written, RenderError> {
         let apps: Vec<Value> = launch
             .apps
@@ -80,7 +54,6 @@ impl LaunchStyle for SshStyle {
         let command = renderer.render(launch.template, ctx)?;
         // mpirun's ssh children outlive it when it is killed: its session is reaped after it
         let script = wrap::foreground_session(
-            &remote_dir(run_id),
             launch.timeout_s,
             &plan.node(launch.first).env,
             &command,

@@ -382,30 +382,21 @@ impl Launcher for SlurmLauncher {
         node: &'a Node,
         job: &'a str,
         script: &'a str,
-        timeout: Duration,
-    ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        self.nodes.start(node, job, script, timeout)
+    ) -> BoxFuture<'a, Result<ServerHandle, TransportError>> {
+        self.nodes.start(node, job, script)
     }
 
     fn ready<'a>(
         &'a self,
         node: &'a Node,
-        job: &'a str,
+        handle: &'a ServerHandle,
         port: u16,
-        run_id: &'a str,
     ) -> BoxFuture<'a, Readiness> {
-        self.nodes.ready(node, job, port, run_id)
+        self.nodes.ready(node, handle, port)
     }
 
-    fn stop<'a>(
-        &'a self,
-        node: &'a Node,
-        handle: &'a ServerHandle,
-        job: &'a str,
-        run_id: &'a str,
-        have_log: bool,
-    ) -> BoxFuture<'a, Stopped> {
-        self.nodes.stop(node, handle, job, run_id, have_log)
+    fn stop<'a>(&'a self, node: &'a Node, handle: &'a ServerHandle) -> BoxFuture<'a, Stopped> {
+        self.nodes.stop(node, handle)
     }
 
     fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
