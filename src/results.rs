@@ -187,9 +187,11 @@ pub struct StepRecord {
     /// Unix time in ms when the command was sent.
     pub started_unix_ms: u64,
     /// Unix time in ms when it really started on the host, by the host's clock (foreground
-    /// commands report it); absent otherwise.
+    /// commands and servers report it); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_started_unix_ms: Option<f64>,
+    /// Unix time in ms when its answer came: a command's end; a server's start (it runs on
+    /// until stopped after the clients, its status and outputs then).
     pub finished_unix_ms: u64,
     /// Files in the job's folder of the run directory; absent when the output was not kept
     /// (empty, or digested).

@@ -146,20 +146,20 @@ async fn healthy_pair_is_green_and_ordered() {
             .position(|c| c.script.contains(needle))
             .unwrap_or_else(|| panic!("no call with {needle}"))
     };
-    let server = pos("setsid");
+    let server = pos(fabricplan::exec::fake::SPAWN_CALL);
     let ready = pos("/proc/net/tcp");
     let client = calls
         .iter()
         .position(|c| c.host == "spark-b" && c.script.contains("ib_write_bw"))
         .unwrap();
-    let kill = pos("kill -TERM -4242");
+    let kill = pos(&fabricplan::exec::fake::stop_call(4242));
     assert!(
         server < ready && ready < client && client < kill,
         "order: server {server}, ready {ready}, client {client}, kill {kill}"
     );
     // the resolved names reached the command lines: device and GID per box
     assert!(calls[client].script.contains("-d rocep1s0f0 -i 1 -x 3"));
-    assert!(calls[server].script.contains("</dev/null"));
+    assert!(calls[server].script.contains("exec timeout -k 5 "));
     // counters read before and after
     let counter_reads: Vec<usize> = calls
         .iter()
@@ -258,7 +258,7 @@ async fn server_that_dies_names_the_detached_server_trap() {
         .on("spark-b", "/proc/net/tcp", Ok(Output::ok("4242\n")))
         .on("spark-b", "ib_write_bw", Ok(Output::ok(bw_output(109.0))))
         .on("*", "/proc/net/tcp", Ok(Output { status: 3, ..Output::default() }))
-        .on("spark-a", ".log", Ok(Output::ok("\n************************************\n* Waiting for client to connect... *\n************************************\n")));
+        .on("spark-a", &fabricplan::exec::fake::stop_call(4242), Ok(Output::ok("\n************************************\n* Waiting for client to connect... *\n************************************\n")));
     let (r, t) = run_with(t).await;
     let v = &r.jobs[0].verdicts[0];
     assert_eq!(v.outcome, Outcome::Fail);
@@ -394,7 +394,10 @@ async fn attempts_run_again_with_a_fresh_server_and_pass_if_decides() {
     assert_eq!(r.summary.verdict, "ALL GREEN");
     // a fresh server for each attempt, each started before its client
     let calls = t.calls();
-    let starts = calls.iter().filter(|c| c.script.contains("setsid")).count();
+    let starts = calls
+        .iter()
+        .filter(|c| c.script.starts_with(fabricplan::exec::fake::SPAWN_CALL))
+        .count();
     assert_eq!(starts, 3);
     assert_eq!(
         j.steps.iter().map(|s| s.attempt).collect::<Vec<_>>(),

@@ -83,6 +83,9 @@ pub fn stop_call(pgid: u32) -> String {
 /// The process group every server the fake starts is in.
 pub const FAKE_PGID: u32 = 4242;
 
+/// What a server's start is recorded as, before its script: `spawn: SCRIPT`.
+pub const SPAWN_CALL: &str = "spawn: ";
+
 impl FakeTransport {
     fn record(&self, node: &Node, script: &str) -> usize {
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
@@ -98,8 +101,8 @@ impl FakeTransport {
 }
 
 impl Transport for FakeTransport {
-    /// A server is recorded as its script; the first rule it matches that answers an error
-    /// fails its start.
+    /// A server is recorded as [`SPAWN_CALL`] and its script; the first rule its script
+    /// matches that answers an error fails its start.
     fn spawn<'a>(
         &'a self,
         node: &'a Node,
@@ -107,7 +110,7 @@ impl Transport for FakeTransport {
         script: &'a str,
     ) -> BoxFuture<'a, Result<Spawned, TransportError>> {
         Box::pin(async move {
-            let seq = self.record(node, script);
+            let seq = self.record(node, &format!("{SPAWN_CALL}{script}"));
             if let Some(Err(e)) = self.rules.iter().find_map(|r| r(&node.name, script)) {
                 return Err(e);
             }

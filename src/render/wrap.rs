@@ -260,9 +260,12 @@ mod tests {
             assert_eq!(r.status.code(), Some(4), "{shell}: {r:?}");
         }
         drop(idle);
-        // the group gone: died
+        // the group gone, nothing listening: died
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let free_port = free.local_addr().unwrap().port();
+        drop(free);
         for shell in shells() {
-            let r = sh(shell, &ready(idle_pgid, port, 1));
+            let r = sh(shell, &ready(idle_pgid, free_port, 1));
             assert_eq!(r.status.code(), Some(3), "{shell}: {r:?}");
         }
         // another user listening on the port (root can start one here)

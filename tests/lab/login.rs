@@ -3,7 +3,8 @@
 //! `~/.bashrc`, where real GPU hosts set up conda, pyenv, nvm or Lmod. A lab host whose `/root`
 //! is empty starts a command in ~3 ms and hides that cost; so each host gets a `~/.bashrc` that
 //! takes a configurable time of the host's own (a `sleep`: the shared CPU plays no part) and
-//! appends what it ran for (the first 200 characters of bash's `-c` string) to a counter file,
+//! appends what it ran for (the first 200 and the last 80 characters of bash's `-c` string: a
+//! long script names itself at its end, as fabricplan's session does) to a counter file,
 //! and an `/etc/passwd` view in which root's login shell is bash.
 //!
 //! The cost is read at each login from `<lab>/bin/.login-ms` (the hosts' `/usr/local/bin`):
@@ -19,7 +20,8 @@ pub const SHELLS_FILE: &str = "/root/.fabricplan-lab-shells";
 /// The hosts' `~/.bashrc`.
 pub const BASHRC: &str = r#"# fabricplan lab: what a login shell costs on this host
 fp_s=${BASH_EXECUTION_STRING//$'\n'/ }
-printf '%s\n' "${fp_s:0:200}" >> /root/.fabricplan-lab-shells
+if [ ${#fp_s} -gt 280 ]; then fp_s="${fp_s:0:200} ... ${fp_s: -80}"; fi
+printf '%s\n' "$fp_s" >> /root/.fabricplan-lab-shells
 fp_ms=0
 read -r fp_ms < /usr/local/bin/.login-ms 2>/dev/null
 if [ "${fp_ms:-0}" -gt 0 ] 2>/dev/null; then

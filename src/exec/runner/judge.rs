@@ -10,7 +10,6 @@ use crate::exec::transport::Output;
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Outcome;
 use crate::gate::judge::Verdict;
-use crate::gate::part::{Part, Software};
 use crate::gate::trap::Trap;
 use crate::kinds::{self, TestKind};
 use crate::parse::{self, Parsed, Status};
@@ -478,127 +477,6 @@ fn judge_attempt(plan: &Plan, round: &Round, kind: &dyn TestKind, c: &Collected<
         verdicts,
         failed: c.failure.is_some() || (c.ended.is_some() && !complete),
     }
-}
-
-/// A signal's name (Linux numbering), for what a person reads.
-fn signal_name(n: i32) -> String {
-    let name = match n {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        10 => "SIGUSR1",
-        11 => "SIGSEGV",
-        12 => "SIGUSR2",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        24 => "SIGXCPU",
-        25 => "SIGXFSZ",
-        _ => return format!("signal {n}"),
-    };
-    name.to_string()
-}
-
-/// A duration as a person reads it: `6 ms`, `2.4 s`.
-fn took_words(took: std::time::Duration) -> String {
-    let ms = took.as_millis();
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else {
-        format!("{:.1} s", took.as_secs_f64())
-    }
-}
-
-/// How a tool on `host` ended, when not by itself with a status of its own: `status` is what
-/// its job reported (124: its remote timeout fired; 128 + n: signal n), `took` how long it ran,
-/// `timeout_s` its remote timeout. The verdict names the host or the tool, never the path: a
-/// tool the kernel killed for memory (SIGKILL long before its time) says nothing about the
-/// cable. `None` for an exit of the tool's own.
-pub fn ending(
-    gate: &str,
-    host: &str,
-    status: i32,
-    took: std::time::Duration,
-    timeout_s: u32,
-) -> Option<Verdict> {
-    // `timeout -k 5 T` sends TERM at T and KILL 5 s later; a second of slack for the clocks
-    let at_deadline = took.as_secs_f64() + 1.0 >= f64::from(timeout_s);
-    let (trap, detail) = match status {
-        124 => (
-            Trap::Timeout,
-            format!("no result within {timeout_s} s: stopped by the remote timeout on {host}"),
-        ),
-        137 if at_deadline => (
-            Trap::Timeout,
-            format!(
-                "no result within {timeout_s} s: killed by the remote timeout on {host} (it ignored SIGTERM)"
-            ),
-        ),
-        153 => (
-            Trap::OutputFlood,
-            format!(
-                "the tool on {host} wrote past the output bound on one stream and was stopped there (SIGXFSZ after {})",
-                took_words(took)
-            ),
-        ),
-        s if s > 128 && s < 128 + 65 => {
-            let sig = signal_name(s - 128);
-            let hint = if s == 137 {
-                format!(": out of memory on {host}? (the kernel's OOM killer sends SIGKILL)")
-            } else {
-                String::new()
-            };
-            (
-                Trap::ToolKilled,
-                format!(
-                    "the tool on {host} was killed by {sig} after {}{hint}",
-                    took_words(took)
-                ),
-            )
-        }
-        _ => return None,
-    };
-    let parts = match trap {
-        Trap::Timeout => Vec::new(),
-        Trap::OutputFlood => vec![Part::software(host, Software::Tools)],
-        _ => vec![Part::node(host), Part::software(host, Software::Tools)],
-    };
-    let v = Verdict::check(gate, Outcome::Fail, detail, Some(trap));
-    Some(if parts.is_empty() { v } else { v.about(parts) })
-}
-
-/// What a tool on `host` left running when it ended (each `PID NAME`, stopped since by its
-/// session): a WARN about the tools there; none when it left nothing.
-pub fn left_running(gate: &str, host: &str, left: &[String]) -> Option<Verdict> {
-    if left.is_empty() {
-        return None;
-    }
-    let shown: Vec<&str> = left.iter().take(5).map(String::as_str).collect();
-    let more = if left.len() > shown.len() {
-        format!(" and {} more", left.len() - shown.len())
-    } else {
-        String::new()
-    };
-    Some(
-        Verdict::check(
-            format!("{gate} cleanup on {host}"),
-            Outcome::Warn,
-            format!(
-                "left {} process{} running on {host} when it ended ({}{more}); fabricplan stopped {}",
-                left.len(),
-                if left.len() == 1 { "" } else { "es" },
-                shown.join(", "),
-                if left.len() == 1 { "it" } else { "them" }
-            ),
-            Some(Trap::LeftRunning),
-        )
-        .about(vec![Part::software(host, Software::Tools)]),
-    )
 }
 
 /// The attempts of a repeated job as one verdict set: the main gate judged over every

@@ -5,6 +5,7 @@
 
 mod ctx;
 pub mod discovery;
+mod ending;
 pub mod judge;
 mod localise;
 mod phases;

@@ -13,9 +13,9 @@ use futures::future::join_all;
 use tokio::sync::{oneshot, watch};
 
 use super::ctx::{Ctx, SHORT};
+use super::ending::{ending, left_running};
 use super::judge::{
-    Collected, Counters, counter_deltas, ending, failed, gate_name, job_devices, judge, left_running,
-    skipped,
+    Collected, Counters, counter_deltas, failed, gate_name, job_devices, judge, skipped,
 };
 use super::phases::{Anchor, AttemptTimes, ClientRun, round_phases};
 use crate::discover;
@@ -541,30 +541,30 @@ async fn teardown(
         r.server = None;
         let host = ctx.plan.node(node).name.clone();
         let gate = gate_name(ctx.plan, round, r.c.job);
-        if let Some(rec) = r
+        let Some(rec) = r
             .c
             .steps
             .iter_mut()
             .rev()
             .find(|s| s.role == Role::Server && s.host == host)
-        {
-            rec.exit_status = stopped.output.as_ref().map(|o| o.status);
-            rec.error = stopped.error.as_ref().map(|e| e.to_string());
-            rec.finished_unix_ms = now_ms();
-        }
-        let Some(out) = stopped.output else { continue };
-        r.c.extra.extend(left_running(&gate, &host, &out.left));
-        let log = format!("{}{}", out.stdout, out.stderr);
-        let attempt = if r.c.attempt > 1 {
-            format!(".{}", r.c.attempt)
-        } else {
-            String::new()
+        else {
+            continue;
         };
+        rec.exit_status = stopped.output.as_ref().map(|o| o.status);
+        rec.error = stopped.error.as_ref().map(|e| e.to_string());
+        let Some(out) = stopped.output else { continue };
+        // its streams are its log, kept as the step's own outputs
+        let [so, se] = rec.output_names();
+        r.c.extra.extend(left_running(&gate, &host, &out.left));
+        r.c.server_log = Some(format!("{}{}", out.stdout, out.stderr));
         r.c.outputs.push(Captured {
-            name: format!("{host}.server{attempt}.log"),
-            text: log.clone(),
+            name: so,
+            text: out.stdout,
         });
-        r.c.server_log = Some(log);
+        r.c.outputs.push(Captured {
+            name: se,
+            text: out.stderr,
+        });
     }
     (after, t.ms(stopped_at), t.ms(counted))
 }

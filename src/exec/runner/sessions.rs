@@ -58,14 +58,17 @@ pub(crate) async fn check(
     }
 }
 
-/// A job's failures that a lost session explains (the host unreachable, no answer in time)
-/// follow its FAIL, and are about the part it names (the node's sshd, its slurmd): the lost
-/// session is their one explanation, so the diagnosis makes them one finding with it.
+/// A job's failures that a lost session explains follow its FAIL, and are about the part it
+/// names (the node's sshd, its slurmd): the host unreachable, no answer in time, and every
+/// failure that measured nothing. A session that ends stops what it ran (its server, its
+/// client), so the peer's tool fails too ("Failed to exchange data", a server gone): the lost
+/// session is their one explanation, so the diagnosis makes them one finding with it. A value
+/// that was measured is evidence of its own and is left as it is.
 fn follow(verdicts: &mut [Verdict], gate: &str, part: &Part) {
     for v in verdicts.iter_mut().filter(|v| {
         v.outcome != Outcome::Ok
             && v.follows.is_none()
-            && matches!(v.trap, Some(Trap::Unreachable | Trap::Timeout))
+            && (matches!(v.trap, Some(Trap::Unreachable | Trap::Timeout)) || v.measured.is_none())
     }) {
         v.follows = Some(gate.to_string());
         v.set_about(vec![part.clone()]);
@@ -85,27 +88,37 @@ mod tests {
             Verdict::check("rdma-bw x", Outcome::Fail, "connection lost", Some(trap))
                 .about(vec![sshd.clone()])
         };
-        let slow = Verdict::check(
+        let mut slow = Verdict::check(
             "rdma-bw y",
             Outcome::Fail,
             "slow",
             Some(Trap::BelowLineRate),
         )
         .about(vec![Part::node("spark-2")]);
+        slow.measured = Some(12.7);
+        // its peer's tool, whose server the lost session took along
+        let peer = Verdict::check(
+            "rdma-bw w",
+            Outcome::Fail,
+            "Failed to exchange data between server and clients",
+            Some(Trap::ToolError),
+        )
+        .about(vec![Part::software("spark-1", Software::Tools)]);
         let ok = Verdict::check("rdma-bw z", Outcome::Ok, "", None).about(vec![sshd.clone()]);
         let mut vs = vec![
             lost(Trap::Unreachable),
             lost(Trap::Timeout),
+            peer,
             slow.clone(),
             ok.clone(),
         ];
         follow(&mut vs, "session spark-2", &slurmd);
-        for v in &vs[..2] {
+        for v in &vs[..3] {
             assert_eq!(v.follows.as_deref(), Some("session spark-2"));
             assert_eq!(v.implicates, vec![slurmd.clone()]);
         }
-        // a failure of its own, and what passed, are left as they were
-        assert_eq!(vs[2], slow);
-        assert_eq!(vs[3], ok);
+        // a value measured is evidence of its own, and what passed is left as it was
+        assert_eq!(vs[3], slow);
+        assert_eq!(vs[4], ok);
     }
 }

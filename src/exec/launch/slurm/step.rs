@@ -69,47 +69,8 @@ pub(super) fn spawn(argv: &[String], env: &[(String, String)]) -> Result<Proc, S
     let (end_tx, mut end_rx) = tokio::sync::mpsc::unbounded_channel::<End>();
     tokio::spawn(async move {
         // both streams held in bounded memory, whatever the ranks print
-        let read_out = async {
-            let mut kept = Capture::default();
-            if let Some(o) = out.as_mut() {
-                let mut buf = vec![0u8; 16384];
-                while let Ok(n @ 1..) = o.read(&mut buf).await {
-                    kept.push(&buf[..n]);
-                }
-            }
-            kept
-        };
-        let read_err = async {
-            let mut kept = Capture::default();
-            let Some(mut e) = err else { return kept };
-            let mut buf = vec![0u8; 16384];
-            let mut line: Vec<u8> = Vec::new();
-            while let Ok(n @ 1..) = e.read(&mut buf).await {
-                kept.push(&buf[..n]);
-                for &b in &buf[..n] {
-                    if b != b'\n' {
-                        if line.len() < MARK_LINE {
-                            line.push(b);
-                        }
-                        continue;
-                    }
-                    let text = String::from_utf8_lossy(&line);
-                    if let Some(id) = text.trim_end().strip_prefix(STEP_MARK).map(str::trim)
-                        && is_step_id(id)
-                    {
-                        step_tx.send_if_modified(|s| {
-                            let first = s.is_none();
-                            if first {
-                                *s = Some(id.to_string());
-                            }
-                            first
-                        });
-                    }
-                    line.clear();
-                }
-            }
-            kept
-        };
+        let read_out = read_kept(out.take());
+        let read_err = read_marked(err, step_tx);
         let wait = async {
             loop {
                 tokio::select! {
@@ -150,6 +111,55 @@ pub(super) fn spawn(argv: &[String], env: &[(String, String)]) -> Result<Proc, S
         done,
         end: Some(end_tx),
     })
+}
+
+/// Read a stream to its end, held in bounded memory.
+async fn read_kept(out: Option<tokio::process::ChildStdout>) -> Capture {
+    let mut kept = Capture::default();
+    if let Some(mut o) = out {
+        let mut buf = vec![0u8; 16384];
+        while let Ok(n @ 1..) = o.read(&mut buf).await {
+            kept.push(&buf[..n]);
+        }
+    }
+    kept
+}
+
+/// Read stderr to its end, held in bounded memory, saying the step's id the moment its script
+/// writes it (a line of at most [`MARK_LINE`] bytes is looked at).
+async fn read_marked(
+    err: Option<tokio::process::ChildStderr>,
+    step_tx: watch::Sender<Option<String>>,
+) -> Capture {
+    let mut kept = Capture::default();
+    let Some(mut e) = err else { return kept };
+    let mut buf = vec![0u8; 16384];
+    let mut line: Vec<u8> = Vec::new();
+    while let Ok(n @ 1..) = e.read(&mut buf).await {
+        kept.push(&buf[..n]);
+        for &b in &buf[..n] {
+            if b != b'\n' {
+                if line.len() < MARK_LINE {
+                    line.push(b);
+                }
+                continue;
+            }
+            let text = String::from_utf8_lossy(&line);
+            if let Some(id) = text.trim_end().strip_prefix(STEP_MARK).map(str::trim)
+                && is_step_id(id)
+            {
+                step_tx.send_if_modified(|s| {
+                    let first = s.is_none();
+                    if first {
+                        *s = Some(id.to_string());
+                    }
+                    first
+                });
+            }
+            line.clear();
+        }
+    }
+    kept
 }
 
 /// Send `sig` to exactly the process we started (its pid, never a name).
