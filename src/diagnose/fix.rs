@@ -188,6 +188,22 @@ fn by_trap(
             None,
             format!("change {what} in the plan: {}", head.detail),
         ),
+        (Trap::HostScratch, _) => (
+            remote(plan, &node, &["'ls -ld \"${TMPDIR:-/tmp}\"; df -h \"${TMPDIR:-/tmp}\"'".into()]),
+            format!("fabricplan could not make its private directory on {node}: its temporary directory (TMPDIR, else /tmp) must exist, be writable by the run's user (a sticky /tmp is) and have free space"),
+        ),
+        (Trap::ToolKilled, _) => (
+            remote(plan, &node, &["sudo dmesg -T | grep -i -e oom -e killed | tail".into()]),
+            format!("something on {node} killed the tool before its time: the kernel log says whether it was the OOM killer (free memory on {node}, or limit what else runs there); else find what sent the signal"),
+        ),
+        (Trap::OutputFlood, _) => (
+            None,
+            format!("the tool on {node} wrote without end and was stopped at the output bound: run its command by hand there (it is in the run directory) and read what it prints"),
+        ),
+        (Trap::LeftRunning, _) => (
+            None,
+            format!("a tool on {node} left processes running after it ended (fabricplan stopped them): check the tool's wrapper on {node} for children it starts in the background"),
+        ),
         (Trap::NoDevice, _) => (
             remote(plan, &node, &["ibv_devinfo -l".into()]),
             "the RDMA device is missing: check the driver (mlx5_ib) and rdma-core on the node, or the plan's pinned name".into(),

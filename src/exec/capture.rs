@@ -21,6 +21,11 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// Every byte pushed so far, kept or not.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
     pub fn push(&mut self, mut bytes: &[u8]) {
         self.total += bytes.len() as u64;
         if self.head.len() < KEPT {

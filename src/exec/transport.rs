@@ -17,6 +17,9 @@ pub struct Output {
     /// Bytes of stdout and stderr left out of the text (their middle, past what is kept:
     /// [`crate::exec::session::KEPT`]); 0 when both are whole.
     pub omitted_bytes: u64,
+    /// One of its streams reached the host's output bound: the tool was stopped there (SIGXFSZ),
+    /// or went on without being able to write.
+    pub bound_reached: bool,
     /// Processes the command left running when it ended, each `PID NAME`, stopped since.
     pub left: Vec<String>,
 }

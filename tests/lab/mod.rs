@@ -88,6 +88,22 @@ pub enum Fault {
     ClientHangs,
     /// The stand-ins never advance the RDMA counters on this host.
     NoCounters,
+    /// Hostile tools (a bw client): killed by SIGKILL as it starts, as the OOM killer does.
+    KilledAtStart,
+    /// Prints 200 MB in lines of 100 bytes before it measures.
+    FloodOutput,
+    /// Prints one 200 MB line before it measures.
+    FloodLine,
+    /// Prints without end.
+    EndlessOutput,
+    /// Leaves a `sleep 600` child in its process group.
+    LeavesChild,
+    /// Leaves a child that made itself a session of its own.
+    SetsidChild,
+    /// Leaves a daemon (two forks, setsid, its parent gone).
+    Daemonizes,
+    /// Kills its parent (the remote `timeout`) with SIGKILL after a complete measurement.
+    KillsParent,
 }
 
 impl Fault {
@@ -96,6 +112,14 @@ impl Fault {
             Fault::ServerDiesBeforeConnect => "ServerDiesBeforeConnect",
             Fault::ClientHangs => "ClientHangs",
             Fault::NoCounters => "NoCounters",
+            Fault::KilledAtStart => "KilledAtStart",
+            Fault::FloodOutput => "FloodOutput",
+            Fault::FloodLine => "FloodLine",
+            Fault::EndlessOutput => "EndlessOutput",
+            Fault::LeavesChild => "LeavesChild",
+            Fault::SetsidChild => "SetsidChild",
+            Fault::Daemonizes => "Daemonizes",
+            Fault::KillsParent => "KillsParent",
         }
     }
 }
@@ -1760,6 +1784,23 @@ impl Lab {
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    /// Switches a fault on for the tools a host runs on one RDMA device (`-d DEV`) only.
+    pub fn fault_on_device(&self, host: &str, dev: &str, fault: Fault) {
+        let dir = self.dir.join("bin/.faults").join(host);
+        let _ = fs::create_dir_all(&dir);
+        let _ = fs::write(dir.join(format!("{}@{dev}", fault.file_name())), "");
+    }
+
+    /// Switches every fault of a host off, per device ones included.
+    pub fn clear_faults(&self, host: &str) {
+        let dir = self.dir.join("bin/.faults").join(host);
+        if let Ok(entries) = fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                let _ = fs::remove_file(e.path());
+            }
+        }
     }
 
     /// Switches a fault on for a host (read by the stand-ins at run time).

@@ -42,20 +42,29 @@ fn took_words(took: std::time::Duration) -> String {
 }
 
 /// How a tool on `host` ended, when not by itself with a status of its own: `status` is what
-/// its job reported (124: its remote timeout fired; 128 + n: signal n), `took` how long it ran,
-/// `timeout_s` its remote timeout. The verdict names the host or the tool, never the path: a
-/// tool the kernel killed for memory (SIGKILL long before its time) says nothing about the
-/// cable. `None` for an exit of the tool's own.
+/// its job reported (124: its remote timeout fired; 128 + n: signal n), `bound` whether one of
+/// its streams reached the host's output bound, `took` how long it ran, `timeout_s` its remote
+/// timeout. The verdict names the host or the tool, never the path: a tool the kernel killed
+/// for memory (SIGKILL long before its time) says nothing about the cable. `None` for an exit
+/// of the tool's own.
 pub fn ending(
     gate: &str,
     host: &str,
-    status: i32,
+    (status, bound): (i32, bool),
     took: std::time::Duration,
     timeout_s: u32,
 ) -> Option<Verdict> {
     // `timeout -k 5 T` sends TERM at T and KILL 5 s later; a second of slack for the clocks
     let at_deadline = took.as_secs_f64() + 1.0 >= f64::from(timeout_s);
     let (trap, detail) = match status {
+        // a tool that ignores SIGXFSZ (Python does) goes on unable to write, or dies its own way
+        _ if bound && status != 0 => (
+            Trap::OutputFlood,
+            format!(
+                "the tool on {host} wrote past the output bound on one stream and could write no more (exit {status} after {})",
+                took_words(took)
+            ),
+        ),
         124 => (
             Trap::Timeout,
             format!("no result within {timeout_s} s: stopped by the remote timeout on {host}"),
@@ -136,28 +145,50 @@ mod tests {
     #[test]
     fn an_early_signal_names_the_host_and_the_deadline_is_a_timeout() {
         let g = "rdma-bw spark-a.f0.a -> spark-b.f0.a";
-        let v = ending(g, "spark-a", 137, Duration::from_millis(6), 10).unwrap();
+        let v = ending(g, "spark-a", (137, false), Duration::from_millis(6), 10).unwrap();
         assert_eq!(v.trap, Some(Trap::ToolKilled));
-        assert!(v.detail.contains("killed by SIGKILL after 6 ms"), "{}", v.detail);
-        assert!(v.detail.contains("out of memory on spark-a?"), "{}", v.detail);
+        assert!(
+            v.detail.contains("killed by SIGKILL after 6 ms"),
+            "{}",
+            v.detail
+        );
+        assert!(
+            v.detail.contains("out of memory on spark-a?"),
+            "{}",
+            v.detail
+        );
         assert_eq!(v.implicates[0], Part::node("spark-a"));
         // the remote timeout's KILL, at its deadline: a timeout, about no part of its own
-        let v = ending(g, "spark-a", 137, Duration::from_millis(15_200), 10).unwrap();
+        let v = ending(
+            g,
+            "spark-a",
+            (137, false),
+            Duration::from_millis(15_200),
+            10,
+        )
+        .unwrap();
         assert_eq!(v.trap, Some(Trap::Timeout));
         assert!(v.implicates.is_empty());
-        let v = ending(g, "spark-a", 124, Duration::from_secs(10), 10).unwrap();
+        let v = ending(g, "spark-a", (124, false), Duration::from_secs(10), 10).unwrap();
         assert_eq!(v.trap, Some(Trap::Timeout));
-        let v = ending(g, "spark-a", 143, Duration::from_millis(2_400), 10).unwrap();
+        let v = ending(g, "spark-a", (143, false), Duration::from_millis(2_400), 10).unwrap();
         assert!(v.detail.contains("SIGTERM after 2.4 s"), "{}", v.detail);
-        let v = ending(g, "spark-a", 153, Duration::from_millis(900), 10).unwrap();
+        let v = ending(g, "spark-a", (153, false), Duration::from_millis(900), 10).unwrap();
         assert_eq!(v.trap, Some(Trap::OutputFlood));
+        // one that ignored SIGXFSZ and died of its failed writes: its stream reached the bound
+        let v = ending(g, "spark-a", (1, true), Duration::from_millis(900), 10).unwrap();
+        assert_eq!(v.trap, Some(Trap::OutputFlood));
+        assert!(ending(g, "spark-a", (0, true), Duration::ZERO, 10).is_none());
         assert_eq!(
             v.implicates,
             vec![Part::software("spark-a", Software::Tools)]
         );
         // the tool's own exits are the tool's to explain
         for own in [0, 1, 2, 127, 255] {
-            assert!(ending(g, "spark-a", own, Duration::ZERO, 10).is_none(), "{own}");
+            assert!(
+                ending(g, "spark-a", (own, false), Duration::ZERO, 10).is_none(),
+                "{own}"
+            );
         }
     }
 
@@ -168,7 +199,11 @@ mod tests {
         let v = left_running("g", "spark-b", &left).unwrap();
         assert_eq!(v.outcome, Outcome::Warn);
         assert_eq!(v.trap, Some(Trap::LeftRunning));
-        assert!(v.detail.starts_with("left 7 processes running on spark-b"), "{}", v.detail);
+        assert!(
+            v.detail.starts_with("left 7 processes running on spark-b"),
+            "{}",
+            v.detail
+        );
         assert!(v.detail.contains("and 2 more"), "{}", v.detail);
     }
 }

@@ -484,8 +484,13 @@ fn record_launches(
             let gate = gate_name(ctx.plan, round, r.c.job);
             match l.out {
                 Ok(o) => {
-                    if let Some(v) = ending(&gate, &l.step.host, o.status, l.took, l.step.timeout_s)
-                    {
+                    if let Some(v) = ending(
+                        &gate,
+                        &l.step.host,
+                        (o.status, o.bound_reached),
+                        l.took,
+                        l.step.timeout_s,
+                    ) {
                         r.c.ended.get_or_insert(v);
                     }
                     r.c.extra.extend(left_running(&gate, &l.step.host, &o.left));
@@ -541,12 +546,11 @@ async fn teardown(
         r.server = None;
         let host = ctx.plan.node(node).name.clone();
         let gate = gate_name(ctx.plan, round, r.c.job);
-        let Some(rec) = r
-            .c
-            .steps
-            .iter_mut()
-            .rev()
-            .find(|s| s.role == Role::Server && s.host == host)
+        let Some(rec) =
+            r.c.steps
+                .iter_mut()
+                .rev()
+                .find(|s| s.role == Role::Server && s.host == host)
         else {
             continue;
         };

@@ -32,7 +32,7 @@
 # TERM, HUP or INT.
 #
 # Answers, written by one process only (the writer below), so they never interleave:
-#   @fp H TOKEN PID DIR        the session is up
+#   @fp H TOKEN PID LIMIT DIR  the session is up (LIMIT: the output bound, in 512-byte blocks)
 #   @fp F WHY                  it could not start
 #   @fp P ID PGID [NS]         job ID started, in process group PGID (a `b` job: at NS, the
 #                              host's clock in ns)
@@ -248,7 +248,7 @@ j() {
   echo "D $2 $r" 1<>"$q"
 }
 trap 'kill -USR2 "$wd" 2>/dev/null; z; rm -rf "$d"; exit 0' TERM HUP INT
-echo "H $t $$ $d" >&4
+echo "H $t $$ $lim $d" >&4
 while IFS=' ' read -r c i e; do
   : >"$d/beat"
   case $i in *[!0-9]*) continue ;; esac

@@ -43,8 +43,13 @@ pub enum Chunk {
     End(String),
 }
 
-/// The loop's output, as its carrier delivers it.
-pub type Source = mpsc::UnboundedReceiver<Chunk>;
+/// The loop's output, as its carrier delivers it: a bounded channel, so a carrier waits for the
+/// session to read (over SSH, the channel's window then stops the host) rather than holding
+/// what a tool prints in memory.
+pub type Source = mpsc::Receiver<Chunk>;
+
+/// How many chunks of a carrier's output may wait to be read.
+pub const SOURCE_DEPTH: usize = 64;
 /// The loop's input.
 pub type Sink = Box<dyn AsyncWrite + Send + Unpin>;
 
@@ -163,10 +168,14 @@ pub struct Session {
 /// Lines of a carrier's output, and why it ended.
 struct Lines {
     source: Source,
+    /// What arrived and is not read yet: `buf[at..]`.
     buf: Vec<u8>,
+    at: usize,
     /// A line longer than [`MAX_LINE`] is being dropped up to its end.
     skipping: bool,
     end: Option<String>,
+    /// The bound the loop puts on each output stream of a job, bytes (its hello says).
+    bound: u64,
 }
 
 impl Lines {
@@ -174,22 +183,30 @@ impl Lines {
         Lines {
             source,
             buf: Vec::new(),
+            at: 0,
             skipping: false,
             end: None,
+            bound: u64::MAX,
         }
     }
 
     /// The next line (without its newline), or why the output ended. A line longer than
     /// [`MAX_LINE`] is dropped whole as it arrives: memory stays bounded whatever is printed.
+    /// Lines are read in place (no copy of what follows them), so a long answer costs its
+    /// length, not its length squared.
     async fn next(&mut self) -> Result<String, String> {
         loop {
-            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = self.buf.drain(..=i).collect();
+            if let Some(i) = self.buf[self.at..].iter().position(|b| *b == b'\n') {
+                let line = &self.buf[self.at..self.at + i];
+                self.at += i + 1;
                 if std::mem::take(&mut self.skipping) {
                     continue;
                 }
-                return Ok(String::from_utf8_lossy(&line[..i]).into_owned());
+                return Ok(String::from_utf8_lossy(line).into_owned());
             }
+            // nothing left but a part line: keep only it
+            self.buf.drain(..self.at);
+            self.at = 0;
             if self.buf.len() > MAX_LINE {
                 self.buf.clear();
                 self.skipping = true;
@@ -205,13 +222,16 @@ impl Lines {
         }
     }
 
-    /// One output of a `D` answer: base64 lines up to `.`, held as a [`Capture`].
-    async fn output(&mut self) -> Result<(String, u64), String> {
+    /// One output of a `D` answer: base64 lines up to `.`, held as a [`Capture`]: its text,
+    /// the bytes left out of it, and whether it reached the loop's bound.
+    async fn output(&mut self) -> Result<(String, u64, bool), String> {
         let mut kept = Capture::default();
         loop {
             let line = self.next().await?;
             if wire::is_output_end(&line) {
-                return Ok(kept.finish());
+                let full = kept.total() >= self.bound;
+                let (text, omitted) = kept.finish();
+                return Ok((text, omitted, full));
             }
             match wire::decode_line(&line) {
                 Some(b) => kept.push(&b),
@@ -222,14 +242,15 @@ impl Lines {
 
     /// The three outputs of a `D` answer: stdout, stderr and what the job left running.
     async fn outputs(&mut self, status: i32) -> Result<Output, String> {
-        let (stdout, a) = self.output().await?;
-        let (stderr, b) = self.output().await?;
-        let (left, _) = self.output().await?;
+        let (stdout, a, fa) = self.output().await?;
+        let (stderr, b, fb) = self.output().await?;
+        let (left, _, _) = self.output().await?;
         Ok(Output {
             status,
             stdout,
             stderr,
             omitted_bytes: a + b,
+            bound_reached: fa || fb,
             left: left
                 .lines()
                 .map(str::trim)
@@ -277,13 +298,18 @@ impl AttachError {
 }
 
 /// Wait for the loop's hello (`@fp H TOKEN ...`), skipping what a login shell printed first.
-async fn hello(lines: &mut Lines, token: &str) -> Result<(u32, String), AttachError> {
+async fn hello(lines: &mut Lines, token: &str) -> Result<(u32, u64, String), AttachError> {
     loop {
         let line = lines.next().await.map_err(|why| {
             AttachError::NoHello(format!("the session ended before it started: {why}"))
         })?;
         match wire::answer(&line) {
-            Some(Answer::Hello { token: t, pid, dir }) if t == token => return Ok((pid, dir)),
+            Some(Answer::Hello {
+                token: t,
+                pid,
+                limit,
+                dir,
+            }) if t == token => return Ok((pid, limit, dir)),
             Some(Answer::Failed(why)) => return Err(AttachError::Refused(why)),
             _ => {}
         }
@@ -358,7 +384,7 @@ impl Session {
         limit: Duration,
     ) -> Result<Session, AttachError> {
         let mut lines = Lines::new(source);
-        let (pid, dir) = tokio::time::timeout(limit, hello(&mut lines, token))
+        let (pid, bound, dir) = tokio::time::timeout(limit, hello(&mut lines, token))
             .await
             .map_err(|_| {
                 AttachError::NoHello(format!(
@@ -378,6 +404,7 @@ impl Session {
             spawned: Mutex::new(HashMap::new()),
             stop_limit: Mutex::new(STOP_LIMIT),
         });
+        lines.bound = bound;
         tokio::spawn(pump(inner.clone(), lines));
         let session = Session { inner };
         tokio::spawn(beat(session.clone()));

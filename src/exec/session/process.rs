@@ -91,7 +91,7 @@ pub fn spawn(argv: &[String], env: &[(String, String)]) -> Result<(Sink, Source,
     else {
         return Err(format!("`{program}` was started without its pipes"));
     };
-    let (chunks, source) = mpsc::unbounded_channel();
+    let (chunks, source) = mpsc::channel(super::SOURCE_DEPTH);
     let (exited_tx, exited) = watch::channel(None);
     let (end, end_rx) = mpsc::unbounded_channel();
     let stderr = Arc::new(Mutex::new(String::new()));
@@ -134,7 +134,7 @@ async fn keep_stderr(err: tokio::process::ChildStderr, kept: Arc<Mutex<String>>)
 /// the last line the process said on stderr.
 async fn forward(
     mut out: tokio::process::ChildStdout,
-    chunks: mpsc::UnboundedSender<Chunk>,
+    chunks: mpsc::Sender<Chunk>,
     child: Child,
     program: String,
 ) {
@@ -143,7 +143,7 @@ async fn forward(
         match out.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if chunks.send(Chunk::Data(buf[..n].to_vec())).is_err() {
+                if chunks.send(Chunk::Data(buf[..n].to_vec())).await.is_err() {
                     break;
                 }
             }
@@ -163,7 +163,7 @@ async fn forward(
         Some(s) => format!("`{program}` exited {s}{said}"),
         None => format!("`{program}` closed its output{said}"),
     };
-    let _ = chunks.send(Chunk::End(why));
+    let _ = chunks.send(Chunk::End(why)).await;
 }
 
 /// Wait for the process, sending it the signals asked for; when every handle is gone while it

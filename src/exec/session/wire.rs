@@ -130,10 +130,12 @@ pub fn gate(id: u64, dir: &str) -> String {
 /// One answer line of the loop.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    /// The session is up: its token, the loop's pid, its directory.
+    /// The session is up: its token, the loop's pid, the bound on each output stream of a
+    /// job (bytes), its directory.
     Hello {
         token: String,
         pid: u32,
+        limit: u64,
         dir: String,
     },
     /// It could not start, and why.
@@ -163,11 +165,17 @@ pub fn answer(line: &str) -> Option<Answer> {
     let mut num = || words.next().and_then(|w| w.parse::<u64>().ok());
     match kind {
         "H" => {
-            let mut parts = rest.splitn(3, ' ');
+            let mut parts = rest.splitn(4, ' ');
             let token = parts.next()?.to_string();
             let pid = parts.next()?.parse().ok()?;
+            let blocks: u64 = parts.next()?.parse().ok()?;
             let dir = parts.next()?.to_string();
-            Some(Answer::Hello { token, pid, dir })
+            Some(Answer::Hello {
+                token,
+                pid,
+                limit: blocks.saturating_mul(512),
+                dir,
+            })
         }
         "F" => Some(Answer::Failed(rest.to_string())),
         "P" => {
@@ -214,10 +222,11 @@ mod tests {
     #[test]
     fn answers_are_read_and_anything_else_is_not_one() {
         assert_eq!(
-            answer("@fp H 0123abcd 4242 /tmp/fabricplan-session.x y\n"),
+            answer("@fp H 0123abcd 4242 131072 /tmp/fabricplan-session.x y\n"),
             Some(Answer::Hello {
                 token: "0123abcd".into(),
                 pid: 4242,
+                limit: 64 << 20,
                 dir: "/tmp/fabricplan-session.x y".into()
             })
         );

@@ -215,13 +215,13 @@ fn evaluate(
 fn carry(channel: russh::Channel<russh::client::Msg>) -> (Sink, Source) {
     let (mut read, write) = channel.split();
     let sink: Sink = Box::new(write.make_writer());
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(super::session::SOURCE_DEPTH);
     tokio::spawn(async move {
         let mut status = None;
         let mut err: Vec<u8> = Vec::new();
         while let Some(msg) = read.wait().await {
             match msg {
-                ChannelMsg::Data { data } if tx.send(Chunk::Data(data.to_vec())).is_err() => {
+                ChannelMsg::Data { data } if tx.send(Chunk::Data(data.to_vec())).await.is_err() => {
                     return;
                 }
                 ChannelMsg::Data { .. } => {}
@@ -247,7 +247,7 @@ fn carry(channel: russh::Channel<russh::client::Msg>) -> (Sink, Source) {
             .map(|l| format!(" ({l})"))
             .unwrap_or_default();
         let why = status.unwrap_or_else(|| "the connection closed".to_string());
-        let _ = tx.send(Chunk::End(format!("{why}{said}")));
+        let _ = tx.send(Chunk::End(format!("{why}{said}"))).await;
     });
     (sink, rx)
 }

@@ -36,8 +36,78 @@ def err(text):
     sys.stderr.flush()
 
 
-def fault(name):
-    return os.path.exists(os.path.join(BIN_DIR, ".faults", HOST, name))
+def fault(name, dev=None):
+    """A fault of this host: `<name>`, or `<name>@<device>` for the tool run on that device."""
+    d = os.path.join(BIN_DIR, ".faults", HOST)
+    return os.path.exists(os.path.join(d, name)) or (
+        dev is not None and os.path.exists(os.path.join(d, "%s@%s" % (name, dev)))
+    )
+
+
+# ---------------------------------------------------------------- hostile tools
+#
+# A shared host's tools can misbehave in ways a run must survive with a true verdict: print
+# without end, be killed by the kernel, kill their own parent, or leave processes behind.
+# Each is a fault of the client of a bw test on its host (and device).
+
+
+def flood(total, line):
+    """Write `total` bytes to stdout: lines of 100, or one line when `line`; forever when
+    `total` is None."""
+    chunk = b"y" * CHUNK if line else (b"x" * 99 + b"\n") * (CHUNK // 100)
+    n = 0
+    while total is None or n < total:
+        os.write(1, chunk)
+        n += len(chunk)
+
+
+def sleeper(how):
+    """Start a process that outlives this tool: in its group (`group`), in a session of its
+    own (`setsid`), or a daemon (`daemon`: two forks, setsid, its parent gone)."""
+    pid = os.fork()
+    if pid != 0:
+        if how == "daemon":
+            os.waitpid(pid, 0)
+        return
+    try:
+        if how in ("setsid", "daemon"):
+            os.setsid()
+        if how == "daemon" and os.fork() != 0:
+            os._exit(0)
+        for fd in (0, 1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        time.sleep(600)
+    finally:
+        os._exit(0)
+
+
+def hostile_start(dev):
+    """Misbehave before measuring, as this host's faults say."""
+    if fault("KilledAtStart", dev):
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault("FloodOutput", dev):
+        flood(200 << 20, line=False)
+    if fault("FloodLine", dev):
+        flood(200 << 20, line=True)
+    if fault("EndlessOutput", dev):
+        flood(None, line=False)
+    for how, name in (("group", "LeavesChild"), ("setsid", "SetsidChild"), ("daemon", "Daemonizes")):
+        if fault(name, dev):
+            sleeper(how)
+
+
+def hostile_end(dev):
+    """Misbehave after a complete measurement."""
+    if fault("KillsParent", dev):
+        import signal
+        try:
+            os.kill(os.getppid(), signal.SIGKILL)
+        except OSError:
+            pass
 
 
 # ---------------------------------------------------------------- sysfs
@@ -594,6 +664,7 @@ def bw_main(a):
             os._exit(1)
         ctrl, _ = lsock.accept()
     else:
+        hostile_start(dev)
         ctrl = perf_connect(a)
         ctrl.settimeout(None)
     lines = Lines(ctrl)
@@ -666,6 +737,8 @@ def bw_main(a):
         out(DASHES)
     bump_counters(dev, total_tx, total_rx)
     ctrl.close()
+    if not server:
+        hostile_end(dev)
     return 0
 
 

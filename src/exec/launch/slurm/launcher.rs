@@ -186,6 +186,8 @@ impl SlurmLauncher {
                 stdout: f.stdout.clone(),
                 stderr,
                 omitted_bytes: f.omitted_bytes,
+                // a step's output goes through srun, not a file: no bound on the node
+                bound_reached: false,
                 left: Vec::new(),
             });
         }
