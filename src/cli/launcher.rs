@@ -138,7 +138,7 @@ pub fn opening(choice: &Choice, plan: &Plan) -> Vec<String> {
         SlurmStyle::new(choice.slurm.allocation, choice.slurm.mpi).session_line("NODE")
     ));
     out.push(
-        "  in it: probes, counter snapshots, pings, servers (detached, stopped by their process group) and clients (staged, released together); NCCL's ranks are one step of their own"
+        "  in it: probes, counter snapshots, pings, servers (stopped by the process group their session recorded) and clients (staged, released together); NCCL's ranks are one step of their own"
             .to_string(),
     );
     out

@@ -1,6 +1,6 @@
 //! The fix of a finding: a command for that part on that host where one exists, and the fix in
 //! words. Nothing here tells a person to do what fabricplan already does (it starts servers
-//! detached, sets NCCL's transport variables, pins Open MPI to the fabric): a fix names what is
+//! and stops them itself, sets NCCL's transport variables, pins Open MPI to the fabric): a fix names what is
 //! left to the site.
 
 use super::label::Found;

@@ -10,7 +10,7 @@
 //! `ibv_rc_pingpong`) or TCP (a stream between two addresses: `iperf3`), which its command line
 //! says through [`SimArgs::stream`].
 
-/// A kind's tool, as the simulated fabric runs it: a server started detached, then a client
+/// A kind's tool, as the simulated fabric runs it: a server started as a job of its session, then a client
 /// that exchanges with it over one pair of RDMA ends, or streams to it over TCP.
 pub trait SimTool: Sync {
     /// The program it answers for (`ibv_rc_pingpong`).

@@ -1,4 +1,4 @@
-//! A job's command lines, per host and in order: detached server, then client; or one launch
+//! A job's command lines, per host and in order: a server (it runs until stopped), then client; or one launch
 //! over a set of ranks. The types every test kind renders into, and the rendering of a
 //! client/server pair that perftest- and iperf3-like kinds share. Values known only at run time
 //! come from a [`Resolution`]; what is still unknown renders as a named placeholder, never a
@@ -76,7 +76,7 @@ impl Resolution {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
-    /// Started detached before the clients.
+    /// Started before the clients, running until stopped.
     Server,
     /// Run in the foreground once every server of the round is ready.
     Client,
@@ -179,7 +179,7 @@ pub struct PairTemplates<'a> {
     pub needs_device: bool,
 }
 
-/// Render a pair job: the server detached, then the client in the foreground, each with the
+/// Render a pair job: the server (running until stopped), then the client in the foreground, each with the
 /// context `context` builds for its end.
 #[allow(clippy::too_many_arguments)]
 pub fn pair_commands(

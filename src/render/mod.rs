@@ -1,6 +1,6 @@
 //! Command lines from templates: built-in minijinja templates (one `.j2` per command, included
 //! at compile time, overridable from the plan) and the fixed wrappers that make remote runs safe
-//! (detached servers, remote timeouts, process-group kills).
+//! (servers, remote timeouts, the marks read back).
 //!
 //! Every value interpolated into a command is shell-quoted by the environment's formatter;
 //! `|safe` (or a value built with [`safe`]) is the explicit opt-out, used only for values this

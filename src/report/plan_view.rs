@@ -236,8 +236,8 @@ fn write_steps(w: &mut dyn Write, style: &dyn LaunchStyle, views: &[JobView]) ->
                 for s in c.steps.iter().filter(|s| s.role == role) {
                     let slurm = style.name() == "slurm";
                     let what = match role {
-                        Role::Server if slurm => "server, detached in its node's step",
-                        Role::Server => "server, detached",
+                        Role::Server if slurm => "server in its node's step, until stopped",
+                        Role::Server => "server, until stopped",
                         Role::Client if slurm => "client, released with the others",
                         Role::Client => "client",
                         Role::Launcher if slurm => "srun over the ranks",

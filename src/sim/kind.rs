@@ -64,7 +64,7 @@ fn printed(tool: &dyn SimTool, args: &SimArgs, outcome: &SimOutcome) -> String {
     a.stdout + &a.stderr
 }
 
-/// A detached server of a kind's tool: its kind, port, log and whether it died.
+/// A server of a kind's tool: its kind, port, log and whether it died.
 pub(super) fn server(
     w: &World,
     node: NodeId,

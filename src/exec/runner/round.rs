@@ -202,7 +202,7 @@ async fn snapshot(ctx: &Ctx<'_>, devices: &[(NodeId, String)]) -> Counters {
     out
 }
 
-/// The round's setup: the counters before, read while the servers start detached (a server only
+/// The round's setup: the counters before, read while the servers start (a server only
 /// listens until its client connects, so no byte of the round moves before every snapshot is
 /// in), and each started server's readiness (it listens on its port, or it died), polled as soon
 /// as its own start answered: neither the counters nor another job's server is waited for (the

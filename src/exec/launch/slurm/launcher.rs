@@ -80,7 +80,7 @@ pub struct SlurmLauncher {
     pub(super) opened: tokio::sync::Mutex<Option<Opening>>,
     /// Every node's session step.
     steps: Arc<StepSessions>,
-    /// A node's commands (the SSH launcher's scripts: detached servers stopped by their
+    /// A node's commands (the SSH launcher's scripts: servers its session stops by their
     /// process group, staged clients) carried by its step.
     nodes: SshLauncher,
 }
