@@ -40,7 +40,9 @@ use crate::render::{RenderError, Renderer, Template};
 use crate::results::{JobResult, RunResults};
 use crate::schedule::{Job, KindId, Round, Schedule, Stage};
 
-pub use nccl::{Answer, LaunchCheck, judge_launch, launch_check, tests as nccl_tests};
+pub use nccl::{
+    Answer, LaunchCheck, LaunchFailed, judge_launch, launch_check, tests as nccl_tests,
+};
 pub use view::{Family, FlowSeries, Matrix, Sample, Sweep, SweepRow, sweep};
 
 /// What a test kind is to the rest of fabricplan. Its plan section is the [`SectionKind`] half.

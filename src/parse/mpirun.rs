@@ -361,6 +361,19 @@ impl<'a> Scanner<'a> {
             with_hints(&mut e);
             e
         });
+        // a daemon that could not be started: the host ssh itself names
+        // (`ssh: connect to host 198.51.100.2 port 22: Connection refused`)
+        if r.host.is_none()
+            && r.error
+                .as_ref()
+                .is_some_and(|e| e.kind == ErrorKind::DaemonLaunchFailed)
+        {
+            r.host = self.hints.iter().find_map(|h| {
+                let rest = h.split("ssh: connect to host ").nth(1)?;
+                let host = rest.split_whitespace().next()?;
+                (!host.is_empty()).then(|| host.to_string())
+            });
+        }
         r.not_stored = self.not_stored;
         r.status = if r.error.is_some() {
             Status::Error

@@ -92,6 +92,12 @@ pub fn failure(stderr: &str) -> Option<SlurmFailure> {
             found(f(SlurmFailureKind::TimeLimit, node_after(m, " ON ")));
         } else if l.starts_with("task launch for stepid=") || l.contains("failed on node ") {
             found(f(SlurmFailureKind::StepLaunch, node_after(m, "on node ")));
+        } else if l.starts_with("node failure on ") {
+            // `srun: error: Node failure on spark-2`: the controller declared the node failed
+            found(f(
+                SlurmFailureKind::NodeUnavailable,
+                node_after(m, "ode failure on "),
+            ));
         } else if l.starts_with("application launch failed") {
             found(f(SlurmFailureKind::StepLaunch, None));
         } else if l.contains("required node not available")
@@ -296,6 +302,12 @@ mod tests {
             f.message.starts_with("Task launch for StepId=12.0"),
             "{f:?}"
         );
+
+        // a node the controller declared failed while the step ran, named
+        let failed = "srun: error: Node failure on spark-2\nsrun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n";
+        let f = failure(failed).unwrap();
+        assert_eq!(f.kind, SlurmFailureKind::NodeUnavailable);
+        assert_eq!(f.node.as_deref(), Some("spark-2"));
 
         let limit = "srun: Job step aborted: Waiting up to 7 seconds for job step to finish.\n\
                      slurmstepd-c: error: *** STEP 7.0 ON c CANCELLED AT 2026-12-01T10:00:00 DUE TO TIME LIMIT ***\n\

@@ -10,7 +10,7 @@ use crate::discover::{checks, hardware};
 use crate::exec::transport::{Output, TransportError};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::kinds::preflight::{self as pings, Blocks};
-use crate::kinds::{Answer, LaunchCheck, judge_launch, launch_check};
+use crate::kinds::{Answer, LaunchCheck, LaunchFailed, judge_launch, launch_check};
 use crate::plan::{Endpoint, NodeId};
 use crate::results::Event;
 use crate::results::RunResults;
@@ -189,7 +189,11 @@ fn judge_launches(
                 stdout: &o.stdout,
                 stderr: &o.stderr,
             }),
-            Err(e) => Err((e.to_string(), e.trap())),
+            Err(e) => Err(LaunchFailed {
+                why: e.to_string(),
+                trap: e.trap(),
+                host: Some(e.host().to_string()),
+            }),
         };
         let earlier = failure_on_path(ctx, check.test, verdicts).cloned();
         let v = judge_launch(ctx.plan, &check, answer, earlier.as_ref());

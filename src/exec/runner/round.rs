@@ -429,7 +429,7 @@ fn record_setup(
                             format!("could not start the server: {e}"),
                             Some(trap),
                         )
-                        .about(vec![ctx.launcher.reach_part(&s.step.host, trap)]),
+                        .about(vec![ctx.launcher.reach_part(e.host(), trap)]),
                     );
                     rec.error = Some(e.to_string());
                 }
@@ -506,7 +506,7 @@ fn record_launches(
                     let v = if trap == Trap::Timeout {
                         v
                     } else {
-                        v.about(vec![ctx.launcher.reach_part(&l.step.host, trap)])
+                        v.about(vec![ctx.launcher.reach_part(e.host(), trap)])
                     };
                     r.c.failure.get_or_insert(v);
                 }

@@ -161,7 +161,7 @@ pub struct Answer<'a> {
 pub fn judge_launch(
     plan: &Plan,
     check: &LaunchCheck,
-    answer: Result<Answer<'_>, (String, Option<Trap>)>,
+    answer: Result<Answer<'_>, LaunchFailed>,
     earlier: Option<&Verdict>,
 ) -> Verdict {
     let Some(t) = tests(plan).get(check.test).copied() else {
@@ -173,71 +173,29 @@ pub fn judge_launch(
         );
     };
     let gate = format!("{} launch {}", check.starter, t.name);
-    let n = check.ranks;
+    // the node the launcher's or mpirun's own words name, when one of the test's: the first
+    // rank (where the launch was started from) is no evidence by itself
+    let named: Option<NodeId>;
     let v = match answer {
-        Err((e, trap)) => Verdict::check(
-            &gate,
-            Outcome::Fail,
-            e,
-            Some(trap.unwrap_or(Trap::MpiLaunch)),
-        ),
+        Err(f) => {
+            named = f.host.as_deref().and_then(|h| rank_named(plan, t, h));
+            Verdict::check(
+                &gate,
+                Outcome::Fail,
+                f.why,
+                Some(f.trap.unwrap_or(Trap::MpiLaunch)),
+            )
+        }
         Ok(a) => {
-            let text = format!("{}{}", a.stdout, a.stderr);
-            let lines = a.stdout.lines().filter(|l| !l.trim().is_empty()).count();
-            match crate::parse::parse(Tool::MPIRUN, &text).error() {
-                Some(e) => {
-                    let trap = match classify::trap_of_error(e.kind) {
-                        Trap::ToolError => Trap::MpiLaunch,
-                        t => t,
-                    };
-                    let words: Vec<&str> = e
-                        .message
-                        .lines()
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '-'))
-                        .take(4)
-                        .collect();
-                    Verdict::check(
-                        &gate,
-                        Outcome::Fail,
-                        format!("{}: {}", e.kind.as_str(), words.join(" ")),
-                        Some(trap),
-                    )
-                }
-                None if a.status == 0 && lines >= n => Verdict::check(
-                    &gate,
-                    Outcome::Ok,
-                    format!(
-                        "{} started `hostname` on {n} rank(s): {}",
-                        check.step.host,
-                        a.stdout.split_whitespace().collect::<Vec<_>>().join(", ")
-                    ),
-                    None,
-                ),
-                None if a.status == 124 || a.status == 137 => Verdict::check(
-                    &gate,
-                    Outcome::Fail,
-                    format!(
-                        "no answer within {} s: killed by the timeout on {}",
-                        check.step.timeout_s, check.step.host
-                    ),
-                    Some(Trap::MpiLaunch),
-                ),
-                None => Verdict::check(
-                    &gate,
-                    Outcome::Fail,
-                    format!(
-                        "{} exit {}, {lines} of {n} ranks answered: {}",
-                        check.starter,
-                        a.status,
-                        text.lines().last().unwrap_or("").trim()
-                    ),
-                    Some(Trap::MpiLaunch),
-                ),
-            }
+            let (v, at) = judge_answer(check, &gate, &a);
+            named = at.and_then(|h| rank_named(plan, t, &h));
+            v
         }
     };
-    let parts = launch_parts(plan, t, &v, earlier.filter(|_| v.outcome == Outcome::Fail));
+    let parts = match named.filter(|_| v.outcome == Outcome::Fail) {
+        Some(node) => named_parts(plan, node, &v, earlier),
+        None => launch_parts(plan, t, &v, earlier.filter(|_| v.outcome == Outcome::Fail)),
+    };
     match earlier {
         Some(e) if v.outcome == Outcome::Fail => {
             let mut f = Verdict::check(
@@ -385,8 +343,27 @@ impl TestKind for Nccl {
     }
 
     /// A fallback to sockets is the NCCL of the ranks whose own lines show it (`NET/IB : No
-    /// device found` on that host), not of every rank.
+    /// device found` on that host), not of every rank. A launch that failed is about the node
+    /// mpirun's own words name, when they name one of the ranks (never the first rank for being
+    /// first).
     fn parts(&self, plan: &Plan, job: &Job, verdict: &Verdict, parsed: &Parsed) -> Vec<Part> {
+        if let (
+            Some(Trap::MpiLaunch | Trap::Docker0Subnet | Trap::Unreachable),
+            Some(r),
+            Some(test),
+        ) = (
+            verdict.trap,
+            parsed.get::<NcclReport>(),
+            job.ranks
+                .as_ref()
+                .and_then(|r| tests(plan).get(r.test).copied()),
+        ) && let Some(node) = r
+            .mpirun_host
+            .as_deref()
+            .and_then(|h| rank_named(plan, test, h))
+        {
+            return named_parts(plan, node, verdict, None);
+        }
         if let (Some(Trap::TcpFallback), Some(r)) = (verdict.trap, parsed.get::<NcclReport>())
             && !r.fallback_hosts.is_empty()
         {
@@ -406,6 +383,118 @@ impl TestKind for Nccl {
         }
         super::parts::job_parts(plan, job, verdict)
     }
+}
+
+/// What an answered launch check says: its verdict, and the node mpirun's own words name.
+fn judge_answer(check: &LaunchCheck, gate: &str, a: &Answer<'_>) -> (Verdict, Option<String>) {
+    let n = check.ranks;
+    let text = format!("{}{}", a.stdout, a.stderr);
+    let lines = a.stdout.lines().filter(|l| !l.trim().is_empty()).count();
+    let parsed = crate::parse::parse(Tool::MPIRUN, &text);
+    let named = parsed
+        .get::<crate::parse::mpirun::MpirunReport>()
+        .and_then(|r| r.host.clone());
+    let v = match parsed.error() {
+        Some(e) => {
+            let trap = match classify::trap_of_error(e.kind) {
+                Trap::ToolError => Trap::MpiLaunch,
+                t => t,
+            };
+            let words: Vec<&str> = e
+                .message
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.chars().all(|c| c == '-'))
+                .take(4)
+                .collect();
+            Verdict::check(
+                gate,
+                Outcome::Fail,
+                format!("{}: {}", e.kind.as_str(), words.join(" ")),
+                Some(trap),
+            )
+        }
+        None if a.status == 0 && lines >= n => Verdict::check(
+            gate,
+            Outcome::Ok,
+            format!(
+                "{} started `hostname` on {n} rank(s): {}",
+                check.step.host,
+                a.stdout.split_whitespace().collect::<Vec<_>>().join(", ")
+            ),
+            None,
+        ),
+        None if a.status == 124 || a.status == 137 => Verdict::check(
+            gate,
+            Outcome::Fail,
+            format!(
+                "no answer within {} s: killed by the timeout on {}",
+                check.step.timeout_s, check.step.host
+            ),
+            Some(Trap::MpiLaunch),
+        ),
+        None => Verdict::check(
+            gate,
+            Outcome::Fail,
+            format!(
+                "{} exit {}, {lines} of {n} ranks answered: {}",
+                check.starter,
+                a.status,
+                text.lines().last().unwrap_or("").trim()
+            ),
+            Some(Trap::MpiLaunch),
+        ),
+    };
+    (v, named)
+}
+
+/// Why a launch check could not run, as the launcher said it: in words, its trap when it named
+/// one, and the node its own words named (Slurm's `failed on node spark-2`).
+#[derive(Debug, Clone)]
+pub struct LaunchFailed {
+    pub why: String,
+    pub trap: Option<Trap>,
+    pub host: Option<String>,
+}
+
+/// The rank of `t` a launcher or mpirun names by `host`: its plan name, its host name's first
+/// label (`spark-b.lab`), or one of its fabric addresses (`ssh: connect to host 198.51.100.2`).
+pub fn rank_named(plan: &Plan, t: &NcclTest, host: &str) -> Option<NodeId> {
+    let host = host.trim_end_matches(['.', ',', ':']);
+    let addr: Option<std::net::Ipv4Addr> = host.parse().ok();
+    t.nodes.iter().copied().find(|n| {
+        let name = &plan.node(*n).name;
+        name == host
+            || host.split('.').next() == Some(name.as_str()) && addr.is_none()
+            || addr.is_some_and(|a| {
+                plan.segments
+                    .iter()
+                    .flat_map(|s| &s.members)
+                    .any(|m| m.endpoint.node == *n && m.address == a)
+            })
+    })
+}
+
+/// What a launch check that names its node is about: that node's reach (for the launcher's
+/// traps) or its MPI, and what an earlier failure on its path named.
+fn named_parts(plan: &Plan, node: NodeId, v: &Verdict, earlier: Option<&Verdict>) -> Vec<Part> {
+    let name = &plan.node(node).name;
+    let own = match v.trap {
+        Some(
+            trap @ (Trap::Unreachable
+            | Trap::SlurmNodeUnavailable
+            | Trap::SlurmStepLaunch
+            | Trap::SlurmAllocationRefused),
+        ) => Part::reach_of(name, trap),
+        _ => Part::software(name, Software::Mpi),
+    };
+    let mut parts = vec![own];
+    for p in earlier.map(|e| e.implicates.clone()).unwrap_or_default() {
+        if !parts.contains(&p) {
+            parts.push(p);
+        }
+    }
+    parts
 }
 
 /// What a launch check is about: each rank's MPI (the launching host's first) or its reach, and
@@ -432,4 +521,100 @@ fn launch_parts(plan: &Plan, t: &NcclTest, v: &Verdict, earlier: Option<&Verdict
         }
     }
     parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::launch::{SlurmStyle, SshStyle};
+    use crate::plan::SlurmMpi;
+
+    fn ring3() -> Plan {
+        let text = include_str!("../../../plans/ring3.toml");
+        crate::kinds::load_str(
+            std::path::Path::new("ring3.toml"),
+            text,
+            std::path::Path::new("."),
+        )
+        .expect("ring3 loads")
+        .plan
+    }
+
+    fn slurmd(n: &str) -> Part {
+        Part::software(n, Software::Slurmd)
+    }
+
+    /// The launch check under Slurm fails on the node Slurm names, not on the first rank
+    /// where the step was started from.
+    #[test]
+    fn a_launch_is_about_the_node_the_launchers_words_name() {
+        let plan = ring3();
+        let r = crate::kinds::renderer(&plan);
+        let check = launch_check(&plan, &r, &SlurmStyle::new(Some(3), SlurmMpi::Pmix), 0).unwrap();
+        let failed = LaunchFailed {
+            why: "spark-2: the step did not run: Task launch for StepId=3.4 failed on node spark-2: Communication connection failure".into(),
+            trap: Some(Trap::SlurmStepLaunch),
+            host: Some("spark-2".into()),
+        };
+        let v = judge_launch(&plan, &check, Err(failed.clone()), None);
+        assert_eq!(v.outcome, Outcome::Fail);
+        assert_eq!(v.implicates, vec![slurmd("spark-2")]);
+        // a launcher that named no rank: every rank's reach, the first no more than the others
+        let unnamed = LaunchFailed {
+            host: None,
+            ..failed
+        };
+        let v = judge_launch(&plan, &check, Err(unnamed), None);
+        assert_eq!(
+            v.implicates,
+            vec![slurmd("spark-1"), slurmd("spark-2"), slurmd("spark-3")]
+        );
+    }
+
+    /// mpirun's own box names the rank it could not start, by name or by its fabric address.
+    #[test]
+    fn an_mpirun_box_naming_a_rank_is_about_that_rank() {
+        let plan = ring3();
+        let r = crate::kinds::renderer(&plan);
+        let check = launch_check(&plan, &r, &SshStyle, 0).unwrap();
+        let third = plan.node_by_name("spark-3").unwrap().id;
+        let addr = plan
+            .segments
+            .iter()
+            .flat_map(|s| &s.members)
+            .find(|m| m.endpoint.node == third)
+            .unwrap()
+            .address;
+        let stderr = format!(
+            "ssh: connect to host {addr} port 22: Connection refused\r\n\
+             --------------------------------------------------------------------------\n\
+             ORTE was unable to reliably start one or more daemons.\n\
+             This usually is caused by:\n\n\
+             * not finding the required libraries and/or binaries on\n  one or more nodes.\n\
+             --------------------------------------------------------------------------\n"
+        );
+        let v = judge_launch(
+            &plan,
+            &check,
+            Ok(Answer {
+                status: 1,
+                stdout: "",
+                stderr: &stderr,
+            }),
+            None,
+        );
+        assert_eq!(v.outcome, Outcome::Fail, "{v:?}");
+        assert_eq!(v.implicates.len(), 1, "{:?}", v.implicates);
+        assert_eq!(
+            v.implicates[0].node_name(),
+            Some("spark-3"),
+            "{:?}",
+            v.implicates
+        );
+        assert_eq!(
+            rank_named(&plan, tests(&plan)[0], "spark-3.lab"),
+            Some(third)
+        );
+        assert_eq!(rank_named(&plan, tests(&plan)[0], "spark-9"), None);
+    }
 }

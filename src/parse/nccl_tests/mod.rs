@@ -167,6 +167,10 @@ pub struct NcclReport {
     pub nccl_last_error: Option<String>,
     /// Every mpirun error box in the capture.
     pub mpirun_errors: Vec<ToolError>,
+    /// The node mpirun's own words name (`... on node spark-b`, `Remote host:`, `ssh: connect
+    /// to host ...`), when its boxes name one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpirun_host: Option<String>,
     pub exit_code: Option<i64>,
     /// Ranks of the communicator as NCCL announced it (`comm 0x.. rank R nranks N ... Init
     /// COMPLETE`, `ncclCommInitRank ... nRanks N`): known even when no table was printed.
@@ -286,6 +290,7 @@ pub(super) fn empty_report(status: Status) -> NcclReport {
         cputime: false,
         nccl_last_error: None,
         mpirun_errors: Vec::new(),
+        mpirun_host: None,
         exit_code: None,
         nranks: None,
         rejected: Vec::new(),

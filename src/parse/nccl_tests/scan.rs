@@ -463,6 +463,7 @@ impl<'a> Scanner<'a> {
             cputime: table.cputime,
             nccl_last_error: last_error,
             mpirun_errors: mp.errors.clone(),
+            mpirun_host: mp.host.clone(),
             exit_code: mp.exit_code,
             nranks: log.nranks,
             rejected: table.rejected,

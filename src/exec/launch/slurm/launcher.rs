@@ -198,17 +198,19 @@ impl SlurmLauncher {
                 Trap::SlurmStepLaunch,
             ),
         };
+        // the node Slurm's own words name (`... failed on node spark-2`), not the node the
+        // step was started for (a multi-node step's first rank): that one is no evidence
+        let host = failure
+            .as_ref()
+            .and_then(|x| x.node.clone())
+            .unwrap_or_else(|| node.name.clone());
         let mut reason = format!("the step did not run: {reason}");
         if matches!(trap, Trap::SlurmStepLaunch | Trap::SlurmNodeUnavailable)
-            && let Some(state) = self.node_state(&node.name).await
+            && let Some(state) = self.node_state(&host).await
         {
-            reason.push_str(&format!("; Slurm reports node `{}` {state}", node.name));
+            reason.push_str(&format!("; Slurm reports node `{host}` {state}"));
         }
-        Err(TransportError::Launch {
-            host: node.name.clone(),
-            reason,
-            trap,
-        })
+        Err(TransportError::Launch { host, reason, trap })
     }
 
     /// Run `p` to its end within `timeout`; past it, end its step and say so.
