@@ -526,7 +526,7 @@ fn launch_parts(plan: &Plan, t: &NcclTest, v: &Verdict, earlier: Option<&Verdict
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::launch::{SlurmStyle, SshStyle};
+    use crate::render::launch::{SlurmStyle, SshStyle};
     use crate::plan::SlurmMpi;
 
     fn ring3() -> Plan {
