@@ -105,6 +105,20 @@ fn check(r: &RunResults, c: &Case) -> Result<(), String> {
     if !r.summary.verdict.contains(&c.parts.join(", ")) {
         return say("the verdict line does not name them");
     }
+    // `--drain` takes out only the node of the broken part, never a node the run cleared
+    for (node, _) in fabricplan::results::service::blamed(r) {
+        let names = |p: &str| {
+            p == node || p.starts_with(&format!("{node}.")) || p.ends_with(&format!(" on {node}"))
+        };
+        if !c.parts.iter().any(|p| names(p)) {
+            return say(&format!("--drain would take out {node}"));
+        }
+        if fabricplan::results::service::cleared(r, &node) {
+            return say(&format!(
+                "--drain would take out {node}, which passed every job"
+            ));
+        }
+    }
     // every other gate that is not OK is a finding's evidence or follows from one
     for v in r.verdicts().filter(|v| v.outcome != Outcome::Ok) {
         let ours = r

@@ -74,14 +74,35 @@ pub struct Service {
     pub exclude_file: Option<String>,
 }
 
+/// Whether the run cleared `node`: every job it took part in passed every gate, and no failing
+/// verdict anywhere in the run names a part on it. Such a node is never blamed, whatever a
+/// finding says (a finding about it would rest on no evidence of its own).
+pub fn cleared(r: &RunResults, node: &str) -> bool {
+    let mut jobs = r.jobs.iter().filter(|j| j.hosts.iter().any(|h| h == node));
+    let mut any = false;
+    let all_passed = jobs.all(|j| {
+        any = true;
+        !j.verdicts.is_empty() && j.verdicts.iter().all(|v| v.outcome == Outcome::Ok)
+    });
+    let named = r
+        .verdicts()
+        .filter(|v| v.outcome == Outcome::Fail)
+        .any(|v| v.implicates.iter().any(|p| nodes_of(p).contains(&node)));
+    any && all_passed && !named
+}
+
 /// A node a finding blames and the reason Slurm is given: one per node, the worst finding's
-/// (findings come worst first), with how many more there are.
+/// (findings come worst first), with how many more there are. Only a FAIL finding about the
+/// node or one of its parts blames it, and never a node the run cleared ([`cleared`]).
 pub fn blamed(r: &RunResults) -> Vec<(String, String)> {
     let mut out: Vec<(String, String, usize)> = Vec::new();
     for f in r.findings.iter().filter(|f| f.outcome == Outcome::Fail) {
         let Some(node) = f.part.node_name() else {
             continue;
         };
+        if cleared(r, node) {
+            continue;
+        }
         match out.iter_mut().find(|(n, _, _)| n == node) {
             Some((_, _, more)) => *more += 1,
             None => {
@@ -300,6 +321,19 @@ mod tests {
         r
     }
 
+    /// Each finding's evidence: a failing verdict naming its part (a finding rests on one).
+    fn evidenced(r: &mut RunResults) {
+        let evidence: Vec<crate::gate::judge::Verdict> = r
+            .findings
+            .iter()
+            .map(|f| {
+                crate::gate::judge::Verdict::check(f.name.clone(), f.outcome, "", None)
+                    .about(vec![f.part.clone()])
+            })
+            .collect();
+        r.preflight.extend(evidence);
+    }
+
     fn state(node: &str, state: &str, reason: Option<&str>) -> NodeState {
         NodeState {
             node: node.into(),
@@ -335,6 +369,7 @@ mod tests {
                 "slurmd down",
             ),
         ];
+        evidenced(&mut r);
         assert_eq!(
             blamed(&r),
             [
@@ -361,9 +396,33 @@ mod tests {
         // healthy: measured, and named by no finding (a cable's ends and a WARN count)
         assert_eq!(healthy(&r), Vec::<String>::new());
         r.findings.truncate(2);
+        r.preflight.clear();
         assert_eq!(healthy(&r), ["spark-1", "spark-3", "spark-4", "spark-5"]);
         r.interrupted = true;
         assert!(healthy(&r).is_empty());
+    }
+
+    /// A finding about a node that passed every job it took part in, and that no failing
+    /// verdict names (the first rank of a step some other node failed), blames nothing.
+    #[test]
+    fn a_node_the_run_cleared_is_never_blamed() {
+        let mut r = run();
+        r.findings = vec![finding(
+            Part::software("spark-1", Software::Slurmd),
+            Outcome::Fail,
+            "Slurm could not launch the step",
+        )];
+        assert!(cleared(&r, "spark-1"));
+        assert!(blamed(&r).is_empty());
+        assert!(plan(&r, Asked::default(), &[]).actions.is_empty());
+        // with evidence of its own it is blamed
+        evidenced(&mut r);
+        assert!(!cleared(&r, "spark-1"));
+        assert_eq!(blamed(&r).len(), 1);
+        // a node with a failing job is not cleared
+        let mut r = run();
+        r.jobs[1].verdicts[0].outcome = Outcome::Fail;
+        assert!(!cleared(&r, "spark-3") && cleared(&r, "spark-2"));
     }
 
     #[test]
@@ -373,6 +432,7 @@ mod tests {
             finding(Part::half("spark-2", "f0", "b"), Outcome::Fail, "throttle"),
             finding(Part::node("spark-4"), Outcome::Fail, "gone"),
         ];
+        evidenced(&mut r);
         let states = [
             state(
                 "spark-1",

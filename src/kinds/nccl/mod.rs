@@ -526,8 +526,8 @@ fn launch_parts(plan: &Plan, t: &NcclTest, v: &Verdict, earlier: Option<&Verdict
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::launch::{SlurmStyle, SshStyle};
     use crate::plan::SlurmMpi;
+    use crate::render::launch::{SlurmStyle, SshStyle};
 
     fn ring3() -> Plan {
         let text = include_str!("../../../plans/ring3.toml");
