@@ -492,6 +492,10 @@ pub struct Suspect {
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Finding {
     pub part: Part,
+    /// The other parts the evidence cannot tell apart from `part`: one of them is at fault
+    /// (the finding names them all; `--drain` takes none of them out on it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub among: Vec<Part>,
     /// The part's short name, as the verdict line lists it: `spark-b.f0.b`, `ISL sw-a-sw-b`.
     pub name: String,
     /// The part as a person reads it: `spark-b.f0.b (enP2p1s0f0np0 on spark-b)`.

@@ -108,7 +108,10 @@ fn check(r: &RunResults, c: &Case) -> Result<(), String> {
     // `--drain` takes out only the node of the broken part, never a node the run cleared
     for (node, _) in fabricplan::results::service::blamed(r) {
         let names = |p: &str| {
-            p == node || p.starts_with(&format!("{node}.")) || p.ends_with(&format!(" on {node}"))
+            p == node
+                || p.starts_with(&format!("{node}."))
+                || p.starts_with(&format!("{node}'s "))
+                || p.ends_with(&format!(" on {node}"))
         };
         if !c.parts.iter().any(|p| names(p)) {
             return say(&format!("--drain would take out {node}"));
@@ -189,6 +192,8 @@ async fn every_fault_on_a_ring_is_one_finding() {
         &[
             case("throttle:spark-2.f1.a", "spark-2.f1.a", &["ssh spark-2 "]),
             case("throttle:spark-3.f0.b", "spark-3.f0.b", &["ssh spark-3 "]),
+            // every half of one node's NIC: one firmware, one finding
+            case("throttle:spark-1", "spark-1's NIC", &["ssh spark-1 "]),
             case(
                 "mtu1500:spark-3.f0.b",
                 "spark-3.f0.b",

@@ -32,7 +32,7 @@ pub struct Chosen {
 
 /// How specific a kind of part is: a half before its port before the cable, the node's own
 /// software before the node, fabricplan's reach and the plan last.
-fn rank(p: &Part) -> u8 {
+pub(super) fn rank(p: &Part) -> u8 {
     match p {
         Part::Half { .. } => 0,
         Part::Port { .. } => 1,

@@ -1,7 +1,11 @@
 //! Parts chosen apart that a person fixes as one: every half of a port failing the same way is
-//! the port (an MTU set on the port's netdevs, a cage whose both halves are throttled).
+//! the port (an MTU set on the port's netdevs, a cage whose both halves are throttled); every
+//! port of a node throttled is the node's NIC (one firmware, one action); two crossed cables
+//! meeting at a node are one swap. And a part chosen where the evidence names others of its kind
+//! just as well (every rank's NCCL showing the same) is said with them: one finding about the
+//! many, never the first of them picked.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::cover::Chosen;
 use crate::gate::judge::{Reached, Verdict};
@@ -13,6 +17,8 @@ use crate::plan::Plan;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Merged {
     pub part: Part,
+    /// Parts of its kind the evidence names just as well: one of them is at fault.
+    pub among: Vec<Part>,
     pub explains: Vec<usize>,
     /// A name and a label of its own, where the part's would not say it.
     pub name: Option<String>,
@@ -29,7 +35,8 @@ fn trap_of<'v>(c: &Chosen, verdict: &impl Fn(usize) -> &'v Verdict) -> Option<Tr
 pub fn merge<'v>(
     plan: &Plan,
     chosen: Vec<Chosen>,
-    _lists: &[Vec<Part>],
+    lists: &[Vec<Part>],
+    cleared: &BTreeSet<Part>,
     verdict: impl Fn(usize) -> &'v Verdict,
 ) -> Vec<Merged> {
     // (node, port, trap) -> the chosen halves' indices in `chosen`
@@ -72,6 +79,7 @@ pub fn merge<'v>(
                 slot.insert(i, out.len());
                 out.push(Merged {
                     part: Part::port(node, port),
+                    among: Vec::new(),
                     explains: c.explains,
                     name: None,
                     label: None,
@@ -79,13 +87,144 @@ pub fn merge<'v>(
             }
             None => out.push(Merged {
                 part: c.part,
+                among: Vec::new(),
                 explains: c.explains,
                 name: None,
                 label: None,
             }),
         }
     }
-    swapped(out, &verdict)
+    let out = nic(plan, swapped(out, &verdict), &verdict);
+    peers(out, lists, cleared)
+}
+
+/// Traps of a NIC as a whole: every port of the node failing with one is its NIC.
+fn nic_wide(t: Option<Trap>) -> bool {
+    matches!(t, Some(Trap::FirmwareThrottle))
+}
+
+/// Every cabled port of a node chosen with one NIC-wide trap (a throttle on every half) is the
+/// node's NIC: one finding, one firmware to update.
+fn nic<'v>(plan: &Plan, out: Vec<Merged>, verdict: &impl Fn(usize) -> &'v Verdict) -> Vec<Merged> {
+    let trap = |m: &Merged| m.explains.first().and_then(|i| verdict(*i).trap);
+    let mut by_node: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, m) in out.iter().enumerate() {
+        if let Part::Port { node, .. } = &m.part
+            && nic_wide(trap(m))
+        {
+            by_node.entry(node.clone()).or_default().push(i);
+        }
+    }
+    let mut gone: BTreeSet<usize> = BTreeSet::new();
+    let mut lead: BTreeMap<usize, (String, Vec<String>, Vec<usize>)> = BTreeMap::new();
+    for (node, idx) in by_node {
+        let ports: Vec<String> = idx
+            .iter()
+            .filter_map(|i| match &out[*i].part {
+                Part::Port { port, .. } => Some(port.clone()),
+                _ => None,
+            })
+            .collect();
+        if idx.len() >= 2 && idx.len() == planned_ports(plan, &node) {
+            lead.insert(idx[0], (node, ports, idx[1..].to_vec()));
+            gone.extend(&idx[1..]);
+        }
+    }
+    let mut rest: Vec<Option<Merged>> = out.into_iter().map(Some).collect();
+    let mut merged = Vec::new();
+    for i in 0..rest.len() {
+        if gone.contains(&i) {
+            continue;
+        }
+        let Some(mut m) = rest[i].take() else {
+            continue;
+        };
+        if let Some((node, ports, others)) = lead.remove(&i) {
+            for o in others {
+                if let Some(x) = rest[o].take() {
+                    m.explains.extend(x.explains);
+                }
+            }
+            m.explains.sort_unstable();
+            m.part = Part::node(&node);
+            m.name = Some(format!("{node}'s NIC"));
+            m.label = Some(format!(
+                "{node}'s NIC: every port ({}) the same way",
+                ports.join(", ")
+            ));
+        }
+        merged.push(m);
+    }
+    merged
+}
+
+/// How many distinct ports of `node` the plan cables.
+fn planned_ports(plan: &Plan, node: &str) -> usize {
+    let Some(n) = plan.node_by_name(node) else {
+        return 0;
+    };
+    plan.segments
+        .iter()
+        .flat_map(|s| s.members.iter())
+        .filter(|m| m.endpoint.node == n.id)
+        .map(|m| m.endpoint.port.as_str())
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// The parts of the same kind as a chosen one that every verdict it explains names too, that no
+/// passing verdict cleared and that no other finding is about: the evidence cannot tell them
+/// apart from it, so the finding is about them all (`NCCL on spark-[1-3]`).
+fn peers(mut out: Vec<Merged>, lists: &[Vec<Part>], cleared: &BTreeSet<Part>) -> Vec<Merged> {
+    let chosen: BTreeSet<Part> = out.iter().map(|m| m.part.clone()).collect();
+    let kind = |p: &Part| match p {
+        Part::Software { software, .. } => (super::cover::rank(p), Some(*software)),
+        _ => (super::cover::rank(p), None),
+    };
+    for m in &mut out {
+        let Some(first) = m.explains.first() else {
+            continue;
+        };
+        let shared: Vec<Part> = lists[*first]
+            .iter()
+            .filter(|q| **q != m.part && kind(q) == kind(&m.part))
+            .filter(|q| !cleared.contains(q) && !chosen.contains(q))
+            .filter(|q| m.explains.iter().all(|i| lists[*i].contains(q)))
+            .cloned()
+            .collect();
+        if shared.is_empty() || m.name.is_some() {
+            continue;
+        }
+        m.name = Some(group_name(&m.part, &shared));
+        m.label = m.name.clone();
+        m.among = shared;
+    }
+    out
+}
+
+/// One name for a part and its peers: the software on a hostlist of their nodes, else each
+/// part's name joined by `or`.
+fn group_name(part: &Part, peers: &[Part]) -> String {
+    if let Part::Software { software, .. } = part
+        && peers
+            .iter()
+            .all(|p| matches!(p, Part::Software { software: s, .. } if s == software))
+    {
+        let nodes: Vec<&str> = std::iter::once(part)
+            .chain(peers)
+            .filter_map(Part::node_name)
+            .collect();
+        return format!(
+            "{} on {}",
+            software.name(),
+            crate::text::hostlist::compress(&nodes)
+        );
+    }
+    std::iter::once(part)
+        .chain(peers)
+        .map(Part::name)
+        .collect::<Vec<_>>()
+        .join(", or ")
 }
 
 /// The node end `NODE.PORT` of a cable part that is on `node` (a cable's ends are `NODE.PORT`
@@ -197,4 +336,64 @@ fn planned_halves(plan: &Plan, node: &str, port: &str) -> usize {
         .flat_map(|s| s.members.iter())
         .filter(|m| m.endpoint.node == n.id && m.endpoint.port == port)
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::part::Software;
+
+    fn nccl(n: &str) -> Part {
+        Part::software(n, Software::Nccl)
+    }
+
+    fn merged(part: Part, explains: Vec<usize>) -> Merged {
+        Merged {
+            part,
+            among: Vec::new(),
+            explains,
+            name: None,
+            label: None,
+        }
+    }
+
+    /// Every rank's NCCL named alike by one verdict (GDR off on every rank): one finding about
+    /// them all, not the first rank's.
+    #[test]
+    fn parts_the_evidence_names_alike_are_one_finding_about_them_all() {
+        let lists = vec![vec![nccl("spark-1"), nccl("spark-2"), nccl("spark-3")]];
+        let out = peers(
+            vec![merged(nccl("spark-1"), vec![0])],
+            &lists,
+            &BTreeSet::new(),
+        );
+        assert_eq!(out[0].name.as_deref(), Some("NCCL on spark-[1-3]"));
+        assert_eq!(out[0].among, vec![nccl("spark-2"), nccl("spark-3")]);
+        // a rank that passed elsewhere is not among them
+        let cleared: BTreeSet<Part> = [nccl("spark-3")].into();
+        let out = peers(vec![merged(nccl("spark-1"), vec![0])], &lists, &cleared);
+        assert_eq!(out[0].name.as_deref(), Some("NCCL on spark-[1-2]"));
+        // parts of another kind are not peers: a slurmd and the controller are said with `or`
+        let ctl = Part::Reach {
+            reach: crate::gate::part::Reach::SlurmController,
+        };
+        let lists = vec![vec![Part::software("spark-2", Software::Slurmd), ctl]];
+        let out = peers(
+            vec![merged(Part::software("spark-2", Software::Slurmd), vec![0])],
+            &lists,
+            &BTreeSet::new(),
+        );
+        assert!(out[0].among.is_empty() && out[0].name.is_none());
+        // a part the evidence names alone stays alone
+        let lists = vec![
+            vec![nccl("spark-2")],
+            vec![nccl("spark-2"), nccl("spark-3")],
+        ];
+        let out = peers(
+            vec![merged(nccl("spark-2"), vec![0, 1])],
+            &lists,
+            &BTreeSet::new(),
+        );
+        assert!(out[0].among.is_empty());
+    }
 }

@@ -117,7 +117,7 @@ pub fn diagnose(plan: &Plan, r: &mut RunResults) {
             });
         }
     }
-    let chosen = merge::merge(plan, chosen, &lists, |i| get(r, bad[i]));
+    let chosen = merge::merge(plan, chosen, &lists, &cleared, |i| get(r, bad[i]));
     let found = label::Found::of(r);
     let mut findings: Vec<(Finding, Vec<At>, At)> = chosen
         .iter()
@@ -184,6 +184,7 @@ fn finding(
         .collect();
     Finding {
         part: c.part.clone(),
+        among: c.among.clone(),
         name: c.name.clone().unwrap_or_else(|| c.part.name()),
         label: c
             .label

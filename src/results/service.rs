@@ -96,7 +96,12 @@ pub fn cleared(r: &RunResults, node: &str) -> bool {
 /// node or one of its parts blames it, and never a node the run cleared ([`cleared`]).
 pub fn blamed(r: &RunResults) -> Vec<(String, String)> {
     let mut out: Vec<(String, String, usize)> = Vec::new();
-    for f in r.findings.iter().filter(|f| f.outcome == Outcome::Fail) {
+    // a finding whose evidence could not tell its part from others proves none of them
+    for f in r
+        .findings
+        .iter()
+        .filter(|f| f.outcome == Outcome::Fail && f.among.is_empty())
+    {
         let Some(node) = f.part.node_name() else {
             continue;
         };
@@ -274,6 +279,7 @@ mod tests {
     fn finding(part: Part, outcome: Outcome, trap: &str) -> Finding {
         Finding {
             name: part.name(),
+            among: Vec::new(),
             part,
             label: String::new(),
             outcome,

@@ -496,6 +496,7 @@ mod tests {
                     part: crate::gate::part::Part::Node {
                         node: "spark-a".into(),
                     },
+                    among: Vec::new(),
                     name: "spark-a".into(),
                     label: "spark-a".into(),
                     outcome: Outcome::Fail,
