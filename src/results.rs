@@ -70,6 +70,7 @@ use crate::render::job::Role;
 pub use event::{Event, Started};
 pub use phases::{RoundPhases, StartPhases};
 
+pub mod coverage;
 mod event;
 mod phases;
 pub mod service;
@@ -555,6 +556,10 @@ pub struct RunResults {
     /// evidence or follows from one of them (empty when nothing failed, and in older files).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Finding>,
+    /// Which of the plan's declared halves, cables and ISLs the run measured (missing in files
+    /// written before it was recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<coverage::Coverage>,
     /// Blamed nodes out of service and healthy ones back (`run --drain`, `--resume-passed`,
     /// `--exclude-file`; under Slurm the drain commands otherwise): `None` when nothing was
     /// asked and nothing blamed.

@@ -294,7 +294,12 @@ fn healthy_is_green(n: usize, switches: usize, extra: &str, pairings: usize) {
     let plan = write_plan(tmp.path(), "g.toml", &sampled_text(n, switches, extra));
     let (dir, o) = sim_run(tmp.path(), "run", &plan, &[]);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("ALL GREEN (simulated)"));
+    let out = stdout(&o);
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("ALL GREEN: ") && last.ends_with(" measured (simulated)"),
+        "{out}"
+    );
     let r = json(&dir.join("results.json"));
     assert_eq!(r["suspects"], serde_json::json!([]));
     assert_eq!(r["summary"]["fail"], 0);

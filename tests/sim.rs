@@ -782,3 +782,30 @@ async fn both_directions_by_default_and_bidirectional_on_request() {
     let bad = text.replace("\"bidirectional\"", "\"sideways\"");
     assert!(fabricplan::kinds::load_str(&plan_path("two-spark"), &bad, Path::new(".")).is_err());
 }
+
+/// Green says what it covered: switched-6's rounds name nodes, so only the a halves are
+/// measured, and the results say the b halves never were.
+#[tokio::test]
+async fn green_says_what_it_covered() {
+    let plan = load("switched-6");
+    let r = run_plan(&plan, &[]).await;
+    assert_eq!(r.summary.verdict, "ALL GREEN");
+    let c = r.coverage.as_ref().expect("coverage");
+    assert_eq!((c.halves.declared, c.halves.measured), (12, 6), "{c:?}");
+    assert_eq!((c.isls.declared, c.isls.measured), (1, 1), "{c:?}");
+    assert_eq!(
+        c.not_measured,
+        (1..=6)
+            .map(|i| format!("gb10-0{i}.f0.b"))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        c.line(),
+        "6 of 12 halves, 6 of 6 cables, 1 of 1 ISL measured"
+    );
+    // a plan that measures every half says so
+    let r = run_plan(&load("two-spark"), &[]).await;
+    let c = r.coverage.as_ref().expect("coverage");
+    assert!(c.complete(), "{c:?}");
+    assert_eq!(c.line(), "4 of 4 halves, 1 of 1 cable measured");
+}

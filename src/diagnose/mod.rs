@@ -140,6 +140,7 @@ pub fn diagnose(plan: &Plan, r: &mut RunResults) {
     }
     r.findings = findings.into_iter().map(|(f, _, _)| f).collect();
     skipped_jobs(r);
+    r.coverage = Some(crate::results::coverage::of(plan, r));
     r.summarize();
 }
 

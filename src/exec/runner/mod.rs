@@ -187,6 +187,7 @@ fn empty_results(
         suspects: Vec::new(),
         inventory: Vec::new(),
         findings: Vec::new(),
+        coverage: None,
         service: None,
         summary: Default::default(),
         keep_evidence: Some(keep),

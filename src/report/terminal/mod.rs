@@ -216,13 +216,48 @@ fn service(p: &mut Page, r: &RunResults) -> io::Result<()> {
     Ok(())
 }
 
-/// The run's one-line verdict, last.
+/// Names, the first few and how many more.
+fn some_of(names: &[String], shown: usize) -> String {
+    let head: Vec<&str> = names.iter().take(shown).map(String::as_str).collect();
+    match names.len().saturating_sub(shown) {
+        0 => head.join(", "),
+        more => format!("{} and {more} more", head.join(", ")),
+    }
+}
+
+/// The run's one-line verdict, last: a green one says what it covered, with what no test
+/// measured and what was measured only behind a finding said just above it.
 fn verdict_line(p: &mut Page, r: &RunResults) -> io::Result<()> {
-    let line = if r.simulated {
-        format!("{} (simulated)", r.summary.verdict)
-    } else {
-        r.summary.verdict.clone()
-    };
+    let mut line = r.summary.verdict.clone();
+    if let Some(c) = r.coverage.as_ref().filter(|_| r.summary.fail == 0) {
+        if !c.not_measured.is_empty() {
+            p.wrapped(
+                "not measured: ",
+                &format!(
+                    "{} (no test of the plan measures them)",
+                    inert(&some_of(&c.not_measured, 6))
+                ),
+                14,
+            )?;
+        }
+        if !c.not_cleared.is_empty() {
+            p.wrapped(
+                "not cleared: ",
+                &format!(
+                    "{} (measured again once the finding is fixed)",
+                    inert(&some_of(&c.not_cleared, 3))
+                ),
+                13,
+            )?;
+        }
+        let covered = c.line();
+        if !covered.is_empty() && !r.interrupted {
+            line = format!("{line}: {covered}");
+        }
+    }
+    if r.simulated {
+        line = format!("{line} (simulated)");
+    }
     let worst = if r.summary.fail > 0 || r.summary.exit_code != 0 {
         Outcome::Fail
     } else if r.summary.warn > 0 {
