@@ -143,7 +143,6 @@ fn render_one_round(b: Bencher, n: usize) {
                     &fabricplan::exec::launch::SshStyle,
                     &res,
                     j,
-                    "<run-id>",
                 )
                 .is_ok()
             })
@@ -165,7 +164,6 @@ fn plan_json(b: Bencher, n: usize) {
             &fabric,
             &schedule,
             &fabricplan::exec::launch::SshStyle,
-            "<run-id>",
         )
         .expect("sink")
     });

@@ -23,22 +23,12 @@ pub fn show(plan: &Plan, format: Format, launcher: &LauncherArgs) -> Outcome {
     let opening = super::launcher::opening(&choice, plan);
     // `Stdout` swallows a closed pipe: the dry run's exit code stays its own
     let r = match format {
-        Format::Text => plan_view::write_text_with(
-            &mut out,
-            plan,
-            &fabric,
-            &schedule,
-            style.as_ref(),
-            &opening,
-        ),
-        Format::Json => plan_view::write_json_with(
-            &mut out,
-            plan,
-            &fabric,
-            &schedule,
-            style.as_ref(),
-            &opening,
-        ),
+        Format::Text => {
+            plan_view::write_text_with(&mut out, plan, &fabric, &schedule, style.as_ref(), &opening)
+        }
+        Format::Json => {
+            plan_view::write_json_with(&mut out, plan, &fabric, &schedule, style.as_ref(), &opening)
+        }
     };
     r.map_err(|e| CliError::Failed(e.to_string()))?;
     Ok(exit::OK)

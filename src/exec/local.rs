@@ -45,7 +45,8 @@ impl LocalTransport {
             reason,
         };
         let token = wire::random_word();
-        let (sink, source, child) = process::spawn(&wire::argv(&token), &[]).map_err(unreachable)?;
+        let (sink, source, child) =
+            process::spawn(&wire::argv(&token), &[]).map_err(unreachable)?;
         let session = match Session::attach(&node.name, &token, sink, source, START_LIMIT).await {
             Ok(s) => s,
             Err(e) => {

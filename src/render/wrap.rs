@@ -27,10 +27,7 @@ pub fn exports(env: &BTreeMap<String, String>) -> String {
 /// so it ends even if the session is lost, its stderr with its stdout (its log, as the session
 /// captures it).
 pub fn server(timeout_s: u32, env: &BTreeMap<String, String>, cmd: &str) -> String {
-    format!(
-        "{}exec timeout -k 5 {timeout_s} {cmd} 2>&1",
-        exports(env)
-    )
+    format!("{}exec timeout -k 5 {timeout_s} {cmd} 2>&1", exports(env))
 }
 
 /// The line a foreground script writes to stderr first: the remote clock, in ns, when the

@@ -175,15 +175,7 @@ pub fn write_text_with(
         }
     }
     for round in schedule.rounds(plan, fabric) {
-        write_round_text(
-            w,
-            plan,
-            &renderer,
-            style,
-            &res,
-            &round,
-            schedule.len(),
-        )?;
+        write_round_text(w, plan, &renderer, style, &res, &round, schedule.len())?;
     }
     Ok(())
 }

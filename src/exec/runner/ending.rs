@@ -138,8 +138,16 @@ mod tests {
         let g = "rdma-bw spark-a.f0.a -> spark-b.f0.a";
         let v = ending(g, "spark-a", 137, Duration::from_millis(6), 10).unwrap();
         assert_eq!(v.trap, Some(Trap::ToolKilled));
-        assert!(v.detail.contains("killed by SIGKILL after 6 ms"), "{}", v.detail);
-        assert!(v.detail.contains("out of memory on spark-a?"), "{}", v.detail);
+        assert!(
+            v.detail.contains("killed by SIGKILL after 6 ms"),
+            "{}",
+            v.detail
+        );
+        assert!(
+            v.detail.contains("out of memory on spark-a?"),
+            "{}",
+            v.detail
+        );
         assert_eq!(v.implicates[0], Part::node("spark-a"));
         // the remote timeout's KILL, at its deadline: a timeout, about no part of its own
         let v = ending(g, "spark-a", 137, Duration::from_millis(15_200), 10).unwrap();
@@ -157,7 +165,10 @@ mod tests {
         );
         // the tool's own exits are the tool's to explain
         for own in [0, 1, 2, 127, 255] {
-            assert!(ending(g, "spark-a", own, Duration::ZERO, 10).is_none(), "{own}");
+            assert!(
+                ending(g, "spark-a", own, Duration::ZERO, 10).is_none(),
+                "{own}"
+            );
         }
     }
 
@@ -168,7 +179,11 @@ mod tests {
         let v = left_running("g", "spark-b", &left).unwrap();
         assert_eq!(v.outcome, Outcome::Warn);
         assert_eq!(v.trap, Some(Trap::LeftRunning));
-        assert!(v.detail.starts_with("left 7 processes running on spark-b"), "{}", v.detail);
+        assert!(
+            v.detail.starts_with("left 7 processes running on spark-b"),
+            "{}",
+            v.detail
+        );
         assert!(v.detail.contains("and 2 more"), "{}", v.detail);
     }
 }

@@ -46,9 +46,7 @@ pub(crate) fn launch_checks(ctx: &Ctx<'_>, tests: &[usize]) -> Vec<LaunchCheck> 
             all.get(**i)
                 .is_none_or(|t| !t.nodes.iter().any(|n| ctx.unreachable.contains_key(n)))
         })
-        .filter_map(|i| {
-            launch_check(ctx.plan, &ctx.renderer, ctx.launcher.style(), *i).ok()
-        })
+        .filter_map(|i| launch_check(ctx.plan, &ctx.renderer, ctx.launcher.style(), *i).ok())
         .collect()
 }
 

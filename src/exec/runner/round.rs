@@ -541,12 +541,11 @@ async fn teardown(
         r.server = None;
         let host = ctx.plan.node(node).name.clone();
         let gate = gate_name(ctx.plan, round, r.c.job);
-        let Some(rec) = r
-            .c
-            .steps
-            .iter_mut()
-            .rev()
-            .find(|s| s.role == Role::Server && s.host == host)
+        let Some(rec) =
+            r.c.steps
+                .iter_mut()
+                .rev()
+                .find(|s| s.role == Role::Server && s.host == host)
         else {
             continue;
         };

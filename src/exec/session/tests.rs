@@ -355,9 +355,8 @@ async fn closing_stops_what_still_runs_and_leaves_nothing() {
     assert!(session_dir.is_dir());
     s.close().await;
     // it was stopped, or its session ended first: either way it did not end by itself
-    match running.await.unwrap() {
-        Ok(o) => assert!(o.status > 128, "{o:?}"),
-        Err(_) => {}
+    if let Ok(o) = running.await.unwrap() {
+        assert!(o.status > 128, "{o:?}");
     }
     assert_eq!(child.exited_within(LIMIT).await, Some(0));
     assert!(!alive(job), "the job survived the session's end");
@@ -551,9 +550,17 @@ async fn each_job_runs_in_a_private_directory_of_its_own_that_goes_with_it() {
     assert_eq!(cwd.parent(), Some(dir.as_path()), "{o:?}");
     assert_eq!(&lines[1..], ["drwx------", "-rw-------"], "{o:?}");
     let second = s.run("pwd", LIMIT).await.unwrap();
-    assert_ne!(second.stdout.trim(), lines[0], "two jobs shared a directory");
+    assert_ne!(
+        second.stdout.trim(),
+        lines[0],
+        "two jobs shared a directory"
+    );
     // gone once the job ended
-    assert!(until(LIMIT, || !cwd.exists()).await, "{} left", cwd.display());
+    assert!(
+        until(LIMIT, || !cwd.exists()).await,
+        "{} left",
+        cwd.display()
+    );
     // every job's processes carry the session's mark
     let o = s.run("echo \"$FABRICPLAN_JOB\"", LIMIT).await.unwrap();
     assert!(o.stdout.trim().ends_with('.'), "{o:?}");
@@ -574,10 +581,7 @@ async fn a_server_runs_until_stopped_by_its_recorded_group_and_gives_its_output(
         .await
         .unwrap();
     assert!(job.pgid > 1);
-    assert!(
-        job.started_unix_ms.is_some_and(|t| t > 1.0e12),
-        "{job:?}"
-    );
+    assert!(job.started_unix_ms.is_some_and(|t| t > 1.0e12), "{job:?}");
     assert!(until(LIMIT, || up.path().exists()).await);
     assert!(alive(job.pgid));
     let out = s.stop_spawned(job.id).await.unwrap();
@@ -625,7 +629,10 @@ async fn what_a_job_leaves_running_is_stopped_and_said() {
     };
     let (a, b) = (pid(&in_group), pid(&escaped));
     assert!(!alive(a), "the child in its group outlived the job");
-    assert!(!alive(b), "the child that left its session outlived the job");
+    assert!(
+        !alive(b),
+        "the child that left its session outlived the job"
+    );
     let left = o.left.join(" | ");
     assert!(
         o.left.len() == 2 && left.contains(&a.to_string()) && left.contains(&b.to_string()),
@@ -677,7 +684,11 @@ fn a_line_longer_than_any_answer_is_dropped_as_it_comes() {
         tx.send(Chunk::Data(b"\n@fp Q\n".to_vec())).unwrap();
         tx.send(Chunk::End("closed".into())).unwrap();
         assert_eq!(lines.next().await.unwrap(), "@fp Q");
-        assert!(lines.buf.capacity() < 4 * MAX_LINE, "{}", lines.buf.capacity());
+        assert!(
+            lines.buf.capacity() < 4 * MAX_LINE,
+            "{}",
+            lines.buf.capacity()
+        );
         assert!(lines.next().await.is_err());
     });
 }
@@ -728,12 +739,19 @@ async fn a_loop_killed_with_everything_it_started_is_cleaned_up_by_the_next() {
     }
     let _ = waiting.await;
     let _ = child.exited_within(LIMIT).await;
-    assert!(dir.exists() && alive(job), "the setting up of the test failed");
+    assert!(
+        dir.exists() && alive(job),
+        "the setting up of the test failed"
+    );
     // the next session of this user on this host finds it gone, stops its job, removes it
     let (next, _c2, _) = local().await;
     assert!(!dir.exists(), "{} left", dir.display());
     assert!(until(LIMIT, || !alive(job)).await, "its job survived");
-    assert!(processes_with(&token).is_empty(), "{:?}", processes_with(&token));
+    assert!(
+        processes_with(&token).is_empty(),
+        "{:?}",
+        processes_with(&token)
+    );
     next.close().await;
 }
 
@@ -746,8 +764,15 @@ async fn a_loop_told_to_terminate_cleans_up_before_it_goes() {
         libc::kill(s.pid() as i32, libc::SIGTERM);
     }
     assert!(child.exited_within(LIMIT).await.is_some());
-    assert!(until(LIMIT, || !alive(server.pgid)).await, "its job survived");
-    assert!(until(LIMIT, || !dir.exists()).await, "{} left", dir.display());
+    assert!(
+        until(LIMIT, || !alive(server.pgid)).await,
+        "its job survived"
+    );
+    assert!(
+        until(LIMIT, || !dir.exists()).await,
+        "{} left",
+        dir.display()
+    );
     assert!(
         until(LIMIT, || processes_with(&token).is_empty()).await,
         "{:?}",

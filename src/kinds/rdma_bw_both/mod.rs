@@ -100,15 +100,7 @@ impl TestKind for RdmaBwBoth {
         job: &Job,
     ) -> Result<JobCommands, RenderError> {
         let t = super::section_of::<BwTest>(plan, ID, job)?;
-        super::rdma_bw::perftest_bw_commands(
-            plan,
-            renderer,
-            style,
-            res,
-            job,
-            t,
-            "ib_write_bw",
-        )
+        super::rdma_bw::perftest_bw_commands(plan, renderer, style, res, job, t, "ib_write_bw")
     }
 
     fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {

@@ -79,15 +79,7 @@ impl TestKind for RdmaReadBw {
         job: &Job,
     ) -> Result<JobCommands, RenderError> {
         let t = super::section_of::<BwTest>(plan, ID, job)?;
-        super::rdma_bw::perftest_bw_commands(
-            plan,
-            renderer,
-            style,
-            res,
-            job,
-            t,
-            "ib_read_bw",
-        )
+        super::rdma_bw::perftest_bw_commands(plan, renderer, style, res, job, t, "ib_read_bw")
     }
 
     fn expected(&self, plan: &Plan, round: &Round) -> Vec<Option<f64>> {

@@ -53,11 +53,8 @@ impl LaunchStyle for SshStyle {
             context! { apps => apps, subnets => launch.subnets.clone(), ..launch.vars.clone() };
         let command = renderer.render(launch.template, ctx)?;
         // mpirun's ssh children outlive it when it is killed: its session is reaped after it
-        let script = wrap::foreground_session(
-            launch.timeout_s,
-            &plan.node(launch.first).env,
-            &command,
-        );
+        let script =
+            wrap::foreground_session(launch.timeout_s, &plan.node(launch.first).env, &command);
         Ok(Written {
             node: launch.first,
             command,
