@@ -280,6 +280,12 @@ impl TestKind for Nccl {
         TEMPLATES.iter().map(|t| t.name).collect()
     }
 
+    /// One round of one job per test (its stages list every rank's halves: not built here).
+    fn size(&self, plan: &Plan) -> (usize, usize) {
+        let n = tests(plan).len();
+        (n, n)
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         tests(plan)
             .into_iter()

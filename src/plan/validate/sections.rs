@@ -389,8 +389,15 @@ fn per_link_size(ctx: &mut Ctx, size: &PerLink<'_>, cables: &[RawCable], segment
     }
     let n = big.members.len();
     let each = duration_s as usize + ROUND_OVERHEAD_S;
+    // all-pairs on a fabric that big runs more than a plan may: only offered where it fits
+    let fits = |name: &str| {
+        name != "all-pairs"
+            || (n.saturating_mul(n - 1) <= super::MAX_JOBS
+                && n.saturating_mul(2) <= super::MAX_ROUNDS)
+    };
     let bounded: Vec<String> = BOUNDED_SCHEDULES
         .iter()
+        .filter(|(name, _)| fits(name))
         .map(|(name, runs)| format!("`schedule = \"{name}\"` ({})", runs(n)))
         .collect();
     let help = match size.bounded_by {
@@ -436,7 +443,7 @@ struct PerLink<'a> {
 }
 
 /// 12497500 -> "12,497,500".
-fn thousands(n: usize) -> String {
+pub(super) fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -449,7 +456,7 @@ fn thousands(n: usize) -> String {
 }
 
 /// Seconds in the largest unit that keeps a number above 1: "42 min", "3.5 days", "2.8 years".
-fn duration(s: usize) -> String {
+pub(super) fn duration(s: usize) -> String {
     let s = s as f64;
     let units = [
         (365.0 * 86400.0, "years"),
