@@ -186,3 +186,39 @@ fn the_counted_jobs_are_the_built_ones() {
         assert_eq!(rounds, schedule.len(), "{what}");
     }
 }
+
+/// 5,001 identical NCCL tables: one warning naming the repeats, and the plan refused for its
+/// rounds; 5,000 load with the warning alone.
+#[test]
+fn identical_test_tables_are_one_warning() {
+    let table = "\n[[tests.nccl]]\ncollective = \"all_reduce\"\nnodes = [\"a\", \"b\"]\n";
+    let pair = nccl_tests(0);
+    let d = refused("nccl.toml", &format!("{pair}{}", table.repeat(5_001)));
+    assert_eq!(codes(&d), ["plan::duplicate-test", "plan::too-large"]);
+    let w = &d.problems[0].problem;
+    assert_eq!(
+        w.message,
+        "5,001 `[[tests.nccl]]` tables are the same test: it would run 5,001 times for one answer"
+    );
+    assert_eq!(
+        w.primary.as_ref().map(|(_, l)| l.as_str()),
+        Some("the same again")
+    );
+    assert!(w.help.as_deref().is_some_and(|h| h.contains("5001 places")));
+    let l = fabricplan::kinds::load_str(
+        Path::new("nccl.toml"),
+        &format!("{pair}{}", table.repeat(5_000)),
+        Path::new("."),
+    )
+    .expect("5,000 rounds load");
+    let w: Vec<&str> = l.warnings.problems.iter().map(|p| p.problem.code).collect();
+    assert_eq!(w, ["plan::duplicate-test"]);
+    // named apart, or measuring something else: no warning
+    let named = format!(
+        "{pair}{}{}",
+        table,
+        table.replace("[[tests.nccl]]", "[[tests.nccl]]\nname = \"again\"")
+    );
+    let l = fabricplan::kinds::load_str(Path::new("n.toml"), &named, Path::new(".")).unwrap();
+    assert!(l.warnings.problems.is_empty());
+}

@@ -1,8 +1,9 @@
 //! `RawPlan` -> `Plan`: every semantic check, every problem collected, one pass.
 //!
-//! One file per plan section (names, nodes, switches, cables, addresses, gates, tests,
-//! templates, settings, sim); this module orchestrates them in order. Each problem points at the
-//! span it is about, with a help line; where two places disagree both are labelled.
+//! One file per plan section (names, nodes, switches, cables, addresses, gates, tests and their
+//! repeats, templates, settings, sim), and the bounds of what the tests run; this module
+//! orchestrates them in order. Each problem points at the span it is about, with a help line;
+//! where two places disagree both are labelled.
 
 mod addresses;
 mod bounds;
@@ -11,6 +12,7 @@ mod gates;
 mod launcher;
 mod names;
 mod nodes;
+mod repeats;
 mod sampling;
 mod sections;
 mod settings;

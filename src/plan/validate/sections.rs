@@ -11,6 +11,7 @@ use toml::de::DeValue;
 
 use super::names::{Declared, Places, keyword, label_places};
 use super::nodes::node_ref;
+use super::repeats::Repeats;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
@@ -225,6 +226,7 @@ pub(super) fn tests(
         at: 0..0,
     };
     let mut out = Vec::new();
+    let mut repeats = Repeats::default();
     for (kind, value) in sections {
         let at = value.span();
         let tables: Vec<Spanned<DeValue<'_>>> = match (kind.repeated(), value.into_inner()) {
@@ -234,8 +236,10 @@ pub(super) fn tests(
         for table in tables {
             reader.at = table.span();
             let at = reader.at.clone();
+            let text = super::repeats::text(table.get_ref());
             let table = toml::de::ValueDeserializer::from(table);
             if let Some(data) = kind.read(table, &mut reader) {
+                repeats.note(kind.key(), text, at.clone());
                 out.push(Section {
                     key: kind.key(),
                     data,
@@ -247,6 +251,7 @@ pub(super) fn tests(
     for d in std::mem::take(&mut reader.names) {
         d.finish(reader.ctx);
     }
+    repeats.finish(reader.ctx);
     Tests {
         preflight: raw.preflight.unwrap_or(true),
         sections: out,
