@@ -384,10 +384,11 @@ impl TestKind for Nccl {
         Some(view::sweep(job))
     }
 
+    /// Rows were read, and none rejected: an output with a value no run prints is no reading.
     fn measured(&self, parsed: &Parsed) -> bool {
         parsed
             .get::<NcclReport>()
-            .is_some_and(|r| !r.rows.is_empty())
+            .is_some_and(|r| !r.rows.is_empty() && r.rejected.is_empty())
     }
 
     /// A fallback to sockets is the NCCL of the ranks whose own lines show it (`NET/IB : No
