@@ -375,7 +375,8 @@ pub struct Summary {
     pub jobs_run: usize,
     pub jobs_not_measured: usize,
     /// `ALL GREEN`, `PASS with N warning(s)`, `N FAIL`, `NOTHING MEASURED`, or for an interrupted
-    /// run `INTERRUPTED after R of N jobs: F FAIL so far` (never green).
+    /// run `INTERRUPTED after R of N jobs: F FAIL so far` (never green); a run without a job
+    /// whose preflight said something starts `PREFLIGHT ONLY, NO TEST RAN: `.
     pub verdict: String,
     pub exit_code: i32,
     /// False when the run could not write all of its evidence (a full disk, a permission): the
@@ -409,6 +410,10 @@ impl Default for Summary {
 fn is_true(b: &bool) -> bool {
     *b
 }
+
+/// How the verdict of a run without a job starts (a plan with no test: discovery and preflight
+/// only), so that preflight's green is never read as a measured fabric's.
+pub const PREFLIGHT_ONLY: &str = "PREFLIGHT ONLY, NO TEST RAN";
 
 /// How the verdict of a run whose evidence is incomplete starts.
 pub const EVIDENCE_INCOMPLETE: &str = "EVIDENCE INCOMPLETE";
@@ -684,6 +689,10 @@ impl RunResults {
         } else {
             "ALL GREEN".to_string()
         };
+        // a run with no job (its plan has no test) judged its fabric by preflight alone
+        if s.jobs == 0 && !nothing && !self.interrupted {
+            s.verdict = format!("{PREFLIGHT_ONLY}: {}", s.verdict);
+        }
         s.exit_code = if self.interrupted {
             crate::exit::INTERRUPTED
         } else if s.fail > 0 || nothing || s.jobs_not_measured > 0 {

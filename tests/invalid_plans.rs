@@ -359,8 +359,8 @@ fn big_plans_validate_in_near_linear_time() {
             third
         );
     }
-    // a switchless ring of 3000 with one NCCL test across every node: no path between most
-    // pairs, one problem
+    // a switchless ring of 3000 with one NCCL test across every node: the ring is too large
+    // (one problem), and with no ring cabled, no path between any pair (one problem)
     let mut ring = String::from("format-version = 1\nname = \"ring\"\n");
     let names: Vec<String> = (0..3000).map(|i| format!("\"r{i}\"")).collect();
     for i in 0..3000 {
@@ -385,7 +385,7 @@ fn big_plans_validate_in_near_linear_time() {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    for (what, text, problems) in [("chain", chain, 0), ("ring", ring, 1), ("flows", flows, 0)] {
+    for (what, text, problems) in [("chain", chain, 0), ("ring", ring, 2), ("flows", flows, 0)] {
         let t = std::time::Instant::now();
         let (d, rendered, _) = load_big(&text);
         let secs = t.elapsed().as_secs_f64();
@@ -413,27 +413,57 @@ fn per_link_on_a_big_switched_fabric_warns_with_the_bounded_schedule() {
     for i in 0..n {
         text += &format!("\"n{i}.f0\" = \"leaf\"\n");
     }
+    // far past what a run may take: refused (`plan::too-large`), the warning still saying why
     let per_link = format!("{text}\n[tests.rdma-bw]\n");
-    let l = fabricplan::kinds::load_str(Path::new("big.toml"), &per_link, Path::new(".")).unwrap();
-    let w: Vec<&str> = l
-        .warnings
+    let d = invalid("big.toml", &per_link);
+    let said: Vec<(&str, &str)> = d
         .problems
         .iter()
-        .map(|p| p.problem.message.as_str())
+        .map(|p| (p.problem.code, p.problem.message.as_str()))
         .collect();
     assert_eq!(
-        w,
-        ["`rdma-bw` runs per link: 12,497,500 rounds, about 2.8 years at 7 s each"]
+        said[0],
+        (
+            "plan::schedule-size",
+            "`rdma-bw` runs per link: 12,497,500 rounds, about 2.8 years at 7 s each"
+        )
     );
-    let help = l.warnings.problems[0].problem.help.as_deref().unwrap();
+    assert_eq!(said[1].0, "plan::too-large");
+    // all-pairs on 5000 nodes is past the bound too: only sampled is offered
+    let help = d.problems[0].problem.help.as_deref().unwrap();
+    assert!(!help.contains("all-pairs"), "{help}");
     assert!(
-        help.contains("`schedule = \"all-pairs\"` (every pair once, 4999 rounds"),
+        help.contains("`schedule = \"sampled\"` (8 random pairings of all 5000"),
         "{help}"
     );
-    // the bounded schedule: no warning
     let all_pairs = format!("{text}\n[tests.rdma-bw]\nschedule = \"all-pairs\"\n");
-    let l = fabricplan::kinds::load_str(Path::new("big.toml"), &all_pairs, Path::new(".")).unwrap();
+    let codes: Vec<&str> = invalid("big.toml", &all_pairs)
+        .problems
+        .iter()
+        .map(|p| p.problem.code)
+        .collect();
+    assert_eq!(codes, ["plan::too-large"]);
+    // the bounded schedule: no warning
+    let sampled = format!("{text}\n[tests.rdma-bw]\nschedule = \"sampled\"\n");
+    let l = fabricplan::kinds::load_str(Path::new("big.toml"), &sampled, Path::new(".")).unwrap();
     assert_eq!(l.warnings.problems.len(), 0);
+    // a fabric all-pairs fits: it is offered
+    let mut small =
+        String::from("format-version = 1\nname = \"s\"\n\n[[switch]]\nname = \"leaf\"\n");
+    for i in 0..40 {
+        small += &format!("\n[[node]]\nname = \"n{i}\"\n");
+    }
+    small += "\n[[cable]]\nkind = \"switched\"\nhalves = [\"a\"]\nsubnets = { a = \"10.0.0.0/24\" }\n[cable.attach]\n";
+    for i in 0..40 {
+        small += &format!("\"n{i}.f0\" = \"leaf\"\n");
+    }
+    small += "\n[tests.rdma-bw]\n";
+    let l = fabricplan::kinds::load_str(Path::new("s.toml"), &small, Path::new(".")).unwrap();
+    let help = l.warnings.problems[0].problem.help.as_deref().unwrap();
+    assert!(
+        help.contains("`schedule = \"all-pairs\"` (every pair once, 39 rounds"),
+        "{help}"
+    );
 }
 
 /// Issue "hardening": miette panicked ("Formatting argument out of range") on a label past

@@ -75,6 +75,21 @@ fn gbits_client_and_summary() {
     );
 }
 
+/// A row faster than any link is rejected: no value read, the summary says which line and why.
+#[test]
+fn a_row_above_any_link_is_rejected_and_said() {
+    let r = bw("ib_write_bw/bw-above-any-link-client.txt");
+    assert_eq!(r.status, Status::Incomplete);
+    assert_eq!(r.bw_avg_gbps, None);
+    assert!(r.rows.is_empty());
+    let s = r.summary();
+    assert!(
+        s.contains("rejected: line 23: row of 65536 B: BW peak 18000000000 Gb/s is above the 100,000 Gb/s no link carries, row rejected"),
+        "{s}"
+    );
+    assert!(!s.contains("not closed"), "{s}");
+}
+
 #[test]
 fn sweep_mixes_six_and_two_decimal_rows() {
     let r = bw("ib_write_bw/bw-gbits-a-sweep-client.txt");

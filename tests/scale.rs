@@ -13,19 +13,7 @@ use fabricplan::schedule::{KindId, Round};
 use fabricplan::topology::Fabric;
 
 fn load(n: usize, switches: usize) -> Plan {
-    let text = plangen::switched_plan(n, switches);
-    match fabricplan::kinds::load_str(Path::new("gen.toml"), &text, Path::new(".")) {
-        Ok(l) => {
-            assert!(
-                l.warnings.problems.is_empty(),
-                "{n} nodes: {}",
-                l.warnings.render(false, 100)
-            );
-            l.plan
-        }
-        Err(LoadError::Invalid(d)) => panic!("{n} nodes: {}", d.render(false, 100)),
-        Err(e) => panic!("{e}"),
-    }
+    load_text(&plangen::switched_plan(n, switches))
 }
 
 /// No node half in two jobs of the round; returns the round's unordered node pairs.
@@ -141,25 +129,56 @@ fn indexed_member_lookup_agrees_with_the_plan() {
     }
 }
 
+/// All-pairs on 4096 nodes (16.8 M jobs in 8,191 rounds) cannot finish: it is refused at
+/// validation, with its count, without building a round.
 #[test]
-fn four_thousand_nodes_expand_lazily() {
+fn four_thousand_nodes_all_pairs_are_refused_with_their_count() {
+    let text = plangen::switched_plan(4096, 2);
+    let d = match fabricplan::kinds::load_str(Path::new("gen.toml"), &text, Path::new(".")) {
+        Err(LoadError::Invalid(d)) => d,
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("4096-node all-pairs loaded"),
+    };
+    let codes: Vec<&str> = d.problems.iter().map(|p| p.problem.code).collect();
+    assert_eq!(codes, ["plan::too-large"]);
+    let shown = d.render(false, 100);
+    assert!(shown.contains("16,773,121 jobs in 8,191 rounds"), "{shown}");
+}
+
+/// The same 4096 nodes sampled: rounds built one at a time, each a perfect matching.
+#[test]
+fn four_thousand_nodes_sampled_expand_lazily() {
     let n = 4096;
-    let plan = load(n, 2);
+    let plan = load_text(&plangen::switched_plan_with(n, 2, "sampled"));
     assert_eq!(plan.nodes.len(), n);
     let fabric = Fabric::build(&plan);
     let schedule = fabricplan::kinds::schedule(&plan);
-    // every pair each way, then the NCCL round
-    assert_eq!(schedule.len(), 2 * (n - 1) + 1);
-    for r in [0, n / 2 - 1, n - 2, n - 1, 2 * n - 3] {
+    // 8 pairings each way, then the NCCL round
+    assert_eq!(schedule.len(), 17);
+    for r in [0, 7, 15] {
         let round = schedule.round(&plan, &fabric, r).expect("round");
         assert_eq!(round.kind, KindId("rdma-bw"));
         assert_eq!(round.jobs.len(), n / 2);
         check_round(n, &round);
     }
-    let nccl = schedule
-        .round(&plan, &fabric, 2 * (n - 1))
-        .expect("nccl round");
+    let nccl = schedule.round(&plan, &fabric, 16).expect("nccl round");
     assert_eq!(nccl.kind, KindId("nccl"));
     assert_eq!(nccl.jobs[0].resources.len(), n, "every rank's half a");
-    assert!(schedule.round(&plan, &fabric, 2 * n - 1).is_none());
+    assert!(schedule.round(&plan, &fabric, 17).is_none());
+}
+
+/// Generated plan text that must load without a warning.
+fn load_text(text: &str) -> Plan {
+    match fabricplan::kinds::load_str(Path::new("gen.toml"), text, Path::new(".")) {
+        Ok(l) => {
+            assert!(
+                l.warnings.problems.is_empty(),
+                "{}",
+                l.warnings.render(false, 100)
+            );
+            l.plan
+        }
+        Err(LoadError::Invalid(d)) => panic!("{}", d.render(false, 100)),
+        Err(e) => panic!("{e}"),
+    }
 }

@@ -809,3 +809,49 @@ async fn green_says_what_it_covered() {
     assert!(c.complete(), "{c:?}");
     assert_eq!(c.line(), "4 of 4 halves, 1 of 1 cable measured");
 }
+
+/// A plan with no test: its run discovers every node and checks every link (preflight), writes
+/// its whole run directory, results.jsonl included, and says that no test ran; green when
+/// preflight is, one FAIL when a half is wrong.
+#[test]
+fn a_plan_without_tests_runs_discovery_and_preflight() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = "tests/fixtures/warnings/no-tests.toml";
+    let (out, o) = support::sim_run(dir.path(), "green", plan, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", support::stderr(&o));
+    for f in [
+        "results.json",
+        "results.jsonl",
+        "summary.md",
+        "junit.xml",
+        "report.html",
+        "plan.toml",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let r = support::json(&out.join("results.json"));
+    assert_eq!(r["discovery"].as_array().map(Vec::len), Some(2));
+    assert!(r["preflight"].as_array().is_some_and(|p| p.len() > 4));
+    assert_eq!(r["jobs"].as_array().map(Vec::len), Some(0));
+    let verdict = r["summary"]["verdict"].as_str().unwrap();
+    assert_eq!(verdict, "PREFLIGHT ONLY, NO TEST RAN: ALL GREEN");
+    assert!(
+        support::stdout(&o).contains(verdict),
+        "{}",
+        support::stdout(&o)
+    );
+    let (out, o) = support::sim_run(
+        dir.path(),
+        "mtu",
+        plan,
+        &["--sim-fault", "mtu1500:spark-b.f0.a"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", support::stderr(&o));
+    let r = support::json(&out.join("results.json"));
+    assert_eq!(
+        r["summary"]["verdict"],
+        "PREFLIGHT ONLY, NO TEST RAN: 1 FAIL: spark-b.f0.a"
+    );
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert!(lines.contains("\"finding\""), "{lines}");
+}

@@ -7,7 +7,7 @@ use super::judge::{Outcome, Verdict};
 use super::trap::Trap;
 use crate::parse::nccl_tests::NcclReport;
 use crate::parse::perftest::{BwReport, LatReport};
-use crate::parse::{ErrorKind, ToolError};
+use crate::parse::{ErrorKind, Rejected, ToolError};
 
 /// The rate the trap signatures are written for: a GB10 half's ib_write_bw on a healthy direct
 /// cable (the field reports' 111.9 Gb/s). The signatures (single digits, 8-25 Gb/s) scale from
@@ -112,9 +112,33 @@ pub fn error_verdict(gate: &str, error: Option<&ToolError>) -> Option<Verdict> {
     ))
 }
 
+/// A FAIL saying the tool's output is not a measurement, when its parser rejected a value no
+/// run can produce (negative, NaN, above what any link or memory carries: see
+/// [`crate::parse::ceiling`]): an output that says such a thing says nothing a gate may be
+/// judged on, neither the rejected row nor the rows beside it.
+pub fn not_a_measurement(gate: &str, rejected: &[Rejected]) -> Option<Verdict> {
+    let first = rejected.first()?;
+    let more = match rejected.len() {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    Some(Verdict::check(
+        gate,
+        Outcome::Fail,
+        format!(
+            "the tool's output is not a measurement: line {}: {}{more}",
+            first.line, first.reason
+        ),
+        Some(Trap::Unparseable),
+    ))
+}
+
 /// Bandwidth per half: the gate, with the trap chosen by signature.
 pub fn bandwidth(spec: &GateSpec, parsed: &BwReport, ctx: &Context) -> Vec<Verdict> {
     if let Some(v) = error_verdict(&ctx.gate, parsed.error.as_ref()) {
+        return vec![v];
+    }
+    if let Some(v) = not_a_measurement(&ctx.gate, &parsed.rejected) {
         return vec![v];
     }
     let Some(bw) = parsed.bw_avg_gbps else {
@@ -192,6 +216,9 @@ pub fn latency(spec: &GateSpec, parsed: &LatReport, ctx: &Context) -> Vec<Verdic
     if let Some(v) = error_verdict(&ctx.gate, parsed.error.as_ref()) {
         return vec![v];
     }
+    if let Some(v) = not_a_measurement(&ctx.gate, &parsed.rejected) {
+        return vec![v];
+    }
     match parsed.t_typical_us.or(parsed.t_avg_us) {
         Some(t) => vec![spec.judge(&ctx.gate, &[t], None)],
         None => vec![Verdict::check(
@@ -220,6 +247,12 @@ pub fn nccl(
         out.push(v);
     }
     out.extend(nccl_transport(&g("transport"), parsed));
+    if out.iter().all(|v| v.gate != g("run"))
+        && let Some(v) = not_a_measurement(&g("run"), &parsed.rejected)
+    {
+        out.push(v);
+        return out;
+    }
     if parsed.rows.is_empty() {
         if out.is_empty() {
             out.push(Verdict::check(
@@ -511,6 +544,47 @@ mod tests {
 
     fn nccl_specs() -> (GateSpec, GateSpec) {
         (GateSpec::default_for(&TIME), GateSpec::default_for(&BUSBW))
+    }
+
+    /// A value no run can produce is no measurement: no gate is judged with the output, not
+    /// even with the rows beside the rejected one.
+    #[test]
+    fn an_impossible_value_is_not_a_measurement() {
+        let s = GateSpec::default_for(&BW);
+        let r = parse_bw(&capture("ib_write_bw", "bw-above-any-link-client.txt"));
+        let v = bandwidth(&s, &r, &ctx(111.9));
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            (v[0].outcome, v[0].trap, v[0].measured),
+            (Outcome::Fail, Some(Trap::Unparseable), None)
+        );
+        assert!(
+            v[0].detail.starts_with(
+                "the tool's output is not a measurement: line 23: row of 65536 B: BW peak"
+            ),
+            "{}",
+            v[0].detail
+        );
+        // negative, as a row of its own: the same
+        let v = bandwidth(&s, &bw(-12.0), &ctx(111.9));
+        assert!(v[0].detail.contains("is negative"), "{}", v[0].detail);
+        // nccl: the rejected row takes the time, correctness and busbw gates with it
+        let (small, bus) = nccl_specs();
+        let c = Context {
+            gate: "nccl x".into(),
+            ..Context::default()
+        };
+        let parsed = nccl_capture("busbw-above-any-memory.txt");
+        let v = nccl(&small, &bus, &parsed, &c, &pair_model(&pair_busbw));
+        let gates: Vec<&str> = v.iter().map(|v| v.gate.as_str()).collect();
+        assert_eq!(gates, ["nccl x transport", "nccl x run"]);
+        assert_eq!(v[1].trap, Some(Trap::Unparseable));
+        assert!(
+            v[1].detail
+                .contains("busbw `1e+308` GB/s is above the 100,000 GB/s no collective moves"),
+            "{}",
+            v[1].detail
+        );
     }
 
     #[test]

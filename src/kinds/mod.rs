@@ -33,7 +33,7 @@ use crate::gate::part::Part;
 use crate::gate::threshold::{Metric, MetricSpec};
 use crate::gate::trap::Trap;
 use crate::parse::{Parsed, Tool};
-use crate::plan::{Catalog, Plan, SectionKind};
+use crate::plan::{Catalog, Plan, SectionKind, TestSize};
 use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
@@ -72,6 +72,16 @@ pub trait TestKind: SectionKind {
 
     /// The rounds the plan's sections of this kind expand to, in order.
     fn stages(&self, plan: &Plan) -> Vec<Stage>;
+
+    /// How many rounds and jobs its stages hold, counted without building a round: what
+    /// validation bounds a plan by.
+    fn size(&self, plan: &Plan) -> (usize, usize) {
+        self.stages(plan)
+            .iter()
+            .fold((0usize, 0usize), |(r, j), s| {
+                (r.saturating_add(s.rounds()), j.saturating_add(s.jobs(plan)))
+            })
+    }
 
     /// The commands of one of its jobs.
     #[allow(clippy::too_many_arguments)]
@@ -206,6 +216,20 @@ pub static CATALOG: Kinds = Kinds;
 impl Catalog for Kinds {
     fn sections(&self) -> Vec<&'static dyn SectionKind> {
         ALL.iter().map(|k| *k as &'static dyn SectionKind).collect()
+    }
+
+    fn sizes(&self, plan: &Plan) -> Vec<TestSize> {
+        ALL.iter()
+            .map(|k| {
+                let (rounds, jobs) = k.size(plan);
+                TestSize {
+                    key: k.key(),
+                    rounds,
+                    jobs,
+                }
+            })
+            .filter(|s| s.rounds > 0)
+            .collect()
     }
 
     fn metrics(&self) -> Vec<&'static MetricSpec> {

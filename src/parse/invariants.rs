@@ -4,7 +4,7 @@
 //! * status `ok` comes with no error and at least one complete result (a row, a rate, the
 //!   statistics); status `error` always carries the error;
 //! * no accepted value is impossible: every time, rate, bandwidth, latency and jitter is finite
-//!   and non-negative, a ping loss lies in 0-100 % and received never exceeds transmitted, an
+//!   and non-negative, no bandwidth or rate is above its physical ceiling, a ping loss lies in 0-100 % and received never exceeds transmitted, an
 //!   iperf3 loss never exceeds 100 %;
 //! * every neighbour entry names an IP address and, when it has one, a lowercase six-octet MAC;
 //!   every LLDP neighbour names its local interface, and an id of type `mac` is a MAC.
@@ -18,6 +18,15 @@ use super::{Parsed, Status};
 /// A value a tool can print: finite and non-negative.
 fn nonneg(v: f64) -> bool {
     v.is_finite() && v >= 0.0
+}
+
+/// `Err` naming `name` when `v` is above `max`, its metric's physical ceiling (see
+/// [`super::ceiling`]).
+pub(crate) fn check_max(name: &str, v: Option<f64>, max: f64) -> Result<(), String> {
+    match v {
+        Some(x) if x > max => Err(format!("{name} = {x} accepted, above {max}")),
+        _ => Ok(()),
+    }
 }
 
 /// `Err` naming `name` when `v` holds an impossible value (negative, NaN, infinite).

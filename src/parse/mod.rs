@@ -13,7 +13,9 @@
 //! outside 0-100 % or inconsistent with the transmitted/received counts, more replies received
 //! than requests sent) is rejected like a partial row: it is not stored, the report's
 //! `rejected` list says which line and which value (see [`Rejected`]), and the status is not
-//! `ok` (`incomplete`, unless the tool itself reported an error).
+//! `ok` (`incomplete`, unless the tool itself reported an error). So is a bandwidth or rate
+//! above what any link or memory carries ([`ceiling`]: 100 Tb/s for a link, 100 TB/s for a
+//! collective): a corrupt value, not a measurement.
 //!
 //! # Bounded work
 //!
@@ -34,6 +36,7 @@
 //! | 1 | [`EXIT_NOTHING_READ`] | nothing recognisable: status `unrecognized`, or `empty` input |
 //! | 2 | [`EXIT_UNREADABLE`] | usage error or a file that cannot be read (decided by the CLI before parsing) |
 
+pub mod ceiling;
 mod invariants;
 pub mod lldp;
 pub mod mpirun;
@@ -46,7 +49,7 @@ pub mod slurm;
 pub(crate) mod text;
 
 pub use invariants::check_invariants;
-pub(crate) use invariants::check_opt;
+pub(crate) use invariants::{check_max, check_opt};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::any::Any;

@@ -21,7 +21,7 @@ use serde::Deserialize;
 pub use diag::{PlanDiagnostics, Problem};
 pub use model::*;
 pub use raw::RawPlan;
-pub use section::{Catalog, NoKinds, SectionKind, SectionReader};
+pub use section::{Catalog, NoKinds, SectionKind, SectionReader, TestSize};
 
 /// Why a plan could not be loaded.
 #[derive(Debug, thiserror::Error)]

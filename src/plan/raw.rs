@@ -315,7 +315,7 @@ pub struct RawCable {
     #[serde(default)]
     #[schemars(with = "Option<[String; 2]>")]
     pub ends: Option<Spanned<Vec<Spanned<String>>>>,
-    /// ring: the nodes in ring order (at least 3); node[i].f0 faces node[i+1].f1, wrapping.
+    /// ring: the nodes in ring order (3 to 16); node[i].f0 faces node[i+1].f1, wrapping.
     #[serde(default)]
     #[schemars(with = "Option<Vec<String>>")]
     pub nodes: Option<Spanned<Vec<Spanned<String>>>>,

@@ -39,10 +39,22 @@ pub trait SectionKind: Sync {
     fn read(&self, table: ValueDeserializer<'_>, r: &mut dyn SectionReader) -> Option<SectionData>;
 }
 
+/// What one kind's tests in a plan would run, counted without building a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TestSize {
+    /// The kind's section key (`rdma-bw`).
+    pub key: &'static str,
+    pub rounds: usize,
+    pub jobs: usize,
+}
+
 /// What the plan language needs to know of the test kinds: their sections and the templates a
 /// plan may override.
 pub trait Catalog: Sync {
     fn sections(&self) -> Vec<&'static dyn SectionKind>;
+
+    /// What the validated plan's tests would run, per kind that runs something.
+    fn sizes(&self, plan: &super::model::Plan) -> Vec<TestSize>;
 
     /// The metrics the kinds measure: each has a `[gates.<metric>]` table and a `[regression]`
     /// key.
@@ -67,6 +79,10 @@ pub struct NoKinds;
 
 impl Catalog for NoKinds {
     fn sections(&self) -> Vec<&'static dyn SectionKind> {
+        Vec::new()
+    }
+
+    fn sizes(&self, _plan: &super::model::Plan) -> Vec<TestSize> {
         Vec::new()
     }
 

@@ -171,6 +171,45 @@ impl Stage {
         }
     }
 
+    /// How many jobs the stage's rounds hold, counted without building a round: every pair of
+    /// each segment for per-link and all-pairs (twice with `both`), a perfect matching of each
+    /// segment per sampled round (at most: with an odd count one member sits out), one job per
+    /// declared flow, one for a set of ranks. What validation bounds a plan by.
+    pub fn jobs(&self, plan: &Plan) -> usize {
+        let both = |n: usize, d: Direction| {
+            if d == Direction::Both {
+                n.saturating_mul(2)
+            } else {
+                n
+            }
+        };
+        let members = |s: &SegmentId| plan.segments.get(s.0).map_or(0, |s| s.members.len());
+        match self {
+            Stage::Pairs { rounds, .. } => rounds
+                .iter()
+                .fold(0usize, |n, (_, specs)| n.saturating_add(specs.len())),
+            Stage::PerLink { .. } => self.rounds(),
+            Stage::AllPairs {
+                segments,
+                direction,
+                ..
+            } => {
+                let pairs = segments.iter().map(members).fold(0usize, |n, m| {
+                    n.saturating_add(m.saturating_mul(m.saturating_sub(1)) / 2)
+                });
+                both(pairs, *direction)
+            }
+            Stage::Sampled { segments, .. } => {
+                let per_round = segments
+                    .iter()
+                    .map(members)
+                    .fold(0usize, |n, m| n.saturating_add(m / 2));
+                per_round.saturating_mul(self.rounds())
+            }
+            Stage::Ranks { .. } => 1,
+        }
+    }
+
     /// The test kind whose rounds these are.
     pub fn kind(&self) -> KindId {
         match self {

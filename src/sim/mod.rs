@@ -532,7 +532,7 @@ impl SimTransport {
             &w.plan,
             &sub,
             crate::kinds::expected(&w.plan, &sub),
-            &w.pcie_caps(),
+            w.pcie_caps(),
         );
         for (j, r) in sub.jobs.iter().zip(rates) {
             if let Some(r) = r {

@@ -119,6 +119,9 @@ pub(crate) struct World {
     by_endpoint: HashMap<Endpoint, usize>,
     /// The devices wired to each segment (its cable's ends as they really are).
     by_segment: HashMap<SegmentId, Vec<usize>>,
+    /// [`World::pcie_caps`], worked out once: the devices never change after the world is
+    /// built, and a scan of all of them for every round and every flow made big runs quadratic.
+    pcie_caps: crate::capacity::HalfCaps,
 }
 
 const COUNTERS: [&str; 12] = [
@@ -314,6 +317,7 @@ impl World {
         for n in &plan.nodes {
             by_name.entry(n.name.clone()).or_insert(n.id);
         }
+        let pcie_caps = World::narrow_links(&plan, &devs);
         World {
             plan,
             fabric,
@@ -325,6 +329,7 @@ impl World {
             by_ip,
             by_endpoint,
             by_segment,
+            pcie_caps,
         }
     }
 
@@ -382,11 +387,15 @@ impl World {
 
     /// The halves whose PCIe link trained narrower than it should, with what it carries (below
     /// their rate only).
-    pub fn pcie_caps(&self) -> crate::capacity::HalfCaps {
+    pub fn pcie_caps(&self) -> &crate::capacity::HalfCaps {
+        &self.pcie_caps
+    }
+
+    /// [`World::pcie_caps`] of `devs`.
+    fn narrow_links(plan: &Plan, devs: &[Dev]) -> crate::capacity::HalfCaps {
         let mut caps = crate::capacity::HalfCaps::new();
-        for d in self.devs.iter().filter(|d| d.pcie_width < d.pcie_max) {
-            let rate = self
-                .plan
+        for d in devs.iter().filter(|d| d.pcie_width < d.pcie_max) {
+            let rate = plan
                 .profile_of(d.node)
                 .half_rate_gbps
                 .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS);

@@ -54,6 +54,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) blocked_tests: HashMap<String, String>,
     pub(crate) probes: HashMap<NodeId, Probe>,
     pub(crate) resolutions: HashMap<NodeId, Vec<HalfResolution>>,
+    /// The halves whose PCIe link carries less than their rate, with what it carries: read
+    /// from `resolutions` once discovery is over, not again for every round (a scan of every
+    /// half of the plan per round made a 1,000-node ring's run quadratic).
+    pub(crate) pcie_caps: crate::capacity::HalfCaps,
     /// node -> the gate whose FAIL put it out of the run during it (`session NODE`); a node
     /// unreachable from the start is out by `reach NODE`
     pub(crate) out_by: HashMap<NodeId, String>,
@@ -85,6 +89,7 @@ impl<'a> Ctx<'a> {
             blocked_tests: HashMap::new(),
             probes: HashMap::new(),
             resolutions: HashMap::new(),
+            pcie_caps: crate::capacity::HalfCaps::new(),
             out_by: HashMap::new(),
         }
     }

@@ -163,4 +163,5 @@ pub(crate) async fn discover_needed(
         .filter(|n| n.reachable)
         .flat_map(|n| InventoryRow::of_node(&n.node, n.kernel.as_deref(), &n.halves))
         .collect();
+    ctx.pcie_caps = crate::discover::hardware::pcie_caps(ctx.plan, &ctx.resolutions);
 }

@@ -47,7 +47,8 @@ struct Selection {
     nccl_tests: Vec<usize>,
 }
 
-/// The rounds with a selected job, and the nodes and NCCL tests those jobs need.
+/// The rounds with a selected job, and the nodes and NCCL tests those jobs need (every node
+/// when the plan has no test: its run is discovery and preflight).
 fn selection(plan: &Plan, fabric: &Fabric, schedule: &Schedule, opts: &RunOptions) -> Selection {
     let mut needed: Vec<NodeId> = Vec::new();
     let mut nccl_tests = Vec::new();
@@ -71,6 +72,10 @@ fn selection(plan: &Plan, fabric: &Fabric, schedule: &Schedule, opts: &RunOption
         if any {
             selected.push(i);
         }
+    }
+    // a plan without tests is still discovered and checked: every one of its nodes
+    if schedule.is_empty() {
+        needed = plan.nodes.iter().map(|n| n.id).collect();
     }
     needed.sort();
     needed.dedup();

@@ -112,7 +112,7 @@ pub(crate) fn follow_pcie(
     round: &crate::schedule::Round,
     done: &mut [crate::results::JobResult],
 ) {
-    let caps = crate::discover::hardware::pcie_caps(ctx.plan, &ctx.resolutions);
+    let caps = &ctx.pcie_caps;
     if caps.is_empty() {
         return;
     }

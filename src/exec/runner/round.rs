@@ -96,8 +96,8 @@ fn prepare<'r>(
 ) -> (Vec<JobResult>, Vec<Running<'r>>) {
     let plan = ctx.plan;
     // a half whose PCIe link carries less than its rate is expected at what it carries
-    let caps = crate::discover::hardware::pcie_caps(plan, &ctx.resolutions);
-    let expected = crate::capacity::capped(plan, round, kinds::expected(plan, round), &caps);
+    let expected =
+        crate::capacity::capped(plan, round, kinds::expected(plan, round), &ctx.pcie_caps);
     let mut done = Vec::new();
     let mut running = Vec::new();
     for (i, job) in round.jobs.iter().enumerate().filter(|(_, j)| selected(j)) {

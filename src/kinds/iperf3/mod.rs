@@ -12,7 +12,7 @@ use toml::de::ValueDeserializer;
 use super::simulated::SimTool;
 use super::{FlowSeries, TestKind, mismatch};
 use crate::gate::GateSpec;
-use crate::gate::classify::{Context, error_verdict};
+use crate::gate::classify::{Context, error_verdict, not_a_measurement};
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::{Metric, MetricSpec, Unit};
 use crate::gate::trap::Trap;
@@ -89,6 +89,9 @@ static SERIES: [FlowSeries; 1] = [super::rdma_bw::bandwidth_series(&METRIC)];
 /// Informational unless the plan gates it.
 fn judge(spec: &GateSpec, parsed: &IperfReport, ctx: &Context) -> Vec<Verdict> {
     if let Some(v) = error_verdict(&ctx.gate, parsed.error.as_ref()) {
+        return vec![v];
+    }
+    if let Some(v) = not_a_measurement(&ctx.gate, &parsed.rejected) {
         return vec![v];
     }
     match parsed.gbps {
@@ -172,5 +175,32 @@ impl TestKind for Iperf3 {
 
     fn simulated(&self) -> Option<&'static dyn SimTool> {
         Some(&sim::Iperf3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report of 1.8e19 bit/s is no measurement: the gate says so instead of passing.
+    #[test]
+    fn a_rate_above_any_link_is_not_a_measurement() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/parse/iperf3/json-rate-above-any-link.json"
+        );
+        let r = parse::parse(&std::fs::read_to_string(path).unwrap());
+        let ctx = Context {
+            gate: "iperf3 x".into(),
+            ..Context::default()
+        };
+        let v = judge(&GateSpec::default_for(&METRIC), &r, &ctx);
+        assert_eq!(v.len(), 1);
+        assert_eq!((v[0].outcome, v[0].measured), (Outcome::Fail, None));
+        assert!(
+            v[0].detail.starts_with("the tool's output is not a measurement: line 1: end.sum_sent.bits_per_second `1.8e19` is above the 100,000 Gb/s"),
+            "{}",
+            v[0].detail
+        );
     }
 }

@@ -238,6 +238,12 @@ impl TestKind for Nccl {
         TEMPLATES.iter().map(|t| t.name).collect()
     }
 
+    /// One round of one job per test (its stages list every rank's halves: not built here).
+    fn size(&self, plan: &Plan) -> (usize, usize) {
+        let n = tests(plan).len();
+        (n, n)
+    }
+
     fn stages(&self, plan: &Plan) -> Vec<Stage> {
         tests(plan)
             .into_iter()
@@ -336,10 +342,11 @@ impl TestKind for Nccl {
         Some(view::sweep(job))
     }
 
+    /// Rows were read, and none rejected: an output with a value no run prints is no reading.
     fn measured(&self, parsed: &Parsed) -> bool {
         parsed
             .get::<NcclReport>()
-            .is_some_and(|r| !r.rows.is_empty())
+            .is_some_and(|r| !r.rows.is_empty() && r.rejected.is_empty())
     }
 
     /// A fallback to sockets is the NCCL of the ranks whose own lines show it (`NET/IB : No

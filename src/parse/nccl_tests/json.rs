@@ -250,9 +250,16 @@ impl JHalf {
     }
 }
 
-/// The first negative value of a half, named.
+/// The first impossible value of a half, named: negative, or a bandwidth above what any
+/// collective moves (see [`crate::parse::ceiling`]).
 fn negative_in(name: &str, h: &Half) -> Option<String> {
     let per = h.per_iter.as_ref();
+    for (col, v) in [("algbw", h.algbw_gbs), ("busbw", h.busbw_gbs)] {
+        if let Some(why) = crate::parse::ceiling::collective_gbs(v) {
+            let v = crate::parse::ceiling::shown(v);
+            return Some(format!("{name} {col} `{v}` GB/s {why}"));
+        }
+    }
     [
         ("time", Some(h.time_us)),
         ("algbw", Some(h.algbw_gbs)),
@@ -321,10 +328,18 @@ pub fn parse_json(text: &str) -> NcclReport {
     let footer = doc.average_bus_bandwidth.is_some();
     if let Some(a) = doc.average_bus_bandwidth.flatten() {
         r.avg_busbw_gbs = a.bandwidth;
-        if let Some(v) = r.avg_busbw_gbs.filter(|v| *v < 0.0) {
-            r.avg_busbw_gbs = None;
-            let why = format!("average bus bandwidth `{v}` GB/s is negative");
-            reject(&mut r.rejected, 1, why, &mut r.not_stored);
+        if let Some(v) = r.avg_busbw_gbs {
+            let why = if v < 0.0 {
+                Some("is negative".to_string())
+            } else {
+                crate::parse::ceiling::collective_gbs(v)
+            };
+            if let Some(why) = why {
+                r.avg_busbw_gbs = None;
+                let v = crate::parse::ceiling::shown(v);
+                let why = format!("average bus bandwidth `{v}` GB/s {why}");
+                reject(&mut r.rejected, 1, why, &mut r.not_stored);
+            }
         }
         r.avg_busbw_check = a.okay.map(|ok| if ok { "OK" } else { "FAILED" }.into());
     }

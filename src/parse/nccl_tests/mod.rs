@@ -345,6 +345,29 @@ mod tests {
         assert_eq!(version_from_code(2804).as_deref(), Some("2.8.4"));
     }
 
+    /// A `-J` document whose bandwidth no memory moves: the row and the average are rejected.
+    #[test]
+    fn json_bandwidth_above_any_memory_is_rejected() {
+        let j = r#"{"version":2,"args":["./build/all_reduce_perf"],
+          "results":[{"size":8,"count":2,"type":"float","redop":"sum","root":-1,
+          "out_of_place":{"time":10.0,"alg_bw":0.5,"bus_bw":1e308,"nwrong":0},
+          "in_place":{"time":10.5,"alg_bw":0.5,"bus_bw":0.5,"nwrong":0}}],
+          "out_of_bounds":{"count":0,"okay":"true"},
+          "average_bus_bandwidth":{"bandwidth":2e300,"okay":"unchecked"}}"#;
+        let r = parse(j);
+        assert_eq!(r.status, Status::Incomplete);
+        assert!(r.rows.is_empty());
+        assert_eq!(r.avg_busbw_gbs, None);
+        let why: Vec<&str> = r.rejected.iter().map(|x| x.reason.as_str()).collect();
+        assert_eq!(
+            why,
+            [
+                "size 8: out-of-place busbw `1e308` GB/s is above the 100,000 GB/s no collective moves: no run prints that, row rejected",
+                "average bus bandwidth `2e300` GB/s is above the 100,000 GB/s no collective moves"
+            ]
+        );
+    }
+
     #[test]
     fn json_nan_and_strings() {
         let j = r#"{"version":2,"args":["./build/all_reduce_perf"],"nccl_version":22907,

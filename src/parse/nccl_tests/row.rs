@@ -180,6 +180,18 @@ fn value(tok: &str, what: What, unit: &str, bad: &mut Option<String>) -> Option<
     None
 }
 
+/// A bandwidth column (GB/s): [`value`], and above what any collective moves is impossible
+/// too (see [`crate::parse::ceiling`]).
+fn bandwidth(tok: &str, what: What, bad: &mut Option<String>) -> Option<f64> {
+    let v = value(tok, what, " GB/s", bad)?;
+    if let Some(why) = crate::parse::ceiling::collective_gbs(v)
+        && bad.is_none()
+    {
+        *bad = Some(format!("{} {} `{tok}` GB/s {why}", what.0, what.1));
+    }
+    Some(v)
+}
+
 /// `N/A` or a value as [`value`] reads it.
 fn opt_value(tok: &str, what: What, unit: &str, bad: &mut Option<String>) -> Option<Option<f64>> {
     if tok == "N/A" {
@@ -221,8 +233,8 @@ fn parse_half(toks: &[&str], cols: &[Col], name: &str, bad: &mut Option<String>)
     for (tok, col) in toks.iter().zip(cols) {
         match col {
             Col::Time => half.time_us = value(tok, (name, "time"), " us", bad)?,
-            Col::Algbw => half.algbw_gbs = value(tok, (name, "algbw"), " GB/s", bad)?,
-            Col::Busbw => half.busbw_gbs = value(tok, (name, "busbw"), " GB/s", bad)?,
+            Col::Algbw => half.algbw_gbs = bandwidth(tok, (name, "algbw"), bad)?,
+            Col::Busbw => half.busbw_gbs = bandwidth(tok, (name, "busbw"), bad)?,
             Col::Wrong => {
                 if let Some(v) = opt_value(tok, (name, "#wrong"), "", bad)? {
                     half.wrong = Some(v.round() as u64);

@@ -268,8 +268,12 @@ impl<'a> Scanner<'a> {
             f.seen = true;
             let v = after_colon(h);
             let tok = v.first().copied().unwrap_or("");
-            if let Some(why) = impossible(tok) {
-                // no average of bandwidths is negative: the footer is as unusable as such a row
+            let why = impossible(tok)
+                .map(str::to_string)
+                .or_else(|| num(tok).and_then(crate::parse::ceiling::collective_gbs));
+            if let Some(why) = why {
+                // no average of bandwidths is negative or faster than any memory: the footer is
+                // as unusable as such a row
                 self.table.impossible_rows += 1;
                 let reason = format!("average bus bandwidth `{tok}` GB/s {why}");
                 reject(&mut self.table.rejected, no, reason, &mut self.not_stored);

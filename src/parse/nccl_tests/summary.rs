@@ -1,7 +1,7 @@
 //! The few human lines of `fabricplan parse nccl-tests --format text`.
 
 use super::NcclReport;
-use crate::parse::{Status, check_opt};
+use crate::parse::{Status, check_max, check_opt};
 use crate::text::size;
 
 impl crate::parse::Report for NcclReport {
@@ -24,12 +24,16 @@ impl crate::parse::Report for NcclReport {
         if st == Status::Ok && r.rows.is_empty() {
             return Err("ok without a row".into());
         }
+        let max = crate::parse::ceiling::MAX_COLLECTIVE_GBS;
         check_opt("avg_busbw_gbs", r.avg_busbw_gbs)?;
+        check_max("avg_busbw_gbs", r.avg_busbw_gbs, max)?;
         for row in &r.rows {
             for h in [&row.out_of_place, &row.in_place].into_iter().flatten() {
                 check_opt("time", Some(h.time_us))?;
                 check_opt("algbw", Some(h.algbw_gbs))?;
                 check_opt("busbw", Some(h.busbw_gbs))?;
+                check_max("algbw", Some(h.algbw_gbs), max)?;
+                check_max("busbw", Some(h.busbw_gbs), max)?;
                 if let Some(pi) = &h.per_iter {
                     for v in [pi.min_us, pi.max_us, pi.p99_us, pi.cv_pct] {
                         check_opt("per-iteration", v)?;

@@ -134,6 +134,41 @@ pub struct BwRow {
 }
 
 impl BwRow {
+    /// Why the row is no measurement: a bandwidth or message rate above what any port carries
+    /// (see [`crate::parse::ceiling`]), named with its value.
+    pub(crate) fn corrupt(&self) -> Option<String> {
+        use crate::parse::ceiling::{link_gbps, msg_rate_mpps};
+        let rates = [
+            (
+                "BW peak",
+                self.bw_peak_gbps,
+                "Gb/s",
+                link_gbps(self.bw_peak_gbps),
+            ),
+            (
+                "BW average",
+                self.bw_avg_gbps,
+                "Gb/s",
+                link_gbps(self.bw_avg_gbps),
+            ),
+            (
+                "MsgRate",
+                self.msg_rate_mpps,
+                "Mpps",
+                msg_rate_mpps(self.msg_rate_mpps),
+            ),
+        ];
+        rates.into_iter().find_map(|(what, v, unit, why)| {
+            why.map(|why| {
+                let v = crate::parse::ceiling::shown(v);
+                format!(
+                    "row of {} B: {what} {v} {unit} {why}, row rejected",
+                    self.bytes
+                )
+            })
+        })
+    }
+
     /// Every figure of the row is the report's own (the row only repeats the totals).
     pub(super) fn repeats(&self, r: &super::BwReport) -> bool {
         let plain = self.sl.is_none()

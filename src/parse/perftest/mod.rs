@@ -94,7 +94,8 @@ pub struct BwReport {
     /// Work-completion status number of a completion error (12 = retry exceeded).
     pub wc_status: Option<u32>,
     /// Table lines rejected for an impossible value (negative, NaN or infinite bandwidth,
-    /// message rate, size or iterations), with the line and the value (capped).
+    /// message rate, size or iterations; a bandwidth or message rate above what any port
+    /// carries, see [`crate::parse::ceiling`]), with the line and the value (capped).
     pub rejected: Vec<Rejected>,
     /// Rows, warnings and notes read past their caps (not stored, counted); the `bw_*` values
     /// are still those of the last complete row.
@@ -332,10 +333,14 @@ fn impossible_row(t: &str) -> Option<String> {
     })
 }
 
+/// Read `text` line by line: `header` opens a table, `row` reads one of its rows, `corrupt`
+/// names what makes a read row no measurement (a value above its ceiling: the row is rejected),
+/// `tag` marks a row with the section it is in.
 fn scan<H, R: Clone>(
     text: &str,
     header: impl Fn(&str) -> Option<H>,
     row: impl Fn(&H, &str) -> Option<R>,
+    corrupt: impl Fn(&R) -> Option<String>,
     mut tag: impl FnMut(&mut R, Option<&'static str>),
 ) -> Scanned<H, R> {
     let mut st = State::default();
@@ -369,6 +374,10 @@ fn scan<H, R: Clone>(
         if st.table_open {
             if let Some(h) = &current {
                 if let Some(mut r) = row(h, t) {
+                    if let Some(why) = corrupt(&r) {
+                        reject(&mut st.rejected, no + 1, why, &mut st.not_stored);
+                        continue;
+                    }
                     tag(&mut r, st.section);
                     last = Some(r.clone());
                     push_capped(&mut rows, r, MAX_STORED_ROWS, &mut st.not_stored);
@@ -454,9 +463,15 @@ fn apply_banner(s: &mut Setup, key: &'static str, v: &str) {
 
 /// Parse the output of `ib_write_bw`, `ib_read_bw` or `ib_send_bw`.
 pub fn parse_bw(text: &str) -> BwReport {
-    let mut sc = scan(text, bw::header, bw::row, |r: &mut BwRow, sec| {
-        r.section = sec.map(str::to_string);
-    });
+    let mut sc = scan(
+        text,
+        bw::header,
+        bw::row,
+        BwRow::corrupt,
+        |r: &mut BwRow, sec| {
+            r.section = sec.map(str::to_string);
+        },
+    );
     if is_blank(text) {
         sc.status = Status::Empty;
     }
@@ -496,7 +511,7 @@ pub fn parse_bw(text: &str) -> BwReport {
 
 /// Parse the output of `ib_write_lat`, `ib_read_lat` or `ib_send_lat`.
 pub fn parse_lat(text: &str) -> LatReport {
-    let mut sc = scan(text, lat::header, lat::row, |_, _| {});
+    let mut sc = scan(text, lat::header, lat::row, |_| None, |_, _| {});
     if is_blank(text) {
         sc.status = Status::Empty;
     }
@@ -645,6 +660,9 @@ impl super::Report for BwReport {
                 check_opt(n, Some(v))?;
             }
             check_opt("cpu_util", row.cpu_util_pct)?;
+            if let Some(why) = row.corrupt() {
+                return Err(format!("row accepted: {why}"));
+            }
         }
         for v in &r.bare_values {
             check_opt("bare", Some(*v))?;
@@ -690,8 +708,8 @@ impl BwReport {
         summary_tail(
             out,
             self.error.as_ref(),
-            self.status,
-            !self.rows.is_empty(),
+            (self.status, !self.rows.is_empty()),
+            &self.rejected,
             &self.setup,
         )
     }
@@ -701,8 +719,8 @@ impl BwReport {
 fn summary_tail(
     mut out: Vec<String>,
     error: Option<&ToolError>,
-    status: Status,
-    has_rows: bool,
+    (status, has_rows): (Status, bool),
+    rejected: &[Rejected],
     setup: &Setup,
 ) -> String {
     if let Some(e) = error {
@@ -712,7 +730,13 @@ fn summary_tail(
             e.message.replace('\n', " / ")
         ));
     }
-    if status == Status::Incomplete && has_rows {
+    if let Some(r) = rejected.first() {
+        let more = match rejected.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        out.push(format!("rejected: line {}: {}{more}", r.line, r.reason));
+    } else if status == Status::Incomplete && has_rows {
         out.push("incomplete: the table was not closed (truncated or killed)".into());
     }
     if let Some(l) = setup_line(setup) {
@@ -803,8 +827,8 @@ impl LatReport {
         summary_tail(
             out,
             self.error.as_ref(),
-            self.status,
-            !self.rows.is_empty(),
+            (self.status, !self.rows.is_empty()),
+            &self.rejected,
             &self.setup,
         )
     }

@@ -1,15 +1,18 @@
 //! `RawPlan` -> `Plan`: every semantic check, every problem collected, one pass.
 //!
-//! One file per plan section (names, nodes, switches, cables, addresses, gates, tests,
-//! templates, settings, sim); this module orchestrates them in order. Each problem points at the
-//! span it is about, with a help line; where two places disagree both are labelled.
+//! One file per plan section (names, nodes, switches, cables, addresses, gates, tests and their
+//! repeats, templates, settings, sim), and the bounds of what the tests run; this module
+//! orchestrates them in order. Each problem points at the span it is about, with a help line;
+//! where two places disagree both are labelled.
 
 mod addresses;
+mod bounds;
 mod cables;
 mod gates;
 mod launcher;
 mod names;
 mod nodes;
+mod repeats;
 mod sampling;
 mod sections;
 mod settings;
@@ -31,6 +34,7 @@ use super::section::{Catalog, SectionKind};
 
 pub const FORMAT_VERSION: u32 = 1;
 
+pub use bounds::{MAX_JOBS, MAX_ROUNDS};
 pub use launcher::{job_id_text, parse_job_id};
 pub use names::{MAX_LABELS, is_safe_ifname, is_safe_name};
 pub use sim::{SIM_FAULTS, check_sim_fault};
@@ -94,7 +98,14 @@ pub fn validate(
         switch_ids: HashMap::new(),
         suggestions_left: SUGGESTION_BUDGET,
     };
+    let name = raw.name.clone();
     let plan = build(&mut ctx, raw, path, text, sections, catalog);
+    // what its tests would run, once the plan is whole (the stages read a valid plan only)
+    if let Some(p) = &plan
+        && !ctx.problems.iter().any(Problem::is_error)
+    {
+        bounds::bounds(&mut ctx, p, &name, catalog);
+    }
     let has_error = ctx.problems.iter().any(Problem::is_error);
     (if has_error { None } else { plan }, ctx.problems)
 }

@@ -11,6 +11,7 @@ use toml::de::DeValue;
 
 use super::names::{Declared, Places, keyword, label_places};
 use super::nodes::node_ref;
+use super::repeats::Repeats;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
@@ -225,6 +226,7 @@ pub(super) fn tests(
         at: 0..0,
     };
     let mut out = Vec::new();
+    let mut repeats = Repeats::default();
     for (kind, value) in sections {
         let at = value.span();
         let tables: Vec<Spanned<DeValue<'_>>> = match (kind.repeated(), value.into_inner()) {
@@ -234,8 +236,10 @@ pub(super) fn tests(
         for table in tables {
             reader.at = table.span();
             let at = reader.at.clone();
+            let text = super::repeats::text(table.get_ref());
             let table = toml::de::ValueDeserializer::from(table);
             if let Some(data) = kind.read(table, &mut reader) {
+                repeats.note(kind.key(), text, at.clone());
                 out.push(Section {
                     key: kind.key(),
                     data,
@@ -247,6 +251,7 @@ pub(super) fn tests(
     for d in std::mem::take(&mut reader.names) {
         d.finish(reader.ctx);
     }
+    repeats.finish(reader.ctx);
     Tests {
         preflight: raw.preflight.unwrap_or(true),
         sections: out,
@@ -389,8 +394,15 @@ fn per_link_size(ctx: &mut Ctx, size: &PerLink<'_>, cables: &[RawCable], segment
     }
     let n = big.members.len();
     let each = duration_s as usize + ROUND_OVERHEAD_S;
+    // all-pairs on a fabric that big runs more than a plan may: only offered where it fits
+    let fits = |name: &str| {
+        name != "all-pairs"
+            || (n.saturating_mul(n - 1) <= super::MAX_JOBS
+                && n.saturating_mul(2) <= super::MAX_ROUNDS)
+    };
     let bounded: Vec<String> = BOUNDED_SCHEDULES
         .iter()
+        .filter(|(name, _)| fits(name))
         .map(|(name, runs)| format!("`schedule = \"{name}\"` ({})", runs(n)))
         .collect();
     let help = match size.bounded_by {
@@ -436,7 +448,7 @@ struct PerLink<'a> {
 }
 
 /// 12497500 -> "12,497,500".
-fn thousands(n: usize) -> String {
+pub(super) fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -449,7 +461,7 @@ fn thousands(n: usize) -> String {
 }
 
 /// Seconds in the largest unit that keeps a number above 1: "42 min", "3.5 days", "2.8 years".
-fn duration(s: usize) -> String {
+pub(super) fn duration(s: usize) -> String {
     let s = s as f64;
     let units = [
         (365.0 * 86400.0, "years"),

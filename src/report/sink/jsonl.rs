@@ -63,6 +63,8 @@ impl Sink for JsonlSink {
                 for f in &r.findings {
                     self.line(&serde_json::json!({ "finding": f }))?;
                 }
+                // a run without a job or finding still leaves its (empty) file
+                self.open()?;
                 self.sync()
             }
             _ => Ok(()),
@@ -91,8 +93,26 @@ impl JsonlSink {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let pending = std::mem::take(&mut self.pending);
+        let written = self.written;
+        let f = self.open()?;
+        match f.write_all(&pending) {
+            Ok(()) => {
+                self.written += pending.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                // whatever part of a line reached the file goes; the lines before it stay
+                let _ = f.set_len(written);
+                Err(e)
+            }
+        }
+    }
+
+    /// The file, created on first use: a run directory holds one run, so it is never appended
+    /// to another run's lines.
+    fn open(&mut self) -> io::Result<&mut File> {
         if self.file.is_none() {
-            // a run directory holds one run: never append to another run's lines
             self.file = Some(
                 OpenOptions::new()
                     .create_new(true)
@@ -100,21 +120,9 @@ impl JsonlSink {
                     .open(&self.path)?,
             );
         }
-        let Some(f) = self.file.as_mut() else {
-            return Ok(());
-        };
-        match f.write_all(&self.pending) {
-            Ok(()) => {
-                self.written += self.pending.len() as u64;
-                self.pending.clear();
-                Ok(())
-            }
-            Err(e) => {
-                // whatever part of a line reached the file goes; the lines before it stay
-                let _ = f.set_len(self.written);
-                self.pending.clear();
-                Err(e)
-            }
+        match self.file.as_mut() {
+            Some(f) => Ok(f),
+            None => Err(io::Error::other("results.jsonl is not open")),
         }
     }
 
@@ -151,6 +159,17 @@ mod tests {
         let text = std::fs::read_to_string(d.path().join("results.jsonl")).unwrap();
         assert_eq!(text.lines().count(), 2);
         assert!(text.ends_with('\n'));
+    }
+
+    /// A run without a job or a finding (a plan with no test) still leaves its file, empty.
+    #[test]
+    fn a_run_with_nothing_to_say_leaves_an_empty_file() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = JsonlSink::new(d.path());
+        let r = std::sync::Arc::new(crate::results::RunResults::default());
+        s.event(&Event::Finished(r)).unwrap();
+        let text = std::fs::read_to_string(d.path().join("results.jsonl")).unwrap();
+        assert_eq!(text, "");
     }
 
     /// A write that fails half-way (the file size limit stands for a full disk, in a child

@@ -282,6 +282,13 @@ fn impossible_sum(name: &str, s: &Sum) -> Option<String> {
     if let Some(p) = s.lost_percent.filter(|p| *p > 100.0) {
         return Some(format!("end.{name}.lost_percent `{p}` is above 100"));
     }
+    let rate = s.bits_per_second.map(|b| (b, b / 1e9));
+    if let Some((b, why)) =
+        rate.and_then(|(b, g)| crate::parse::ceiling::link_gbps(g).map(|w| (b, w)))
+    {
+        let b = crate::parse::ceiling::shown(b);
+        return Some(format!("end.{name}.bits_per_second `{b}` {why}"));
+    }
     None
 }
 

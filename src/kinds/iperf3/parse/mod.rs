@@ -7,7 +7,8 @@
 //!
 //! The JSON forms are read into typed structs ([`json`]), the text report by a line scanner
 //! ([`text`]). A summary whose rate, transfer, time, jitter or loss no run can produce (negative,
-//! NaN, loss above 100 % or more datagrams lost than sent) is rejected and listed in `rejected`.
+//! NaN, a rate above what any link carries, loss above 100 % or more datagrams lost than sent) is
+//! rejected and listed in `rejected`.
 
 mod json;
 mod text;
@@ -15,7 +16,7 @@ mod text;
 use crate::parse::text::{clean_line, is_blank};
 use crate::parse::{
     AnyReport, ErrorKind, MAX_STORED_NOTES, Rejected, Report, Status, ToolError, ToolSpec,
-    check_opt, read_as,
+    check_max, check_opt, read_as,
 };
 use serde::{Deserialize, Serialize};
 use text::strip_timestamp;
@@ -126,6 +127,13 @@ impl Report for IperfReport {
         }
         if r.lost_percent.is_some_and(|l| l > 100.0) {
             return Err("loss above 100%".into());
+        }
+        for (n, v) in [
+            ("gbps", r.gbps),
+            ("sender_gbps", r.sender_gbps),
+            ("reverse_gbps", r.reverse_gbps),
+        ] {
+            check_max(n, v, crate::parse::ceiling::MAX_LINK_GBPS)?;
         }
         Ok(())
     }

@@ -67,11 +67,15 @@ pub(super) struct Row<'a> {
 }
 
 impl Row<'_> {
-    /// A value no run can print, named: negative transfer, rate or jitter, a loss outside
-    /// 0-100 % or inconsistent with its datagram counts.
+    /// A value no run can print, named: negative transfer, rate or jitter, a rate above what
+    /// any link carries, a loss outside 0-100 % or inconsistent with its datagram counts.
     fn impossible(&self) -> Option<String> {
         if self.bps < 0.0 {
             return Some(format!("rate `{}` bits/s is negative", self.bps));
+        }
+        if let Some(why) = crate::parse::ceiling::link_gbps(self.bps / 1e9) {
+            let bps = crate::parse::ceiling::shown(self.bps);
+            return Some(format!("rate `{bps}` bits/s {why}"));
         }
         if self.transfer < 0.0 {
             return Some(format!("transfer `{}` is negative", self.transfer));

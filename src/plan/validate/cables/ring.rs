@@ -16,6 +16,16 @@ use crate::plan::validate::{Ctx, span};
 
 type NodeList = Spanned<Vec<Spanned<String>>>;
 
+/// The most nodes a switchless ring may have. Each node's two ports face its two neighbours,
+/// so a ring is point-to-point cables and nothing between them: past three nodes a node
+/// reaches only its neighbours over RDMA (an NCCL job across opposite nodes of a ring of four
+/// is refused), and every link is measured alone, four rounds a node (two halves, both ways).
+/// Rings are built to join a handful of dual-port boxes before there is a switch (the
+/// project's own has three); sixteen is several times that, and still a plan that runs its
+/// 64 per-link rounds in about eight minutes. A larger "ring" is a fabric that wants a switch,
+/// or a generated plan that would run for days: both are refused at once.
+pub const MAX_RING_NODES: usize = 16;
+
 pub(super) fn ring_cable(ctx: &mut Ctx, w: &mut Wiring, c: &RawCable, name: &str, ci: usize) {
     let Some(list) = &c.nodes else {
         ctx.push(
@@ -34,6 +44,17 @@ pub(super) fn ring_cable(ctx: &mut Ctx, w: &mut Wiring, c: &RawCable, name: &str
             )
             .at(span(list), "too few nodes")
             .help("two nodes are a `direct` cable"),
+        );
+        return;
+    }
+    if n > MAX_RING_NODES {
+        ctx.push(
+            Problem::error(
+                "plan::ring-too-large",
+                format!("a switchless ring has at most {MAX_RING_NODES} nodes, this one has {n}"),
+            )
+            .at(span(list), format!("{n} nodes"))
+            .help(format!("past a handful of boxes, join them through a switch: `kind = \"switched\"` with each node's port in `[cable.attach]`; or split it into rings of at most {MAX_RING_NODES}")),
         );
         return;
     }
