@@ -119,6 +119,9 @@ fn by_trap(
     head: &Verdict,
 ) -> (Option<String>, String) {
     let node = part.node_name().unwrap_or_default().to_string();
+    if let Some(f) = run_side(plan, found, part, t, &node) {
+        return f;
+    }
     match (t, part) {
         (Trap::MtuMismatch, Part::Half { .. } | Part::Port { .. }) => (
             per_netdev(plan, found, part, |n| format!("sudo ip link set {n} mtu 9000")),
@@ -188,12 +191,38 @@ fn by_trap(
             None,
             format!("change {what} in the plan: {}", head.detail),
         ),
+        (Trap::NoDevice, _) => (
+            remote(plan, &node, &["ibv_devinfo -l".into()]),
+            "the RDMA device is missing: check the driver (mlx5_ib) and rdma-core on the node, or the plan's pinned name".into(),
+        ),
+        _ => (None, head.fix.clone().unwrap_or_else(|| t.fix().to_string())),
+    }
+}
+
+/// The fix of what happened to a run on a host rather than in what it measured: a link that
+/// flapped under it, its directory, a tool killed, flooding, or leaving processes behind.
+fn run_side(
+    plan: &Plan,
+    found: &Found<'_>,
+    part: &Part,
+    t: Trap,
+    node: &str,
+) -> Option<(Option<String>, String)> {
+    Some(match (t, part) {
+        (Trap::LinkFlapped, Part::Half { .. } | Part::Port { .. }) => (
+            per_netdev(plan, found, part, |n| format!("ip -s link show {n}")),
+            "the link of this half went down and came back during the run: reseat or replace its cable and module (the command counts its carrier changes; the kernel log says when)".into(),
+        ),
+        (Trap::LinkFlapped, _) => (
+            None,
+            "this cable's link went down and came back at both ends during the run: reseat, clean or replace the cable and its modules, then run again".into(),
+        ),
         (Trap::HostScratch, _) => (
-            remote(plan, &node, &["'ls -ld \"${TMPDIR:-/tmp}\"; df -h \"${TMPDIR:-/tmp}\"'".into()]),
+            remote(plan, node, &["'ls -ld \"${TMPDIR:-/tmp}\"; df -h \"${TMPDIR:-/tmp}\"'".into()]),
             format!("fabricplan could not make its private directory on {node}: its temporary directory (TMPDIR, else /tmp) must exist, be writable by the run's user (a sticky /tmp is) and have free space"),
         ),
         (Trap::ToolKilled, _) => (
-            remote(plan, &node, &["sudo dmesg -T | grep -i -e oom -e killed | tail".into()]),
+            remote(plan, node, &["sudo dmesg -T | grep -i -e oom -e killed | tail".into()]),
             format!("something on {node} killed the tool before its time: the kernel log says whether it was the OOM killer (free memory on {node}, or limit what else runs there); else find what sent the signal"),
         ),
         (Trap::OutputFlood, _) => (
@@ -204,12 +233,8 @@ fn by_trap(
             None,
             format!("a tool on {node} left processes running after it ended (fabricplan stopped them): check the tool's wrapper on {node} for children it starts in the background"),
         ),
-        (Trap::NoDevice, _) => (
-            remote(plan, &node, &["ibv_devinfo -l".into()]),
-            "the RDMA device is missing: check the driver (mlx5_ib) and rdma-core on the node, or the plan's pinned name".into(),
-        ),
-        _ => (None, head.fix.clone().unwrap_or_else(|| t.fix().to_string())),
-    }
+        _ => return None,
+    })
 }
 
 fn address_fix(plan: &Plan, found: &Found<'_>, part: &Part) -> Option<String> {

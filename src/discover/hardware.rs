@@ -273,6 +273,7 @@ subnets = {{ a = "198.51.100.0/24" }}
             mtu: Some(9000),
             rate_hint: None,
             link_downed: None,
+            carrier_changes: None,
             address_found: true,
             problems: Vec::new(),
             issue: None,

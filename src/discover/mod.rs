@@ -2,6 +2,7 @@
 //! GID index maps its address, and what hardware is under it (firmware, PCIe link, driver).
 //! Read-only; the probe is one script per node.
 
+pub mod changes;
 pub mod checks;
 pub mod hardware;
 pub mod inventory;

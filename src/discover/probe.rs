@@ -67,6 +67,8 @@ echo "@link"
 ip -o link show 2>/dev/null
 echo "@route"
 ip -4 route show 2>/dev/null
+echo "@carrier"
+for n in /sys/class/net/*; do rd "$n/carrier_changes"; [ -n "$v" ] && echo "${n##*/} $v"; done
 echo "@end"
 "#
 );
@@ -216,6 +218,9 @@ pub struct Interface {
     pub ipv4: Vec<Ipv4Net>,
     /// The link-layer address (`link/ether`), lowercase.
     pub mac: Option<String>,
+    /// How many times its carrier came or went since it was created
+    /// (`/sys/class/net/NETDEV/carrier_changes`): a flap between two probes shows here.
+    pub carrier_changes: Option<u64>,
 }
 
 /// What one node's probe found.
@@ -276,6 +281,7 @@ fn iface_mut<'a>(ifs: &'a mut Vec<Interface>, name: &str) -> &'a mut Interface {
         master: None,
         ipv4: Vec::new(),
         mac: None,
+        carrier_changes: None,
     });
     let last = ifs.len() - 1;
     &mut ifs[last]
@@ -309,7 +315,7 @@ pub fn parse(text: &str) -> Probe {
                     counters: BTreeMap::new(),
                     hardware: Hardware::default(),
                 }),
-                "ip" | "link" | "route" | "lldp" => section = tag,
+                "ip" | "link" | "route" | "lldp" | "carrier" => section = tag,
                 "end" => {
                     p.complete = true;
                     section = "";
@@ -412,6 +418,15 @@ fn file_line(d: &mut Device, tag: &str, val: &str) {
 /// A line of the `ip` sections.
 fn section_line(p: &mut Probe, section: &str, line: &str) {
     match section {
+        "carrier" => {
+            // enp1s0f0np0 4
+            if let Some((name, n)) = line.trim().split_once(' ')
+                && let Ok(n) = n.trim().parse::<u64>()
+                && p.interfaces.iter().any(|i| i.name == name)
+            {
+                iface_mut(&mut p.interfaces, name).carrier_changes = Some(n);
+            }
+        }
         "ip" => {
             // 2: enp1s0f0np0    inet 198.51.100.1/30 brd ... scope global enp1s0f0np0\  valid_lft ...
             let toks: Vec<&str> = line.split_whitespace().collect();

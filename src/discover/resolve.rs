@@ -24,6 +24,9 @@ pub struct HalfResolution {
     /// The OS-reported rate: a hint, never proof.
     pub rate_hint: Option<String>,
     pub link_downed: Option<u64>,
+    /// Its netdev's carrier changes so far (`/sys/class/net/NETDEV/carrier_changes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carrier_changes: Option<u64>,
     /// The planned address is configured on this box.
     pub address_found: bool,
     /// Problems, in words.
@@ -161,10 +164,9 @@ fn resolve_half(
         .filter(|_| !pinned)
         .and_then(|i| port_of_netdev(plan, e.node, &i.name))
         .filter(|p| *p != e.port);
-    let mtu = netdev
-        .as_deref()
-        .and_then(|n| probe.interface(n))
-        .and_then(|i| i.mtu);
+    let live = netdev.as_deref().and_then(|n| probe.interface(n));
+    let mtu = live.and_then(|i| i.mtu);
+    let carrier_changes = live.and_then(|i| i.carrier_changes);
     HalfResolution {
         endpoint: e.clone(),
         name,
@@ -177,6 +179,7 @@ fn resolve_half(
         mtu,
         rate_hint: dev.map(|d| d.rate.clone()).filter(|r| !r.is_empty()),
         link_downed: dev.and_then(|d| d.counters.get("link_downed").copied()),
+        carrier_changes,
         address_found,
         issue: found.issues.first().copied(),
         problems: found.problems,

@@ -102,6 +102,8 @@ pub enum Trap {
     OutputFlood,
     /// The tool left processes running when it ended (fabricplan stopped them).
     LeftRunning,
+    /// A link went down and came back while the run measured (its carrier changed).
+    LinkFlapped,
     /// A site-specific trap named in the plan.
     Site,
 }
@@ -154,6 +156,7 @@ impl Trap {
             Trap::ToolKilled => "the tool was killed",
             Trap::OutputFlood => "the tool wrote without end",
             Trap::LeftRunning => "the tool left processes running",
+            Trap::LinkFlapped => "link flapped",
             Trap::Site => "site trap",
         }
     }
@@ -302,6 +305,9 @@ impl Trap {
             Trap::LeftRunning => {
                 "a process the tool started outlived it (fabricplan stopped it): check the tool's wrappers and the node environment for daemons started on its behalf"
             }
+            Trap::LinkFlapped => {
+                "reseat, clean or replace the cable and its modules: the link went down and came back while the run measured (`ip -s link show DEV` counts its carrier changes, the kernel log says when)"
+            }
             Trap::Site => "see the plan's gate for the fix",
             _ => "read the tool's message kept in the run directory",
         }
@@ -313,7 +319,7 @@ mod tests {
     use super::*;
 
     /// Every trap, in declaration order.
-    const ALL: [Trap; 46] = [
+    const ALL: [Trap; 47] = [
         Trap::FirmwareThrottle,
         Trap::BelowLineRate,
         Trap::HalfMissingFromHca,
@@ -359,6 +365,7 @@ mod tests {
         Trap::ToolKilled,
         Trap::OutputFlood,
         Trap::LeftRunning,
+        Trap::LinkFlapped,
         Trap::Site,
     ];
 

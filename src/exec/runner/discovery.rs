@@ -41,6 +41,36 @@ pub(crate) async fn open(ctx: &Ctx<'_>, nodes: &[NodeId]) -> Opening {
     ctx.launcher.open(&nodes, ctx.cancel.clone()).await
 }
 
+/// Probe again, once the rounds are done, every node discovery reached and that is still
+/// reachable, and record what changed on its planned halves meanwhile (a port down, a link that
+/// flapped, an MTU, an address gone): one FAIL each ([`crate::discover::changes`]).
+pub(crate) async fn changed(ctx: &mut Ctx<'_>, results: &mut RunResults) {
+    let mut nodes: Vec<NodeId> = ctx
+        .resolutions
+        .keys()
+        .copied()
+        .filter(|n| !ctx.unreachable.contains_key(n))
+        .collect();
+    nodes.sort();
+    if nodes.is_empty() {
+        return;
+    }
+    let refs: Vec<&Node> = nodes.iter().map(|n| ctx.plan.node(*n)).collect();
+    let found = probe(ctx.launcher.as_ref(), &refs, ctx.opts.max_parallel).await;
+    let after: std::collections::HashMap<NodeId, Vec<crate::discover::HalfResolution>> = nodes
+        .iter()
+        .zip(found)
+        .filter_map(|(n, p)| {
+            let p = p.ok().filter(|p| p.complete)?;
+            Some((*n, discover::resolve_node(ctx.plan, *n, &p)))
+        })
+        .collect();
+    for v in crate::discover::changes::verdicts(ctx.plan, &ctx.resolutions, &after) {
+        ctx.emit(Event::Preflight(v.clone()));
+        results.preflight.push(v);
+    }
+}
+
 /// Record what the launcher found when it opened the run: its verdicts, and each needed node
 /// it will run nothing on as one FAIL (`reach NODE`, with the launcher's trap). Returns the
 /// needed nodes left to probe.

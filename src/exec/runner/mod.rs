@@ -458,6 +458,8 @@ async fn measure_plan(
     .await;
     if ctx.cancelled() {
         results.interrupted = true;
+    } else {
+        discovery::changed(&mut ctx, &mut results).await;
     }
     launcher.close().await;
     results.counter_totals = books
