@@ -57,6 +57,8 @@ for d in /sys/class/infiniband/*; do
   dump gidtype "$p"/gid_attrs/types/*
   dump counter "$p"/counters/* "$p"/hw_counters/*
 done
+echo "@carrier"
+for n in /sys/class/net/*; do rd "$n/carrier_changes"; [ -n "$v" ] && echo "${n##*/} $v"; done
 if command -v lldpcli >/dev/null 2>&1; then
   echo "@lldp"
   lldpcli -f json0 show neighbors 2>&1
@@ -67,8 +69,6 @@ echo "@link"
 ip -o link show 2>/dev/null
 echo "@route"
 ip -4 route show 2>/dev/null
-echo "@carrier"
-for n in /sys/class/net/*; do rd "$n/carrier_changes"; [ -n "$v" ] && echo "${n##*/} $v"; done
 echo "@end"
 "#
 );
@@ -422,7 +422,6 @@ fn section_line(p: &mut Probe, section: &str, line: &str) {
             // enp1s0f0np0 4
             if let Some((name, n)) = line.trim().split_once(' ')
                 && let Ok(n) = n.trim().parse::<u64>()
-                && p.interfaces.iter().any(|i| i.name == name)
             {
                 iface_mut(&mut p.interfaces, name).carrier_changes = Some(n);
             }
