@@ -104,6 +104,9 @@ pub enum Fault {
     Daemonizes,
     /// Kills its parent (the remote `timeout`) with SIGKILL after a complete measurement.
     KillsParent,
+    /// The host's `lldpcli` (which discovery's probe runs) takes 3 s first: a window inside
+    /// discovery to strike in.
+    SlowProbe,
 }
 
 impl Fault {
@@ -120,6 +123,7 @@ impl Fault {
             Fault::SetsidChild => "SetsidChild",
             Fault::Daemonizes => "Daemonizes",
             Fault::KillsParent => "KillsParent",
+            Fault::SlowProbe => "SlowProbe",
         }
     }
 }
@@ -1114,6 +1118,15 @@ impl Lab {
             fs::set_permissions(&dst, fs::Permissions::from_mode(0o755))
                 .map_err(|e| format!("chmod {}: {e}", dst.display()))?;
         }
+        // `lldpcli` as discovery's probe runs it: the real one, 3 s late on a host with the
+        // SlowProbe fault (a window inside discovery for a test to strike in)
+        let shim = bin.join("lldpcli");
+        fs::write(
+            &shim,
+            "#!/bin/sh\n[ -e \"$(dirname \"$0\")/.faults/$(hostname)/SlowProbe\" ] && sleep 3\nexec /usr/sbin/lldpcli \"$@\"\n",
+        )
+        .and_then(|_| fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)))
+        .map_err(|e| format!("install {}: {e}", shim.display()))?;
         // A real MPI program (libmpi through ctypes) for launcher tests.
         let hello = bin.join("mpi_hello");
         fs::copy(src.with_file_name("mpi_hello.py"), &hello)

@@ -176,9 +176,12 @@ pub fn judge_launch(
     // the node the launcher's or mpirun's own words name, when one of the test's: the first
     // rank (where the launch was started from) is no evidence by itself
     let named: Option<NodeId>;
+    // what the launcher or the ranks said, whole (a verdict keeps its first lines)
+    let said: String;
     let v = match answer {
         Err(f) => {
             named = f.host.as_deref().and_then(|h| rank_named(plan, t, h));
+            said = f.why.clone();
             Verdict::check(
                 &gate,
                 Outcome::Fail,
@@ -189,11 +192,12 @@ pub fn judge_launch(
         Ok(a) => {
             let (v, at) = judge_answer(check, &gate, &a);
             named = at.and_then(|h| rank_named(plan, t, &h));
+            said = format!("{}{}", a.stdout, a.stderr);
             v
         }
     };
     let parts = match named.filter(|_| v.outcome == Outcome::Fail) {
-        Some(node) => named_parts(plan, node, &v, earlier),
+        Some(node) => named_parts(plan, node, &v, &said, earlier),
         None => launch_parts(plan, t, &v, earlier.filter(|_| v.outcome == Outcome::Fail)),
     };
     match earlier {
@@ -369,7 +373,13 @@ impl TestKind for Nccl {
             .as_deref()
             .and_then(|h| rank_named(plan, test, h))
         {
-            return named_parts(plan, node, verdict, None);
+            let said: Vec<&str> = r
+                .error
+                .iter()
+                .chain(&r.mpirun_errors)
+                .map(|e| e.message.as_str())
+                .collect();
+            return named_parts(plan, node, verdict, &said.join("\n"), None);
         }
         if let (Some(Trap::TcpFallback), Some(r)) = (verdict.trap, parsed.get::<NcclReport>())
             && !r.fallback_hosts.is_empty()
@@ -484,8 +494,24 @@ pub fn rank_named(plan: &Plan, t: &NcclTest, host: &str) -> Option<NodeId> {
 
 /// What a launch check that names its node is about: that node's reach (for the launcher's
 /// traps) or its MPI, and what an earlier failure on its path named.
-fn named_parts(plan: &Plan, node: NodeId, v: &Verdict, earlier: Option<&Verdict>) -> Vec<Part> {
+fn named_parts(
+    plan: &Plan,
+    node: NodeId,
+    v: &Verdict,
+    said: &str,
+    earlier: Option<&Verdict>,
+) -> Vec<Part> {
     let name = &plan.node(node).name;
+    // ssh itself said it could not log in there (`said`: the launcher's or mpirun's words):
+    // that node's sshd, not its Open MPI
+    let refused = [
+        "ssh: connect to host",
+        "Connection refused",
+        "Connection closed by",
+        "kex_exchange_identification",
+    ]
+    .iter()
+    .any(|w| said.contains(w));
     let own = match v.trap {
         Some(
             trap @ (Trap::Unreachable
@@ -493,6 +519,7 @@ fn named_parts(plan: &Plan, node: NodeId, v: &Verdict, earlier: Option<&Verdict>
             | Trap::SlurmStepLaunch
             | Trap::SlurmAllocationRefused),
         ) => Part::reach_of(name, trap),
+        _ if refused => Part::software(name, Software::Sshd),
         _ => Part::software(name, Software::Mpi),
     };
     let mut parts = vec![own];
