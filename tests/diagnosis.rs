@@ -384,3 +384,97 @@ async fn every_plan_and_example_is_green_without_a_fault() {
     }
     assert!(red.is_empty(), "{}", red.join("\n"));
 }
+
+/// Every fault kind that applies, on every shipped plan and example, on a node that is not the
+/// first (the first rank is never evidence by itself): one finding per fault, naming the part
+/// struck; and a healthy run's coverage is said.
+#[tokio::test]
+async fn every_fault_kind_on_every_plan_and_example_is_one_finding() {
+    let mut wrong = Vec::new();
+    for dir in ["plans", "examples"] {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .collect();
+        files.sort();
+        for p in files {
+            let plan = support::load_plan(&p);
+            let healthy = run_plan(&plan, &[]).await;
+            let Some(cov) = healthy.coverage.as_ref().filter(|c| !c.line().is_empty()) else {
+                wrong.push(format!("{}: no coverage said", p.display()));
+                continue;
+            };
+            // a half no test measures: a throttle there is invisible, and the run says so
+            if let Some(unseen) = cov
+                .not_measured
+                .iter()
+                .find(|n| n.matches('.').count() == 2)
+            {
+                let r = run_plan(&plan, &[format!("throttle:{unseen}").as_str()]).await;
+                let said = r
+                    .coverage
+                    .as_ref()
+                    .is_some_and(|c| c.not_measured.contains(unseen));
+                if r.summary.exit_code != 0 || !said {
+                    wrong.push(format!(
+                        "{} throttle on {unseen}, which no test measures: exit {}, not said",
+                        p.display(),
+                        r.summary.exit_code
+                    ));
+                }
+            }
+            let Some(m) = plan
+                .segments
+                .iter()
+                .flat_map(|s| &s.members)
+                .filter(|m| m.endpoint.node.0 > 0)
+                .filter(|m| !cov.not_measured.contains(&plan.endpoint_name(&m.endpoint)))
+                .last()
+            else {
+                continue;
+            };
+            let node = plan.node(m.endpoint.node).name.clone();
+            let half = plan.endpoint_name(&m.endpoint);
+            let nccl = !fabricplan::kinds::nccl_tests(&plan).is_empty();
+            let mut cases: Vec<(String, String, bool)> = vec![
+                (format!("throttle:{half}"), half.clone(), false),
+                (format!("mtu1500:{half}"), half.clone(), false),
+                (
+                    format!("dead-host:{node}"),
+                    format!("sshd on {node}"),
+                    false,
+                ),
+                (format!("pcie-degraded:{half}"), half.clone(), true),
+                (format!("firmware:{node}=28.39.1002"), node.clone(), true),
+            ];
+            if nccl {
+                cases.push((
+                    format!("nccl-socket:{node}"),
+                    format!("NCCL on {node}"),
+                    false,
+                ));
+            }
+            for (fault, name, warn) in cases {
+                let r = run_plan(&plan, &[fault.as_str()]).await;
+                let names: Vec<String> = r.findings.iter().map(|f| f.name.clone()).collect();
+                let (exit, outcome) = if warn {
+                    (0, Outcome::Warn)
+                } else {
+                    (1, Outcome::Fail)
+                };
+                if r.summary.exit_code != exit
+                    || names != [name.clone()]
+                    || r.findings.iter().any(|f| f.outcome != outcome)
+                {
+                    wrong.push(format!(
+                        "{} {fault}: exit {}, findings {names:?} (wanted {name})",
+                        p.display(),
+                        r.summary.exit_code
+                    ));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
