@@ -429,8 +429,9 @@ async fn every_fault_kind_on_every_plan_and_example_is_one_finding() {
                 .iter()
                 .flat_map(|s| &s.members)
                 .filter(|m| m.endpoint.node.0 > 0)
-                .filter(|m| !cov.not_measured.contains(&plan.endpoint_name(&m.endpoint)))
-                .last()
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rfind(|m| !cov.not_measured.contains(&plan.endpoint_name(&m.endpoint)))
             else {
                 continue;
             };
