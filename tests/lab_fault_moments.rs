@@ -7,7 +7,8 @@
 //! slurmstepd; no session directory in /tmp), whatever signal ended what.
 //!
 //! The cases are generated from the lists of faults and moments. The suite runs each fault at one
-//! moment; `FABRICPLAN_LAB_MATRIX=all` runs every fault at every moment (`scripts/lab-fault-matrix.sh`).
+//! moment; `FABRICPLAN_LAB_MATRIX=all` runs every fault at every moment (`scripts/lab-fault-matrix.sh`),
+//! `FABRICPLAN_LAB_CASE=slurm-session-preflight` the cases whose name holds that.
 //! A fault that strikes after the run last used what it breaks (sshd or slurmd killed while the
 //! NCCL round runs: its ranks are started, no later step or login needs them) leaves nothing to
 //! see: the run is then green, and says so.
@@ -370,17 +371,22 @@ fn a_fault_at_any_moment_is_one_finding_about_its_part() {
         return;
     }
     let all = std::env::var("FABRICPLAN_LAB_MATRIX").is_ok_and(|v| v == "all");
+    // `FABRICPLAN_LAB_CASE=slurm-session-preflight` runs the cases whose name holds it
+    let only = std::env::var("FABRICPLAN_LAB_CASE").unwrap_or_default();
     let work = Work::new("fabricplan-fault-moments", "two-spark");
     let mut wrong = Vec::new();
     let mut ran = 0;
     for l in [Launch::Ssh, Launch::Slurm] {
         for s in STRIKES.iter().copied().filter(|s| s.on(l)) {
-            let moments: Vec<Moment> = if all {
+            let moments: Vec<Moment> = if all || !only.is_empty() {
                 MOMENTS.iter().copied().filter(|m| s.at(*m)).collect()
             } else {
                 vec![in_suite(s, l)]
             };
             for m in moments {
+                if !format!("{l:?}-{s:?}-{m:?}").to_lowercase().contains(&only) {
+                    continue;
+                }
                 ran += 1;
                 if let Err(e) = case(l, s, m, work.path()) {
                     wrong.push(format!("{l:?} {s:?} at {m:?}: {e}"));

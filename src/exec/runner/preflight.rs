@@ -265,7 +265,11 @@ pub(crate) async fn preflight(
                 .map_err(|e| e.to_string())
         })
         .collect();
-    verdicts.extend(pings::judge(ctx.plan, &list, &texts));
+    let reach = |host: &str| {
+        ctx.launcher
+            .reach_part(host, crate::gate::trap::Trap::Unreachable)
+    };
+    verdicts.extend(pings::judge(ctx.plan, &list, &texts, &reach));
     super::physical::prove(ctx, &list, &texts, &neighbours, &mut verdicts);
     judge_launches(ctx, answers, &mut verdicts, &mut times);
     for (v, blocks) in verdicts {

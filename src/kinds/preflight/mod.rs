@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 use minijinja::context;
 
 use crate::gate::judge::{Outcome, Verdict};
-use crate::gate::part::{Part, Software};
+use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::parse;
 use crate::plan::{Endpoint, IslId, NodeId, Plan, SwitchId};
@@ -283,11 +283,14 @@ impl Across {
 
 /// The verdicts of the pings, each with what it blocks. Across an ISL, the two directions of one
 /// ISL are one verdict (one root cause, one FAIL) when the ports on both sides answer their own
-/// switch's pings: the ISL is at fault, and only the measurements crossing it are blocked.
+/// switch's pings: the ISL is at fault, and only the measurements crossing it are blocked. A
+/// ping that could not be run at all is about what reaches its node, as the launcher says
+/// (`reach`: its sshd over SSH, its slurmd under Slurm).
 pub fn judge(
     plan: &Plan,
     pings: &[Ping],
     outs: &[Result<String, String>],
+    reach: &dyn Fn(&str) -> Part,
 ) -> Vec<(Verdict, Blocks)> {
     let (said, small_ok) = read_all(pings, outs);
     let mut across = Across::default();
@@ -307,7 +310,7 @@ pub fn judge(
                 let from = plan.node(p.from.node).name.clone();
                 out.push((
                     Verdict::check(gate, Outcome::Fail, e, Some(Trap::Unreachable))
-                        .about(vec![Part::software(&from, Software::Sshd)]),
+                        .about(vec![reach(&from)]),
                     ends(),
                 ));
                 continue;
