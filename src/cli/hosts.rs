@@ -28,8 +28,12 @@ pub struct HostArgs {
     /// labelled simulated.
     #[arg(long, conflicts_with = "local")]
     pub sim: bool,
-    /// With --sim: inject a fault, `KIND:TARGET` (repeatable), e.g. `throttle:spark-a.f0.a`.
-    #[arg(long = "sim-fault", value_name = "KIND:TARGET", requires = "sim")]
+    #[arg(
+        long = "sim-fault",
+        value_name = "KIND:TARGET",
+        requires = "sim",
+        help = crate::plan::validate::SIM_FAULT_HELP
+    )]
     pub sim_fault: Vec<String>,
 }
 

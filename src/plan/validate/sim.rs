@@ -5,19 +5,43 @@ use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::*;
 use crate::plan::raw::*;
 
-/// Fault kinds the simulated fabric understands.
-pub const SIM_FAULTS: [&str; 10] = [
-    "throttle",
-    "mtu1500",
-    "crossed",
-    "dead-host",
-    "server-dies",
-    "rstp-block",
-    "nccl-socket",
-    "pcie-degraded",
-    "firmware",
-    "swapped",
+/// Fault kinds the simulated fabric understands, with the grammar of their target.
+pub const SIM_FAULT_GRAMMAR: [(&str, &str); 10] = [
+    ("throttle", "NODE[.PORT[.HALF]]"),
+    ("mtu1500", "NODE[.PORT[.HALF]]"),
+    ("crossed", "NODE.PORT"),
+    ("dead-host", "NODE"),
+    ("server-dies", "NODE"),
+    ("rstp-block", "SWITCH-SWITCH"),
+    ("nccl-socket", "NODE"),
+    ("pcie-degraded", "NODE[.PORT[.HALF]]"),
+    ("firmware", "NODE=VERSION"),
+    ("swapped", "NODE.PORT=NODE.PORT"),
 ];
+
+/// Fault kinds the simulated fabric understands.
+pub const SIM_FAULTS: [&str; 10] = {
+    let mut out = [""; 10];
+    let mut i = 0;
+    while i < out.len() {
+        out[i] = SIM_FAULT_GRAMMAR[i].0;
+        i += 1;
+    }
+    out
+};
+
+/// Every fault as `KIND:TARGET`, one list for an error's help and `--help`.
+pub fn sim_fault_list() -> String {
+    SIM_FAULT_GRAMMAR
+        .iter()
+        .map(|(k, t)| format!("{k}:{t}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `--sim-fault`'s help: the same list as [`sim_fault_list`], written out for clap (a test
+/// holds the two equal).
+pub const SIM_FAULT_HELP: &str = "With --sim: inject a fault, `KIND:TARGET` (repeatable), e.g. `throttle:spark-a.f0.a`. Faults: throttle:NODE[.PORT[.HALF]], mtu1500:NODE[.PORT[.HALF]], crossed:NODE.PORT, dead-host:NODE, server-dies:NODE, rstp-block:SWITCH-SWITCH, nccl-socket:NODE, pcie-degraded:NODE[.PORT[.HALF]], firmware:NODE=VERSION, swapped:NODE.PORT=NODE.PORT";
 
 pub(super) fn sim(
     ctx: &mut Ctx,
@@ -38,7 +62,7 @@ pub(super) fn sim(
             Err(msg) => ctx.push(
                 Problem::error("plan::sim-fault", msg)
                     .at(span(f), "here")
-                    .help(format!("faults: {}", SIM_FAULTS.join(", "))),
+                    .help(format!("faults: {}", sim_fault_list())),
             ),
         }
     }
@@ -56,7 +80,10 @@ pub fn check_sim_fault(f: &str, nodes: &[Node], switches: &[Switch]) -> Result<(
     if !SIM_FAULTS.contains(&kind) {
         return Err(match did_you_mean(kind, SIM_FAULTS.iter().copied()) {
             Some(s) => format!("unknown fault `{kind}`; did you mean `{s}`?"),
-            None => format!("unknown fault `{kind}`"),
+            None => format!(
+                "unknown fault `{kind}`; the faults are {}",
+                sim_fault_list()
+            ),
         });
     }
     if kind == "rstp-block" {
@@ -120,5 +147,20 @@ pub fn check_sim_fault(f: &str, nodes: &[Node], switches: &[Switch]) -> Result<(
             Ok(())
         }
         _ => declared(target.split('.').next().unwrap_or("")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_lists_every_fault_with_its_target() {
+        assert!(SIM_FAULT_HELP.ends_with(&format!("Faults: {}", sim_fault_list())));
+        let e = check_sim_fault("bogus:spark-a", &[], &[]).unwrap_err();
+        assert!(
+            e.contains("throttle:NODE[.PORT[.HALF]]") && e.contains("swapped:"),
+            "{e}"
+        );
     }
 }
