@@ -256,7 +256,10 @@ impl PlanDiagnostics {
         } else {
             miette::GraphicalTheme::unicode_nocolor()
         };
-        let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(width);
+        // words wrap whole: a name or a `KIND:TARGET` is never broken at its hyphen
+        let handler = miette::GraphicalReportHandler::new_themed(theme)
+            .with_width(width)
+            .with_word_splitter(textwrap::WordSplitter::NoHyphenation);
         let mut out = String::new();
         for p in self.problems.iter().take(MAX_RENDERED) {
             let src = &*p.src;
