@@ -217,6 +217,27 @@ fn run_side(
             None,
             "this cable's link went down and came back at both ends during the run: reseat, clean or replace the cable and its modules, then run again".into(),
         ),
+        (Trap::PcieDegraded, Part::Half { node: n, port, half }) => {
+            let pci = found
+                .half(n, port, half)
+                .and_then(|h| h.hardware.as_ref())
+                .and_then(|h| h.pci.clone());
+            let command = pci.as_deref().and_then(|a| {
+                crate::render::quote(a)
+                    .and_then(|a| remote(plan, node, &[format!("sudo lspci -vv -s {a} | grep -e LnkCap: -e LnkSta:")]))
+            });
+            let on_board = plan
+                .node_by_name(node)
+                .is_some_and(|x| plan.profile_of(x.id).name == "gb10");
+            let text = if on_board {
+                format!(
+                    "the half's PCIe link trained narrow or slow: on GB10 the ConnectX-7 is on the board (no card or riser to reseat): update the platform firmware through its update path, power off and unplug for 30 s, and if LnkSta still falls short of LnkCap, have {node}'s board serviced"
+                )
+            } else {
+                "the half's PCIe link trained narrow or slow: reseat the NIC (and its riser or cable), check the slot's PCIe settings in the firmware setup (link speed, bifurcation); LnkSta must equal LnkCap".to_string()
+            };
+            (command, text)
+        }
         (Trap::HostScratch, _) => (
             remote(plan, node, &["'ls -ld \"${TMPDIR:-/tmp}\"; df -h \"${TMPDIR:-/tmp}\"'".into()]),
             format!("fabricplan could not make its private directory on {node}: its temporary directory (TMPDIR, else /tmp) must exist, be writable by the run's user (a sticky /tmp is) and have free space"),
