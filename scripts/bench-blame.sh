@@ -56,7 +56,8 @@ for seed in $(seq 1 "$seeds"); do
     /usr/bin/time -f "%e %M" -o "$work/time" "$bin" run "$plan" --sim --out "$out" "${args[@]}" > /dev/null 2> "$work/stderr"
     rc=$?
     set -e
-    read -r wall kb < "$work/time"
+    # GNU time says "Command exited with non-zero status 1" first when the run is red
+    read -r wall kb < <(tail -n 1 "$work/time")
     found=$(jq -r '[.findings[] | select(.outcome == "FAIL") | .name] | sort | join(",")' "$out/results.json")
     others=$(jq -r '[.findings[] | select(.outcome != "FAIL")] | length' "$out/results.json")
     extra=$(jq -r '[.rounds[] | .name | select(test("full-rate|re-test"))] | length' "$out/results.json")
