@@ -4,8 +4,9 @@
 //! named alone, a healthy run green),
 //! and at the library level at 512 nodes: every round a perfect matching, every port in both
 //! roles, every ISL direction loaded, the coverage `plan` states recounted from the rounds,
-//! the seed deciding the rounds, and re-tests plus decision naming exactly the part a fault
-//! model breaks. Behaviour only, never wall-clock time.
+//! the seed deciding the rounds, the full-rate round for the halves the rounds measured only
+//! below the throttle band, and re-tests plus decision naming exactly the part a fault model
+//! breaks. Behaviour only, never wall-clock time.
 
 #[path = "../benches/support/plangen.rs"]
 #[allow(dead_code)] // shared with the benchmarks: not every generator is used here
@@ -288,7 +289,10 @@ fn sampled_64_blocked_isl_is_named_as_the_isl() {
     );
 }
 
-/// A healthy sampled run of `n` nodes: green, no suspect, no re-test round, K rounds each way.
+/// A healthy sampled run of `n` nodes: green, no suspect, no re-test round, K rounds each way,
+/// then the full-rate rounds (log2(n)/2 + 1 at most) that measure the halves no sampled round
+/// measured where a throttle would show: each of their flows expected above the band, and
+/// every half seen, none said below it.
 fn healthy_is_green(n: usize, switches: usize, extra: &str, pairings: usize) {
     let tmp = tempfile::tempdir().unwrap();
     let plan = write_plan(tmp.path(), "g.toml", &sampled_text(n, switches, extra));
@@ -297,31 +301,45 @@ fn healthy_is_green(n: usize, switches: usize, extra: &str, pairings: usize) {
     let out = stdout(&o);
     let last = out.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("ALL GREEN: ") && last.ends_with(" measured (simulated)"),
+        last.starts_with(&format!("ALL GREEN: {n} of {} halves", 2 * n))
+            && last.ends_with(" measured (simulated)"),
         "{out}"
     );
     let r = json(&dir.join("results.json"));
     assert_eq!(r["suspects"], serde_json::json!([]));
     assert_eq!(r["summary"]["fail"], 0);
     assert_eq!(r["summary"]["warn"], 0);
-    let mut names: Vec<&str> = r["jobs"]
+    assert!(r["coverage"]["below_band"].is_null(), "{}", r["coverage"]);
+    let rdma: Vec<&Value> = r["jobs"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|j| j["kind"] == "rdma-bw")
+        .collect();
+    let mut names: Vec<&str> = rdma
+        .iter()
         .map(|j| j["round_name"].as_str().unwrap())
         .collect();
     names.dedup();
     assert!(names.iter().all(|n| !n.contains("re-test")), "{names:?}");
     // each pairing run both ways, every member in every round (n even)
-    assert_eq!(names.len(), 2 * pairings, "{names:?}");
-    let rdma = r["jobs"]
-        .as_array()
-        .unwrap()
+    let (sampled, full): (Vec<&str>, Vec<&str>) =
+        names.iter().partition(|n| n.contains(" sampled "));
+    assert_eq!(sampled.len(), 2 * pairings, "{names:?}");
+    assert!(full.len() <= (n.ilog2() as usize + 2) / 2, "{names:?}");
+    assert!(
+        full.iter().all(|n| n.starts_with("rdma-bw full-rate ")),
+        "{names:?}"
+    );
+    let full_jobs: Vec<&&Value> = rdma
         .iter()
-        .filter(|j| j["kind"] == "rdma-bw")
-        .count();
-    assert_eq!(rdma, 2 * pairings * n / 2);
+        .filter(|j| j["round_name"].as_str().unwrap().contains("full-rate"))
+        .collect();
+    for j in &full_jobs {
+        // 80% of it above the band's top (25 Gb/s): a throttled end would fail it
+        assert!(j["expected_gbps"].as_f64().unwrap() > 31.25, "{j}");
+    }
+    assert_eq!(rdma.len(), 2 * pairings * n / 2 + full_jobs.len());
 }
 
 #[test]
@@ -329,7 +347,8 @@ fn sampled_64_healthy_run_is_green() {
     healthy_is_green(64, 2, "", 8);
 }
 
-/// 512 nodes in 4 switches end to end: 16 rounds of 256 flows, one 512-rank NCCL job.
+/// 512 nodes in 4 switches end to end: 16 rounds of 256 flows, a full-rate round for the halves
+/// they measured only across a crowded ISL, one 512-rank NCCL job.
 #[test]
 fn sampled_512_healthy_run_is_green() {
     healthy_is_green(512, 4, "", 8);
@@ -555,7 +574,16 @@ fn localise_512(broken: &Broken) -> (Vec<fabricplan::results::Suspect>, usize, u
         );
     }
     let first = fabricplan::kinds::schedule(&plan).len();
-    let retests = localise::retests(&plan, &fabric, RDMA_BW, first, &seen);
+    let metric = fabricplan::kinds::get(RDMA_BW).unwrap().metric();
+    let retests = localise::retests(
+        &plan,
+        &fabric,
+        RDMA_BW,
+        metric,
+        first,
+        &seen,
+        localise::MAX_RETEST_ROUNDS,
+    );
     assert!(retests.len() <= localise::MAX_RETEST_ROUNDS);
     let retest_jobs: Vec<Job> = retests.iter().flat_map(|r| r.jobs.clone()).collect();
     let ids: HashSet<String> = retest_jobs.iter().map(|j| j.id.clone()).collect();
@@ -609,7 +637,8 @@ fn sampled_512_healthy_needs_no_retest_and_names_nothing() {
     let rounds = sampled_rounds(&plan, &fabric);
     let jobs: Vec<Job> = rounds.iter().flat_map(|r| r.jobs.clone()).collect();
     let seen = observe(&plan, &Broken::Half("no such half"), &jobs);
-    assert!(localise::retests(&plan, &fabric, RDMA_BW, 17, &seen).is_empty());
+    let metric = fabricplan::kinds::get(RDMA_BW).unwrap().metric();
+    assert!(localise::retests(&plan, &fabric, RDMA_BW, metric, 17, &seen, 8).is_empty());
     let d = localise::decide(
         &plan,
         RDMA_BW,
@@ -618,4 +647,60 @@ fn sampled_512_healthy_needs_no_retest_and_names_nothing() {
         &HashSet::new(),
     );
     assert!(d.suspects.is_empty());
+}
+
+/// At 512 nodes on four switches a sampled flow across an ISL is expected its share of it,
+/// below the throttle band: a half whose every sampled flow crossed one was measured where a
+/// throttle passes. Those halves, and only those, get one full-rate round: each the client of
+/// one flow within its switch (no ISL), against a peer seen passing at full rate where there is
+/// one, each flow expected above the band by the capacity model; after it none is unseen.
+#[test]
+fn sampled_512_halves_seen_only_below_the_band_get_one_full_rate_round() {
+    let plan = load(512, 4, "");
+    let fabric = Fabric::build(&plan);
+    let metric = fabricplan::kinds::get(RDMA_BW).unwrap().metric();
+    let passed = |rounds: &[Round]| -> Vec<Observed> {
+        rounds
+            .iter()
+            .flat_map(|r| {
+                let e = fabricplan::capacity::expected(&plan, r);
+                r.jobs.iter().cloned().zip(e).map(|(job, e)| Observed {
+                    job,
+                    seen: Seen::Passed,
+                    trap: None,
+                    measured: e,
+                    expected: e,
+                })
+            })
+            .collect()
+    };
+    let mut seen = passed(&sampled_rounds(&plan, &fabric));
+    let unseen: Vec<String> = localise::unseen(&plan, metric, &seen)
+        .iter()
+        .map(|e| name(&plan, e))
+        .collect();
+    // (3/4)^8 of 512: about 51 halves never paired within their switch
+    assert!((20..=100).contains(&unseen.len()), "{}", unseen.len());
+    let full = localise::full_rate(&plan, &fabric, RDMA_BW, metric, 17, &seen, 4);
+    assert!(full.left.is_empty());
+    assert_eq!(full.rounds.len(), 1);
+    let r = &full.rounds[0];
+    assert_eq!(r.name, "rdma-bw full-rate 1/1");
+    let clients: Vec<String> = r
+        .jobs
+        .iter()
+        .map(|j| name(&plan, &j.pair.as_ref().unwrap().client))
+        .collect();
+    assert_eq!(clients, unseen, "each unseen half the client of one flow");
+    let expected = fabricplan::capacity::expected(&plan, r);
+    let mut ends = HashSet::new();
+    for (j, e) in r.jobs.iter().zip(expected) {
+        let p = j.pair.as_ref().unwrap();
+        assert!(p.path.isl_hops().next().is_none(), "{}", j.label(&plan));
+        assert!(e.unwrap() > 100.0, "{}: {e:?}", j.label(&plan));
+        assert!(ends.insert(p.client.clone()) && ends.insert(p.server.clone()));
+        assert!(!unseen.contains(&name(&plan, &p.server)), "a seen peer");
+    }
+    seen.extend(passed(&full.rounds));
+    assert!(localise::unseen(&plan, metric, &seen).is_empty());
 }

@@ -172,9 +172,13 @@ fn planned_ports(plan: &Plan, node: &str) -> usize {
         .len()
 }
 
-/// The parts of the same kind as a chosen one that every verdict it explains names too, that no
-/// passing verdict cleared and that no other finding is about: the evidence cannot tell them
-/// apart from it, so the finding is about them all (`NCCL on spark-[1-3]`).
+/// The parts of the same kind as a chosen one that every verdict it explains names too, that
+/// passing verdicts cleared alike and that no other finding is about: the evidence cannot tell
+/// them apart from it, so the finding is about them all (`NCCL on spark-[1-3]`). Cleared alike:
+/// a part chosen uncleared has the uncleared ones for peers; a part chosen although a passing
+/// verdict cleared it (nothing named was left uncleared: a collective slow while every half
+/// of its ranks passed elsewhere) has every one named with it, the first rank no more than the
+/// last (`n[00001-01024].f0.a`).
 fn peers(mut out: Vec<Merged>, lists: &[Vec<Part>], cleared: &BTreeSet<Part>) -> Vec<Merged> {
     let chosen: BTreeSet<Part> = out.iter().map(|m| m.part.clone()).collect();
     let kind = |p: &Part| match p {
@@ -185,10 +189,11 @@ fn peers(mut out: Vec<Merged>, lists: &[Vec<Part>], cleared: &BTreeSet<Part>) ->
         let Some(first) = m.explains.first() else {
             continue;
         };
+        let own = cleared.contains(&m.part);
         let shared: Vec<Part> = lists[*first]
             .iter()
             .filter(|q| **q != m.part && kind(q) == kind(&m.part))
-            .filter(|q| !cleared.contains(q) && !chosen.contains(q))
+            .filter(|q| cleared.contains(q) == own && !chosen.contains(q))
             .filter(|q| m.explains.iter().all(|i| lists[*i].contains(q)))
             .cloned()
             .collect();
@@ -202,9 +207,21 @@ fn peers(mut out: Vec<Merged>, lists: &[Vec<Part>], cleared: &BTreeSet<Part>) ->
     out
 }
 
-/// One name for a part and its peers: the software on a hostlist of their nodes, else each
-/// part's name joined by `or`.
+/// One name for a part and its peers: the software on a hostlist of their nodes, halves of one
+/// port and half as a hostlist of their nodes with it (`n[00001-01024].f0.a`), else each part's
+/// name joined by `or`.
 fn group_name(part: &Part, peers: &[Part]) -> String {
+    if let Part::Half { port, half, .. } = part
+        && peers
+            .iter()
+            .all(|p| matches!(p, Part::Half { port: q, half: h, .. } if q == port && h == half))
+    {
+        let nodes: Vec<&str> = std::iter::once(part)
+            .chain(peers)
+            .filter_map(Part::node_name)
+            .collect();
+        return format!("{}.{port}.{half}", crate::text::hostlist::compress(&nodes));
+    }
     if let Part::Software { software, .. } = part
         && peers
             .iter()
@@ -395,5 +412,27 @@ mod tests {
             &BTreeSet::new(),
         );
         assert!(out[0].among.is_empty());
+    }
+
+    /// A slow collective whose every half passed elsewhere: the cover picks the first rank's
+    /// half for being first, and nothing tells it from the others: the finding is about them
+    /// all, never the first rank's.
+    #[test]
+    fn a_part_chosen_though_cleared_is_said_with_every_part_cleared_alike() {
+        let h = |n: &str| Part::half(n, "f0", "a");
+        let lists = vec![vec![h("n01"), h("n02"), h("n03"), nccl("n01"), nccl("n02")]];
+        let all: BTreeSet<Part> = lists[0].iter().cloned().collect();
+        let out = peers(vec![merged(h("n01"), vec![0])], &lists, &all);
+        assert_eq!(out[0].name.as_deref(), Some("n[01-03].f0.a"));
+        assert_eq!(out[0].among, vec![h("n02"), h("n03")]);
+        // an uncleared half among cleared ones is the one the evidence points at, alone
+        let some: BTreeSet<Part> = [h("n02"), h("n03")].into();
+        let out = peers(vec![merged(h("n01"), vec![0])], &lists, &some);
+        assert!(out[0].among.is_empty() && out[0].name.is_none());
+        // halves of other ports or halves are said with `or`
+        let lists = vec![vec![h("n01"), Part::half("n02", "f0", "b")]];
+        let all: BTreeSet<Part> = lists[0].iter().cloned().collect();
+        let out = peers(vec![merged(h("n01"), vec![0])], &lists, &all);
+        assert_eq!(out[0].name.as_deref(), Some("n01.f0.a, or n02.f0.b"));
     }
 }

@@ -176,7 +176,17 @@ fn finding(
         .map(|a| get(r, *a).outcome)
         .max()
         .unwrap_or(Outcome::Warn);
-    let fix = fix::fix(plan, found, &c.part, h.trap, h);
+    let mut fix = fix::fix(plan, found, &c.part, h.trap, h);
+    if !c.among.is_empty() {
+        // the evidence does not tell which of them: the fix is for every one, never a command
+        // on the first
+        let nodes: Vec<&str> = std::iter::once(&c.part)
+            .chain(&c.among)
+            .filter_map(Part::node_name)
+            .collect();
+        fix.command = None;
+        fix.host = (!nodes.is_empty()).then(|| crate::text::hostlist::compress(&nodes));
+    }
     let evidence = vec![h.gate.clone()];
     let follows: Vec<String> = ats
         .iter()

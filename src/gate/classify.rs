@@ -14,6 +14,30 @@ use crate::parse::{ErrorKind, Rejected, ToolError};
 /// it to a flow's own standalone rate.
 pub const REFERENCE_HALF_GBPS: f64 = 111.9;
 
+/// The firmware-throttle band on a GB10 half, Gb/s (the field reports' 12.74 sits inside): a
+/// flow measured in it is read as a throttle. It scales with the flow's standalone rate like
+/// every signature here ([`throttle_band`]).
+pub const THROTTLE_BAND_GBPS: (f64, f64) = (8.0, 25.0);
+
+/// The firmware-throttle band for a flow whose standalone rate is `standalone` (GB10's when
+/// unknown): [`THROTTLE_BAND_GBPS`] scaled to it.
+pub fn throttle_band(standalone: Option<f64>) -> (f64, f64) {
+    let scale = standalone.unwrap_or(REFERENCE_HALF_GBPS) / REFERENCE_HALF_GBPS;
+    (THROTTLE_BAND_GBPS.0 * scale, THROTTLE_BAND_GBPS.1 * scale)
+}
+
+/// Whether a flow judged by `gate`, expected `expected` in its round, would fail to pass if one
+/// of its halves were throttled anywhere in the band: its pass mark lies above the band's top.
+/// A flow whose share of a crowded ISL is below the band passes with a throttled half at one
+/// end, and so clears neither end of a throttle. Without an expected value, or a pass mark,
+/// the gate cannot be placed against the band and is taken to show it.
+pub fn shows_throttle(gate: &GateSpec, expected: Option<f64>, standalone: Option<f64>) -> bool {
+    let Some(mark) = gate.pass.and_then(|t| t.resolve(expected)) else {
+        return true;
+    };
+    mark > throttle_band(standalone).1
+}
+
 /// What the gate engine knows about a job beyond the tool's output.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
@@ -156,7 +180,8 @@ pub fn bandwidth(spec: &GateSpec, parsed: &BwReport, ctx: &Context) -> Vec<Verdi
         // them to the flow's own standalone rate, so a 25G site or a lab is read the same way
         let scale = ctx.standalone_gbps.unwrap_or(REFERENCE_HALF_GBPS) / REFERENCE_HALF_GBPS;
         let single_digits = bw < 10.0 * scale;
-        let throttle_band = (8.0 * scale..=25.0 * scale).contains(&bw);
+        let (low, high) = throttle_band(ctx.standalone_gbps);
+        let throttle_band = (low..=high).contains(&bw);
         let of = match ctx.expected_gbps {
             Some(e) if e > 0.0 => format!(
                 "{bw:.2} Gb/s is {:.0}% of the {e:.1} Gb/s expected here",
@@ -182,9 +207,7 @@ pub fn bandwidth(spec: &GateSpec, parsed: &BwReport, ctx: &Context) -> Vec<Verdi
             (
                 Trap::FirmwareThrottle,
                 format!(
-                    "{of}: inside the firmware-throttle band ({:.0}-{:.0} Gb/s for a {standalone:.1} Gb/s half)",
-                    8.0 * scale,
-                    25.0 * scale
+                    "{of}: inside the firmware-throttle band ({low:.0}-{high:.0} Gb/s for a {standalone:.1} Gb/s half)"
                 ),
             )
         } else {
@@ -603,6 +626,34 @@ mod tests {
         // near miss: 26 Gb/s is not the throttle band
         let v = bandwidth(&s, &bw(26.0), &ctx(111.9));
         assert_ne!(v[0].trap, Some(Trap::FirmwareThrottle));
+    }
+
+    /// A flow shows a throttle when its pass mark (80% of its share) is above the band's top
+    /// (25 Gb/s on a GB10 half): 31.25 Gb/s expected at least; a flow's share of a crowded ISL
+    /// (2.4 Gb/s, 1024 nodes on four switches) passes with a throttled half at one end.
+    #[test]
+    fn a_flow_shows_a_throttle_only_above_the_band() {
+        let s = GateSpec::default_for(&BW);
+        assert_eq!(throttle_band(None), (8.0, 25.0));
+        assert!(shows_throttle(&s, Some(111.9), Some(111.9)));
+        assert!(shows_throttle(&s, Some(31.3), None));
+        assert!(!shows_throttle(&s, Some(31.2), None));
+        assert!(!shows_throttle(&s, Some(2.4), Some(110.8)));
+        // and what it cannot show it passes: 12.74 is above 80% of 2.4
+        assert_eq!(bandwidth(&s, &bw(12.74), &ctx(2.4))[0].outcome, Outcome::Ok);
+        // on a 25G site the band is 1.7-5.4 Gb/s: a 7 Gb/s share shows it
+        let (lo, hi) = throttle_band(Some(24.0));
+        assert!(
+            (lo - 1.716).abs() < 0.01 && (hi - 5.362).abs() < 0.01,
+            "{lo} {hi}"
+        );
+        assert!(shows_throttle(&s, Some(7.0), Some(24.0)));
+        // an absolute pass mark above the band shows it at any share; no expected value, no
+        // judgement against the band
+        let mut abs = s.clone();
+        abs.pass = Some(crate::gate::threshold::Threshold::Absolute { value: 90.0 });
+        assert!(shows_throttle(&abs, Some(2.4), None));
+        assert!(shows_throttle(&s, None, None));
     }
 
     #[test]

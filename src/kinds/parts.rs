@@ -169,8 +169,27 @@ pub fn reached(plan: &Plan, job: &Job) -> Vec<Part> {
         .collect()
 }
 
+/// Whether passing verdict `v` of `job` could not have shown a throttled half: a bandwidth per
+/// half (whose miss reads as the firmware throttle) expected, in its round, a share whose pass
+/// mark lies below the throttle band (a flow's share of a crowded ISL). A throttled half would
+/// have passed it too: it clears neither end.
+pub fn blind_to_a_throttle(plan: &Plan, job: &Job, v: &Verdict) -> bool {
+    let Some(spec) = v.metric.and_then(super::metric) else {
+        return false;
+    };
+    v.outcome == crate::gate::judge::Outcome::Ok
+        && spec.trap == Trap::FirmwareThrottle
+        && job.pair.is_some()
+        && !crate::gate::classify::shows_throttle(
+            &plan.gate(spec),
+            v.expected,
+            crate::capacity::standalone(plan, job),
+        )
+}
+
 /// Say which parts each of `verdicts` is about where it does not say yet: `parts` gives them
-/// (a kind's [`super::TestKind::parts`]); a passing verdict of a job that ran also clears its
+/// (a kind's [`super::TestKind::parts`]), less the halves a pass too small to show a throttle
+/// cannot clear ([`blind_to_a_throttle`]); a passing verdict of a job that ran also clears its
 /// nodes' reach.
 pub fn attach(
     plan: &Plan,
@@ -181,7 +200,10 @@ pub fn attach(
 ) {
     for v in verdicts.iter_mut() {
         if v.implicates.is_empty() && v.clears.is_empty() {
-            let p = parts(v);
+            let mut p = parts(v);
+            if blind_to_a_throttle(plan, job, v) {
+                p.retain(|x| !matches!(x, Part::Half { .. }));
+            }
             v.set_about(p);
         }
         if ran && v.outcome == crate::gate::judge::Outcome::Ok {

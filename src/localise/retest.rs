@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::evidence::{Element, Observed, Seen, elements};
+use super::full_rate::seen_at_full_rate;
+use crate::gate::threshold::MetricSpec;
 use crate::plan::{Endpoint, IslId, Member, Plan, SegmentId, SwitchId};
 use crate::schedule::{KindId, PairSpec, Round, pair_round};
 use crate::topology::Fabric;
@@ -26,6 +28,9 @@ struct Wanted {
 struct Peers<'p> {
     plan: &'p Plan,
     cleared: &'p HashSet<Element>,
+    /// Of those, the parts a pass cleared where a throttle would have shown: a peer that
+    /// passed only at a share below the band may be throttled itself.
+    full_rate: &'p HashSet<Element>,
     /// Ends of failing flows: a peer outside them is better evidence.
     in_failing: &'p HashSet<Endpoint>,
     uses: HashMap<Endpoint, usize>,
@@ -39,9 +44,17 @@ impl Peers<'_> {
         })
     }
 
+    fn vouched_at_full_rate(&self, e: &Endpoint, sending: bool) -> bool {
+        self.full_rate.contains(&Element::End {
+            endpoint: e.clone(),
+            sending,
+        })
+    }
+
     /// The peer for `e` (`sending` is e's role): another node's half of the same segment that
-    /// passed in the other role; on e's own switch first, not `avoid` (e's peer in its other
-    /// role), the least used, outside failing flows, in member order.
+    /// passed in the other role; on e's own switch first, then one that passed where a
+    /// throttle would have shown, not `avoid` (e's peer in its other role), the least used,
+    /// outside failing flows, in member order.
     fn pick(
         &mut self,
         seg: SegmentId,
@@ -58,6 +71,7 @@ impl Peers<'_> {
             .min_by_key(|(i, m)| {
                 (
                     m.switch != switch,
+                    !self.vouched_at_full_rate(&m.endpoint, !sending),
                     avoid == Some(&m.endpoint),
                     self.uses.get(&m.endpoint).copied().unwrap_or(0),
                     self.in_failing.contains(&m.endpoint),
@@ -127,9 +141,10 @@ fn spec(client: Endpoint, server: Endpoint, segment: SegmentId) -> PairSpec {
     }
 }
 
-/// The flows worth re-testing, from what the sampled rounds showed.
-fn wanted(plan: &Plan, fabric: &Fabric, observed: &[Observed]) -> Wanted {
+/// The flows worth re-testing, from what the sampled rounds showed (judged by `metric`).
+fn wanted(plan: &Plan, fabric: &Fabric, metric: &MetricSpec, observed: &[Observed]) -> Wanted {
     let mut cleared: HashSet<Element> = HashSet::new();
+    let mut full_rate: HashSet<Element> = HashSet::new();
     let mut in_failing: HashSet<Endpoint> = HashSet::new();
     // (segment, end, sending) of failing flows; ISL directions with a segment crossing them
     let mut ends: BTreeSet<(SegmentId, Endpoint, bool)> = BTreeSet::new();
@@ -138,7 +153,12 @@ fn wanted(plan: &Plan, fabric: &Fabric, observed: &[Observed]) -> Wanted {
         let Some(pair) = &o.job.pair else { continue };
         let els = elements(plan, pair);
         match o.seen {
-            Seen::Passed => cleared.extend(els),
+            Seen::Passed => {
+                if seen_at_full_rate(plan, metric, o) {
+                    full_rate.extend(els.iter().cloned());
+                }
+                cleared.extend(els);
+            }
             Seen::Warned => {}
             Seen::Failed => {
                 in_failing.insert(pair.client.clone());
@@ -159,6 +179,7 @@ fn wanted(plan: &Plan, fabric: &Fabric, observed: &[Observed]) -> Wanted {
     let mut peers = Peers {
         plan,
         cleared: &cleared,
+        full_rate: &full_rate,
         in_failing: &in_failing,
         uses: HashMap::new(),
     };
@@ -196,26 +217,30 @@ fn wanted(plan: &Plan, fabric: &Fabric, observed: &[Observed]) -> Wanted {
     out
 }
 
-/// The re-test rounds of kind `kind` for what `observed` showed, numbered from `first_index`:
-/// none when nothing failed. Each node half is in one flow of a round at most.
+/// The re-test rounds of kind `kind` (judged by `metric`) for what `observed` showed, numbered
+/// from `first_index`, `max_rounds` at most (and never more than [`MAX_RETEST_ROUNDS`]): none
+/// when nothing failed. Each node half is in one flow of a round at most.
 pub fn retests(
     plan: &Plan,
     fabric: &Fabric,
     kind: KindId,
+    metric: &MetricSpec,
     first_index: usize,
     observed: &[Observed],
+    max_rounds: usize,
 ) -> Vec<Round> {
     if !observed.iter().any(|o| o.seen == Seen::Failed) {
         return Vec::new();
     }
-    let w = wanted(plan, fabric, observed);
+    let max_rounds = max_rounds.min(MAX_RETEST_ROUNDS);
+    let w = wanted(plan, fabric, metric, observed);
     let mut rounds: Vec<(Vec<PairSpec>, HashSet<Endpoint>)> = Vec::new();
     for s in w.probes.into_iter().chain(w.unvouched).chain(w.vouched) {
         let free =
             |busy: &HashSet<Endpoint>| !busy.contains(&s.client) && !busy.contains(&s.server);
         let at = match rounds.iter().position(|(_, busy)| free(busy)) {
             Some(i) => i,
-            None if rounds.len() < MAX_RETEST_ROUNDS => {
+            None if rounds.len() < max_rounds => {
                 rounds.push((Vec::new(), HashSet::new()));
                 rounds.len() - 1
             }

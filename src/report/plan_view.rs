@@ -220,7 +220,7 @@ fn write_coverage(w: &mut dyn Write, coverage: &[Coverage]) -> io::Result<()> {
         )?;
         writeln!(
             w,
-            "  then: each end of a failing flow re-tested against peers that passed, and the ISLs it crossed, to name the end at fault"
+            "  then: each half no flow measured where a throttle would show measured again on its own switch, each end of a failing flow re-tested against peers that passed, and the ISLs it crossed, to name the end at fault (log2 of the nodes + 2 rounds at most)"
         )?;
     }
     Ok(())

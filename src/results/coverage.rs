@@ -3,7 +3,9 @@
 //! measured, and which were measured only by gates that follow from a finding (not cleared: they
 //! are to be measured again once it is fixed). Green says what it covered: a plan whose rounds
 //! name nodes measures one half of each, and a run of it must say the other halves were never
-//! looked at. Pure: from the plan and the results.
+//! looked at. A half whose flows all passed at shares too small to show a throttle (a crowded
+//! ISL's) was not cleared by them (see `crate::kinds::parts::blind_to_a_throttle`): it is said
+//! apart, measured only below the throttle band. Pure: from the plan and the results.
 
 use std::collections::BTreeSet;
 
@@ -35,6 +37,10 @@ pub struct Coverage {
     /// FINDING`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_cleared: Vec<String>,
+    /// Halves some flow passed through, but only at shares below the throttle band: a throttled
+    /// half would have passed them too (not measured, by name).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub below_band: Vec<String>,
 }
 
 impl Coverage {
@@ -60,7 +66,7 @@ impl Coverage {
 
     /// Whether every declared part was measured and cleared.
     pub fn complete(&self) -> bool {
-        self.not_measured.is_empty() && self.not_cleared.is_empty()
+        self.not_measured.is_empty() && self.not_cleared.is_empty() && self.below_band.is_empty()
     }
 }
 
@@ -92,7 +98,12 @@ pub fn of(plan: &Plan, r: &RunResults) -> Coverage {
     let (halves, cables, isls) = declared(plan);
     let mut measured: BTreeSet<&Part> = BTreeSet::new();
     let mut following: Vec<(&Part, &str)> = Vec::new();
+    let mut passed_through: BTreeSet<Part> = BTreeSet::new();
     for v in r.jobs.iter().flat_map(|j| &j.verdicts) {
+        if let (Outcome::Ok, Some(f)) = (v.outcome, &v.flow) {
+            passed_through.insert(Part::half(&f.src, &f.src_port, &f.half));
+            passed_through.insert(Part::half(&f.dst, &f.dst_port, &f.half));
+        }
         match v.outcome {
             Outcome::Ok => measured.extend(&v.clears),
             _ if v.measured.is_none() => {}
@@ -115,6 +126,8 @@ pub fn of(plan: &Plan, r: &RunResults) -> Coverage {
             } else if let Some((_, f)) = following.iter().find(|(q, _)| *q == p) {
                 count.measured += 1;
                 c.not_cleared.push(format!("{}: follows {f}", p.name()));
+            } else if passed_through.contains(p) {
+                c.below_band.push(p.name());
             } else {
                 c.not_measured.push(p.name());
             }
@@ -200,6 +213,29 @@ mod tests {
         assert_eq!((c.cables.declared, c.cables.measured), (1, 1));
         assert_eq!(c.not_measured, ["spark-b.f0.b"]);
         assert_eq!(c.not_cleared, ["spark-a.f0.b: follows spark-a.f0.b"]);
+        assert!(!c.complete());
+        // a pass at a share below the throttle band clears its cable, not its ends: they are
+        // said apart, neither measured nor left unmeasured
+        let mut low = Verdict::check("rdma-bw z", Outcome::Ok, "", None)
+            .about(vec![Part::cable("spark-a.f0", "spark-b.f0")]);
+        low.flow = Some(crate::gate::flow::Flow {
+            src: "spark-a".into(),
+            src_port: "f0".into(),
+            dst: "spark-b".into(),
+            dst_port: "f0".into(),
+            half: "b".into(),
+        });
+        let r = RunResults {
+            jobs: vec![JobResult {
+                verdicts: vec![low],
+                ..JobResult::default()
+            }],
+            ..RunResults::default()
+        };
+        let c = of(&plan, &r);
+        assert_eq!((c.halves.measured, c.cables.measured), (0, 1));
+        assert_eq!(c.below_band, ["spark-a.f0.b", "spark-b.f0.b"]);
+        assert_eq!(c.not_measured, ["spark-a.f0.a", "spark-b.f0.a"]);
         assert!(!c.complete());
     }
 }

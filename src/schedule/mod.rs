@@ -159,14 +159,22 @@ pub struct Round {
 pub const SAMPLED: &str = "sampled";
 /// The words after the kind in a re-test round's name (`rdma-bw re-test 1/2`).
 pub const RETEST: &str = "re-test";
+/// The words after the kind in a full-rate round's name (`rdma-bw full-rate 1/1`): halves the
+/// sampled rounds measured only at shares too small to show a fault, measured where they can.
+pub const FULL_RATE: &str = "full-rate";
 
 impl Round {
-    /// A sampled or re-test round, whose flows may have run in another round of the run.
+    /// A sampled, full-rate or re-test round, whose flows may have run in another round of the
+    /// run.
     pub fn repeats_flows(&self) -> bool {
         self.name
             .strip_prefix(self.kind.name())
             .map(str::trim_start)
-            .is_some_and(|rest| rest.starts_with(SAMPLED) || rest.starts_with(RETEST))
+            .is_some_and(|rest| {
+                [SAMPLED, FULL_RATE, RETEST]
+                    .iter()
+                    .any(|w| rest.starts_with(w))
+            })
     }
 }
 

@@ -106,6 +106,15 @@ pub async fn sim_results(
     plan: &fabricplan::plan::Plan,
     faults: &[&str],
 ) -> fabricplan::results::RunResults {
+    sim_results_skipping(plan, faults, &[]).await
+}
+
+/// [`sim_results`] with the jobs `skip` names left out (`--skip`).
+pub async fn sim_results_skipping(
+    plan: &fabricplan::plan::Plan,
+    faults: &[&str],
+    skip: &[&str],
+) -> fabricplan::results::RunResults {
     use fabricplan::exec::runner::{self, RunConfig, RunOptions};
     use std::sync::Arc;
     let faults: Vec<String> = faults.iter().map(|f| f.to_string()).collect();
@@ -113,7 +122,7 @@ pub async fn sim_results(
     let opts = RunOptions {
         run_id: "sim-test".into(),
         only: vec![],
-        skip: vec![],
+        skip: skip.iter().map(|s| s.to_string()).collect(),
         max_parallel: 8,
         keep_evidence: None,
     };

@@ -11,7 +11,7 @@ use crate::kinds;
 use crate::localise::{self, Observed};
 use crate::results::Event;
 use crate::results::RunResults;
-use crate::schedule::{Job, KindId};
+use crate::schedule::{Job, KindId, Round};
 
 /// A sampled test's jobs as they ran: the rounds' jobs, in order.
 #[derive(Default)]
@@ -62,8 +62,30 @@ pub(super) async fn loopback(
     super::measure(ctx, &round, *next, |_| true, results, evidence, books).await;
 }
 
-/// Re-test the failing flows of `sampled` and name what is at fault. Re-test rounds are
-/// numbered from `*next` on (after the schedule's), which moves past them.
+/// Run `rounds` (numbered up to `next`) and add what their jobs showed to `seen`; false when
+/// the run was interrupted first (an interrupted run decides nothing from half its evidence).
+async fn run_extra(
+    ctx: &mut Ctx<'_>,
+    kind: KindId,
+    rounds: &[Round],
+    seen: &mut Vec<Observed>,
+    (results, evidence, books): (&mut RunResults, &Evidence, &mut Books),
+    next: usize,
+) -> bool {
+    for r in rounds {
+        if ctx.cancelled() {
+            return false;
+        }
+        super::measure(ctx, r, next, |_| true, results, evidence, books).await;
+        seen.extend(observed(results, &r.jobs, kind));
+    }
+    true
+}
+
+/// Measure again, where a throttle would show, the halves the rounds of `sampled` measured
+/// only at shares below its band; re-test the failing flows; name what is at fault. The extra
+/// rounds, [`localise::extra_round_budget`] at most, are numbered from `*next` on (after the
+/// schedule's), which moves past them.
 pub(super) async fn localise(
     ctx: &mut Ctx<'_>,
     sampled: Sampled,
@@ -74,21 +96,44 @@ pub(super) async fn localise(
 ) {
     let Some(kind) = sampled.kind else { return };
     let Some(k) = kinds::get(kind) else { return };
+    let (plan, fabric, metric) = (ctx.plan, ctx.fabric, k.metric());
     let mut seen = observed(results, &sampled.jobs, kind);
-    let rounds = localise::retests(ctx.plan, ctx.fabric, kind, *next, &seen);
-    *next += rounds.len();
-    let mut retests: HashSet<String> = HashSet::new();
-    for r in &rounds {
-        if ctx.cancelled() {
-            // an interrupted run decides nothing from half its evidence
-            return;
-        }
-        super::measure(ctx, r, *next, |_| true, results, evidence, books).await;
-        retests.extend(r.jobs.iter().map(|j| j.id.clone()));
+    let budget = localise::extra_round_budget(localise::nodes_of(plan, &seen));
+    // most of the budget is left to the re-tests: a full-rate round sees every half it can
+    let full = localise::full_rate(plan, fabric, kind, metric, *next, &seen, budget / 2);
+    *next += full.rounds.len();
+    if !run_extra(
+        ctx,
+        kind,
+        &full.rounds,
+        &mut seen,
+        (results, evidence, books),
+        *next,
+    )
+    .await
+    {
+        return;
     }
-    let retest_jobs: Vec<Job> = rounds.into_iter().flat_map(|r| r.jobs).collect();
-    seen.extend(observed(results, &retest_jobs, kind));
-    let decision = localise::decide(ctx.plan, kind, k.metric(), &seen, &retests);
+    let left = budget.saturating_sub(full.rounds.len());
+    let rounds = localise::retests(plan, fabric, kind, metric, *next, &seen, left);
+    *next += rounds.len();
+    if !run_extra(
+        ctx,
+        kind,
+        &rounds,
+        &mut seen,
+        (results, evidence, books),
+        *next,
+    )
+    .await
+    {
+        return;
+    }
+    let retests: HashSet<String> = rounds
+        .iter()
+        .flat_map(|r| r.jobs.iter().map(|j| j.id.clone()))
+        .collect();
+    let decision = localise::decide(plan, kind, metric, &seen, &retests);
     let mut follow: HashMap<&str, &str> = HashMap::new();
     for (s, ids) in decision.suspects.iter().zip(&decision.explains) {
         for id in ids {

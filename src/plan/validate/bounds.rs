@@ -2,9 +2,10 @@
 //! plan that runs no test is said to (a run of it only discovers and checks the fabric).
 //!
 //! The tests' rounds and jobs are counted from the kinds' stages without building a round
-//! ([`Catalog::sizes`]), so a plan of millions of jobs is refused in milliseconds. The re-test
-//! and loopback rounds a run may add (at most [`crate::localise::retest::MAX_RETEST_ROUNDS`]
-//! and one per test) are not counted: they are bounded on their own.
+//! ([`Catalog::sizes`]), so a plan of millions of jobs is refused in milliseconds. The
+//! full-rate, re-test and loopback rounds a run may add (log2 of a sampled test's nodes + 2,
+//! `crate::localise::extra_round_budget`, and one loopback per test) are not counted: they are
+//! bounded on their own.
 
 use std::ops::Range;
 

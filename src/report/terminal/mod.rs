@@ -240,6 +240,16 @@ fn verdict_line(p: &mut Page, r: &RunResults) -> io::Result<()> {
                 14,
             )?;
         }
+        if !c.below_band.is_empty() {
+            p.wrapped(
+                "below the throttle band: ",
+                &format!(
+                    "{} (every flow of theirs had a share a throttled half passes too)",
+                    inert(&some_of(&c.below_band, 6))
+                ),
+                25,
+            )?;
+        }
         if !c.not_cleared.is_empty() {
             p.wrapped(
                 "not cleared: ",
