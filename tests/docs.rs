@@ -27,7 +27,11 @@ fn pages() -> Vec<(String, String)> {
         .collect();
     chapters.sort();
     for p in chapters {
-        let rel = p.strip_prefix(root()).unwrap().to_string_lossy().into_owned();
+        let rel = p
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         pages.push((rel, std::fs::read_to_string(&p).unwrap()));
     }
     pages
@@ -154,7 +158,9 @@ fn every_command_shown_parses_and_every_shipped_plan_named_validates() {
                 if root().join(a).is_file() {
                     plans.insert(a.clone());
                 } else if !placeholder(a) && !made.contains(a) {
-                    stale.push(format!("{page}:{line}: `{code}` names {a}, which is not here"));
+                    stale.push(format!(
+                        "{page}:{line}: `{code}` names {a}, which is not here"
+                    ));
                 }
             }
         }
@@ -204,7 +210,10 @@ fn relative_links(text: &str) -> Vec<String> {
 fn every_relative_link_points_at_a_file() {
     let mut broken = Vec::new();
     for (page, text) in pages() {
-        let dir = Path::new(&page).parent().unwrap_or(Path::new("")).to_path_buf();
+        let dir = Path::new(&page)
+            .parent()
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
         for link in relative_links(&text) {
             if !root().join(&dir).join(&link).exists() {
                 broken.push(format!("{page}: {link}"));
@@ -225,8 +234,14 @@ fn the_table_of_contents_lists_every_chapter_and_only_chapters_that_exist() {
         .collect();
     let missing: Vec<_> = present.difference(&listed).collect();
     let absent: Vec<_> = listed.difference(&present).collect();
-    assert!(missing.is_empty(), "chapters not in SUMMARY.md: {missing:?}");
-    assert!(absent.is_empty(), "SUMMARY.md lists missing chapters: {absent:?}");
+    assert!(
+        missing.is_empty(),
+        "chapters not in SUMMARY.md: {missing:?}"
+    );
+    assert!(
+        absent.is_empty(),
+        "SUMMARY.md lists missing chapters: {absent:?}"
+    );
 }
 
 #[test]
