@@ -134,6 +134,10 @@ pub enum LauncherKind {
         help = "Every command a job step of one Slurm allocation (node names are Slurm node names)"
     )]
     Slurm,
+    #[value(
+        help = "Every node's commands on this machine, each node in a session of its own (a one-box plan)"
+    )]
+    Local,
 }
 
 impl LauncherKind {
@@ -141,6 +145,7 @@ impl LauncherKind {
         match self {
             LauncherKind::Ssh => "ssh",
             LauncherKind::Slurm => "slurm",
+            LauncherKind::Local => "local",
         }
     }
 }

@@ -6,6 +6,7 @@
 //! path on a host: each runs in its job's own directory inside its session's private one. Pure:
 //! the executing half of a launcher lives in `crate::exec::launch`.
 
+mod local;
 mod slurm;
 mod ssh;
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 use super::{RenderError, Renderer};
 use crate::plan::{Node, NodeId, Plan};
 
+pub use local::LocalStyle;
 pub use slurm::{STEP_MARK, SlurmStyle, display, is_step_id, salloc, take_step_mark};
 pub use ssh::SshStyle;
 
