@@ -1,7 +1,7 @@
 //! The local launcher (`[launcher] kind = "local"`, `--launcher local`, `--local`): every node's
 //! commands run on this machine, in a session of its own, through the same session loop as over
 //! SSH. On a machine without RDMA devices (this one, in CI) a run of a one-box plan finds that,
-//! about the node itself and never an sshd, and leaves nothing running.
+//! about the node itself and never an sshd.
 
 mod support;
 
