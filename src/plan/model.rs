@@ -109,8 +109,8 @@ pub struct LauncherConfig {
     pub slurm: SlurmConfig,
 }
 
-/// How commands reach the nodes: over SSH from this machine, or as job steps of one Slurm
-/// allocation.
+/// How commands reach the nodes: over SSH from this machine, as job steps of one Slurm
+/// allocation, or on this machine itself.
 #[derive(
     Debug,
     Clone,
