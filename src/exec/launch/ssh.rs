@@ -61,7 +61,7 @@ impl SshLauncher {
     /// a node that cannot be reached is this machine, not an sshd.
     pub fn local() -> SshLauncher {
         SshLauncher {
-            transport: Arc::new(crate::exec::local::LocalTransport::new()),
+            transport: Arc::new(crate::exec::local::LocalTransport::default()),
             style: &LocalStyle,
             reached_by: None,
         }
