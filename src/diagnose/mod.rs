@@ -185,7 +185,7 @@ fn finding(
             .filter_map(Part::node_name)
             .collect();
         fix.command = None;
-        fix.host = (!nodes.is_empty()).then(|| crate::text::hostlist::compress(&nodes));
+        fix.host = (!nodes.is_empty()).then(|| crate::text::hostlist::spoken(&nodes));
     }
     let evidence = vec![h.gate.clone()];
     let follows: Vec<String> = ats

@@ -9,6 +9,22 @@ fn split(name: &str) -> (&str, &str) {
     name.split_at(name.len() - digits)
 }
 
+/// `names` as a person reads them: one hostlist range where they make one (`n[0001-1024]`),
+/// else each name, in order, the last joined by `and` (`spark-a and spark-b`).
+pub fn spoken(names: &[&str]) -> String {
+    let list = compress(names);
+    if list.contains('[') && !list.contains(',') || names.len() < 2 {
+        return list;
+    }
+    let mut v: Vec<&str> = names.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    match v.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => list,
+    }
+}
+
 /// `names` as one hostlist expression, in the order the groups first appear, each group's
 /// numbers ascending; duplicates once.
 pub fn compress(names: &[&str]) -> String {
@@ -107,5 +123,16 @@ mod tests {
         assert_eq!(compress(&["host-a", "host-b"]), "host-a,host-b");
         // zero padding is part of the name
         assert_eq!(compress(&["n01", "n2"]), "n01,n2");
+    }
+
+    #[test]
+    fn spoken_lists_read_as_words_unless_they_make_a_range() {
+        assert_eq!(
+            super::spoken(&["spark-b", "spark-a"]),
+            "spark-a and spark-b"
+        );
+        assert_eq!(super::spoken(&["a", "c", "b"]), "a, b and c");
+        assert_eq!(super::spoken(&["n01", "n02", "n03"]), "n[01-03]");
+        assert_eq!(super::spoken(&["n01"]), "n01");
     }
 }
