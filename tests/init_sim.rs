@@ -1,0 +1,231 @@
+//! `fabricplan init --sim PLAN`: drafted from the fabric simulated from every shipped plan and
+//! example, the plan reproduces its nodes, ports, halves and cables (the topology compared, not
+//! the text); a crossed or swapped cable is drafted where it lands; a host that does not answer
+//! is left out with a line, and the plan still written; an existing file is never replaced
+//! without --force.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use fabricplan::plan::{Endpoint, Plan};
+use support::{fabricplan, load_plan, stderr};
+
+/// Every shipped plan and example.
+fn shipped() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in ["plans", "examples"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    assert!(out.len() >= 8, "{out:?}");
+    out
+}
+
+/// The device a half is on its box: pinned, else the profile's.
+fn device(plan: &Plan, e: &Endpoint) -> String {
+    plan.pinned(e)
+        .device
+        .or_else(|| plan.profile_half(e).map(|h| h.device.clone()))
+        .unwrap_or_default()
+}
+
+/// A cable's end: the node, its halves' devices, and the switch it lands on.
+type End = (String, Vec<(String, String)>, Option<String>);
+
+/// The topology: each cable as its ends (node, each half's name and device, switch), and each
+/// layer-2 segment as its members' (node, device).
+fn topology(plan: &Plan) -> (BTreeSet<Vec<End>>, BTreeSet<Vec<(String, String)>>) {
+    let mut cables = BTreeSet::new();
+    for (ci, _) in plan.cables.iter().enumerate() {
+        let mut ends: Vec<End> = Vec::new();
+        for s in plan.segments.iter().filter(|s| s.cable == ci) {
+            for m in &s.members {
+                let node = plan.node(m.endpoint.node).name.clone();
+                let switch = m.switch.map(|w| plan.switches[w.0].name.clone());
+                let half = (m.endpoint.half.clone(), device(plan, &m.endpoint));
+                let port = format!("{node}.{}", m.endpoint.port);
+                match ends.iter_mut().find(|(n, _, _)| *n == port) {
+                    Some((_, hs, _)) => hs.push(half),
+                    None => ends.push((port, vec![half], switch)),
+                }
+            }
+        }
+        // the port's name is the plan's word for it: compare by node and devices
+        let mut ends: Vec<End> = ends
+            .into_iter()
+            .map(|(p, mut hs, sw)| {
+                hs.sort();
+                (p.split('.').next().unwrap_or("").to_string(), hs, sw)
+            })
+            .collect();
+        ends.sort();
+        cables.insert(ends);
+    }
+    let segments = plan
+        .segments
+        .iter()
+        .map(|s| {
+            let mut m: Vec<(String, String)> = s
+                .members
+                .iter()
+                .map(|m| {
+                    (
+                        plan.node(m.endpoint.node).name.clone(),
+                        device(plan, &m.endpoint),
+                    )
+                })
+                .collect();
+            m.sort();
+            m
+        })
+        .collect();
+    (cables, segments)
+}
+
+fn nodes(plan: &Plan) -> BTreeSet<String> {
+    plan.nodes.iter().map(|n| n.name.clone()).collect()
+}
+
+/// `init --sim PLAN -o OUT EXTRA...`: its output, and the drafted plan (which must validate).
+fn init_sim(plan: &Path, out: &Path, extra: &[&str]) -> (std::process::Output, Plan) {
+    let mut args = vec![
+        "init",
+        "--sim",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = fabricplan(&args);
+    assert!(
+        out.exists(),
+        "{}: no plan written\n{}",
+        plan.display(),
+        stderr(&o)
+    );
+    let v = fabricplan(&["validate", out.to_str().unwrap()]);
+    assert_eq!(v.status.code(), Some(0), "{}", stderr(&v));
+    let drafted = load_plan(out);
+    (o, drafted)
+}
+
+#[test]
+fn every_shipped_plan_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    for p in shipped() {
+        let original = load_plan(&p);
+        let out = dir
+            .path()
+            .join(format!("{}.toml", p.file_stem().unwrap().to_string_lossy()));
+        let (o, drafted) = init_sim(&p, &out, &[]);
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(nodes(&drafted), nodes(&original), "{}", p.display());
+        assert_eq!(
+            topology(&drafted),
+            topology(&original),
+            "{}:\n{text}",
+            p.display()
+        );
+        // an ISL is a TODO (its capacity is not visible from the hosts): exit 1; else 0
+        let todo = text.contains("# TODO:");
+        assert_eq!(todo, !original.isls.is_empty(), "{}:\n{text}", p.display());
+        assert_eq!(
+            o.status.code(),
+            Some(if todo { 1 } else { 0 }),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            text.contains("(LLDP)"),
+            "every cable's evidence is said: {text}"
+        );
+    }
+}
+
+#[test]
+fn the_ring_is_recognised_with_its_crossings() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, drafted) = init_sim(
+        &support::plan_path("ring3"),
+        &dir.path().join("r.toml"),
+        &[],
+    );
+    let text = std::fs::read_to_string(dir.path().join("r.toml")).unwrap();
+    assert!(text.contains("kind = \"ring\""), "{text}");
+    assert!(
+        text.contains("nodes = [\"spark-1\", \"spark-2\", \"spark-3\"]"),
+        "{text}"
+    );
+    assert_eq!(drafted.segments.len(), 6);
+}
+
+#[test]
+fn a_swapped_cable_is_drafted_where_it_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.toml");
+    let (_, drafted) = init_sim(
+        &support::plan_path("two-spark"),
+        &out,
+        &["--sim-fault", "crossed:spark-b.f0"],
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("ends = [\"spark-a.f0\", \"spark-b.f1\"]"),
+        "the cable lands on spark-b's f1 devices:\n{text}"
+    );
+    assert_eq!(drafted.cables.len(), 1);
+}
+
+#[test]
+fn a_host_that_does_not_answer_is_left_out_and_the_rest_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("d.toml");
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/all-pairs.toml");
+    let (o, drafted) = init_sim(&plan, &out, &["--sim-fault", "dead-host:spark-c"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("left out: spark-c: did not answer"), "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.contains("# TODO: host spark-c: did not answer"),
+        "{text}"
+    );
+    assert_eq!(drafted.nodes.len(), 5);
+    assert!(drafted.node_by_name("spark-c").is_none());
+}
+
+#[test]
+fn an_existing_file_is_never_replaced_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("mine.toml");
+    std::fs::write(&out, "# my plan\n").unwrap();
+    let plan = support::plan_path("two-spark");
+    let o = fabricplan(&[
+        "init",
+        "--sim",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "# my plan\n");
+    let o = fabricplan(&[
+        "init",
+        "--sim",
+        plan.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&out).unwrap().contains("[[cable]]"));
+}
