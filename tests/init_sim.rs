@@ -229,3 +229,86 @@ fn an_existing_file_is_never_replaced_without_force() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(std::fs::read_to_string(&out).unwrap().contains("[[cable]]"));
 }
+
+/// `detect PLAN --against --sim EXTRA...`: exit code and stdout.
+fn against(plan: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["detect", plan.to_str().unwrap(), "--against", "--sim"];
+    args.extend_from_slice(extra);
+    let o = fabricplan(&args);
+    (o.status.code(), support::stdout(&o))
+}
+
+/// The lines of `out` that are differences (neither the banner nor the count).
+fn differences(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("SIMULATED") && !l.contains(" the plan and the fabric")
+        })
+        .collect()
+}
+
+#[test]
+fn against_a_matching_fabric_every_plan_agrees() {
+    for p in shipped() {
+        let (code, out) = against(&p, &[]);
+        assert_eq!(code, Some(0), "{}:\n{out}", p.display());
+        assert!(out.contains("the plan and the fabric agree"), "{out}");
+        assert!(differences(&out).is_empty(), "{out}");
+    }
+}
+
+#[test]
+fn against_one_difference_per_injected_change_with_its_line() {
+    let two = support::plan_path("two-spark");
+    let ring = support::plan_path("ring3");
+    let ends_line = std::fs::read_to_string(&two)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("ends ="))
+        .unwrap()
+        + 1;
+    let cases: [(&Path, &str, &str); 5] = [
+        (
+            &two,
+            "swapped:spark-a.f0=spark-a.f1",
+            &format!(
+                "cable stack: planned spark-a.f0 -- spark-b.f0, found spark-a.f1 -- spark-b.f0 (LLDP): change line {ends_line} or move the cable"
+            ),
+        ),
+        (
+            &ring,
+            "mtu1500:spark-2.f0.a",
+            "mtu spark-2.f0.a: enp1s0f0np0 runs MTU 1500",
+        ),
+        (
+            &ring,
+            "firmware:spark-3=28.39.2048",
+            "firmware spark-3: spark-3 runs 28.39.2048, the other nodes run 28.45.1200",
+        ),
+        (
+            &ring,
+            "pcie-degraded:spark-1.f1.b",
+            "pcie spark-1.f1.b: its PCIe link trained at 32 GT/s x2 of 32 GT/s x4",
+        ),
+        (&ring, "dead-host:spark-3", "reach spark-3: did not answer"),
+    ];
+    for (plan, fault, want) in cases {
+        let (code, out) = against(plan, &["--sim-fault", fault]);
+        assert_eq!(code, Some(1), "{fault}:\n{out}");
+        let d = differences(&out);
+        assert_eq!(d.len(), 1, "{fault}: one difference:\n{out}");
+        assert!(d[0].starts_with(want), "{fault}: {}\nwant {want}", d[0]);
+    }
+    // two ports swapped between switches: each port's cable moved, each said with the attach line
+    let (code, out) = against(
+        &support::plan_path("switched-6"),
+        &["--sim-fault", "swapped:gb10-01.f0=gb10-05.f0"],
+    );
+    assert_eq!(code, Some(1));
+    let d = differences(&out);
+    assert_eq!(d.len(), 2, "{out}");
+    assert!(
+        d[0].starts_with("cable gb10-01.f0: planned on sw-a (cable `fabric`), found on sw-b"),
+        "{out}"
+    );
+}

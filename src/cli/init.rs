@@ -227,7 +227,7 @@ fn write_new(path: &Path, text: &str, force: bool) -> Result<(), CliError> {
 
 /// Read every host: open the launcher, the discovery probe, then the evidence script on each
 /// host that answered; a host that did not is an error in its place.
-pub(crate) async fn read(
+pub(super) async fn read(
     launcher: &dyn Launcher,
     nodes: &[Node],
     max_parallel: usize,

@@ -10,6 +10,7 @@
 //! plan with the fabric as found (`detect --against`).
 
 pub mod addresses;
+pub mod against;
 pub mod boxes;
 pub mod cabling;
 pub mod evidence;
