@@ -42,7 +42,10 @@ type End = (String, Vec<(String, String)>, Option<String>);
 
 /// The topology: each cable as its ends (node, each half's name and device, switch), and each
 /// layer-2 segment as its members' (node, device).
-fn topology(plan: &Plan) -> (BTreeSet<Vec<End>>, BTreeSet<Vec<(String, String)>>) {
+/// Cables as their ends, segments as their members.
+type Topology = (BTreeSet<Vec<End>>, BTreeSet<Vec<(String, String)>>);
+
+fn topology(plan: &Plan) -> Topology {
     let mut cables = BTreeSet::new();
     for (ci, _) in plan.cables.iter().enumerate() {
         let mut ends: Vec<End> = Vec::new();

@@ -115,7 +115,7 @@ fn propose(s: &mut Seg, pool: Ipv4Net, taken: &mut Vec<Ipv4Net>) -> bool {
 /// Whether each ring link's addresses are the ones the ring derives: the subnet's first host
 /// on the leaving end, the second on the arriving one.
 fn ring_derives(cable: &Cable) -> bool {
-    cable.segs.iter().all(|s| derived(s))
+    cable.segs.iter().all(derived)
 }
 
 /// The segment's addresses are its subnet's hosts in member order.

@@ -105,10 +105,9 @@ pub fn parse(text: &str) -> Extra {
             netdev = None;
         } else if let Some(nd) = &netdev
             && let Some(h) = entry(nd, line)
+            && !e.heard.contains(&h)
         {
-            if !e.heard.contains(&h) {
-                e.heard.push(h);
-            }
+            e.heard.push(h);
         }
     }
     e

@@ -123,6 +123,57 @@ fn base_port(ports: &[String]) -> Option<String> {
         .then_some(b)
 }
 
+/// What a switched port's halves say: each its evidence line; the switches LLDP names and the
+/// switch ports it lands on.
+fn said(
+    boxes: &Boxes,
+    b: &super::boxes::BoxInfo,
+    e: &End,
+    heard: &[(String, String, &super::links::Heard)],
+    c: &mut Cabling,
+    evidence: &mut Vec<String>,
+) -> (Vec<String>, Vec<String>) {
+    let mut names: Vec<String> = Vec::new();
+    let mut sw_ports: Vec<String> = Vec::new();
+    for (h, _, x) in heard {
+        c.sources.insert(x.source);
+        let known: Vec<&Far> = x
+            .fars
+            .iter()
+            .filter(|f| !matches!(f, Far::Stranger(_)))
+            .collect();
+        evidence.push(match known.as_slice() {
+            [one] => format!(
+                "{} hears {} ({})",
+                half_text(b, &e.port, h.as_str()),
+                far_text(boxes, one),
+                x.source.text()
+            ),
+            many => format!(
+                "{} hears {} far ends ({}): {}",
+                half_text(b, &e.port, h.as_str()),
+                many.len(),
+                x.source.text(),
+                many.iter()
+                    .take(4)
+                    .map(|f| far_text(boxes, f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+                    + if many.len() > 4 { ", ..." } else { "" }
+            ),
+        });
+        for f in &x.fars {
+            if let Far::Switch { name, port } = f {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+                sw_ports.extend(port.iter().cloned());
+            }
+        }
+    }
+    (names, sw_ports)
+}
+
 /// One group's switched cable; `None` (with a TODO) when its ports share no half.
 pub fn cable(
     boxes: &Boxes,
@@ -140,44 +191,7 @@ pub fn cable(
     for e in &ports {
         let b = &boxes.boxes[e.r#box];
         let heard = heard_of(boxes, links, e);
-        let mut names: Vec<String> = Vec::new();
-        let mut sw_ports: Vec<String> = Vec::new();
-        for (h, _, x) in &heard {
-            c.sources.insert(x.source);
-            let known: Vec<&Far> = x
-                .fars
-                .iter()
-                .filter(|f| !matches!(f, Far::Stranger(_)))
-                .collect();
-            evidence.push(match known.as_slice() {
-                [one] => format!(
-                    "{} hears {} ({})",
-                    half_text(b, &e.port, h),
-                    far_text(boxes, one),
-                    x.source.text()
-                ),
-                many => format!(
-                    "{} hears {} far ends ({}): {}",
-                    half_text(b, &e.port, h),
-                    many.len(),
-                    x.source.text(),
-                    many.iter()
-                        .take(4)
-                        .map(|f| far_text(boxes, f))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                        + if many.len() > 4 { ", ..." } else { "" }
-                ),
-            });
-            for f in &x.fars {
-                if let Far::Switch { name, port } = f {
-                    if !names.contains(name) {
-                        names.push(name.clone());
-                    }
-                    sw_ports.extend(port.iter().cloned());
-                }
-            }
-        }
+        let (names, sw_ports) = said(boxes, b, e, &heard, c, &mut evidence);
         halves_of.push(heard.iter().map(|(h, _, _)| h.clone()).collect());
         if names.len() > 1 {
             todos.push(format!("{}.{}: its halves hear different switches ({}): two halves of one port land on one switch; check the cabling", b.name, e.port, names.join(", ")));

@@ -272,8 +272,7 @@ fn write_cable(s: &mut String, boxes: &Boxes, cable: &Cable, todos: &mut Vec<Str
         let _ = writeln!(s, "# {e}");
     }
     let name = |i: usize| boxes.boxes[i].name.clone();
-    let first_port;
-    match &cable.shape {
+    let first_port = match &cable.shape {
         Shape::Direct([a, b]) => {
             let _ = writeln!(
                 s,
@@ -284,7 +283,7 @@ fn write_cable(s: &mut String, boxes: &Boxes, cable: &Cable, todos: &mut Vec<Str
                     format!("{}.{}", name(b.r#box), b.port)
                 ])
             );
-            first_port = (a.r#box, a.port.clone());
+            (a.r#box, a.port.clone())
         }
         Shape::Ring { nodes, out, inn } => {
             let names: Vec<String> = nodes.iter().map(|n| name(*n)).collect();
@@ -297,7 +296,7 @@ fn write_cable(s: &mut String, boxes: &Boxes, cable: &Cable, todos: &mut Vec<Str
             if (out.as_str(), inn.as_str()) != ("f0", "f1") {
                 let _ = writeln!(s, "ports = {}", list(&[out.clone(), inn.clone()]));
             }
-            first_port = (nodes[0], out.clone());
+            (nodes[0], out.clone())
         }
         Shape::Switched(attach) => {
             let items: Vec<String> = attach
@@ -320,12 +319,12 @@ fn write_cable(s: &mut String, boxes: &Boxes, cable: &Cable, todos: &mut Vec<Str
                 q(&cable.name),
                 items.join(", ")
             );
-            first_port = attach
+            attach
                 .first()
                 .map(|a| (a.end.r#box, a.end.port.clone()))
-                .unwrap_or_default();
+                .unwrap_or_default()
         }
-    }
+    };
     if !all_halves(&boxes.boxes[first_port.0], &first_port.1, &cable.halves) {
         let _ = writeln!(
             s,
