@@ -136,7 +136,7 @@ pub fn draw(boxes: &Boxes, links: &Links) -> Cabling {
             read_port(boxes, &ph, &mut c, &mut claims, &mut switched);
         }
     }
-    let directs = pair_claims(boxes, claims, &mut c);
+    let directs = pair_claims(boxes, links, claims, &mut c);
     rings_and_directs(boxes, directs, &mut c);
     switched_cables(boxes, links, &switched, &mut c);
     c
@@ -314,12 +314,25 @@ fn direct_claim(boxes: &Boxes, ph: &PortHeard<'_>, c: &mut Cabling) -> Option<Cl
 /// heard nothing. Two ends that disagree are a TODO at both.
 fn pair_claims(
     boxes: &Boxes,
+    links: &Links,
     claims: BTreeMap<End, Claim>,
     c: &mut Cabling,
 ) -> Vec<(End, End, Claim)> {
     let mut out: Vec<(End, End, Claim)> = Vec::new();
+    let mut claimants: BTreeMap<&End, Vec<&End>> = BTreeMap::new();
+    for (end, claim) in &claims {
+        claimants.entry(&claim.far).or_default().push(end);
+    }
     for (end, claim) in &claims {
         let back = claims.get(&claim.far);
+        let others = claimants.get(&claim.far).map(|v| v.len()).unwrap_or(0);
+        if back.is_none() && (others > 1 || heard_any(boxes, links, &claim.far)) {
+            // one-sided: the far port said nothing that names us, or another port claims it too
+            let me = &boxes.boxes[end.r#box];
+            let far = &boxes.boxes[claim.far.r#box];
+            c.notes.push(Note { r#box: end.r#box, text: format!("{}.{} hears {}.{}, but that port's own evidence does not name it back{}: check both cables", me.name, end.port, far.name, claim.far.port, if others > 1 { format!(" ({others} ports hear it)") } else { String::new() }), todo: true });
+            continue;
+        }
         match back {
             Some(b) if b.far != *end => {
                 let me = &boxes.boxes[end.r#box];
@@ -473,4 +486,14 @@ fn switched_cables(boxes: &Boxes, links: &Links, ports: &[End], c: &mut Cabling)
             c.cables.push(cable);
         }
     }
+}
+
+/// Whether any half of port `e` heard something.
+fn heard_any(boxes: &Boxes, links: &Links, e: &End) -> bool {
+    boxes.boxes[e.r#box]
+        .ports
+        .iter()
+        .filter(|p| p.name == e.port)
+        .flat_map(|p| &p.halves)
+        .any(|h| links.contains_key(&(e.r#box, h.netdev.clone())))
 }

@@ -154,7 +154,7 @@ mod tests {
             "@host a\n@dev d0\n@netdev en'x\n@ip\n3: en'x    inet 198.19.1.1/30 brd 198.19.1.3 scope global en'x\n@end\n",
         );
         let s = script(&probe);
-        assert!(s.contains("-I 'en'\"'\"'x' ff02::1"), "{s}");
+        assert!(s.contains("-I \"en'x\" ff02::1"), "{s}");
         assert!(s.contains("198.19.1.2 >/dev/null"), "{s}");
         assert!(s.ends_with("echo @end\n"));
     }

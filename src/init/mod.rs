@@ -115,3 +115,6 @@ fn commands(boxes: &boxes::Boxes, plan: &crate::plan::Plan) -> Vec<(String, Stri
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
