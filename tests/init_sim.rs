@@ -315,3 +315,46 @@ fn against_one_difference_per_injected_change_with_its_line() {
         "{out}"
     );
 }
+
+/// The placeholders a dry run leaves for discovery (`<spark-a.f0.a:device>`).
+fn placeholders(text: &str) -> usize {
+    ["device>", "gid>", "netdev>"]
+        .iter()
+        .map(|p| text.matches(&format!(":{p}")).count())
+        .sum()
+}
+
+#[test]
+fn plan_resolve_fills_every_placeholder() {
+    for p in shipped() {
+        let path = p.to_str().unwrap();
+        let dry = support::stdout(&fabricplan(&["plan", path]));
+        let o = fabricplan(&["plan", path, "--resolve", "--sim"]);
+        let out = support::stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{path}: {}", stderr(&o));
+        assert_eq!(placeholders(&out), 0, "{path}:\n{out}");
+        // the same rounds and jobs, only the placeholders filled
+        assert_eq!(
+            dry.lines().count(),
+            out.lines().count() + dry.matches("discovered at run time:").count(),
+            "{path}"
+        );
+    }
+    // a node that does not answer keeps its placeholders, said, and the exit is 1
+    let two = support::plan_path("two-spark");
+    let o = fabricplan(&[
+        "plan",
+        two.to_str().unwrap(),
+        "--resolve",
+        "--sim",
+        "--sim-fault",
+        "dead-host:spark-b",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("spark-b: did not answer"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(placeholders(&support::stdout(&o)) > 0);
+}

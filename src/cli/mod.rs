@@ -79,8 +79,15 @@ pub enum Command {
         plan: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Read the nodes first (read-only discovery) and fill every placeholder (device, GID
+        /// index, netdev, addresses): command lines to paste on each host. Exit 1 when a node
+        /// does not answer or a half cannot be resolved.
+        #[arg(long)]
+        resolve: bool,
         #[command(flatten)]
         launcher: launcher::LauncherArgs,
+        #[command(flatten)]
+        hosts: hosts::HostArgs,
     },
     /// Print the fabric graph.
     Graph {
@@ -139,8 +146,13 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Plan {
             plan,
             format,
+            resolve,
             launcher,
-        } => plan::run(&plan, format, &launcher),
+            hosts,
+        } => match resolve {
+            true => plan::resolved(&plan, format, &launcher, &hosts),
+            false => plan::run(&plan, format, &launcher),
+        },
         Command::Graph { plan, format } => graph::run(&plan, format),
         Command::Run(args) => run::run(args),
         Command::Detect(args) => detect::run(args),
