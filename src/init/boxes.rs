@@ -125,8 +125,8 @@ pub fn read(hosts: &[Host]) -> (Boxes, Vec<String>) {
                     "the same machine as {} ({}): given twice under two names, kept once",
                     same.given,
                     match &h.extra.machine_id {
-                        Some(id) => format!("machine id {id}"),
-                        None => "same hostname and interface MACs".into(),
+                        Some(id) => format!("machine id {id}, the same interface MACs"),
+                        None => "the same interface MACs".into(),
                     }
                 ),
             });
@@ -147,20 +147,23 @@ pub fn read(hosts: &[Host]) -> (Boxes, Vec<String>) {
     (out, notes)
 }
 
-/// One machine: the same machine id; without one, the same hostname and the same MACs.
+/// One machine: the same interface MACs (a MAC is one NIC's), and not two machine ids. A
+/// machine id alone is no proof: boxes cloned from one image share it.
 fn same_machine(b: &BoxInfo, probe: &Probe, extra: &Extra) -> bool {
-    if let (Some(a), Some(c)) = (&b.extra.machine_id, &extra.machine_id) {
-        return a == c;
+    if let (Some(a), Some(c)) = (&b.extra.machine_id, &extra.machine_id)
+        && a != c
+    {
+        return false;
     }
-    let macs = |p: &Probe| {
-        let mut m: Vec<String> = p.interfaces.iter().filter_map(|i| i.mac.clone()).collect();
-        m.sort();
-        m
+    let macs = |p: &Probe| -> Vec<String> {
+        p.interfaces
+            .iter()
+            .filter_map(|i| i.mac.clone())
+            .filter(|m| m != "00:00:00:00:00:00")
+            .collect()
     };
-    !probe.hostname.is_empty()
-        && b.probe.hostname == probe.hostname
-        && !macs(probe).is_empty()
-        && macs(&b.probe) == macs(probe)
+    let mine = macs(probe);
+    !mine.is_empty() && macs(&b.probe).iter().any(|m| mine.contains(m))
 }
 
 /// The node name: as given when it is one, else the hostname's first label, else `node-N`.

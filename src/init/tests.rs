@@ -185,7 +185,7 @@ fn one_machine_twice_and_a_box_without_rdma_are_left_out() {
     let d = draft(&hosts, &opts()).unwrap();
     let notes = d.notes.join("\n");
     assert!(
-        notes.contains("box-a-again: the same machine as box-a (machine id id0)"),
+        notes.contains("box-a-again: the same machine as box-a (machine id id0, the same interface MACs)"),
         "{notes}"
     );
     assert!(notes.contains("mgmt: no RDMA device"), "{notes}");
@@ -201,4 +201,15 @@ fn one_machine_twice_and_a_box_without_rdma_are_left_out() {
         draft(&hosts[3..], &opts()).is_err(),
         "nothing to draft from"
     );
+}
+
+#[test]
+fn a_machine_id_cloned_from_one_image_is_not_one_machine() {
+    let mut hosts = pair();
+    for h in &mut hosts {
+        h.extra.machine_id = Some("cloned".into());
+    }
+    let d = draft(&hosts, &opts()).unwrap();
+    assert!(d.notes.is_empty(), "{:?}", d.notes);
+    assert!(d.text.contains("name = \"box-b\""), "{}", d.text);
 }

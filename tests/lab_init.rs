@@ -1,0 +1,373 @@
+//! `fabricplan init` and `detect --against` on the lab (real sshd, veth links, the lab's
+//! /sys/class/infiniband): a pair whose halves have no IPv4 address and no lldpd drafted from
+//! the IPv6 link-local neighbours; the twin compared with the fabric (agreeing, then one
+//! difference per change: MTU, firmware, an address removed); bad input (a neighbour that is no
+//! host given, one machine under two names, a host with no RDMA device, a host that does not
+//! answer); with lldpd and the pair's cable moved to the other port, the plan as cabled and the
+//! cable comments saying LLDP. Needs root, like every lab test. `FABRICPLAN_LAB_INIT_ALL=1` adds
+//! the ring of three (f0/f1 crossings, and two cables exchanged) and the switched fabric with
+//! its ISL.
+
+mod support;
+
+mod lab;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use lab::run::Work;
+use lab::{Lab, lab_enabled};
+
+const FABRIC: [&str; 4] = [
+    "enp1s0f0np0",
+    "enP2p1s0f0np0",
+    "enp1s0f1np1",
+    "enP2p1s0f1np1",
+];
+
+fn twin(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/lab/plans")
+        .join(format!("{name}.toml"))
+}
+
+/// `fabricplan ARGS... --ssh-config CONFIG` with no agent and nothing on stdin.
+fn fp(config: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+        .args(args)
+        .arg("--ssh-config")
+        .arg(config)
+        .env_remove("SSH_AUTH_SOCK")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("fabricplan runs")
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `init HOSTS -o DIR/NAME.toml`: the output, and the plan text (which must validate).
+fn init(
+    lab: &Lab,
+    dir: &Path,
+    name: &str,
+    hosts: &[&str],
+    config: Option<&Path>,
+) -> (Output, String) {
+    let file = dir.join(format!("{name}.toml"));
+    let mut args = vec!["init"];
+    args.extend_from_slice(hosts);
+    let f = file.to_string_lossy().into_owned();
+    args.extend(["-o", &f, "--subnet-pool", "198.19.200.0/24"]);
+    let t0 = Instant::now();
+    let o = fp(config.unwrap_or(&lab.ssh_config_path()), &args);
+    eprintln!("init {name} took {:?}", t0.elapsed());
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("{name}: no plan written ({e}):\n{}", err(&o)));
+    let v = support::fabricplan(&["validate", &f]);
+    assert_eq!(v.status.code(), Some(0), "{name}: {}\n{text}", err(&v));
+    (o, text)
+}
+
+/// `detect TWIN --against`: exit code and the difference lines.
+fn against(lab: &Lab, plan: &Path) -> (Option<i32>, Vec<String>, String) {
+    let o = fp(
+        &lab.ssh_config_path(),
+        &["detect", &plan.to_string_lossy(), "--against"],
+    );
+    let text = out(&o);
+    let lines = text
+        .lines()
+        .filter(|l| !l.is_empty() && !l.contains(" the plan and the fabric"))
+        .map(str::to_string)
+        .collect();
+    (o.status.code(), lines, format!("{text}{}", err(&o)))
+}
+
+/// Remove every IPv4 address from the hosts' fabric netdevs.
+fn unaddress(lab: &Lab, hosts: &[&str]) {
+    for h in hosts {
+        for nd in FABRIC {
+            let o = lab.exec(h, &format!("ip -4 addr flush dev {nd}"));
+            assert!(o.status.success(), "{h} {nd}: {o:?}");
+        }
+    }
+}
+
+/// An ssh_config with the lab's aliases and `alias` for the machine `host` is.
+fn second_name(lab: &Lab, dir: &Path, host: &str, alias: &str) -> PathBuf {
+    let text = std::fs::read_to_string(lab.ssh_config_path()).unwrap();
+    let block: String = text
+        .split("\n\n")
+        .find(|b| b.lines().next() == Some(&format!("Host {host}")))
+        .expect("the host's block")
+        .replacen(&format!("Host {host}"), &format!("Host {alias}"), 1);
+    let p = dir.join("ssh_config");
+    std::fs::write(&p, format!("{block}\n\n{text}")).unwrap();
+    p
+}
+
+#[test]
+fn init_and_against_on_a_pair() {
+    if !lab_enabled() {
+        return;
+    }
+    let t0 = Instant::now();
+    let plan = support::load_plan(twin("two-spark"));
+    let lab = Lab::build(&lab::twin::lab_spec("ini", &plan)).expect("lab");
+    eprintln!("lab built in {:?}", t0.elapsed());
+    let work = Work::new("fabricplan-lab-init", "pair");
+    let file = lab::twin::plan_file(&lab, &twin("two-spark")).unwrap();
+
+    against_the_twin(&lab, &file);
+    unaddress(&lab, &["spark-a", "spark-b"]);
+    drafted_without_addresses_or_lldp(&lab, work.path());
+    bad_input(&lab, work.path());
+
+    let fp = lab.footprint();
+    drop(lab);
+    assert!(fp.remaining().is_empty(), "{:?}", fp.remaining());
+    eprintln!("total {:?}", t0.elapsed());
+}
+
+/// The twin against the fabric it describes: no difference; then one per change, each undone.
+fn against_the_twin(lab: &Lab, file: &Path) {
+    let (code, d, all) = against(lab, file);
+    assert_eq!((code, d.len()), (Some(0), 0), "{all}");
+    lab.set_mtu("spark-a", "enp1s0f0np0", 1500).unwrap();
+    let (code, d, all) = against(lab, file);
+    assert_eq!((code, d.len()), (Some(1), 1), "{all}");
+    assert!(
+        d[0].starts_with("mtu spark-a.f0.a: enp1s0f0np0 runs MTU 1500"),
+        "{all}"
+    );
+    lab.set_mtu("spark-a", "enp1s0f0np0", 9000).unwrap();
+    lab.set_firmware("spark-b", "28.39.2048").unwrap();
+    let (code, d, all) = against(lab, file);
+    assert_eq!((code, d.len()), (Some(1), 1), "{all}");
+    assert!(
+        d[0].starts_with(
+            "firmware spark-b: spark-b runs 28.39.2048, the other nodes run 28.45.1200"
+        ),
+        "{all}"
+    );
+    lab.set_firmware("spark-b", "28.45.1200").unwrap();
+    let addr = lab.addr("198.19.1.6");
+    let o = lab.exec(
+        "spark-b",
+        &format!("ip addr del {addr}/30 dev enP2p1s0f0np0"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    let (code, d, all) = against(lab, file);
+    assert_eq!((code, d.len()), (Some(1), 1), "{all}");
+    assert!(
+        d[0].starts_with(&format!("address spark-b.f0.b: {addr}/30 (line ")),
+        "{all}"
+    );
+    assert!(
+        d[0].contains("is not configured on spark-b: run there `sudo ip addr add"),
+        "{all}"
+    );
+}
+
+/// No IPv4 on any half, no lldpd: the cable from the IPv6 link-local neighbours, subnets
+/// proposed with the commands to apply them; applied, the next draft finds them in use.
+fn drafted_without_addresses_or_lldp(lab: &Lab, dir: &Path) {
+    let (o, text) = init(lab, dir, "pair", &["spark-a", "spark-b"], None);
+    assert_eq!(o.status.code(), Some(0), "{}\n{text}", err(&o));
+    assert!(
+        text.contains("ends = [\"spark-a.f0\", \"spark-b.f0\"]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("spark-a.f0.a hears spark-b.enp1s0f0np0 (spark-b.f0.a) (IPv6 neighbour)"),
+        "{text}"
+    );
+    assert!(text.contains("a proposed, b proposed"), "{text}");
+    assert!(text.contains("spark-a.f1: no link"), "{text}");
+    let e = err(&o);
+    let cmds: Vec<(&str, &str)> = e
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("on ")?.split_once(": "))
+        .collect();
+    assert_eq!(cmds.len(), 4, "{e}");
+    for (host, cmd) in &cmds {
+        let o = lab.exec(
+            host,
+            cmd.trim_start_matches("sudo ")
+                .replace("&& sudo ", "&& ")
+                .as_str(),
+        );
+        assert!(o.status.success(), "{host}: {cmd}: {o:?}");
+    }
+    let (o, again) = init(lab, dir, "pair-again", &["spark-a", "spark-b"], None);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(again.contains("a in use, b in use"), "{again}");
+    assert!(!err(&o).contains("to apply"), "{}", err(&o));
+}
+
+/// A neighbour that is no host given; one machine under two names; a host without RDMA
+/// devices; a host that does not answer: each a clear line, the plan still written, exit 1.
+fn bad_input(lab: &Lab, dir: &Path) {
+    let (o, text) = init(lab, dir, "alone", &["spark-a"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text.contains("# TODO: spark-a.f0.a: MAC "), "{text}");
+    assert!(
+        text.contains("answered on it, and it is none of the hosts given"),
+        "{text}"
+    );
+    let config = second_name(lab, dir, "spark-a", "spark-a-again");
+    let (o, text) = init(
+        lab,
+        dir,
+        "twice",
+        &["spark-a", "spark-a-again", "spark-b"],
+        Some(&config),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("left out: spark-a-again: the same machine as spark-a (machine id "),
+        "{}",
+        err(&o)
+    );
+    assert!(
+        text.contains("ends = [\"spark-a.f0\", \"spark-b.f0\"]"),
+        "{text}"
+    );
+    let o = lab.exec("spark-b", "mount -t tmpfs none /sys/class/infiniband");
+    assert!(o.status.success(), "{o:?}");
+    let (o, text) = init(lab, dir, "no-rdma", &["spark-a", "spark-b"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("left out: spark-b: no RDMA device under /sys/class/infiniband"),
+        "{}",
+        err(&o)
+    );
+    assert!(
+        text.contains("# TODO: host spark-b: no RDMA device"),
+        "{text}"
+    );
+    lab.stop_sshd("spark-b");
+    let (o, text) = init(lab, dir, "gone", &["spark-a", "spark-b"], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("left out: spark-b: did not answer"),
+        "{}",
+        err(&o)
+    );
+    assert!(text.contains("name = \"spark-a\""), "{text}");
+}
+
+#[test]
+fn a_moved_cable_with_lldp() {
+    if !lab_enabled() {
+        return;
+    }
+    let plan = support::load_plan(twin("two-spark"));
+    // the pair's cable is in spark-b's f1, both halves
+    let spec = lab::twin::lab_spec("inl", &plan)
+        .cross("spark-b", "enp1s0f0np0", "enp1s0f1np1")
+        .cross("spark-b", "enP2p1s0f0np0", "enP2p1s0f1np1")
+        .lldp();
+    let lab = Lab::build(&spec).expect("lab");
+    lab.wait_lldp(Duration::from_secs(30)).expect("LLDP");
+    let work = Work::new("fabricplan-lab-init", "moved");
+    let file = lab::twin::plan_file(&lab, &twin("two-spark")).unwrap();
+    let ends = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("ends ="))
+        .unwrap()
+        + 1;
+    let (code, d, all) = against(&lab, &file);
+    assert_eq!(code, Some(1), "{all}");
+    assert_eq!(
+        d,
+        [format!(
+            "cable stack: planned spark-a.f0 -- spark-b.f0, found spark-a.f0 -- spark-b.f1 (LLDP): change line {ends} or move the cable"
+        )],
+        "{all}"
+    );
+    let (o, text) = init(&lab, work.path(), "moved", &["spark-a", "spark-b"], None);
+    assert_eq!(o.status.code(), Some(0), "{}\n{text}", err(&o));
+    assert!(
+        text.contains("ends = [\"spark-a.f0\", \"spark-b.f1\"]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("spark-a.f0.a hears spark-b.enp1s0f1np1 (spark-b.f1.a) (LLDP)"),
+        "{text}"
+    );
+    assert!(text.contains("a in use, b in use"), "{text}");
+    let fp = lab.footprint();
+    drop(lab);
+    assert!(fp.remaining().is_empty(), "{:?}", fp.remaining());
+}
+
+/// The ring of three and the switched fabric with its ISL, and the ring with two cables
+/// exchanged: with `FABRICPLAN_LAB_INIT_ALL=1` (a minute more on two cores).
+#[test]
+fn ring_and_switched() {
+    if !lab_enabled() || std::env::var("FABRICPLAN_LAB_INIT_ALL").as_deref() != Ok("1") {
+        eprintln!("note: set FABRICPLAN_LAB_INIT_ALL=1 for the ring and switched labs");
+        return;
+    }
+    let work = Work::new("fabricplan-lab-init", "more");
+    let ring = support::load_plan(twin("ring3"));
+    let nodes = ["spark-1", "spark-2", "spark-3"];
+    {
+        let lab = Lab::build(&lab::twin::lab_spec("inr", &ring)).expect("lab");
+        unaddress(&lab, &nodes);
+        let (o, text) = init(&lab, work.path(), "ring", &nodes, None);
+        assert_eq!(o.status.code(), Some(0), "{}\n{text}", err(&o));
+        assert!(
+            text.contains("kind = \"ring\"")
+                && text.contains("nodes = [\"spark-1\", \"spark-2\", \"spark-3\"]"),
+            "{text}"
+        );
+        assert!(text.contains("(IPv6 neighbour)"), "{text}");
+    }
+    {
+        // spark-2's two cables exchanged: its f0 holds the cable from spark-1, its f1 spark-3's
+        let lab = Lab::build(
+            &lab::twin::lab_spec("inx", &ring)
+                .cross("spark-2", "enp1s0f0np0", "enp1s0f1np1")
+                .cross("spark-2", "enP2p1s0f0np0", "enP2p1s0f1np1")
+                .cross("spark-2", "enp1s0f1np1", "enp1s0f0np0")
+                .cross("spark-2", "enP2p1s0f1np1", "enP2p1s0f0np0")
+                .lldp(),
+        )
+        .expect("lab");
+        lab.wait_lldp(Duration::from_secs(30)).expect("LLDP");
+        let (_, text) = init(&lab, work.path(), "exchanged", &nodes, None);
+        for e in [
+            "[\"spark-1.f0\", \"spark-2.f0\"]",
+            "[\"spark-2.f1\", \"spark-3.f1\"]",
+            "[\"spark-1.f1\", \"spark-3.f0\"]",
+        ] {
+            assert!(text.contains(e), "{e}:\n{text}");
+        }
+        assert!(
+            !text.contains("kind = \"ring\"") && text.contains("(LLDP)"),
+            "{text}"
+        );
+    }
+    let sw = support::load_plan(twin("switched-6"));
+    let lab = Lab::build(&lab::twin::lab_spec("ins", &sw)).expect("lab");
+    let hosts: Vec<&str> = sw.nodes.iter().map(|n| n.name.as_str()).collect();
+    unaddress(&lab, &hosts);
+    let (_, text) = init(&lab, work.path(), "switched", &hosts, None);
+    assert!(
+        text.contains("kind = \"switched\"") && text.contains("= \"switch-1\""),
+        "{text}"
+    );
+    let drafted = support::load_plan_text(Path::new("s.toml"), &text);
+    assert_eq!(drafted.nodes.len(), hosts.len());
+}
