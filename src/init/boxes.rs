@@ -309,8 +309,7 @@ fn profile_for(
             builtin: true,
             ports,
             source: format!(
-                "built-in profile gb10: {} shows the GB10's four RDMA devices (rocep1s0f0, rocep1s0f1, roceP2p1s0f0, roceP2p1s0f1), board {board}",
-                probe.hostname
+                "built-in profile gb10: the box shows the GB10's four RDMA devices (rocep1s0f0, rocep1s0f1, roceP2p1s0f0, roceP2p1s0f1), board {board}"
             ),
             half_rate: None,
         },

@@ -84,6 +84,8 @@ pub struct Cabling {
     pub notes: Vec<Note>,
     /// Every source that proved something.
     pub sources: BTreeSet<Source>,
+    /// Who answered and is no host given, and the halves that heard it (box, half).
+    pub strangers: BTreeMap<String, Vec<(usize, String)>>,
 }
 
 /// `spark-a.f0.a`
@@ -139,6 +141,19 @@ pub fn draw(boxes: &Boxes, links: &Links) -> Cabling {
     let directs = pair_claims(boxes, links, claims, &mut c);
     rings_and_directs(boxes, directs, &mut c);
     switched_cables(boxes, links, &switched, &mut c);
+    for (who, halves) in std::mem::take(&mut c.strangers) {
+        let names: Vec<&str> = halves.iter().map(|(_, h)| h.as_str()).take(4).collect();
+        let more = halves.len().saturating_sub(names.len());
+        c.notes.push(Note {
+            r#box: halves[0].0,
+            text: format!(
+                "{who} answered on {}{}, and it is none of the hosts given (a switch's own address, or a host to add to the command line): left out of the plan",
+                names.join(", "),
+                if more > 0 { format!(" and {more} more half(s)") } else { String::new() }
+            ),
+            todo: true,
+        });
+    }
     c
 }
 
@@ -195,11 +210,11 @@ fn read_port(
     for (h, heard) in &ph.halves {
         for f in heard.iter().flat_map(|x| &x.fars) {
             if let Far::Stranger(s) = f {
-                c.notes.push(Note {
-                    r#box: ph.end.r#box,
-                    text: format!("{}: {s} answered on it, and it is none of the hosts given: add that host to the command line, or leave it out of the plan", half_text(b, port, h)),
-                    todo: true,
-                });
+                let at = (ph.end.r#box, half_text(b, port, h));
+                let halves = c.strangers.entry(s.clone()).or_default();
+                if !halves.contains(&at) {
+                    halves.push(at);
+                }
             }
         }
     }

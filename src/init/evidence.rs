@@ -66,9 +66,22 @@ pub fn script(probe: &Probe) -> String {
         .into_iter()
         .filter_map(|n| crate::render::quote(&n).map(|q| (n, q)))
         .collect();
+    // a link-local address still in duplicate address detection answers nothing: wait for those
+    // of the netdevs with carrier (at most 3 s; one without carrier stays tentative for ever)
+    let up: Vec<String> = nds
+        .iter()
+        .filter(|(n, _)| probe.interface(n).is_some_and(|i| i.up))
+        .map(|(_, q)| format!("ip -6 -o addr show dev {q} tentative 2>/dev/null;"))
+        .collect();
+    if !up.is_empty() {
+        s.push_str(&format!(
+            "i=0; while [ $i -lt 30 ]; do case \"$({})\" in '') break ;; esac; sleep 0.1; i=$((i+1)); done\n",
+            up.join(" ")
+        ));
+    }
     for (name, q) in &nds {
         s.push_str(&format!(
-            "ping -6 -n -q -c 2 -i 0.2 -w 1 -I {q} ff02::1 >/dev/null 2>&1 &\n"
+            "ping -6 -n -q -c 3 -i 0.5 -w 2 -I {q} ff02::1 >/dev/null 2>&1 &\n"
         ));
         let peers = probe
             .interface(name)
@@ -76,7 +89,7 @@ pub fn script(probe: &Probe) -> String {
             .unwrap_or_default();
         for p in peers {
             s.push_str(&format!(
-                "ping -4 -n -q -c 1 -w 1 -I {q} {p} >/dev/null 2>&1 &\n"
+                "ping -4 -n -q -c 1 -w 2 -I {q} {p} >/dev/null 2>&1 &\n"
             ));
         }
     }

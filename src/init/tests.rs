@@ -155,7 +155,7 @@ fn what_cannot_be_decided_is_a_todo_never_a_guess() {
     let all = d.todos.join("\n");
     assert!(
         all.contains(
-            "MAC 02:00:00:00:00:99 (fe80::99) answered on it, and it is none of the hosts given"
+            "MAC 02:00:00:00:00:99 (fe80::99) answered on box-a.f1.a, and it is none of the hosts given"
         ),
         "{all}"
     );
@@ -185,7 +185,9 @@ fn one_machine_twice_and_a_box_without_rdma_are_left_out() {
     let d = draft(&hosts, &opts()).unwrap();
     let notes = d.notes.join("\n");
     assert!(
-        notes.contains("box-a-again: the same machine as box-a (machine id id0, the same interface MACs)"),
+        notes.contains(
+            "box-a-again: the same machine as box-a (machine id id0, the same interface MACs)"
+        ),
         "{notes}"
     );
     assert!(notes.contains("mgmt: no RDMA device"), "{notes}");
