@@ -169,6 +169,25 @@ fn against_the_twin(lab: &Lab, file: &Path) {
         "{all}"
     );
     lab.set_firmware("spark-b", "28.45.1200").unwrap();
+    // a device pinned under the other port's name (the names differ per box)
+    let text = std::fs::read_to_string(file).unwrap();
+    let pinned = text.replacen(
+        "name = \"spark-a\"\n",
+        "name = \"spark-a\"\npin.\"f0.a\" = { device = \"rocep1s0f1\" }\n",
+        1,
+    );
+    let pin_line = pinned.lines().position(|l| l.starts_with("pin.")).unwrap() + 1;
+    let pin_file = file.with_file_name("pinned.toml");
+    std::fs::write(&pin_file, pinned).unwrap();
+    let (code, d, all) = against(lab, &pin_file);
+    assert_eq!((code, d.len()), (Some(1), 1), "{all}");
+    assert_eq!(
+        d[0],
+        format!(
+            "device spark-a.f0.a: the plan pins `rocep1s0f1` (line {pin_line}), the device behind enp1s0f0np0 on spark-a is `rocep1s0f0`: change the pin to `rocep1s0f0`, or remove it and leave the name to discovery"
+        ),
+        "{all}"
+    );
     let addr = lab.addr("198.19.1.6");
     let o = lab.exec(
         "spark-b",

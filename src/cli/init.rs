@@ -132,6 +132,7 @@ impl InitArgs {
             pool: pool.trunc(),
             pool_given: self.subnet_pool.is_some(),
             name,
+            simulated: self.sim.as_ref().map(|p| p.display().to_string()),
         })
     }
 }

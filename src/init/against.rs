@@ -50,10 +50,12 @@ impl Lines<'_> {
         let end = (start + 1..lines.len())
             .find(|i| lines[*i].trim_start().starts_with('['))
             .unwrap_or(lines.len());
-        let found = (start + 1..end).find(|i| {
-            let l = lines[*i].trim_start();
-            keys.iter().any(|k| {
-                l.strip_prefix(k)
+        // the first key the block writes, in the order given
+        let found = keys.iter().find_map(|k| {
+            (start + 1..end).find(|i| {
+                lines[*i]
+                    .trim_start()
+                    .strip_prefix(k)
                     .is_some_and(|r| r.trim_start().starts_with('=') || r.starts_with('.'))
             })
         });
@@ -88,7 +90,7 @@ pub fn compare(plan: &Plan, hosts: &[Host]) -> Vec<Difference> {
         }
     }
     out.extend(cables(plan, &boxes, &links, &res, &lines));
-    out.extend(halves(plan, &res, &lines));
+    out.extend(halves(plan, &boxes, &res, &lines));
     out.extend(firmware(plan, &res, &lines));
     out
 }
@@ -286,6 +288,7 @@ fn switched(
 /// its maximum.
 fn halves(
     plan: &Plan,
+    boxes: &Boxes,
     res: &HashMap<NodeId, (usize, Vec<HalfResolution>)>,
     lines: &Lines<'_>,
 ) -> Vec<Difference> {
@@ -293,14 +296,20 @@ fn halves(
     let mut nodes: Vec<&NodeId> = res.keys().collect();
     nodes.sort();
     for n in nodes {
+        let probe = boxes.boxes.get(res[n].0).map(|b| &b.probe);
         for h in &res[n].1 {
-            out.extend(half_differences(plan, h, lines));
+            out.extend(half_differences(plan, h, probe, lines));
         }
     }
     out
 }
 
-fn half_differences(plan: &Plan, h: &HalfResolution, lines: &Lines<'_>) -> Vec<Difference> {
+fn half_differences(
+    plan: &Plan,
+    h: &HalfResolution,
+    probe: Option<&crate::discover::Probe>,
+    lines: &Lines<'_>,
+) -> Vec<Difference> {
     use crate::discover::resolve::HalfIssue;
     let mut out = Vec::new();
     let node = plan.node(h.endpoint.node).name.clone();
@@ -328,22 +337,32 @@ fn half_differences(plan: &Plan, h: &HalfResolution, lines: &Lines<'_>) -> Vec<D
     }
     let pinned = plan.pinned(&h.endpoint);
     let profile_dev = plan.profile_half(&h.endpoint).map(|p| p.device.clone());
-    let renamed = match (&pinned.device, &h.device, &profile_dev) {
-        (Some(_), _, _) => {
-            h.issue == Some(HalfIssue::PinnedDeviceNotLive)
-                || h.issue == Some(HalfIssue::DeviceMissing)
-        }
-        (None, Some(d), Some(p)) => d != p,
-        _ => false,
+    let live = probe
+        .and_then(|p| p.device_of_netdev(&nd))
+        .map(|d| d.name.clone());
+    let key = format!("pin.\"{}.{}\"", h.endpoint.port, h.endpoint.half);
+    let line = lines.node(plan, &node, &[&key, "pin", "name"]);
+    let at = line
+        .map(|l| format!("line {l}"))
+        .unwrap_or_else(|| "its node".into());
+    let text = match (&pinned.device, &live, &profile_dev) {
+        (Some(p), Some(l), _) if p != l => Some(format!(
+            "the plan pins `{p}` ({at}), the device behind {nd} on {node} is `{l}`: change the pin to `{l}`, or remove it and leave the name to discovery"
+        )),
+        (Some(p), None, _) if h.issue == Some(HalfIssue::DeviceMissing) => Some(format!(
+            "the plan pins `{p}` ({at}), which {node} does not have: change the pin, or remove it and leave the name to discovery"
+        )),
+        // a half whose address sits on another port's netdev is a cable question, not a name
+        (None, Some(l), Some(p)) if l != p && h.landed_on.is_none() => Some(format!(
+            "profile `{}` says `{p}`, the device behind {nd} on {node} is `{l}` (renamed): runs use `{l}`; to hold the plan to it, pin it on {at} (`{key} = {{ device = \"{l}\" }}`)",
+            plan.profile_of(h.endpoint.node).name
+        )),
+        _ => None,
     };
-    if renamed {
-        let key = format!("pin.\"{}.{}\"", h.endpoint.port, h.endpoint.half);
-        let line = lines.node(plan, &node, &[&key, "pin", "name"]);
-        let was = pinned.device.clone().or(profile_dev).unwrap_or_default();
-        let live = h.device.clone().unwrap_or_default();
+    if let Some(text) = text {
         out.push(Difference {
             about: format!("device {}", h.name),
-            text: format!("the plan says `{was}`, {node} calls the device behind {nd} something else{}: pin it on line {} (`{key} = {{ device = \"…\" }}`) or leave it to discovery", if live.is_empty() || live == was { String::new() } else { format!(" (`{live}`)") }, line.map(|l| l.to_string()).unwrap_or_else(|| "?".into())),
+            text,
             line,
         });
     }

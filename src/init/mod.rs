@@ -46,6 +46,8 @@ pub struct Options {
     pub pool_given: bool,
     /// The plan's `name`.
     pub name: String,
+    /// Drafted from the fabric simulated from this plan (`--sim`): the plan says so.
+    pub simulated: Option<String>,
 }
 
 /// The drafted plan.

@@ -61,6 +61,7 @@ fn opts() -> Options {
         pool: DEFAULT_POOL.parse().unwrap(),
         pool_given: false,
         name: "t".into(),
+        simulated: None,
     }
 }
 

@@ -67,6 +67,12 @@ fn header(boxes: &Boxes, c: &Cabling, opts: &Options, todos: &mut Vec<String>) -
     let mut s = String::from(
         "# Drafted by `fabricplan init` from what the hosts showed (read-only: sysfs, `ip`, lldpd,\n# the neighbour tables after a ping to the IPv6 all-nodes group). Every fact says where it came\n# from; what could not be decided is a TODO (`init` exits 1 while any is left).\n",
     );
+    if let Some(p) = &opts.simulated {
+        let _ = writeln!(
+            s,
+            "# SIMULATED: drafted from the fabric simulated from {p} (--sim), not from hardware."
+        );
+    }
     let hosts: Vec<String> = boxes.boxes.iter().map(|b| b.given.clone()).collect();
     let _ = writeln!(
         s,
