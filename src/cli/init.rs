@@ -22,7 +22,8 @@ const EVIDENCE_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Args)]
 pub struct InitArgs {
-    /// The hosts to read (ssh_config aliases or addresses; under Slurm, node names).
+    /// The hosts to read (ssh_config aliases or addresses; under Slurm, node names); a Slurm
+    /// hostlist (`spark-[1-3]`) stands for its names.
     pub hosts: Vec<String>,
     /// Write the plan here (refused when the file exists, unless --force); else stdout.
     #[arg(short = 'o', long, value_name = "PLAN")]
@@ -82,7 +83,10 @@ impl InitArgs {
     /// The hosts: the command line's, then the host file's; with --sim, the plan's nodes (those
     /// named, or all).
     fn names(&self, plan: Option<&crate::plan::Plan>) -> Result<Vec<String>, CliError> {
-        let mut names = self.hosts.clone();
+        let mut names = Vec::new();
+        for h in &self.hosts {
+            names.extend(crate::text::hostlist::expand(h).map_err(CliError::Usage)?);
+        }
         if let Some(f) = &self.hostfile {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", f.display())))?;
