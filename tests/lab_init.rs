@@ -71,11 +71,24 @@ fn init(
     hosts: &[&str],
     config: Option<&Path>,
 ) -> (Output, String) {
+    init_in(lab, dir, name, hosts, config, "198.19.200.0/24")
+}
+
+/// [`init`] proposing subnets from `pool` (a spec network: the lab's is used).
+fn init_in(
+    lab: &Lab,
+    dir: &Path,
+    name: &str,
+    hosts: &[&str],
+    config: Option<&Path>,
+    pool: &str,
+) -> (Output, String) {
     let file = dir.join(format!("{name}.toml"));
     let mut args = vec!["init"];
     args.extend_from_slice(hosts);
     let f = file.to_string_lossy().into_owned();
-    args.extend(["-o", &f, "--subnet-pool", "198.19.200.0/24"]);
+    let pool = lab.translate(pool);
+    args.extend(["-o", &f, "--subnet-pool", &pool]);
     let t0 = Instant::now();
     let o = fp(config.unwrap_or(&lab.ssh_config_path()), &args);
     eprintln!("init {name} took {:?}", t0.elapsed());
@@ -209,7 +222,15 @@ fn against_the_twin(lab: &Lab, file: &Path) {
 /// No IPv4 on any half, no lldpd: the cable from the IPv6 link-local neighbours, subnets
 /// proposed with the commands to apply them; applied, the next draft finds them in use.
 fn drafted_without_addresses_or_lldp(lab: &Lab, dir: &Path) {
-    let (o, text) = init(lab, dir, "pair", &["spark-a", "spark-b"], None);
+    // the twin's range: the proposals are the addresses the lab's sysfs GIDs map
+    let (o, text) = init_in(
+        lab,
+        dir,
+        "pair",
+        &["spark-a", "spark-b"],
+        None,
+        "198.19.1.0/24",
+    );
     assert_eq!(o.status.code(), Some(0), "{}\n{text}", err(&o));
     assert!(
         text.contains("ends = [\"spark-a.f0\", \"spark-b.f0\"]"),
@@ -240,6 +261,31 @@ fn drafted_without_addresses_or_lldp(lab: &Lab, dir: &Path) {
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     assert!(again.contains("a in use, b in use"), "{again}");
     assert!(!err(&o).contains("to apply"), "{}", err(&o));
+    green_run(lab, dir, &again);
+}
+
+/// The drafted plan, its gates and durations made lab-sized (a veth link moved by the python
+/// stand-ins is no GB10 half), run for real: every check and measurement green.
+fn green_run(lab: &Lab, dir: &Path, drafted: &str) {
+    let gates = "[gates.rdma-bw]\nmin-pct-of-expected = 80\nwarn-pct-of-expected = 27\n";
+    assert!(drafted.contains(gates), "{drafted}");
+    let text = drafted
+        .replace(gates, "[gates.rdma-bw]\npass = \"0.5 Gb/s\"\nwarn = \"0.2 Gb/s\"\n[gates.rdma-lat]\npass = \"2000 us\"\n")
+        .replace("direction = \"both\"\n", "direction = \"both\"\nduration-s = 1\n");
+    let plan = dir.join("green.toml");
+    std::fs::write(&plan, text).unwrap();
+    let out = dir.join("green-run");
+    let t0 = Instant::now();
+    let o = lab::run::run_command(lab, &plan, &out)
+        .args([
+            "--only", "rdma-bw", "--only", "rdma-lat", "--format", "json",
+        ])
+        .output()
+        .expect("run");
+    let r = lab::run::Run::finish(o, &out, t0.elapsed());
+    eprintln!("green run took {:?}", r.wall);
+    assert_eq!(r.code, Some(0), "{}", r.story());
+    assert_eq!(r.verdict(), "ALL GREEN", "{}", r.story());
 }
 
 /// A neighbour that is no host given; one machine under two names; a host without RDMA
