@@ -465,3 +465,49 @@ fn ring_and_switched() {
     let drafted = support::load_plan_text(Path::new("s.toml"), &text);
     assert_eq!(drafted.nodes.len(), hosts.len());
 }
+
+/// Under Slurm: the hosts are Slurm node names, each read in a job step of one allocation,
+/// which is released after. With `FABRICPLAN_LAB_INIT_ALL=1`.
+#[test]
+fn init_under_slurm() {
+    if !lab_enabled() || std::env::var("FABRICPLAN_LAB_INIT_ALL").as_deref() != Ok("1") {
+        return;
+    }
+    let plan = support::load_plan(twin("two-spark"));
+    let lab = Lab::build(&lab::twin::lab_spec("inu", &plan).slurm()).expect("lab");
+    let work = Work::new("fabricplan-lab-init", "slurm");
+    let file = work.path().join("slurm.toml");
+    let f = file.to_string_lossy().into_owned();
+    let bin = env!("CARGO_BIN_EXE_fabricplan");
+    let o = lab
+        .slurm_command(&[
+            bin,
+            "init",
+            "--launcher",
+            "slurm",
+            "spark-a",
+            "spark-b",
+            "-o",
+            &f,
+        ])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("init runs");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}: {}", err(&o)));
+    assert_eq!(o.status.code(), Some(0), "{}\n{text}", err(&o));
+    assert!(
+        text.contains("ends = [\"spark-a.f0\", \"spark-b.f0\"]"),
+        "{text}"
+    );
+    assert!(text.contains("a in use, b in use"), "{text}");
+    let q = lab.slurm("squeue -h -o %i");
+    assert!(
+        out(&q).trim().is_empty(),
+        "the allocation is released: {}",
+        out(&q)
+    );
+    let fp = lab.footprint();
+    drop(lab);
+    assert!(fp.remaining().is_empty(), "{:?}", fp.remaining());
+}

@@ -143,7 +143,7 @@ fn split_ring(boxes: &Boxes, ring: Cable) -> Vec<Cable> {
                 name: format!("{na}-{out}-{nb}-{inn}"),
                 shape: Shape::Direct([a, b]),
                 halves: ring.halves.clone(),
-                segs: ring.segs[li * h..((li + 1) * h).min(ring.segs.len())].to_vec(),
+                segs: ring.segs.iter().skip(li * h).take(h).cloned().collect(),
                 evidence,
                 todos: Vec::new(),
             }

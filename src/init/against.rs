@@ -71,7 +71,7 @@ impl Lines<'_> {
 
 /// Compare the plan with the hosts' readings (`hosts` named as the plan's nodes).
 pub fn compare(plan: &Plan, hosts: &[Host]) -> Vec<Difference> {
-    let (boxes, _) = boxes::read(hosts);
+    let boxes = boxes::read(hosts);
     let lines = Lines { text: &plan.text };
     let mut out: Vec<Difference> = boxes
         .left_out

@@ -89,10 +89,9 @@ impl Boxes {
     }
 }
 
-/// Read the hosts into boxes. The notes are for stderr (the left-out hosts are in `left_out`).
-pub fn read(hosts: &[Host]) -> (Boxes, Vec<String>) {
+/// Read the hosts into boxes (the hosts left out, and why, in `left_out`).
+pub fn read(hosts: &[Host]) -> Boxes {
     let mut out = Boxes::default();
-    let notes = Vec::new();
     for h in hosts {
         let probe = match &h.probe {
             Err(e) => {
@@ -144,7 +143,7 @@ pub fn read(hosts: &[Host]) -> (Boxes, Vec<String>) {
             ports,
         });
     }
-    (out, notes)
+    out
 }
 
 /// One machine: the same interface MACs (a MAC is one NIC's), and not two machine ids. A

@@ -66,7 +66,7 @@ pub struct Draft {
 /// Draft the plan from the hosts' readings. `Err` only when the draft would not validate (a
 /// defect of the drafting, said as one) or no host could be read.
 pub fn draft(hosts: &[Host], opts: &Options) -> Result<Draft, String> {
-    let (boxes, _) = boxes::read(hosts);
+    let boxes = boxes::read(hosts);
     let notes: Vec<String> = boxes.left_out.iter().map(|l| l.line()).collect();
     if boxes.boxes.is_empty() {
         return Err(format!(

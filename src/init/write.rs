@@ -33,11 +33,15 @@ pub fn plan(boxes: &Boxes, c: &Cabling, opts: &Options) -> Draft {
         let _ = writeln!(s, "[[switch]]\nname = {}  # {why}\n", q(name));
     }
     for (a, b, todo) in &c.isls {
+        // one host port's rate: the profile's, else what its halves carry
         let rate = boxes
             .profiles
             .first()
-            .and_then(|p| p.half_rate.as_ref().map(|r| r.0))
-            .unwrap_or(200.0);
+            .and_then(|p| match p.builtin {
+                true => crate::plan::Profile::gb10().port_rate_gbps,
+                false => p.half_rate.as_ref().map(|r| r.0),
+            })
+            .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS);
         let _ = writeln!(
             s,
             "# {todo}\n[[isl]]\nends = [{}, {}]\ncapacity-gbps = {rate}\n",
