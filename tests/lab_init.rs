@@ -286,6 +286,60 @@ fn green_run(lab: &Lab, dir: &Path, drafted: &str) {
     eprintln!("green run took {:?}", r.wall);
     assert_eq!(r.code, Some(0), "{}", r.story());
     assert_eq!(r.verdict(), "ALL GREEN", "{}", r.story());
+    pasted(lab, &plan);
+}
+
+/// `plan --resolve` of the green plan: its first job's server and client lines, pasted into a
+/// shell on their hosts, run the tools and measure.
+fn pasted(lab: &Lab, plan: &Path) {
+    let o = fp(
+        &lab.ssh_config_path(),
+        &["plan", &plan.to_string_lossy(), "--resolve"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        !text.contains(":device>") && !text.contains(":gid>"),
+        "{text}"
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    let after = |tag: &str| -> (String, String) {
+        let i = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with('[') && l.contains(tag))
+            .expect(tag);
+        let host = lines[i].trim_start()[1..]
+            .split(']')
+            .next()
+            .unwrap()
+            .to_string();
+        (host, lines[i + 1].trim().to_string())
+    };
+    let (server_host, server) = after("] server");
+    let (client_host, client) = after("] client");
+    let port = server
+        .split(" -p ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let lab_server = std::thread::scope(|sc| {
+        let h = sc.spawn(|| lab.ssh(&server_host, &server));
+        let listening = lab::wait(Duration::from_secs(20), || {
+            out(&lab.exec(&server_host, "ss -ltn")).contains(&format!(":{port} "))
+        });
+        assert!(listening, "the pasted server listens on {port}");
+        let c = lab.ssh(&client_host, &client);
+        assert!(c.status.success(), "{client}: {}{}", out(&c), err(&c));
+        assert!(out(&c).contains("BW average"), "{}", out(&c));
+        h.join().expect("server")
+    });
+    assert!(
+        lab_server.status.success(),
+        "{server}: {}{}",
+        out(&lab_server),
+        err(&lab_server)
+    );
 }
 
 /// A neighbour that is no host given; one machine under two names; a host without RDMA
