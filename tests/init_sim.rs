@@ -255,7 +255,11 @@ fn against_a_matching_fabric_every_plan_agrees() {
     for p in shipped() {
         let (code, out) = against(&p, &[]);
         assert_eq!(code, Some(0), "{}:\n{out}", p.display());
-        assert!(out.contains("the plan and the fabric agree"), "{out}");
+        assert!(out.contains("the plan and the fabric agree (all "), "{out}");
+        assert!(
+            out.contains(" cable(s) proven where it puts them)"),
+            "{out}"
+        );
         assert!(differences(&out).is_empty(), "{out}");
     }
 }

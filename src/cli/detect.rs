@@ -148,12 +148,13 @@ fn against(
     sim: bool,
     format: Format,
 ) -> Outcome {
-    let diffs = crate::init::against::compare(plan, hosts);
+    let found = crate::init::against::compare(plan, hosts);
+    let diffs = &found.differences;
     let mut out = Stdout::new();
     match format {
         Format::Json => out.write(&format!(
             "{}\n",
-            serde_json::to_string_pretty(&diffs).unwrap_or_default()
+            serde_json::to_string_pretty(&found).unwrap_or_default()
         )),
         Format::Text => {
             if sim {
@@ -161,13 +162,21 @@ fn against(
                     "SIMULATED FABRIC (--sim): a model of the plan, not a reading of hardware\n\n",
                 );
             }
-            for d in &diffs {
+            for d in diffs {
                 out.write(&format!("{}\n", crate::text::inert_lines(&d.line_text())));
             }
+            let heard = match (found.proven, found.cables) {
+                (_, 0) => String::new(),
+                (p, c) if p == c => format!(" (all {c} cable(s) proven where it puts them)"),
+                (p, c) if diffs.is_empty() => format!(
+                    " as far as was heard: {p} of {c} cable(s) proven where it puts them, the others not heard (run lldpd on the nodes, or bring their links up)"
+                ),
+                (p, c) => format!(" ({p} of {c} cable(s) proven where it puts them)"),
+            };
             out.write(&match diffs.len() {
-                0 => format!("{}: the plan and the fabric agree\n", plan.name),
+                0 => format!("{}: the plan and the fabric agree{heard}\n", plan.name),
                 n => format!(
-                    "{}: {n} difference(s) between the plan and the fabric\n",
+                    "{}: {n} difference(s) between the plan and the fabric{heard}\n",
                     plan.name
                 ),
             });

@@ -69,8 +69,17 @@ impl Lines<'_> {
     }
 }
 
+/// What the comparison found: the differences, and how many of the plan's cables (a direct or
+/// ring link, a switched port) who answers proved where the plan puts them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Comparison {
+    pub differences: Vec<Difference>,
+    pub proven: usize,
+    pub cables: usize,
+}
+
 /// Compare the plan with the hosts' readings (`hosts` named as the plan's nodes).
-pub fn compare(plan: &Plan, hosts: &[Host]) -> Vec<Difference> {
+pub fn compare(plan: &Plan, hosts: &[Host]) -> Comparison {
     let boxes = boxes::read(hosts);
     let lines = Lines { text: &plan.text };
     let mut out: Vec<Difference> = boxes
@@ -92,7 +101,53 @@ pub fn compare(plan: &Plan, hosts: &[Host]) -> Vec<Difference> {
     out.extend(cables(plan, &boxes, &links, &res, &lines));
     out.extend(halves(plan, &boxes, &res, &lines));
     out.extend(firmware(plan, &res, &lines));
-    out
+    let (proven, cables) = proven(plan, &links, &res);
+    Comparison {
+        differences: out,
+        proven,
+        cables,
+    }
+}
+
+/// How many of the plan's cables (a direct or ring link; a switched node port) were heard where
+/// the plan puts them: a far end the plan names answered on one of its halves (for a switched
+/// port: its planned switch by LLDP, or another port of its segment).
+fn proven(
+    plan: &Plan,
+    links: &Links,
+    res: &HashMap<NodeId, (usize, Vec<HalfResolution>)>,
+) -> (usize, usize) {
+    let mut all: BTreeMap<String, bool> = BTreeMap::new();
+    for s in &plan.segments {
+        let switched = plan.cables.get(s.cable).map(|c| c.kind) == Some(CableKind::Switched);
+        for m in &s.members {
+            let key = if switched {
+                format!("{}.{}", plan.node(m.endpoint.node).name, m.endpoint.port)
+            } else {
+                link_of(s)
+            };
+            let heard =
+                half(res, &m.endpoint).and_then(|(b, h)| links.get(&(b, h.netdev.clone()?)));
+            let planned_switch = m
+                .switch
+                .and_then(|w| plan.switches.get(w.0))
+                .map(|w| w.name.as_str());
+            let ok = heard.is_some_and(|x| {
+                x.fars.iter().chain(&x.segment).any(|f| match f {
+                    Far::Switch { name, .. } => Some(name.as_str()) == planned_switch,
+                    Far::Node { r#box, netdev } => s.members.iter().any(|o| {
+                        o.endpoint != m.endpoint
+                            && half(res, &o.endpoint).is_some_and(|(ob, oh)| {
+                                ob == *r#box && oh.netdev.as_ref() == Some(netdev)
+                            })
+                    }),
+                    Far::Stranger(_) => false,
+                })
+            });
+            *all.entry(key).or_insert(false) |= ok;
+        }
+    }
+    (all.values().filter(|v| **v).count(), all.len())
 }
 
 /// The resolution of a planned half.
