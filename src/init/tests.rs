@@ -216,3 +216,47 @@ fn a_machine_id_cloned_from_one_image_is_not_one_machine() {
     assert!(d.notes.is_empty(), "{:?}", d.notes);
     assert!(d.text.contains("name = \"box-b\""), "{}", d.text);
 }
+
+#[test]
+fn a_ring_of_four_is_a_ring_and_no_collective_spans_its_corners() {
+    // node i's f0 (netdev indices 0 and 2) faces node i+1's f1 (1 and 3)
+    let n = 4;
+    let hosts: Vec<Host> = (0..n)
+        .map(|i| {
+            let next = (i + 1) % n;
+            let prev = (i + n - 1) % n;
+            let h = [
+                heard("enp1s0f0np0", &[(next, 1)]),
+                heard("enP2p1s0f0np0", &[(next, 3)]),
+                heard("enp1s0f1np1", &[(prev, 0)]),
+                heard("enP2p1s0f1np1", &[(prev, 2)]),
+            ]
+            .concat();
+            host(&format!("r{i}"), i, h)
+        })
+        .collect();
+    let d = draft(&hosts, &opts()).unwrap();
+    assert!(d.text.contains("kind = \"ring\""), "{}", d.text);
+    assert!(
+        d.text.contains("nodes = [\"r0\", \"r1\", \"r2\", \"r3\"]"),
+        "{}",
+        d.text
+    );
+    assert!(d.text.contains("link-subnets = ["), "{}", d.text);
+    assert!(!d.text.contains("collective"), "{}", d.text);
+    assert!(d.todos.is_empty(), "{:?}", d.todos);
+    assert_eq!(d.commands.len(), 16, "two halves on each of 8 ring ends");
+}
+
+#[test]
+fn a_host_whose_links_answer_nothing_is_still_a_plan() {
+    let d = draft(&[host("lonely", 0, Vec::new())], &opts()).unwrap();
+    assert!(d.text.contains("name = \"lonely\""), "{}", d.text);
+    assert!(!d.text.contains("[[cable]]"), "{}", d.text);
+    assert_eq!(
+        d.todos.len(),
+        2,
+        "each port up with nothing heard: {:?}",
+        d.todos
+    );
+}
