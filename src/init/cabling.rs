@@ -145,7 +145,7 @@ pub fn draw(boxes: &Boxes, links: &Links) -> Cabling {
         let names: Vec<&str> = halves.iter().map(|(_, h)| h.as_str()).take(4).collect();
         let more = halves.len().saturating_sub(names.len());
         c.notes.push(Note {
-            r#box: halves[0].0,
+            r#box: halves.first().map(|h| h.0).unwrap_or_default(),
             text: format!(
                 "{who} answered on {}{}, and it is none of the hosts given (a switch's own address, or a host to add to the command line): left out of the plan",
                 names.join(", "),

@@ -231,13 +231,13 @@ pub fn cable(
     if common.is_empty() {
         for t in todos {
             c.notes.push(Note {
-                r#box: ports[0].r#box,
+                r#box: ports.first().map(|p| p.r#box).unwrap_or_default(),
                 text: t,
                 todo: true,
             });
         }
         c.notes.push(Note {
-            r#box: ports[0].r#box,
+            r#box: ports.first().map(|p| p.r#box).unwrap_or_default(),
             text: "these switched ports share no half: no cable drafted for them".into(),
             todo: true,
         });
