@@ -274,7 +274,12 @@ fn against_one_difference_per_injected_change_with_its_line() {
         .position(|l| l.starts_with("ends ="))
         .unwrap()
         + 1;
-    let cases: [(&Path, &str, &str); 5] = [
+    let cases: [(&Path, &str, &str); 6] = [
+        (
+            &ring,
+            "crossed:spark-2.f0",
+            "cables ring.l1, ring.l2: planned spark-1.f0 -- spark-2.f1 and spark-2.f0 -- spark-3.f1, found spark-1.f0 -- spark-2.f0 (LLDP): the cables at spark-2 are exchanged between its ports: swap them there, or change line 23",
+        ),
         (
             &two,
             "swapped:spark-a.f0=spark-a.f1",

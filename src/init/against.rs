@@ -193,6 +193,7 @@ fn cables(
     lines: &Lines<'_>,
 ) -> Vec<Difference> {
     let mut out = Vec::new();
+    let mut found: Vec<Moved> = Vec::new();
     let mut said: HashSet<String> = HashSet::new();
     for s in &plan.segments {
         let kind = plan.cables.get(s.cable).map(|c| c.kind);
@@ -212,7 +213,7 @@ fn cables(
             (&s.members[0], &s.members[1]),
             (&s.members[1], &s.members[0]),
         ] {
-            let Some(d) = moved(
+            let Some(m) = moved(
                 plan,
                 boxes,
                 links,
@@ -224,11 +225,65 @@ fn cables(
                 continue;
             };
             said.insert(link.clone());
-            out.push(d);
+            found.push(m);
             break;
         }
     }
+    out.extend(exchanged(found));
     out
+}
+
+/// A moved cable as found: the difference, the two ports it joins as found (sorted), and the
+/// two the plan joins.
+struct Moved {
+    difference: Difference,
+    found: [String; 2],
+    planned: [String; 2],
+    source: &'static str,
+}
+
+/// The moved cables, one difference each; two planned cables found as one physical cable (the
+/// two cables of one node exchanged between its ports, seen from both) are one difference
+/// naming that node.
+fn exchanged(found: Vec<Moved>) -> Vec<Difference> {
+    let mut groups: Vec<Vec<Moved>> = Vec::new();
+    for m in found {
+        match groups.iter_mut().find(|g| g[0].found == m.found) {
+            Some(g) => g.push(m),
+            None => groups.push(vec![m]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|mut g| {
+            if g.len() == 1 {
+                return g.remove(0).difference;
+            }
+            let node_of = |p: &String| p.split('.').next().unwrap_or_default().to_string();
+            let common = g[0].planned.iter().map(node_of).find(|n| {
+                g.iter().all(|m| m.planned.iter().any(|p| node_of(p) == *n))
+            });
+            let abouts: Vec<String> = g.iter().map(|m| m.difference.about.replacen("cable ", "", 1)).collect();
+            let planned: Vec<String> = g.iter().map(|m| format!("{} -- {}", m.planned[0], m.planned[1])).collect();
+            let line = g[0].difference.line;
+            let edit = line.map(|l| format!("change line {l}")).unwrap_or_else(|| "change the cables".into());
+            Difference {
+                about: format!("cables {}", abouts.join(", ")),
+                text: format!(
+                    "planned {}, found {} -- {} ({}): {}",
+                    planned.join(" and "),
+                    g[0].found[0],
+                    g[0].found[1],
+                    g[0].source,
+                    match common {
+                        Some(n) => format!("the cables at {n} are exchanged between its ports: swap them there, or {edit}"),
+                        None => format!("one cable found where the plan has {}: check them, or {edit}", g.len()),
+                    }
+                ),
+                line,
+            }
+        })
+        .collect()
 }
 
 /// `me`'s half hears another far end than the plan's `other`: the difference.
@@ -240,7 +295,7 @@ fn moved(
     s: &Segment,
     (me, other): (&Endpoint, &Endpoint),
     lines: &Lines<'_>,
-) -> Option<Difference> {
+) -> Option<Moved> {
     let (b, h) = half(res, me)?;
     let netdev = h.netdev.as_deref()?;
     let heard = links.get(&(b, netdev.to_string()))?;
@@ -272,17 +327,24 @@ fn moved(
         format!("{there} -- {here}")
     };
     let line = lines.in_block("cable", s.cable, &["ends", "nodes", "attach"]);
-    Some(Difference {
-        about: format!("cable {}", link_of(s)),
-        text: format!(
-            "planned {} -- {}, found {found_text} ({}): {} or move the cable",
-            name(first),
-            name(second),
-            heard.source.text(),
-            line.map(|l| format!("change line {l}"))
-                .unwrap_or_else(|| "change the cable".into())
-        ),
-        line,
+    let mut pair = [here.clone(), there.clone()];
+    pair.sort();
+    Some(Moved {
+        difference: Difference {
+            about: format!("cable {}", link_of(s)),
+            text: format!(
+                "planned {} -- {}, found {found_text} ({}): {} or move the cable",
+                name(first),
+                name(second),
+                heard.source.text(),
+                line.map(|l| format!("change line {l}"))
+                    .unwrap_or_else(|| "change the cable".into())
+            ),
+            line,
+        },
+        found: pair,
+        planned: [name(first), name(second)],
+        source: heard.source.text(),
     })
 }
 
