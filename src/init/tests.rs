@@ -260,3 +260,54 @@ fn a_host_whose_links_answer_nothing_is_still_a_plan() {
         d.todos
     );
 }
+
+#[test]
+fn without_ipv6_the_ipv4_neighbours_prove_the_cable_and_its_addresses_are_in_use() {
+    let v4 = |netdev: &str, dst: &str, far: (usize, usize)| Heard {
+        netdev: netdev.into(),
+        dst: dst.into(),
+        mac: mac(far.0, far.1),
+    };
+    let mut hosts = pair();
+    hosts[0].probe = Ok(gb10(
+        "box-a",
+        0,
+        &[
+            ("enp1s0f0np0", "198.19.9.1/30"),
+            ("enP2p1s0f0np0", "198.19.9.5/30"),
+        ],
+    ));
+    hosts[1].probe = Ok(gb10(
+        "box-b",
+        1,
+        &[
+            ("enp1s0f0np0", "198.19.9.2/30"),
+            ("enP2p1s0f0np0", "198.19.9.6/30"),
+        ],
+    ));
+    hosts[0].extra.heard = vec![
+        v4("enp1s0f0np0", "198.19.9.2", (1, 0)),
+        v4("enP2p1s0f0np0", "198.19.9.6", (1, 2)),
+    ];
+    hosts[1].extra.heard = Vec::new();
+    let d = draft(&hosts, &opts()).unwrap();
+    assert!(
+        d.text
+            .contains("box-a.f0.a hears box-b.enp1s0f0np0 (box-b.f0.a) (IPv4 neighbour)"),
+        "{}",
+        d.text
+    );
+    assert!(
+        d.text.contains(
+            "subnets = { a = \"198.19.9.0/30\", b = \"198.19.9.4/30\" }  # a in use, b in use"
+        ),
+        "{}",
+        d.text
+    );
+    assert!(
+        !d.text.contains("addresses = "),
+        "the addresses are the derived ones: {}",
+        d.text
+    );
+    assert!(d.commands.is_empty(), "{:?}", d.commands);
+}
