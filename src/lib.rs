@@ -18,6 +18,7 @@ pub mod exec;
 pub mod exit;
 pub mod files;
 pub mod gate;
+pub mod init;
 pub mod kinds;
 pub mod localise;
 pub mod parse;

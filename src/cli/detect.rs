@@ -25,6 +25,12 @@ pub struct DetectArgs {
     pub host: Vec<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Compare the plan with the fabric as found: a cable landing elsewhere (LLDP, IPv6 or IPv4
+    /// neighbours), a device renamed, an address gone, a smaller MTU, firmware or PCIe drift;
+    /// each as the edit to the plan (with its line) or the change on the box. Exit 1 when they
+    /// differ.
+    #[arg(long, requires = "plan")]
+    pub against: bool,
     /// Probes in flight at once.
     #[arg(long, default_value_t = 32)]
     pub max_parallel: usize,
@@ -54,6 +60,14 @@ pub fn run(args: DetectArgs) -> Outcome {
         .launcher(plan, &args.hosts)
         .map_err(CliError::Usage)?;
     let rt = runtime()?;
+    if let (true, Some(p)) = (args.against, plan) {
+        let hosts = rt.block_on(super::init::read(
+            launcher.as_ref(),
+            &nodes,
+            args.max_parallel,
+        ));
+        return against(p, &hosts, args.hosts.sim, args.format);
+    }
     let found = rt.block_on(async {
         let refs: Vec<&Node> = nodes.iter().collect();
         // Slurm allocates the nodes first; a node it cannot use is not probed
@@ -121,6 +135,54 @@ pub fn run(args: DetectArgs) -> Outcome {
         )),
     }
     Ok(if reports.iter().all(|r| r.reachable) {
+        exit::OK
+    } else {
+        exit::FAIL
+    })
+}
+
+/// `--against`: the differences, one line each, or that plan and fabric agree.
+fn against(
+    plan: &crate::plan::Plan,
+    hosts: &[crate::init::Host],
+    sim: bool,
+    format: Format,
+) -> Outcome {
+    let found = crate::init::against::compare(plan, hosts);
+    let diffs = &found.differences;
+    let mut out = Stdout::new();
+    match format {
+        Format::Json => out.write(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&found).unwrap_or_default()
+        )),
+        Format::Text => {
+            if sim {
+                out.write(
+                    "SIMULATED FABRIC (--sim): a model of the plan, not a reading of hardware\n\n",
+                );
+            }
+            for d in diffs {
+                out.write(&format!("{}\n", crate::text::inert_lines(&d.line_text())));
+            }
+            let heard = match (found.proven, found.cables) {
+                (_, 0) => String::new(),
+                (p, c) if p == c => format!(" (all {c} cable(s) proven where it puts them)"),
+                (p, c) if diffs.is_empty() => format!(
+                    " as far as was heard: {p} of {c} cable(s) proven where it puts them, the others not heard (run lldpd on the nodes, or bring their links up)"
+                ),
+                (p, c) => format!(" ({p} of {c} cable(s) proven where it puts them)"),
+            };
+            out.write(&match diffs.len() {
+                0 => format!("{}: the plan and the fabric agree{heard}\n", plan.name),
+                n => format!(
+                    "{}: {n} difference(s) between the plan and the fabric{heard}\n",
+                    plan.name
+                ),
+            });
+        }
+    }
+    Ok(if diffs.is_empty() {
         exit::OK
     } else {
         exit::FAIL

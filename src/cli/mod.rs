@@ -11,6 +11,7 @@ mod error;
 mod graph;
 mod history;
 mod hosts;
+mod init;
 mod launcher;
 mod man;
 mod parse;
@@ -78,8 +79,15 @@ pub enum Command {
         plan: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Read the nodes first (read-only discovery) and fill every placeholder (device, GID
+        /// index, netdev, addresses): command lines to paste on each host. Exit 1 when a node
+        /// does not answer or a half cannot be resolved.
+        #[arg(long)]
+        resolve: bool,
         #[command(flatten)]
         launcher: launcher::LauncherArgs,
+        #[command(flatten)]
+        hosts: hosts::HostArgs,
     },
     /// Print the fabric graph.
     Graph {
@@ -94,6 +102,11 @@ pub enum Command {
     /// Discover each node's RDMA devices (read-only): state, netdev, IPv4, MTU, GID index; and
     /// the exact `ip addr add` to run where a planned half has no address. Runs nothing else.
     Detect(detect::DetectArgs),
+    /// Draft a site's plan from what its hosts show (read-only): nodes, a profile per kind of
+    /// box, cables from who answers (LLDP, IPv6 link-local neighbours, IPv4 neighbours),
+    /// subnets in use or proposed, tests and gates; a TODO comment for what it cannot decide.
+    /// Exit 0 nothing left undecided, 1 TODOs left (the plan is still written), 2 usage.
+    Init(init::InitArgs),
     /// Read a saved tool output (FILE or stdin) and print what fabricplan reads in it. Exit 0
     /// when the output was read (even an error the tool reported), 1 when nothing in it is
     /// recognisable or it is empty, 2 when it cannot be read.
@@ -133,11 +146,17 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Plan {
             plan,
             format,
+            resolve,
             launcher,
-        } => plan::run(&plan, format, &launcher),
+            hosts,
+        } => match resolve {
+            true => plan::resolved(&plan, format, &launcher, &hosts),
+            false => plan::run(&plan, format, &launcher),
+        },
         Command::Graph { plan, format } => graph::run(&plan, format),
         Command::Run(args) => run::run(args),
         Command::Detect(args) => detect::run(args),
+        Command::Init(args) => init::run(args),
         Command::Parse { tool, file, format } => parse::run(tool, file.as_deref(), format),
         Command::Compare(args) => compare::run(&args),
         Command::History(args) => history::run(&args),

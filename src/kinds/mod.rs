@@ -155,6 +155,34 @@ pub trait TestKind: SectionKind {
     fn simulated(&self) -> Option<&'static dyn simulated::SimTool> {
         None
     }
+
+    /// The `[tests.<key>]` table(s) a site starts with for a fabric of this shape, with a
+    /// comment saying why (`fabricplan init`); `None` when the kind is not one a site starts
+    /// with.
+    fn starter(&self, _shape: &Drafted) -> Option<String> {
+        None
+    }
+}
+
+/// The shape of a drafted fabric, as `fabricplan init` found it: what the kinds' starting
+/// tests ([`TestKind::starter`]) are sized by.
+#[derive(Debug, Clone, Default)]
+pub struct Drafted {
+    /// The members of the largest switched segment (0: no switch).
+    pub switched_members: usize,
+    /// The node groups a collective can span (each pair of a group reaches the other over the
+    /// fabric: a direct pair, a ring of three, the ports of one switched fabric).
+    pub groups: Vec<Vec<String>>,
+}
+
+impl Drafted {
+    /// Past this many ports on one switched segment, bandwidth is sampled, not all-pairs.
+    pub const ALL_PAIRS_UP_TO: usize = 16;
+}
+
+/// Every kind's starting tables for `shape`, in the order the kinds run.
+pub fn starters(shape: &Drafted) -> Vec<String> {
+    ALL.iter().filter_map(|k| k.starter(shape)).collect()
 }
 
 /// Every test kind, in the order their rounds run: bandwidth per half first (a throttled link

@@ -97,8 +97,22 @@ pub fn write_text_with(
     style: &dyn LaunchStyle,
     opening: &[String],
 ) -> io::Result<()> {
-    let renderer = kinds::renderer(plan);
     let res = Resolution::from_plan(plan);
+    write_text_resolved(w, plan, fabric, schedule, style, opening, &res)
+}
+
+/// [`write_text_with`] with run-time facts (`res`: device, netdev, GID index per half, as
+/// discovery found them; `plan --resolve`) in place of the placeholders.
+pub fn write_text_resolved(
+    w: &mut dyn Write,
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    style: &dyn LaunchStyle,
+    opening: &[String],
+    res: &Resolution,
+) -> io::Result<()> {
+    let renderer = kinds::renderer(plan);
     writeln!(
         w,
         "plan `{}`: {} nodes, {} switches, {} links, {} rounds",
@@ -161,7 +175,7 @@ pub fn write_text_with(
         }
     }
     for round in schedule.rounds(plan, fabric) {
-        write_round_text(w, plan, &renderer, style, &res, &round, schedule.len())?;
+        write_round_text(w, plan, &renderer, style, res, &round, schedule.len())?;
     }
     Ok(())
 }
@@ -344,8 +358,21 @@ pub fn write_json_with(
     style: &dyn LaunchStyle,
     opening: &[String],
 ) -> io::Result<()> {
-    let renderer = kinds::renderer(plan);
     let res = Resolution::from_plan(plan);
+    write_json_resolved(w, plan, fabric, schedule, style, opening, &res)
+}
+
+/// [`write_json_with`] with run-time facts in place of the placeholders (`plan --resolve`).
+pub fn write_json_resolved(
+    w: &mut dyn Write,
+    plan: &Plan,
+    fabric: &Fabric,
+    schedule: &Schedule,
+    style: &dyn LaunchStyle,
+    opening: &[String],
+    res: &Resolution,
+) -> io::Result<()> {
+    let renderer = kinds::renderer(plan);
     let launcher = if opening.is_empty() {
         String::new()
     } else {
@@ -373,7 +400,7 @@ pub fn write_json_with(
             .jobs
             .iter()
             .zip(&expected)
-            .map(|(j, e)| job_view(plan, &renderer, style, &res, j, *e))
+            .map(|(j, e)| job_view(plan, &renderer, style, res, j, *e))
             .collect();
         #[derive(Serialize)]
         struct RoundView<'a> {

@@ -230,6 +230,10 @@ impl SimTransport {
             let st = self.lock();
             return Ok(Output::ok(w.counters_dump(node, &devs, &st.counters)));
         }
+        if script.contains("@machine-id") {
+            // `fabricplan init`'s evidence: machine id, neighbours after the all-nodes ping
+            return Ok(Output::ok(physical::init_evidence(w, node)));
+        }
         if script.trim_end().ends_with("echo setup-ok") {
             // the setup stage: the simulated boxes come with the tooling installed
             return Ok(Output::ok("setup-ok\n"));

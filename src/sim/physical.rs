@@ -125,3 +125,42 @@ pub(crate) fn neigh_json(w: &World, n: NodeId, asked: &[(String, Ipv4Addr)]) -> 
         .collect();
     Value::Array(entries).to_string()
 }
+
+/// The IPv6 link-local address of a MAC (EUI-64).
+fn link_local(mac: &str) -> String {
+    let b: Vec<u8> = mac
+        .split(':')
+        .filter_map(|x| u8::from_str_radix(x, 16).ok())
+        .collect();
+    let Ok([b0, b1, b2, b3, b4, b5]) = <[u8; 6]>::try_from(b) else {
+        return "fe80::1".into();
+    };
+    let w = |a: u8, c: u8| (u16::from(a) << 8) | u16::from(c);
+    format!(
+        "fe80::{:x}:{:x}:{:x}:{:x}",
+        w(b0 ^ 0x02, b1),
+        w(b2, 0xff),
+        w(0xfe, b3),
+        w(b4, b5)
+    )
+}
+
+/// What `fabricplan init`'s evidence script prints on node `n`: a machine id of its own, and per
+/// RDMA netdev the neighbour table after a ping to the all-nodes group: every other live device
+/// on the segment its cable really lands in, by link-local address and MAC.
+pub(crate) fn init_evidence(w: &World, n: NodeId) -> String {
+    let mut s = format!("@machine-id {:032x}\n", 0x5eed_0000_u128 + n.0 as u128);
+    for d in w.devs_of(n) {
+        s.push_str(&format!("@neigh {}\n", d.netdev));
+        let Some(seg) = d.segment() else { continue };
+        for far in w
+            .wired_to(seg)
+            .filter(|f| (f.node, f.ifindex) != (d.node, d.ifindex) && !w.dead(f.node))
+        {
+            let m = mac(far.node, far.ifindex);
+            s.push_str(&format!("{} lladdr {m} STALE\n", link_local(&m)));
+        }
+    }
+    s.push_str("@end\n");
+    s
+}

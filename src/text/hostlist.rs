@@ -98,9 +98,82 @@ fn ranges(ns: &[u64], num: impl Fn(u64) -> String) -> String {
     parts.join(",")
 }
 
+/// The most names one expression may expand to (a typo like `n[1-99999999]` is refused).
+pub const MAX_EXPANDED: usize = 100_000;
+
+/// A hostlist expression's names, in order: `spark-[1-3,7],login` is `spark-1`, `spark-2`,
+/// `spark-3`, `spark-7`, `login`; zero padding kept (`gb10-[01-03]`); one bracket per name.
+pub fn expand(expr: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    let mut items = Vec::new();
+    for (i, c) in expr.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| format!("`{expr}`: `]` without `[`"))?
+            }
+            ',' if depth == 0 => {
+                items.push(&expr[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(format!("`{expr}`: `[` without `]`"));
+    }
+    items.push(&expr[start..]);
+    for item in items.into_iter().filter(|i| !i.is_empty()) {
+        let Some((prefix, rest)) = item.split_once('[') else {
+            out.push(item.to_string());
+            continue;
+        };
+        let (inner, suffix) = rest.split_once(']').unwrap_or((rest, ""));
+        for part in inner.split(',') {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            let bad = || format!("`{item}`: `{part}` is not a number or a range");
+            let (lo, hi): (u64, u64) =
+                (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+            if hi < lo || (hi - lo) as usize >= MAX_EXPANDED - out.len().min(MAX_EXPANDED) {
+                return Err(format!(
+                    "`{item}`: `{part}` is empty or names too many hosts"
+                ));
+            }
+            let width = if a.len() > 1 && a.starts_with('0') {
+                a.len()
+            } else {
+                0
+            };
+            for n in lo..=hi {
+                out.push(format!("{prefix}{n:0width$}{suffix}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::compress;
+    use super::{compress, expand};
+
+    #[test]
+    fn expands_what_it_compresses() {
+        let names = expand("spark-[1-3,7],login,gb10-[01-02]").unwrap();
+        assert_eq!(
+            names,
+            [
+                "spark-1", "spark-2", "spark-3", "spark-7", "login", "gb10-01", "gb10-02"
+            ]
+        );
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(expand(&compress(&refs)).unwrap(), names);
+        assert!(expand("n[3-1]").is_err() && expand("n[1-x]").is_err() && expand("n[1").is_err());
+        assert!(expand("n[1-999999999]").is_err());
+    }
 
     #[test]
     fn numbered_names_fold_into_brackets_with_ranges() {

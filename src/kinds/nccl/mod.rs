@@ -217,6 +217,25 @@ impl TestKind for Nccl {
         ID
     }
 
+    /// all_reduce across each group of nodes the fabric joins.
+    fn starter(&self, shape: &super::Drafted) -> Option<String> {
+        let tables: Vec<String> = shape
+            .groups
+            .iter()
+            .filter(|g| g.len() >= 2)
+            .map(|g| {
+                let nodes: Vec<String> = g.iter().map(|n| format!("\"{n}\"")).collect();
+                format!(
+                    "# NCCL all_reduce across the {} nodes this fabric joins (NET/IB expected, never sockets)\n[[tests.{}]]\ncollective = \"all_reduce\"\nnodes = [{}]\n",
+                    g.len(),
+                    ID.name(),
+                    nodes.join(", ")
+                )
+            })
+            .collect();
+        (!tables.is_empty()).then(|| tables.join("\n"))
+    }
+
     fn tool(&self) -> Tool {
         Tool::NCCL_TESTS
     }

@@ -153,6 +153,29 @@ impl TestKind for RdmaBw {
         ID
     }
 
+    /// Every link measured each way in turn: one link at a time on cables, every pair of
+    /// ports on a switch (seeded random pairings past [`super::Drafted::ALL_PAIRS_UP_TO`]).
+    fn starter(&self, shape: &super::Drafted) -> Option<String> {
+        let (schedule, why) = match shape.switched_members {
+            0 => ("per-link", "one link at a time".to_string()),
+            n if n <= super::Drafted::ALL_PAIRS_UP_TO => (
+                "all-pairs",
+                format!("every pair of the {n} ports on the switch, concurrently"),
+            ),
+            n => (
+                "sampled",
+                format!(
+                    "seeded random pairings of the {n} ports on the switch (all-pairs past {} ports runs for hours)",
+                    super::Drafted::ALL_PAIRS_UP_TO
+                ),
+            ),
+        };
+        Some(format!(
+            "# bandwidth per half, {why}, each way in turn (a transmit fault at either end shows)\n[tests.{}]\nschedule = \"{schedule}\"\ndirection = \"both\"\n",
+            ID.name()
+        ))
+    }
+
     fn tool(&self) -> Tool {
         Tool::IB_WRITE_BW
     }

@@ -96,6 +96,14 @@ impl TestKind for RdmaLat {
         ID
     }
 
+    /// Latency on every link: a slow hop shows here first.
+    fn starter(&self, _shape: &super::Drafted) -> Option<String> {
+        Some(format!(
+            "# latency per link (2-byte writes): a slow hop or a bad cable shows here first\n[tests.{}]\n",
+            ID.name()
+        ))
+    }
+
     fn tool(&self) -> Tool {
         Tool::IB_WRITE_LAT
     }

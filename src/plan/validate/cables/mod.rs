@@ -7,6 +7,7 @@ mod ring;
 mod switched;
 
 pub(super) use crossing::ring_crossing;
+pub use ring::MAX_RING_NODES;
 
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Range;
