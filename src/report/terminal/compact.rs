@@ -8,7 +8,7 @@ use std::io;
 
 use super::Page;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::{JobResult, JobStatus, RunResults};
+use crate::results::{JobResult, RunResults, Tally};
 use crate::text::inert;
 use crate::text::width::pad;
 
@@ -33,6 +33,7 @@ pub(super) fn answer(p: &mut Page, r: &RunResults) -> io::Result<()> {
     for (kind, jobs) in &tests {
         test_line(p, kind, jobs, w)?;
     }
+    p.wrapped(&pad("gates", w), &Tally::of_run(r).words(", "), w)?;
     not_ok(p, r)
 }
 
@@ -84,34 +85,16 @@ fn preflight(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
     if r.preflight.is_empty() {
         return Ok(());
     }
-    let outcomes: Vec<Option<Outcome>> = r.preflight.iter().map(|v| Some(v.outcome)).collect();
-    let ok = outcomes.iter().filter(|o| **o == Some(Outcome::Ok)).count();
-    let worst = outcomes.iter().flatten().max().copied();
-    let head = p.paint(&format!("{ok}/{} OK", r.preflight.len()), worst);
+    let t = Tally::of_verdicts(&r.preflight);
+    let head = p.paint(&format!("{}/{} OK", t.ok, t.total()), Some(t.worst()));
     p.wrapped(
         &pad("preflight", w),
         &format!(
             "{head}{}   devices, MTU, cabling, routes, pings, launch",
-            counts(&outcomes)
+            t.not_ok_words()
         ),
         w,
     )
-}
-
-/// `, 2 FAIL, 1 WARN` for what is not OK among `outcomes` (`None`: not run).
-fn counts(outcomes: &[Option<Outcome>]) -> String {
-    let n = |o: Option<Outcome>| outcomes.iter().filter(|x| **x == o).count();
-    let mut s = String::new();
-    for (o, word) in [
-        (Some(Outcome::Fail), "FAIL"),
-        (Some(Outcome::Warn), "WARN"),
-        (None, "not run"),
-    ] {
-        if n(o) > 0 {
-            s.push_str(&format!(", {} {word}", n(o)));
-        }
-    }
-    s
 }
 
 /// The jobs of each test kind, in the order the kinds ran.
@@ -133,20 +116,12 @@ fn per_test(r: &RunResults) -> Vec<(String, Vec<&JobResult>)> {
         .collect()
 }
 
-/// `rdma-bw  48/48 OK   min 110.70 Gb/s (99% of expected)`.
+/// `rdma-bw  48/48 OK   min 110.70 Gb/s (99% of expected)`: its gates counted as every output
+/// counts them ([`Tally`]).
 fn test_line(p: &mut Page, kind: &str, jobs: &[&JobResult], w: usize) -> io::Result<()> {
-    let outcomes: Vec<Option<Outcome>> = jobs
-        .iter()
-        .map(|j| match j.status {
-            JobStatus::Skipped => None,
-            JobStatus::Failed => Some(Outcome::Fail),
-            JobStatus::Measured => Some(j.worst().unwrap_or(Outcome::Ok)),
-        })
-        .collect();
-    let ok = outcomes.iter().filter(|o| **o == Some(Outcome::Ok)).count();
-    let worst = outcomes.iter().map(|o| o.unwrap_or(Outcome::Warn)).max();
-    let mut text = p.paint(&format!("{ok}/{} OK", jobs.len()), worst);
-    text.push_str(&counts(&outcomes));
+    let t = Tally::of_jobs(jobs.iter().copied());
+    let mut text = p.paint(&format!("{}/{} OK", t.ok, t.total()), Some(t.worst()));
+    text.push_str(&t.not_ok_words());
     if let Some(x) = extreme(jobs) {
         text.push_str("   ");
         text.push_str(&x);

@@ -59,7 +59,15 @@ pub(super) fn table(p: &mut Page, r: &RunResults) -> io::Result<()> {
     for j in r.jobs.iter().filter(|j| j.verdicts.is_empty()) {
         let gate = inert(&format!("{} {}", j.kind, j.label)).into_owned();
         let reason = inert(j.reason.as_deref().unwrap_or_default()).into_owned();
-        row(p, "SKIP", None, &cols, &gate, "", &reason)?;
+        row(
+            p,
+            crate::results::tally::job_word(j),
+            None,
+            &cols,
+            &gate,
+            "",
+            &reason,
+        )?;
     }
     Ok(())
 }
