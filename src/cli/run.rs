@@ -226,6 +226,21 @@ fn prepare(
     ))
 }
 
+/// `fabricplan run PLAN` (with `--sim` when given), each word quoted for a
+/// shell: the command the last lines suggest.
+fn again_command(args: &RunArgs) -> String {
+    let plan = args.plan.display().to_string();
+    let mut words = vec![
+        "fabricplan".to_string(),
+        "run".to_string(),
+        crate::render::quote::quote(&plan).unwrap_or(plan),
+    ];
+    if args.hosts.sim {
+        words.push("--sim".into());
+    }
+    words.join(" ")
+}
+
 /// The sinks that show the run as it goes: the terminal (and its progress bar, which `-v`'s
 /// phase lines print above) or JSON on stdout.
 fn front_sinks(dir: &std::path::Path, args: &RunArgs) -> Sinks {
@@ -237,7 +252,8 @@ fn front_sinks(dir: &std::path::Path, args: &RunArgs) -> Sinks {
                 super::width(),
                 super::color_stdout(),
             )
-            .all(args.verbose || args.all);
+            .all(args.verbose || args.all)
+            .again(again_command(args));
             let bar = t.progress_bar();
             (Box::new(t), Some(bar))
         }

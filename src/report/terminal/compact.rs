@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::io;
 
 use super::Page;
+use crate::discover::HalfResolution;
+use crate::discover::resolve::HalfIssue;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::results::{JobResult, RunResults, Tally};
 use crate::text::inert;
@@ -57,28 +59,108 @@ fn discovery(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
         );
         return p.wrapped(&lead, &text, w);
     }
+    let name_w = r.discovery.iter().map(|d| d.node.len()).max().unwrap_or(0) + 2;
     for (i, d) in r.discovery.iter().enumerate() {
         let lead = if i == 0 { lead.clone() } else { " ".repeat(w) };
-        let text = if !d.reachable {
-            format!("{}: UNREACHABLE", d.node)
-        } else {
-            let halves: Vec<String> = d
-                .halves
-                .iter()
-                .map(|h| {
-                    let name = h.device.clone().unwrap_or_else(|| "no device".into());
-                    match (h.gid_index, h.mtu) {
-                        (Some(g), Some(m)) => format!("{name} GID {g} MTU {m}"),
-                        (Some(g), None) => format!("{name} GID {g}"),
-                        _ => name,
-                    }
-                })
-                .collect();
-            format!("{}: {}", d.node, halves.join(", "))
-        };
-        p.wrapped(&lead, &inert(&text), w)?;
+        let room = p.width.saturating_sub(w + name_w);
+        let text = format!("{}{}", pad(&d.node, name_w), node_line(d, room));
+        p.line(&format!("{lead}{}", inert(&text)).trim_end().to_string())?;
     }
     Ok(())
+}
+
+/// One node's discovery in at most `room` columns, never wrapped: `4/4 halves live, GID 3,
+/// MTU 9000`, then each half that differs from the rest (`f1.b MTU 1500`, `f0.b no device`)
+/// while they fit, and how many more did not (every half is in --verbose and the report).
+fn node_line(d: &crate::results::NodeDiscovery, room: usize) -> String {
+    if !d.reachable {
+        return "UNREACHABLE".into();
+    }
+    let live = |h: &&HalfResolution| h.device.is_some() && h.problems.is_empty();
+    let common = |f: &dyn Fn(&HalfResolution) -> Option<u32>| {
+        let mut n: BTreeMap<u32, usize> = BTreeMap::new();
+        for v in d.halves.iter().filter(live).filter_map(|h| f(h)) {
+            *n.entry(v).or_default() += 1;
+        }
+        n.into_iter()
+            .max_by_key(|(v, c)| (*c, std::cmp::Reverse(*v)))
+            .map(|(v, _)| v)
+    };
+    let (gid, mtu) = (common(&|h| h.gid_index), common(&|h| h.mtu));
+    let n_live = d.halves.iter().filter(live).count();
+    let mut head = format!("{n_live}/{} halves live", d.halves.len());
+    if let Some(g) = gid {
+        head.push_str(&format!(", GID {g}"));
+    }
+    if let Some(m) = mtu {
+        head.push_str(&format!(", MTU {m}"));
+    }
+    let odd: Vec<String> = d
+        .halves
+        .iter()
+        .filter_map(|h| odd_half(h, &d.node, gid, mtu))
+        .collect();
+    let mut line = head;
+    for (k, o) in odd.iter().enumerate() {
+        let left = odd.len() - k - 1;
+        let more = if left > 0 {
+            format!("; and {left} more")
+        } else {
+            String::new()
+        };
+        if line.len() + 2 + o.len() + more.len() > room {
+            let n = odd.len() - k;
+            line.push_str(&match k {
+                0 if n == 1 => "; 1 half differs (--verbose)".to_string(),
+                0 => format!("; {n} halves differ (--verbose)"),
+                _ => format!("; and {n} more"),
+            });
+            return line;
+        }
+        line.push_str(&format!("; {o}"));
+    }
+    line
+}
+
+/// A half as it differs from its node's others: `f1.b MTU 1500`, `f0.b no device`, `f0.a
+/// device down` (`None` when it is like them).
+fn odd_half(h: &HalfResolution, node: &str, gid: Option<u32>, mtu: Option<u32>) -> Option<String> {
+    let name = h
+        .name
+        .strip_prefix(&format!("{node}."))
+        .unwrap_or(&h.name)
+        .to_string();
+    let mut what: Vec<String> = Vec::new();
+    if h.device.is_none() {
+        what.push("no device".into());
+    } else if let Some(i) = h.issue {
+        what.push(issue_words(i).into());
+    } else if !h.problems.is_empty() {
+        what.push("not live".into());
+    }
+    if h.device.is_some() {
+        if h.gid_index.is_none() && h.issue.is_none() {
+            what.push("no GID".into());
+        } else if h.gid_index.is_some() && h.gid_index != gid {
+            what.push(format!("GID {}", h.gid_index.unwrap_or_default()));
+        }
+        if h.mtu.is_some() && h.mtu != mtu {
+            what.push(format!("MTU {}", h.mtu.unwrap_or_default()));
+        }
+    }
+    (!what.is_empty()).then(|| format!("{name} {}", what.join(", ")))
+}
+
+fn issue_words(i: HalfIssue) -> &'static str {
+    match i {
+        HalfIssue::PinnedNetdevElsewhere => "pinned netdev elsewhere",
+        HalfIssue::PinnedDeviceNotLive => "pinned device not live",
+        HalfIssue::DeviceMissing => "no device",
+        HalfIssue::DeviceDown => "port down",
+        HalfIssue::AddressMissing => "no address",
+        HalfIssue::GidPinWrong => "GID pin wrong",
+        HalfIssue::NoGid => "no RoCE v2 GID",
+    }
 }
 
 fn preflight(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
@@ -218,11 +300,15 @@ fn not_ok(p: &mut Page, r: &RunResults) -> io::Result<()> {
         }
         if followers.len() > FOLLOWERS_SHOWN {
             let more = followers.len() - FOLLOWERS_SHOWN;
-            p.line(&format!(
-                "         and {more} more gate{} that follow{} from finding {n} (--verbose lists them)",
-                if more == 1 { "" } else { "s" },
-                if more == 1 { "s" } else { "" }
-            ))?;
+            p.wrapped(
+                "         ",
+                &format!(
+                    "and {more} more gate{} that follow{} from finding {n} (--verbose lists them)",
+                    if more == 1 { "" } else { "s" },
+                    if more == 1 { "s" } else { "" }
+                ),
+                9,
+            )?;
         }
     }
     for (k, (j, v)) in bad.iter().enumerate() {
