@@ -85,7 +85,7 @@ fn check(out: &str, cols: usize, nodes: usize, dir: &Path, what: &str) {
         // textwrap broke a word after a slash or a hyphen (`Gb/` `s`, `8-` `25`)
         let end = l.trim_end();
         assert!(
-            !end.ends_with('/') && !(end.ends_with('-') && !end.ends_with(" -")),
+            !end.ends_with('/') && (!end.ends_with('-') || end.ends_with(" -")),
             "{what}: a line broken inside a word:\n{l}\n\n{out}"
         );
     }
@@ -100,7 +100,7 @@ fn check(out: &str, cols: usize, nodes: usize, dir: &Path, what: &str) {
         .unwrap();
     assert_eq!(
         end - at,
-        nodes.min(16).max(1),
+        nodes.clamp(1, 16),
         "{what}: discovery lines\n{out}"
     );
     // the last lines: the report's path, what to do next with its command, the verdict

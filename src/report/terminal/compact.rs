@@ -64,7 +64,7 @@ fn discovery(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
         let lead = if i == 0 { lead.clone() } else { " ".repeat(w) };
         let room = p.width.saturating_sub(w + name_w);
         let text = format!("{}{}", pad(&d.node, name_w), node_line(d, room));
-        p.line(&format!("{lead}{}", inert(&text)).trim_end().to_string())?;
+        p.line(format!("{lead}{}", inert(&text)).trim_end())?;
     }
     Ok(())
 }
@@ -79,7 +79,7 @@ fn node_line(d: &crate::results::NodeDiscovery, room: usize) -> String {
     let live = |h: &&HalfResolution| h.device.is_some() && h.problems.is_empty();
     let common = |f: &dyn Fn(&HalfResolution) -> Option<u32>| {
         let mut n: BTreeMap<u32, usize> = BTreeMap::new();
-        for v in d.halves.iter().filter(live).filter_map(|h| f(h)) {
+        for v in d.halves.iter().filter(live).filter_map(f) {
             *n.entry(v).or_default() += 1;
         }
         n.into_iter()
