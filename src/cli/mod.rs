@@ -61,6 +61,8 @@ pub enum Format {
 pub enum GraphFormat {
     Dot,
     Mermaid,
+    /// The fabric drawn for a terminal: nodes, ports, cables, switches, ISLs.
+    Text,
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,8 +82,12 @@ pub enum Command {
         format: Format,
         #[command(flatten)]
         launcher: launcher::LauncherArgs,
+        /// Also show what `run --setup` runs on each host first (the plan's `[setup]`: packages
+        /// installed, nccl-tests built), exactly as the launcher runs it.
+        #[arg(long)]
+        setup: bool,
     },
-    /// Print the fabric graph.
+    /// Print the fabric graph: Graphviz dot, Mermaid, or drawn as text for the terminal.
     Graph {
         plan: PathBuf,
         #[arg(long, value_enum, default_value = "dot")]
@@ -140,7 +146,8 @@ pub fn run(cli: Cli) -> Outcome {
             plan,
             format,
             launcher,
-        } => plan::run(&plan, format, &launcher),
+            setup,
+        } => plan::run(&plan, format, &launcher, setup),
         Command::Graph { plan, format } => graph::run(&plan, format),
         Command::Run(args) => run::run(args),
         Command::Detect(args) => detect::run(args),

@@ -101,7 +101,7 @@ impl From<KeepArg> for KeepEvidence {
 pub fn run(args: RunArgs) -> Outcome {
     let l = load(&args.plan)?;
     if args.dry_run {
-        let code = super::plan::show(&l.plan, args.format, &args.launcher)?;
+        let code = super::plan::show(&l.plan, args.format, &args.launcher, args.setup)?;
         args.service.dry_run(&l.plan, args.format)?;
         return Ok(code);
     }
