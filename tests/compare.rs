@@ -311,10 +311,15 @@ fn run_with_a_baseline_warns_on_a_drop_and_shows_the_baseline() {
         "{out}"
     );
     // the terminal's table (--all): the baseline verdict under the gate, a WARN with the old
-    // value, in parentheses: it follows from the throttled half
-    let at = out
-        .lines()
-        .position(|l| l.starts_with("(WARN)") && l.contains(THROTTLED_GATE))
+    // value, counted as `follow`: it follows from the throttled half
+    let lines: Vec<&str> = out.lines().collect();
+    let at = (0..lines.len())
+        .position(|i| {
+            let two = format!("{} {}", lines[i], lines.get(i + 1).unwrap_or(&""));
+            lines[i].starts_with("follow")
+                && lines[i].contains(THROTTLED_GATE)
+                && two.contains("baseline")
+        })
         .unwrap_or_else(|| panic!("no baseline line:\n{out}"));
     let block: Vec<&str> = out.lines().skip(at).take(4).collect();
     assert!(

@@ -73,8 +73,8 @@ pub struct RunArgs {
     pub service: ServiceArgs,
     /// After each round, print where its time went on stderr (counters, server starts,
     /// readiness, staging, release, the longest tool, stops and logs, judging, overhead: the
-    /// round's `phases` in results.json).
-    /// and show every gate in a table, not only the compact answer.
+    /// round's `phases` in results.json), and show every gate in a table, not only the compact
+    /// answer.
     #[arg(short, long)]
     pub verbose: bool,
     /// Show every gate in a table (the table of `--verbose`, without its phase lines).
