@@ -858,3 +858,31 @@ fn a_plan_without_tests_runs_discovery_and_preflight() {
     let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     assert!(lines.contains("\"finding\""), "{lines}");
 }
+
+/// A fault on halves no cable of the plan carries would change nothing: it is refused with the
+/// node's planned halves, not accepted and ignored (all-pairs cables half a only).
+#[test]
+fn a_fault_on_an_unplanned_half_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, o) = support::sim_run(
+        tmp.path(),
+        "x",
+        "examples/all-pairs.toml",
+        &["--sim-fault", "mtu1500:spark-b.f0.b"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", support::stdout(&o));
+    let err = support::stderr(&o);
+    assert!(
+        err.contains("no cable of the plan carries `spark-b.f0.b`")
+            && err.contains("the planned halves of `spark-b` are spark-b.f0.a"),
+        "{err}"
+    );
+    // a node's fault reaches the halves it has that are planned
+    let (_, o) = support::sim_run(
+        tmp.path(),
+        "y",
+        "examples/all-pairs.toml",
+        &["--sim-fault", "mtu1500:spark-b"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", support::stderr(&o));
+}
