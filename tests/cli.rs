@@ -568,3 +568,55 @@ fn plan_setup_shows_each_hosts_setup_command() {
         stderr(&o)
     );
 }
+
+/// An `--only` or `--skip` value that selects no job is refused, with what the plan's jobs
+/// answer to (and the nearest name), not run as everything or nothing.
+#[test]
+fn a_selector_that_selects_nothing_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r").to_string_lossy().into_owned();
+    for (flag, value, near) in [
+        ("--only", "spark-c", Some("spark-a")),
+        ("--skip", "bogus", None),
+    ] {
+        let o = fabricplan(&[
+            "run",
+            "plans/two-spark.toml",
+            "--sim",
+            "--out",
+            &out,
+            flag,
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "`{flag} {value}` selects no job of plan `two-spark`"
+            )),
+            "{err}"
+        );
+        for listed in [
+            "a test kind (rdma-bw",
+            "a node (spark-a, spark-b)",
+            "an NCCL test (all_reduce)",
+        ] {
+            assert!(err.contains(listed), "{err}");
+        }
+        if let Some(n) = near {
+            assert!(err.contains(&format!("(did you mean `{n}`?)")), "{err}");
+        }
+        assert!(!Path::new(&out).exists(), "nothing was run");
+    }
+    // a value that selects something runs
+    let o = fabricplan(&[
+        "run",
+        "plans/two-spark.toml",
+        "--sim",
+        "--out",
+        &out,
+        "--only",
+        "nccl",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
