@@ -220,7 +220,7 @@ fn suggestion(plan: &Plan, rounds: &[crate::schedule::Round], v: &str) -> String
     }
     names.sort_unstable();
     names.dedup();
-    crate::plan::diag::did_you_mean(v, names.into_iter())
+    crate::plan::diag::did_you_mean(v, names)
         .map(|s| format!(" (did you mean `{s}`?)"))
         .unwrap_or_default()
 }
