@@ -60,6 +60,19 @@ fn escaped(s: &str, bad: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `1234567` -> `1,234,567`: a count with its thousands separated.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `s` with every control and bidirectional formatting character escaped (`\n`, `\x1b`,
 /// `\u{9b}`, `\u{202e}`): safe to print on a terminal.
 pub fn inert(s: &str) -> Cow<'_, str> {

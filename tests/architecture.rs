@@ -516,3 +516,54 @@ fn after() {
     assert!(lits.contains(&"a \"quoted\" raw".to_string()), "{lits:?}");
     assert!(lits.contains(&"nc\\\"cl".to_string()), "{lits:?}");
 }
+
+/// Where `code` decides by comparing a launcher's, a style's or a transport's name with a
+/// literal (`style.name() == "slurm"`): (line, the comparison).
+fn name_comparisons(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, line) in code.lines().enumerate() {
+        let squeezed: String = line.split_whitespace().collect();
+        for pat in ["name()==\"", "name()!=\""] {
+            if squeezed.contains(pat) {
+                out.push((i + 1, line.trim().to_string()));
+            }
+        }
+        for name in ["ssh", "slurm"] {
+            for pat in [format!("==\"{name}\""), format!("\"{name}\"==")] {
+                if squeezed.contains(&pat) && !out.iter().any(|(l, _)| *l == i + 1) {
+                    out.push((i + 1, line.trim().to_string()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What differs between launchers is a capability each declares (`LaunchStyle::words`,
+/// `Launcher::reach_part`, ...), never a comparison with its name.
+#[test]
+fn no_launcher_is_decided_by_its_name() {
+    let tests = out_of_line_test_modules();
+    let mut found = Vec::new();
+    for f in rust_files(&src()) {
+        if tests.contains(&f) {
+            continue;
+        }
+        let code = code_only(&shipped(&fs::read_to_string(&f).unwrap()));
+        for (line, what) in name_comparisons(&code) {
+            found.push(format!("{}:{line}: {what}", f.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "behaviour decided by a launcher's name (declare a capability instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_name_comparison_checker_sees_comparisons_not_uses() {
+    let code = "let a = style.name() == \"slurm\";\nlet b = if kind == \"ssh\" { 1 } else { 2 };\nlet c = style.name();\nlet d = v.name() == other;\n";
+    let lines: Vec<usize> = name_comparisons(code).into_iter().map(|x| x.0).collect();
+    assert_eq!(lines, [1, 2]);
+}

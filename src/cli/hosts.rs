@@ -21,7 +21,7 @@ pub struct HostArgs {
     /// known_hosts file to verify host keys against.
     #[arg(long)]
     pub known_hosts: Option<PathBuf>,
-    /// Run every node's commands on this machine instead of over SSH.
+    /// Run every node's commands on this machine instead of over SSH (`--launcher local`).
     #[arg(long)]
     pub local: bool,
     /// Answer from a fabric simulated from the plan: nothing leaves this machine, results are
@@ -38,7 +38,8 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
-    /// The transport these options name; `Err` is said to the user (exit 2).
+    /// The transport SSH's launcher rides with these options (SSH, or the simulated fabric;
+    /// `--local` is a launcher of its own); `Err` is said to the user (exit 2).
     pub fn transport(&self, plan: Option<&Plan>) -> Result<Arc<dyn Transport>, String> {
         if self.sim {
             let Some(plan) = plan else {
@@ -46,9 +47,6 @@ impl HostArgs {
             };
             return crate::sim::SimTransport::new(plan, &self.sim_fault)
                 .map(|t| Arc::new(t) as Arc<dyn Transport>);
-        }
-        if self.local {
-            return Ok(Arc::new(crate::exec::local::LocalTransport::new()));
         }
         let opts = self.ssh_options(plan);
         Ok(Arc::new(crate::exec::ssh::SshTransport::new(opts)))

@@ -14,8 +14,9 @@ use crate::render::launch::{SlurmStyle, display, salloc};
 /// The options that pick the launcher.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LauncherArgs {
-    /// How commands reach the nodes: `ssh`, or `slurm` (each one a job step of one allocation;
-    /// node names are Slurm node names). Default: the plan's `[launcher] kind`, else ssh.
+    /// How commands reach the nodes: `ssh`, `slurm` (each one a job step of one allocation;
+    /// node names are Slurm node names) or `local` (this machine). Default: the plan's
+    /// `[launcher] kind`, else ssh.
     #[arg(long, value_enum, value_name = "KIND")]
     pub launcher: Option<LauncherKind>,
     /// Run in this existing Slurm allocation (its job id) instead of allocating the nodes
@@ -40,13 +41,13 @@ impl LauncherArgs {
     pub fn choice(&self, plan: Option<&Plan>) -> Result<Choice, String> {
         let planned = plan.map(|p| p.launcher.clone()).unwrap_or_default();
         let kind = match (self.launcher, self.allocation) {
-            (Some(LauncherKind::Ssh), Some(_)) => {
-                return Err(
-                    "--allocation names a Slurm allocation: it does not go with --launcher ssh"
-                        .into(),
-                );
+            (Some(k @ (LauncherKind::Ssh | LauncherKind::Local)), Some(_)) => {
+                return Err(format!(
+                    "--allocation names a Slurm allocation: it does not go with --launcher {}",
+                    k.name()
+                ));
             }
-            (Some(LauncherKind::Ssh), None) => LauncherKind::Ssh,
+            (Some(k @ (LauncherKind::Ssh | LauncherKind::Local)), None) => k,
             (Some(LauncherKind::Slurm), _) | (None, Some(_)) => LauncherKind::Slurm,
             (None, None) => planned.kind,
         };
@@ -73,8 +74,8 @@ impl LauncherArgs {
         self.launcher == Some(LauncherKind::Slurm) || self.allocation.is_some()
     }
 
-    /// The launcher for a command reaching nodes: Slurm's, or SSH over the transport
-    /// `hosts` names (SSH, this machine, or the simulated fabric, which answer without Slurm).
+    /// The launcher for a command reaching nodes: the one chosen (SSH, Slurm, this machine;
+    /// `--local` is this machine's), or SSH's over the simulated fabric (`--sim`).
     pub fn launcher(
         &self,
         plan: Option<&Plan>,
@@ -94,8 +95,14 @@ impl LauncherArgs {
                 ));
             }
         }
-        let cfg = if hosts.sim || hosts.local {
+        let local = LauncherConfig {
+            kind: LauncherKind::Local,
+            ..LauncherConfig::default()
+        };
+        let cfg = if hosts.sim {
             &LauncherConfig::default()
+        } else if hosts.local {
+            &local
         } else {
             &choice
         };

@@ -220,7 +220,12 @@ fn group_name(part: &Part, peers: &[Part]) -> String {
             .chain(peers)
             .filter_map(Part::node_name)
             .collect();
-        return format!("{}.{port}.{half}", crate::text::hostlist::compress(&nodes));
+        let list = crate::text::hostlist::compress(&nodes);
+        // a range reads as one (`n[00001-01024].f0.a`); names that make none are said apart
+        // (`spark-a.f0.a, or spark-b.f0.a`), never as a comma list one suffix ends
+        if list.contains('[') && !list.contains(',') {
+            return format!("{list}.{port}.{half}");
+        }
     }
     if let Part::Software { software, .. } = part
         && peers
@@ -237,11 +242,9 @@ fn group_name(part: &Part, peers: &[Part]) -> String {
             crate::text::hostlist::compress(&nodes)
         );
     }
-    std::iter::once(part)
-        .chain(peers)
-        .map(Part::name)
-        .collect::<Vec<_>>()
-        .join(", or ")
+    let mut names: Vec<String> = std::iter::once(part).chain(peers).map(Part::name).collect();
+    names.sort();
+    names.join(", or ")
 }
 
 /// The node end `NODE.PORT` of a cable part that is on `node` (a cable's ends are `NODE.PORT`
@@ -434,5 +437,20 @@ mod tests {
         let all: BTreeSet<Part> = lists[0].iter().cloned().collect();
         let out = peers(vec![merged(h("n01"), vec![0])], &lists, &all);
         assert_eq!(out[0].name.as_deref(), Some("n01.f0.a, or n02.f0.b"));
+        // names that make no range are said apart, in order, not as a list one suffix ends
+        let lists = vec![vec![
+            Part::half("spark-b", "f0", "a"),
+            Part::half("spark-a", "f0", "a"),
+        ]];
+        let all: BTreeSet<Part> = lists[0].iter().cloned().collect();
+        let out = peers(
+            vec![merged(Part::half("spark-b", "f0", "a"), vec![0])],
+            &lists,
+            &all,
+        );
+        assert_eq!(
+            out[0].name.as_deref(),
+            Some("spark-a.f0.a, or spark-b.f0.a")
+        );
     }
 }

@@ -221,6 +221,18 @@ fn device_of(
             .filter(|d| probe.device(d).is_some()),
     };
     match device.as_deref().map(|d| (d, probe.device(d))) {
+        // the box shows no RDMA device at all: the cause of every other problem of its halves
+        None if probe.complete && probe.devices.is_empty() => found.push(
+            format!(
+                "{name}: {} shows no RDMA device (/sys/class/infiniband is empty: is the NIC's driver loaded, and rdma-core installed?)",
+                if probe.hostname.is_empty() {
+                    plan.node(e.node).name.as_str()
+                } else {
+                    probe.hostname.as_str()
+                }
+            ),
+            HalfIssue::DeviceMissing,
+        ),
         Some((d, None)) => found.push(
             format!("{name}: device `{d}` does not exist on {}", probe.hostname),
             HalfIssue::DeviceMissing,

@@ -109,8 +109,8 @@ pub struct LauncherConfig {
     pub slurm: SlurmConfig,
 }
 
-/// How commands reach the nodes: over SSH from this machine, or as job steps of one Slurm
-/// allocation.
+/// How commands reach the nodes: over SSH from this machine, as job steps of one Slurm
+/// allocation, or on this machine itself.
 #[derive(
     Debug,
     Clone,
@@ -134,6 +134,10 @@ pub enum LauncherKind {
         help = "Every command a job step of one Slurm allocation (node names are Slurm node names)"
     )]
     Slurm,
+    #[value(
+        help = "Every node's commands on this machine, each node in a session of its own (a one-box plan)"
+    )]
+    Local,
 }
 
 impl LauncherKind {
@@ -141,6 +145,7 @@ impl LauncherKind {
         match self {
             LauncherKind::Ssh => "ssh",
             LauncherKind::Slurm => "slurm",
+            LauncherKind::Local => "local",
         }
     }
 }

@@ -13,16 +13,7 @@ use crate::results::{RoundPhases, RoundRecord, StartPhases};
 
 /// `6021.7` -> `6,021 ms`: whole milliseconds (floored), thousands separated.
 fn ms(v: f64) -> String {
-    let whole = v.max(0.0).floor() as u64;
-    let digits = whole.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{out} ms")
+    format!("{} ms", crate::text::thousands(v.max(0.0).floor() as u64))
 }
 
 /// The line of round `index` (0-based) of `total`:

@@ -150,28 +150,14 @@ pub fn write_text_with(
         writeln!(
             w,
             "  discover every node's RDMA devices, GIDs, MTUs and counters (one probe per node, in its {})",
-            if style.name() == "slurm" {
-                "session step"
-            } else {
-                "SSH session"
-            }
+            style.words().session
         )?;
         writeln!(
             w,
             "  per link: small ping and `ping -M do -s 8972` out of the planned netdev; cabling; RoCE v2 GID; MTU 9000 both ends"
         )?;
         if !kinds::nccl_tests(plan).is_empty() {
-            if style.name() == "slurm" {
-                writeln!(
-                    w,
-                    "  per NCCL job: one srun step starts `hostname` on every rank through Slurm's MPI plugin"
-                )?;
-            } else {
-                writeln!(
-                    w,
-                    "  per NCCL job: mpirun launches `hostname` on every rank over the fabric subnet"
-                )?;
-            }
+            writeln!(w, "  per NCCL job: {}", style.words().launch_check)?;
         }
     }
     for round in schedule.rounds(plan, fabric) {
@@ -234,14 +220,11 @@ fn write_steps(w: &mut dyn Write, style: &dyn LaunchStyle, views: &[JobView]) ->
         for v in views {
             if let Some(c) = &v.commands {
                 for s in c.steps.iter().filter(|s| s.role == role) {
-                    let slurm = style.name() == "slurm";
+                    let words = style.words();
                     let what = match role {
-                        Role::Server if slurm => "server in its node's step, until stopped",
-                        Role::Server => "server, until stopped",
-                        Role::Client if slurm => "client, released with the others",
-                        Role::Client => "client",
-                        Role::Launcher if slurm => "srun over the ranks",
-                        Role::Launcher => "mpirun",
+                        Role::Server => words.server,
+                        Role::Client => words.client,
+                        Role::Launcher => words.collective,
                     };
                     writeln!(w, "    [{}] {} ({}):", s.host, what, v.id)?;
                     writeln!(w, "      {}", s.script)?;

@@ -18,13 +18,13 @@ use crate::gate::trap::Trap;
 use crate::plan::{LauncherConfig, LauncherKind, Node};
 use crate::render::launch::LaunchStyle;
 
-pub use crate::render::launch::{SlurmStyle, SshStyle};
+pub use crate::render::launch::{LocalStyle, SlurmStyle, SshStyle};
 pub use slurm::SlurmLauncher;
 pub use ssh::SshLauncher;
 
 /// The launcher of a run with settings `cfg`: Slurm's (its clients configured by
-/// `SLURM_CONF`, the allocation named after `plan_name`), or SSH's over the transport `ssh`
-/// makes (SSH, this machine or the simulated fabric). `Err` is said to the user.
+/// `SLURM_CONF`, the allocation named after `plan_name`), SSH's over the transport `ssh`
+/// makes (SSH, or the simulated fabric), or this machine's. `Err` is said to the user.
 pub fn build(
     cfg: &LauncherConfig,
     plan_name: &str,
@@ -32,6 +32,7 @@ pub fn build(
 ) -> Result<Arc<dyn Launcher>, String> {
     Ok(match cfg.kind {
         LauncherKind::Ssh => Arc::new(SshLauncher::new(ssh()?)),
+        LauncherKind::Local => Arc::new(SshLauncher::local()),
         LauncherKind::Slurm => Arc::new(SlurmLauncher::new(
             &cfg.slurm,
             plan_name,
@@ -45,6 +46,7 @@ pub fn build(
 pub fn style(cfg: &LauncherConfig) -> Box<dyn LaunchStyle> {
     match cfg.kind {
         LauncherKind::Ssh => Box::new(SshStyle),
+        LauncherKind::Local => Box::new(LocalStyle),
         LauncherKind::Slurm => Box::new(SlurmStyle::new(cfg.slurm.allocation, cfg.slurm.mpi)),
     }
 }

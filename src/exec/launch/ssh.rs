@@ -18,19 +18,25 @@ use crate::exec::transport::{BoxFuture, Output, Reopened, Transport, TransportEr
 use crate::gate::part::{Part, Reach, Software};
 use crate::gate::trap::Trap;
 use crate::plan::Node;
-use crate::render::launch::{LaunchStyle, SshStyle};
+use crate::render::launch::{LaunchStyle, LocalStyle, SshStyle};
 use crate::render::wrap;
 
 /// How long a server has to listen on its port.
 pub const READY_LIMIT_S: u32 = 15;
 
-/// The SSH launcher over a transport.
+/// The SSH launcher over a transport (or this machine's, see [`SshLauncher::local`]).
 pub struct SshLauncher {
     transport: Arc<dyn Transport>,
+    style: &'static dyn LaunchStyle,
+    /// What reaches a node: its sshd, or nothing but this machine (the local launcher).
+    reached_by: Option<Software>,
 }
 
 /// The parts a node that cannot be reached implicates, most specific first.
-fn parts_of(node: &str, e: &TransportError) -> Vec<Part> {
+fn parts_of(node: &str, e: &TransportError, reached_by: Option<Software>) -> Vec<Part> {
+    let Some(software) = reached_by else {
+        return vec![Part::node(node)];
+    };
     match e {
         TransportError::HostKey { .. } => vec![Part::Reach { reach: Reach::Ssh }],
         TransportError::Timeout { .. } => vec![Part::node(node)],
@@ -38,19 +44,40 @@ fn parts_of(node: &str, e: &TransportError) -> Vec<Part> {
             trap: Trap::HostScratch,
             ..
         } => vec![Part::node(node)],
-        _ => vec![Part::software(node, Software::Sshd), Part::node(node)],
+        _ => vec![Part::software(node, software), Part::node(node)],
     }
 }
 
 impl SshLauncher {
     pub fn new(transport: Arc<dyn Transport>) -> SshLauncher {
-        SshLauncher { transport }
+        SshLauncher {
+            transport,
+            style: &SshStyle,
+            reached_by: Some(Software::Sshd),
+        }
+    }
+
+    /// The local launcher: every node's session a `/bin/sh` on this machine, the same scripts;
+    /// a node that cannot be reached is this machine, not an sshd.
+    pub fn local() -> SshLauncher {
+        SshLauncher {
+            transport: Arc::new(crate::exec::local::LocalTransport::default()),
+            style: &LocalStyle,
+            reached_by: None,
+        }
     }
 }
 
 impl Launcher for SshLauncher {
     fn style(&self) -> &dyn LaunchStyle {
-        &SshStyle
+        self.style
+    }
+
+    fn reach_part(&self, host: &str, trap: Trap) -> Part {
+        match self.reached_by {
+            Some(_) => Part::reach_of(host, trap),
+            None => Part::node(host),
+        }
     }
 
     fn transport_name(&self) -> &'static str {
@@ -83,7 +110,7 @@ impl Launcher for SshLauncher {
                     reason: e.to_string(),
                     trap: e.trap().unwrap_or(Trap::Unreachable),
                     follows: None,
-                    parts: parts_of(&n.name, &e),
+                    parts: parts_of(&n.name, &e, self.reached_by),
                 })
                 .collect();
             Opening {

@@ -209,8 +209,9 @@ j() {
   p=
   h=
   # `k ID`: TERM to the group, KILL after 2 s; its leader is not reaped before this ends, so
-  # the group cannot be anyone else's
-  trap 'h=1; [ -z "$p" ] || { kill -TERM -"$p" 2>/dev/null; n=0; while [ $n -lt 100 ] && al "$p"; do sleep 0.02; n=$((n + 1)); done; kill -KILL -"$p" 2>/dev/null; }' USR1
+  # the group cannot be anyone else's. Told before the job made its group (the `P` line is out
+  # as soon as it is forked), the job itself is ended before it can start anything
+  trap 'h=1; [ -z "$p" ] || { kill -TERM -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; n=0; while [ $n -lt 100 ] && al "$p"; do sleep 0.02; n=$((n + 1)); done; kill -KILL -"$p" 2>/dev/null; }' USR1
   (
     cd "$f.w" && ulimit -f "$lim" || exit 126
     FABRICPLAN_JOB=$t.$2.

@@ -21,6 +21,7 @@
 //! step's `srun` or a local process ([`process`]). A session that ends or stops answering is
 //! that host's: its commands fail with why, and the transport opens another when asked.
 
+pub mod pool;
 pub mod process;
 pub mod wire;
 

@@ -70,21 +70,32 @@ impl Child {
     }
 }
 
-/// Start `argv` with `env` added: its stdin and stdout carry a session, its stderr is kept.
-pub fn spawn(argv: &[String], env: &[(String, String)]) -> Result<(Sink, Source, Child), String> {
+/// Start `argv` with `env` added, in a process group of its own (so that ending it reaches
+/// everything it started), stdout and stderr piped, stdin as `stdin` says. The one place a
+/// child of this machine is started: the local sessions, the Slurm steps and their clients.
+pub fn start_in_group(
+    argv: &[String],
+    env: &[(String, String)],
+    stdin: std::process::Stdio,
+) -> Result<tokio::process::Child, String> {
     let Some((program, args)) = argv.split_first() else {
         return Err("an empty command".into());
     };
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
+    tokio::process::Command::new(program)
+        .args(args)
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(std::process::Stdio::piped())
+        .stdin(stdin)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .process_group(0);
-    let mut child = cmd
+        .process_group(0)
         .spawn()
-        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+        .map_err(|e| format!("cannot run `{program}`: {e}"))
+}
+
+/// Start `argv` with `env` added: its stdin and stdout carry a session, its stderr is kept.
+pub fn spawn(argv: &[String], env: &[(String, String)]) -> Result<(Sink, Source, Child), String> {
+    let mut child = start_in_group(argv, env, std::process::Stdio::piped())?;
+    let program = argv.first().cloned().unwrap_or_default();
     let pid = child.id();
     let (Some(stdin), Some(stdout), Some(err)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())

@@ -63,6 +63,23 @@ fn processes_with(needle: &str) -> Vec<String> {
     out
 }
 
+/// The pid a job wrote to `path`, once it is written whole (the file exists as soon as the
+/// job's shell opened it, before its number is in it).
+async fn written_pid(path: &std::path::Path) -> u32 {
+    let read = || {
+        std::fs::read_to_string(path)
+            .ok()
+            .filter(|t| t.ends_with('\n'))
+            .and_then(|t| t.trim().parse::<u32>().ok())
+    };
+    assert!(
+        until(LIMIT, || read().is_some()).await,
+        "no pid in {}",
+        path.display()
+    );
+    read().unwrap()
+}
+
 fn alive(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     !stat.is_empty()
@@ -285,12 +302,7 @@ async fn a_killed_loop_ends_the_session_with_why_and_its_watchdog_stops_its_jobs
         let script = format!("echo $$ > {}; exec sleep 1000", pid_file.display());
         tokio::spawn(async move { s.run(&script, LIMIT).await })
     };
-    assert!(until(LIMIT, || pid_file.exists()).await);
-    let job: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let job = written_pid(&pid_file).await;
     // the job's start was recorded before anything else happens to the loop
     assert!(
         until(LIMIT, || s
@@ -345,12 +357,7 @@ async fn closing_stops_what_still_runs_and_leaves_nothing() {
         );
         tokio::spawn(async move { s.run(&script, LIMIT).await })
     };
-    assert!(until(LIMIT, || pid_file.exists()).await);
-    let job: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let job = written_pid(&pid_file).await;
     let session_dir = std::path::PathBuf::from(s.dir());
     assert!(session_dir.is_dir());
     s.close().await;

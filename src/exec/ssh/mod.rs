@@ -11,13 +11,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_ssh2_tokio::client::Client;
-use futures::future::join_all;
 use russh::ChannelMsg;
-use tokio::sync::{Mutex, Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, mpsc};
 
 mod connect;
 mod retry;
@@ -25,9 +23,11 @@ mod retry;
 pub use retry::Retry;
 use retry::{Failure, with_retries};
 
+use super::session::pool::{Carrier, Pool};
 use super::session::{AttachError, Chunk, Session, Sink, Source, wire};
-use super::transport::{BoxFuture, Output, Reopened, Spawned, Transport, TransportError};
+use super::transport::{BoxFuture, TransportError};
 use crate::gate::part::{Part, Software};
+use crate::gate::trap::Trap;
 use crate::plan::{Node, SshDefaults, SshTarget};
 
 /// Settings of the SSH transport.
@@ -72,21 +72,14 @@ pub struct Target {
     pub known_hosts: PathBuf,
 }
 
-/// A node reached: its connection and the session on it.
-struct Open {
-    node: Node,
-    client: Client,
-    session: Session,
-}
+/// Every node's session over SSH: one connection each, and on it one channel carrying the
+/// session ([`Pool`]).
+pub type SshTransport = Pool<SshCarrier>;
 
-pub struct SshTransport {
+/// One SSH connection per node carries its session.
+pub struct SshCarrier {
     opts: SshOptions,
     handshakes: Semaphore,
-    open: Mutex<HashMap<String, Arc<Open>>>,
-    /// Nodes whose session ended and could not be opened again: why (nothing more is sent).
-    gone: std::sync::Mutex<HashMap<String, String>>,
-    /// per node: a lock so one node is connected once
-    connecting: Mutex<HashMap<String, Arc<Mutex<()>>>>,
 }
 
 fn home() -> PathBuf {
@@ -273,17 +266,16 @@ async fn start_session(
 
 impl SshTransport {
     pub fn new(opts: SshOptions) -> SshTransport {
-        SshTransport {
+        Pool::over(SshCarrier {
             handshakes: Semaphore::new(opts.max_handshakes.max(1)),
             opts,
-            open: Mutex::new(HashMap::new()),
-            gone: std::sync::Mutex::new(HashMap::new()),
-            connecting: Mutex::new(HashMap::new()),
-        }
+        })
     }
+}
 
+impl SshCarrier {
     /// Connect to `node` (retried as the plan says) and start its session.
-    async fn connect(&self, node: &Node) -> Result<Arc<Open>, TransportError> {
+    async fn connect(&self, node: &Node) -> Result<(Session, Client), TransportError> {
         let unreachable = |reason: String| TransportError::Unreachable {
             host: node.name.clone(),
             reason,
@@ -327,163 +319,35 @@ impl SshTransport {
                 return Err(e.into_transport(&node.name));
             }
         };
-        Ok(Arc::new(Open {
-            node: node.clone(),
-            client,
-            session,
-        }))
-    }
-
-    /// The node's session: the one open (even if it ended: its commands then fail with why), or
-    /// a new one when the node was never reached.
-    async fn session(&self, node: &Node) -> Result<Session, TransportError> {
-        if let Some(why) = self
-            .gone
-            .lock()
-            .ok()
-            .and_then(|g| g.get(&node.name).cloned())
-        {
-            return Err(TransportError::Lost {
-                host: node.name.clone(),
-                reason: why,
-            });
-        }
-        let lock = {
-            let mut m = self.connecting.lock().await;
-            m.entry(node.name.clone())
-                .or_insert_with(|| Arc::new(Mutex::new(())))
-                .clone()
-        };
-        let _guard = lock.lock().await;
-        if let Some(o) = self.open.lock().await.get(&node.name) {
-            return Ok(o.session.clone());
-        }
-        let o = self.connect(node).await?;
-        let session = o.session.clone();
-        self.open.lock().await.insert(node.name.clone(), o);
-        Ok(session)
-    }
-
-    /// Open again the session of a node whose session ended: once. What still ran in the old
-    /// one is the old loop's to stop: it does when its input ends or its controller falls
-    /// silent, and a loop killed before it could is cleaned up by the new one as it starts.
-    async fn reopen_one(&self, old: Arc<Open>) -> Reopened {
-        let why = old.session.ended().unwrap_or_default();
-        let node = old.node.clone();
-        let _ = old.client.disconnect().await;
-        let again = match self.connect(&node).await {
-            Ok(o) => {
-                self.open.lock().await.insert(node.name.clone(), o);
-                Ok(())
-            }
-            Err(e) => {
-                if let Ok(mut g) = self.gone.lock() {
-                    g.insert(
-                        node.name.clone(),
-                        format!("its session ended ({why}) and could not be opened again: {e}"),
-                    );
-                }
-                Err(e)
-            }
-        };
-        Reopened {
-            host: node.name.clone(),
-            why: format!("fabricplan's session on {} ended: {why}", node.name),
-            part: Part::software(&node.name, Software::Sshd),
-            trap: crate::gate::trap::Trap::Unreachable,
-            again,
-        }
+        Ok((session, client))
     }
 }
 
-impl Transport for SshTransport {
-    fn exec<'a>(
-        &'a self,
-        node: &'a Node,
-        script: &'a str,
-        timeout: Duration,
-    ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        Box::pin(async move {
-            let session = tokio::time::timeout(timeout, self.session(node))
-                .await
-                .map_err(|_| TransportError::Timeout {
-                    host: node.name.clone(),
-                    secs: timeout.as_secs(),
-                })??;
-            session.run(script, timeout).await
-        })
-    }
-
-    /// Staged in the node's session: the job prepares and waits at its gate; its release is
-    /// one line.
-    fn exec_released<'a>(
-        &'a self,
-        node: &'a Node,
-        script: &'a str,
-        timeout: Duration,
-        armed: oneshot::Sender<()>,
-        go: watch::Receiver<bool>,
-    ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        Box::pin(async move {
-            let session = tokio::time::timeout(timeout, self.session(node))
-                .await
-                .map_err(|_| TransportError::Timeout {
-                    host: node.name.clone(),
-                    secs: timeout.as_secs(),
-                })??;
-            session.run_released(script, timeout, armed, go).await
-        })
-    }
-
-    fn spawn<'a>(
-        &'a self,
-        node: &'a Node,
-        _job: &'a str,
-        script: &'a str,
-    ) -> BoxFuture<'a, Result<Spawned, TransportError>> {
-        Box::pin(async move { self.session(node).await?.spawn(script).await })
-    }
-
-    fn stop_spawned<'a>(
-        &'a self,
-        node: &'a Node,
-        job: &'a Spawned,
-    ) -> BoxFuture<'a, Result<Output, TransportError>> {
-        Box::pin(async move { self.session(node).await?.stop_spawned(job.id).await })
-    }
+impl Carrier for SshCarrier {
+    type Held = Client;
 
     fn name(&self) -> &'static str {
         "ssh"
     }
 
-    /// Every node's session, all at once (handshakes capped as the plan says).
-    fn open<'a>(&'a self, nodes: &'a [&'a Node]) -> BoxFuture<'a, Vec<Result<(), TransportError>>> {
+    fn start<'a>(
+        &'a self,
+        node: &'a Node,
+    ) -> BoxFuture<'a, Result<(Session, Client), TransportError>> {
+        Box::pin(self.connect(node))
+    }
+
+    fn end<'a>(&'a self, client: &'a Client, _closing: bool) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            join_all(
-                nodes
-                    .iter()
-                    .map(|n| async move { self.session(n).await.map(|_| ()) }),
-            )
-            .await
+            let _ = client.disconnect().await;
         })
     }
 
-    fn reopen(&self) -> BoxFuture<'_, Vec<Reopened>> {
-        Box::pin(async move {
-            let ended =
-                crate::exec::session::take_ended(&mut *self.open.lock().await, |o| &o.session);
-            join_all(ended.into_iter().map(|o| self.reopen_one(o))).await
-        })
-    }
-
-    fn close(&self) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            let open: Vec<Arc<Open>> = self.open.lock().await.drain().map(|(_, o)| o).collect();
-            join_all(open.iter().map(|o| async move {
-                o.session.close().await;
-                let _ = o.client.disconnect().await;
-            }))
-            .await;
-        })
+    /// The node's sshd: what reaches it.
+    fn lost(&self, node: &Node, _client: &Client) -> (Part, Trap) {
+        (
+            Part::software(&node.name, Software::Sshd),
+            Trap::Unreachable,
+        )
     }
 }

@@ -132,11 +132,7 @@ pub fn launch_check(
     test: usize,
 ) -> Result<LaunchCheck, RenderError> {
     let (step, ranks) = render::mpi_hostname(plan, renderer, style, test)?;
-    let starter = if style.name() == "slurm" {
-        "srun"
-    } else {
-        "mpirun"
-    };
+    let starter = style.words().starter;
     Ok(LaunchCheck {
         test,
         step,

@@ -11,11 +11,12 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use super::sections::{duration, thousands};
+use super::sections::duration;
 use super::{Ctx, span};
 use crate::plan::diag::Problem;
 use crate::plan::model::Plan;
 use crate::plan::section::{Catalog, TestSize};
+use crate::text::thousands;
 
 /// The most rounds a plan's tests may run. Rounds run one after another, and the shortest
 /// measures for 6 s (perftest's default duration here) plus about 1 s to start its server, wait
@@ -51,11 +52,11 @@ pub(super) fn bounds(ctx: &mut Ctx, plan: &Plan, name: &Spanned<String>, catalog
     let over = match (rounds > MAX_ROUNDS, jobs > MAX_JOBS) {
         (true, true) => format!(
             "the {} rounds and {} jobs",
-            thousands(MAX_ROUNDS),
-            thousands(MAX_JOBS)
+            thousands(MAX_ROUNDS as u64),
+            thousands(MAX_JOBS as u64)
         ),
-        (true, false) => format!("the {} rounds", thousands(MAX_ROUNDS)),
-        _ => format!("the {} jobs", thousands(MAX_JOBS)),
+        (true, false) => format!("the {} rounds", thousands(MAX_ROUNDS as u64)),
+        _ => format!("the {} jobs", thousands(MAX_JOBS as u64)),
     };
     let mut p = Problem::error(
         "plan::too-large",
@@ -68,8 +69,8 @@ pub(super) fn bounds(ctx: &mut Ctx, plan: &Plan, name: &Spanned<String>, catalog
     )
     .help(format!(
         "a run does at most {} rounds and {} jobs: measure a switched fabric with `schedule = \"sampled\"` (rounds that do not grow with it), name fewer `halves`, drop repeated tests, or split the plan",
-        thousands(MAX_ROUNDS),
-        thousands(MAX_JOBS)
+        thousands(MAX_ROUNDS as u64),
+        thousands(MAX_JOBS as u64)
     ));
     let mut biggest: Vec<&TestSize> = sizes.iter().collect();
     biggest.sort_by_key(|s| std::cmp::Reverse(s.rounds.max(s.jobs)));
@@ -99,7 +100,7 @@ pub(super) fn bounds(ctx: &mut Ctx, plan: &Plan, name: &Spanned<String>, catalog
 fn counted(n: usize, what: &str) -> String {
     match n {
         1 => format!("1 {what}"),
-        n => format!("{} {what}s", thousands(n)),
+        n => format!("{} {what}s", thousands(n as u64)),
     }
 }
 

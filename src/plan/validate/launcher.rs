@@ -29,7 +29,7 @@ pub(super) fn launcher(
     let kind = kind(ctx, r);
     match kind {
         Some(LauncherKind::Slurm) => mpirun_templates(ctx, r, templates, ssh_only),
-        Some(LauncherKind::Ssh) => settings_need_slurm(ctx, r),
+        Some(LauncherKind::Ssh | LauncherKind::Local) => settings_need_slurm(ctx, r),
         // an unknown kind is the one mistake reported
         None => {}
     }
@@ -66,7 +66,14 @@ fn kind(ctx: &mut Ctx, r: &RawLauncher) -> Option<LauncherKind> {
     let names = LauncherKind::value_variants().iter().map(|v| v.name());
     ctx.push(match did_you_mean(other, names) {
         Some(s) => p.help(format!("did you mean `{s}`?")),
-        None => p.help("`kind` is `ssh` (the default) or `slurm`"),
+        None => p.help(format!(
+            "`kind` is one of {} (`ssh` when not given)",
+            LauncherKind::value_variants()
+                .iter()
+                .map(|v| format!("`{}`", v.name()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     });
     None
 }

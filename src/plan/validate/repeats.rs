@@ -9,7 +9,6 @@ use toml::de::DeValue;
 
 use super::Ctx;
 use super::names::label_places;
-use super::sections::thousands;
 use crate::plan::diag::Problem;
 
 /// How deep a value is compared; a test section's values nest two or three levels (a round's
@@ -39,7 +38,7 @@ impl Repeats {
     /// One warning per group of identical tables, at every one of them.
     pub(super) fn finish(self, ctx: &mut Ctx) {
         for (key, places) in self.groups.into_iter().filter(|(_, p)| p.len() > 1) {
-            let n = thousands(places.len());
+            let n = crate::text::thousands(places.len() as u64);
             let p = Problem::warning(
                 "plan::duplicate-test",
                 format!("{n} `[[tests.{key}]]` tables are the same test: it would run {n} times for one answer"),

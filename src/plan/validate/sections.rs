@@ -420,7 +420,7 @@ fn per_link_size(ctx: &mut Ctx, size: &PerLink<'_>, cables: &[RawCable], segment
         "plan::schedule-size",
         format!(
             "`{test}` runs per link: {} rounds, about {} at {each} s each",
-            thousands(rounds),
+            crate::text::thousands(rounds as u64),
             duration(rounds.saturating_mul(each))
         ),
     )
@@ -428,7 +428,7 @@ fn per_link_size(ctx: &mut Ctx, size: &PerLink<'_>, cables: &[RawCable], segment
         at,
         format!(
             "{n} members: {} pairs",
-            thousands(n.saturating_mul(n - 1) / 2)
+            crate::text::thousands((n.saturating_mul(n - 1) / 2) as u64)
         ),
     )
     .help(help);
@@ -445,19 +445,6 @@ struct PerLink<'a> {
     duration_s: u32,
     schedule_at: Option<Range<usize>>,
     bounded_by: Option<&'a str>,
-}
-
-/// 12497500 -> "12,497,500".
-pub(super) fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Seconds in the largest unit that keeps a number above 1: "42 min", "3.5 days", "2.8 years".

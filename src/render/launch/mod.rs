@@ -6,6 +6,7 @@
 //! path on a host: each runs in its job's own directory inside its session's private one. Pure:
 //! the executing half of a launcher lives in `crate::exec::launch`.
 
+mod local;
 mod slurm;
 mod ssh;
 
@@ -17,6 +18,7 @@ use serde::Serialize;
 use super::{RenderError, Renderer};
 use crate::plan::{Node, NodeId, Plan};
 
+pub use local::LocalStyle;
 pub use slurm::{STEP_MARK, SlurmStyle, display, is_step_id, salloc, take_step_mark};
 pub use ssh::SshStyle;
 
@@ -59,10 +61,29 @@ pub struct Written {
     pub script: String,
 }
 
+/// How a launcher names what it starts, for a dry run and a collective's launch check: what
+/// differs between launchers is said by each, never decided by comparing their names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Words {
+    /// What carries a node's commands (`SSH session`, `session step`).
+    pub session: &'static str,
+    /// What starts a collective's ranks, and names its launch check (`mpirun`, `srun`).
+    pub starter: &'static str,
+    /// How the launch check starts `hostname` on every rank.
+    pub launch_check: &'static str,
+    /// A server, a client and the collective's starter as a dry run lists them.
+    pub server: &'static str,
+    pub client: &'static str,
+    pub collective: &'static str,
+}
+
 /// How one launcher writes commands.
 pub trait LaunchStyle: Send + Sync {
-    /// The launcher's name (`ssh`, `slurm`).
+    /// The launcher's name (`ssh`, `slurm`), for reports.
     fn name(&self) -> &'static str;
+
+    /// How it names what it starts.
+    fn words(&self) -> Words;
 
     /// A server: a job that runs until it is stopped, by the process group its session
     /// recorded when it started it.

@@ -235,6 +235,17 @@ impl LaunchStyle for SlurmStyle {
         "slurm"
     }
 
+    fn words(&self) -> super::Words {
+        super::Words {
+            session: "session step",
+            starter: "srun",
+            launch_check: "one srun step starts `hostname` on every rank through Slurm's MPI plugin",
+            server: "server in its node's step, until stopped",
+            client: "client, released with the others",
+            collective: "srun over the ranks",
+        }
+    }
+
     /// Run in the node's session step, as the SSH launcher writes it: a job its session
     /// stops by the process group it recorded.
     fn server(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String {

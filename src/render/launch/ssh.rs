@@ -17,6 +17,17 @@ impl LaunchStyle for SshStyle {
         "ssh"
     }
 
+    fn words(&self) -> super::Words {
+        super::Words {
+            session: "SSH session",
+            starter: "mpirun",
+            launch_check: "mpirun launches `hostname` on every rank over the fabric subnet",
+            server: "server, until stopped",
+            client: "client",
+            collective: "mpirun",
+        }
+    }
+
     fn server(&self, plan: &Plan, node: NodeId, timeout_s: u32, command: &str) -> String {
         wrap::server(timeout_s, &plan.node(node).env, command)
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
-use super::sessions::StepSessions;
+use super::sessions::{StepCarrier, StepSessions};
 use super::step::{self, Finished, Proc};
 use crate::exec::launch::{
     Launcher, Opening, Readiness, ServerHandle, SshLauncher, Stopped, Unavailable,
@@ -89,7 +89,7 @@ impl SlurmLauncher {
     /// A launcher for the plan `plan_name` with `cfg`, its clients given `slurm_conf`.
     pub fn new(cfg: &SlurmConfig, plan_name: &str, slurm_conf: PathBuf) -> SlurmLauncher {
         let env = vec![("SLURM_CONF".to_string(), slurm_conf.display().to_string())];
-        let steps = Arc::new(StepSessions::new(env.clone()));
+        let steps = Arc::new(StepCarrier::sessions(env.clone()));
         SlurmLauncher {
             cfg: cfg.clone(),
             name: format!("fabricplan-{plan_name}"),
@@ -107,7 +107,7 @@ impl SlurmLauncher {
     pub(super) fn set_job(&self, job: u32) {
         let style = SlurmStyle::new(Some(job), self.cfg.mpi);
         let _ = self.style.set(style);
-        self.steps.set_style(style);
+        self.steps.carrier().set_style(style);
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {

@@ -48,19 +48,8 @@ pub(super) struct Proc {
 
 /// Start `argv` with `env`, stdin from /dev/null.
 pub(super) fn spawn(argv: &[String], env: &[(String, String)]) -> Result<Proc, String> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err("an empty command".into());
-    };
-    let mut cmd = tokio::process::Command::new(program);
-    cmd.args(args)
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot run `{program}`: {e}"))?;
+    let mut child =
+        crate::exec::session::process::start_in_group(argv, env, std::process::Stdio::null())?;
     let pid = child.id();
     let mut out = child.stdout.take();
     let err = child.stderr.take();
