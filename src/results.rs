@@ -49,6 +49,9 @@
 //!   launcher's opening, discovery, the pings, the launch checks and the longest one's own run,
 //!   the total and the total beyond that own run.
 //!
+//! - `Summary.gates` ([`Tally`]): every gate counted once as `ok`, `warn`, `fail`, `follows`
+//!   (a WARN or FAIL a finding explains) or `not_run` (a job that judged nothing), the count
+//!   every output prints.
 //! - `Summary.evidence_complete` (written only when false) and `Summary.evidence_lost` (each file
 //!   or output that could not be written): a run whose evidence is incomplete (exit 3).
 //!
@@ -74,6 +77,8 @@ pub mod coverage;
 mod event;
 mod phases;
 pub mod service;
+pub mod tally;
+pub use tally::Tally;
 
 pub const RESULTS_FORMAT_VERSION: u32 = 1;
 
@@ -374,6 +379,10 @@ pub struct Summary {
     /// Jobs that ran (all of them, unless the run was interrupted).
     pub jobs_run: usize,
     pub jobs_not_measured: usize,
+    /// Every gate counted once, in the words every output uses (see [`Tally`]): absent in
+    /// files written before it (read as zeros), and left out when every count is zero.
+    #[serde(default, skip_serializing_if = "Tally::is_empty")]
+    pub gates: Tally,
     /// `ALL GREEN`, `PASS with N warning(s)`, `N FAIL`, `NOTHING MEASURED`, or for an interrupted
     /// run `INTERRUPTED after R of N jobs: F FAIL so far` (never green); a run without a job
     /// whose preflight said something starts `PREFLIGHT ONLY, NO TEST RAN: `.
@@ -399,6 +408,7 @@ impl Default for Summary {
             jobs: 0,
             jobs_run: 0,
             jobs_not_measured: 0,
+            gates: Tally::default(),
             verdict: String::new(),
             exit_code: 0,
             evidence_complete: true,
@@ -636,7 +646,10 @@ impl RunResults {
     /// findings (`2 FAIL: spark-b.f0.b, ISL sw-a-sw-b`); one that was not (older files) counts
     /// the FAIL verdicts that follow from nothing.
     pub fn summarize(&mut self) {
-        let mut s = Summary::default();
+        let mut s = Summary {
+            gates: Tally::of_run(self),
+            ..Summary::default()
+        };
         for v in self.verdicts() {
             match v.outcome {
                 Outcome::Ok => s.ok += 1,

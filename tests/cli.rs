@@ -1,6 +1,6 @@
 //! The binary end to end: exit codes, what goes to stdout and stderr.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn fabricplan(args: &[&str]) -> Output {
@@ -19,6 +19,12 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn load_plan(path: &Path) -> fabricplan::plan::Plan {
+    fabricplan::kinds::load(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .plan
 }
 
 fn toml_files(dir: &str) -> Vec<String> {
@@ -97,7 +103,8 @@ fn validate_keeps_going_after_an_invalid_plan() {
 fn validate_warning_plan_exits_0_and_prints_the_warning() {
     let o = fabricplan(&["validate", "tests/fixtures/warnings/ring-f0-to-f0.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("2 warning(s)"), "{}", stdout(&o));
+    // one warning per ring, naming both cables that join a port to the same port
+    assert!(stdout(&o).contains("1 warning(s)"), "{}", stdout(&o));
     assert!(stderr(&o).contains("plan::ring-crossing"), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("GB10 rings cross f0 to f1"),
@@ -467,4 +474,149 @@ fn parse_reads_each_kinds_own_tool() {
     for own in ["ibv_rc_pingpong", "iperf3"] {
         assert!(read.contains(&own), "{own} not read: {read:?}");
     }
+}
+
+/// `graph --format text` draws every shipped plan and example for a terminal: each node, each
+/// cable with its links, each switch and its ports, each ISL; fits 100 columns.
+#[test]
+fn graph_as_text_draws_every_plan() {
+    let mut plans = toml_files("plans");
+    plans.extend(toml_files("examples"));
+    for plan in &plans {
+        let o = fabricplan(&["graph", plan, "--format", "text"]);
+        assert_eq!(o.status.code(), Some(0), "{plan}: {}", stderr(&o));
+        let text = stdout(&o);
+        let p = load_plan(&Path::new(env!("CARGO_MANIFEST_DIR")).join(plan));
+        assert!(text.starts_with(&format!("fabric `{}`", p.name)), "{text}");
+        for n in &p.nodes {
+            assert!(
+                text.contains(&format!("[{}]", n.name)),
+                "{plan}: {}\n{text}",
+                n.name
+            );
+        }
+        for s in &p.switches {
+            assert!(
+                text.contains(&format!("({})", s.name)),
+                "{plan}: {}\n{text}",
+                s.name
+            );
+        }
+        for c in &p.cables {
+            assert!(
+                text.contains(&format!("cable `{}`", c.name)),
+                "{plan}\n{text}"
+            );
+        }
+        for i in &p.isls {
+            assert!(text.contains(&format!("`{}`", i.name)), "{plan}\n{text}");
+        }
+        // every cabled node port, as a link end or a switch's branch
+        for s in &p.segments {
+            for m in &s.members {
+                let port = format!("[{}.{}]", p.node(m.endpoint.node).name, m.endpoint.port);
+                assert!(text.contains(&port), "{plan}: {port}\n{text}");
+            }
+        }
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 100, "{plan}: {widest} columns\n{text}");
+    }
+}
+
+/// `plan --setup` shows what `run --setup` runs on each host first, exactly (as `run
+/// --dry-run --setup` does), under either launcher; without a `[setup]` it is refused, as
+/// `run --setup` is.
+#[test]
+fn plan_setup_shows_each_hosts_setup_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string("plans/two-spark.toml").unwrap()
+        + "\n[setup]\npackages = [\"perftest\", \"rdma-core\", \"openmpi-bin\"]\nbuild-nccl-tests = true\n";
+    let plan = tmp.path().join("setup.toml");
+    std::fs::write(&plan, text).unwrap();
+    let plan = plan.to_string_lossy().into_owned();
+    for extra in [&[][..], &["--launcher", "slurm"][..]] {
+        for cmd in [
+            &["plan", &plan, "--setup"][..],
+            &["run", &plan, "--dry-run", "--setup"][..],
+        ] {
+            let mut args = cmd.to_vec();
+            args.extend_from_slice(extra);
+            let o = fabricplan(&args);
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+            let out = stdout(&o);
+            assert!(out.starts_with("setup (`run --setup`"), "{out}");
+            for node in ["spark-a", "spark-b"] {
+                let p = load_plan(Path::new(&plan));
+                let script =
+                    fabricplan::exec::setup::script(&p, p.node_by_name(node).unwrap().id).unwrap();
+                assert!(
+                    out.contains(&format!("  on {node}:\n    {script}\n")),
+                    "{node}:\n{out}"
+                );
+            }
+            assert!(out.contains("apt-get install -y -qq perftest rdma-core openmpi-bin"));
+        }
+    }
+    let o = fabricplan(&["plan", &plan, "--setup", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["setup"].as_array().unwrap().len(), 2, "{v}");
+    let o = fabricplan(&["plan", "plans/two-spark.toml", "--setup"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("declares no [setup] stage"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// An `--only` or `--skip` value that selects no job is refused, with what the plan's jobs
+/// answer to (and the nearest name), not run as everything or nothing.
+#[test]
+fn a_selector_that_selects_nothing_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r").to_string_lossy().into_owned();
+    for (flag, value, near) in [
+        ("--only", "spark-c", Some("spark-a")),
+        ("--skip", "bogus", None),
+    ] {
+        let o = fabricplan(&[
+            "run",
+            "plans/two-spark.toml",
+            "--sim",
+            "--out",
+            &out,
+            flag,
+            value,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!(
+                "`{flag} {value}` selects no job of plan `two-spark`"
+            )),
+            "{err}"
+        );
+        for listed in [
+            "a test kind (rdma-bw",
+            "a node (spark-a, spark-b)",
+            "an NCCL test (all_reduce)",
+        ] {
+            assert!(err.contains(listed), "{err}");
+        }
+        if let Some(n) = near {
+            assert!(err.contains(&format!("(did you mean `{n}`?)")), "{err}");
+        }
+        assert!(!Path::new(&out).exists(), "nothing was run");
+    }
+    // a value that selects something runs
+    let o = fabricplan(&[
+        "run",
+        "plans/two-spark.toml",
+        "--sim",
+        "--out",
+        &out,
+        "--only",
+        "nccl",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }

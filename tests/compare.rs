@@ -68,13 +68,39 @@ fn throttled_half_is_a_regression_and_healthy_runs_are_not() {
     assert_eq!(big["regression"], true);
     assert!(v["regressions"].as_u64().unwrap() >= 3);
 
-    // the text names it too, and healthy against healthy is no regression
+    // the text leads with the cause: its first line names the throttled half and what it
+    // explains; every regression, NCCL's per size too, follows from it; it fits 100 columns
     let o = fabricplan(&["compare", &h, &t]);
     assert_eq!(o.status.code(), Some(1));
     let text = stdout(&o);
+    let first = text.lines().next().unwrap();
+    let n = v["regressions"].as_u64().unwrap();
     assert!(
-        text.contains(THROTTLED_GATE) && text.contains("REGRESSION"),
+        first.starts_with("spark-a.f0.a (firmware throttle): ")
+            && first.ends_with(&format!("explains {n} of {n} regression(s)")),
         "{text}"
+    );
+    assert!(!text.contains("not explained"), "{text}");
+    assert!(text.contains("regression: worse than the old run by more than 10%"));
+    // every measurement behind --all, the regressions marked
+    let o = fabricplan(&["compare", &h, &t, "--all"]);
+    let all = stdout(&o);
+    assert!(
+        all.contains(THROTTLED_GATE) && all.contains("REGRESSION"),
+        "{all}"
+    );
+    assert!(all.contains("busbw at 128 MiB"), "{all}");
+    for out in [&text, &all] {
+        let widest = out.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 100, "wider than 100 columns ({widest}):\n{out}");
+    }
+    // the other way round: what the old run found is no longer found, and the regressions
+    // (the halves that shared the throttled one's port now get less) are listed unexplained
+    let o = fabricplan(&["compare", &t, &h]);
+    let back = stdout(&o);
+    assert!(
+        back.starts_with("no longer found (the old run's): spark-a.f0.a"),
+        "{back}"
     );
     let o = fabricplan(&["compare", &h, &a, "--format", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
@@ -285,10 +311,15 @@ fn run_with_a_baseline_warns_on_a_drop_and_shows_the_baseline() {
         "{out}"
     );
     // the terminal's table (--all): the baseline verdict under the gate, a WARN with the old
-    // value, in parentheses: it follows from the throttled half
-    let at = out
-        .lines()
-        .position(|l| l.starts_with("(WARN)") && l.contains(THROTTLED_GATE))
+    // value, counted as `follow`: it follows from the throttled half
+    let lines: Vec<&str> = out.lines().collect();
+    let at = (0..lines.len())
+        .position(|i| {
+            let two = format!("{} {}", lines[i], lines.get(i + 1).unwrap_or(&""));
+            lines[i].starts_with("follow")
+                && lines[i].contains(THROTTLED_GATE)
+                && two.contains("baseline")
+        })
         .unwrap_or_else(|| panic!("no baseline line:\n{out}"));
     let block: Vec<&str> = out.lines().skip(at).take(4).collect();
     assert!(
@@ -430,12 +461,14 @@ fn history_marks_a_slow_decline() {
     let runs = tmp.path().join("runs").join("two-spark");
     let base = json(&healthy.join("results.json"));
     // half a loses a little every run; half b wanders within noise; one run skipped latency
+    // half a loses 3% a run (12% in all: beyond the 10% compare calls a regression); half b
+    // drifts up to 4% worse, inside it
     for (i, (a, b)) in [
         (1.0, 1.0),
-        (0.99, 1.003),
-        (0.975, 0.998),
-        (0.96, 1.001),
-        (0.945, 1.0),
+        (0.97, 0.99),
+        (0.94, 0.97),
+        (0.91, 0.985),
+        (0.88, 0.96),
     ]
     .iter()
     .enumerate()
@@ -487,14 +520,36 @@ fn history_marks_a_slow_decline() {
     let o = fabricplan(&["history", &dir]);
     assert_eq!(o.status.code(), Some(0));
     let text = stdout(&o);
+    // the rule is said, the decline listed first, and it all fits 100 columns
+    assert!(
+        text.contains("the rule compare calls a regression") && text.contains("10%"),
+        "{text}"
+    );
+    assert!(text.contains("1 declining of"), "{text}");
     let line = text
         .lines()
-        .find(|l| l.starts_with(THROTTLED_GATE))
+        .find(|l| l.starts_with(&format!("  {THROTTLED_GATE}")))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(
-        line.contains("DECLINING") && line.contains("111.52"),
-        "{line}"
-    );
+    assert!(line.contains("111.52 -> 98.14"), "{line}");
+    assert!(text.contains("DECLINING"), "{text}");
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 100, "wider than 100 columns ({widest}):\n{text}");
+    // compare of the first and last runs calls the same one a regression, and only it
+    let (first, last) = (runs.join("20261100T000000Z"), runs.join("20261104T000000Z"));
+    let o = fabricplan(&[
+        "compare",
+        &first.to_string_lossy(),
+        &last.to_string_lossy(),
+        "--format",
+        "json",
+    ]);
+    let c: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(c["regressions"], 1, "{c}");
+    assert_eq!(row(&c, THROTTLED_GATE)["regression"], true);
+    // a looser rule declines nothing
+    let o = fabricplan(&["history", &dir, "--max-drop", "15%", "--format", "json"]);
+    let loose: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(loose["declining"], 0);
 
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
@@ -533,4 +588,47 @@ fn report_command_writes_the_report_again_against_a_baseline() {
     );
     let o = fabricplan(&["report", &tmp.path().to_string_lossy()]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// On every plan shape, a comparison of a faulted run against a healthy one leads with the
+/// finding that explains its regressions, and fits 100 columns with and without `--all`.
+#[test]
+fn compare_leads_with_causes_on_every_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, (plan, fault, part)) in [
+        (
+            "plans/switched-6.toml",
+            "rstp-block:sw-a-sw-b",
+            "ISL sw-a-sw-b",
+        ),
+        ("plans/ring3.toml", "throttle:spark-2.f1.a", "spark-2.f1.a"),
+        (
+            "examples/rails8.toml",
+            "throttle:hgx-03.rail5.a",
+            "hgx-03.rail5.a",
+        ),
+        (
+            "examples/all-pairs.toml",
+            "mtu1500:spark-b.f0.a",
+            "spark-b.f0.a",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (h, o) = sim_run(tmp.path(), &format!("h{i}"), plan, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let (f, o) = sim_run(tmp.path(), &format!("f{i}"), plan, &["--sim-fault", fault]);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let (h, f) = (h.to_string_lossy(), f.to_string_lossy());
+        for extra in [None, Some("--all")] {
+            let mut args = vec!["compare", &*h, &*f];
+            args.extend(extra);
+            let out = stdout(&fabricplan(&args));
+            let first = out.lines().next().unwrap();
+            assert!(first.starts_with(&format!("{part} (")), "{plan}:\n{out}");
+            let widest = out.lines().map(|l| l.chars().count()).max().unwrap();
+            assert!(widest <= 100, "{plan}: {widest} columns:\n{out}");
+        }
+    }
 }

@@ -205,7 +205,12 @@ fn throttled_run_in_a_browser() {
     // follow from it
     assert_eq!(html.matches("<div class=\"fix-group").count(), 1, "{html}");
     assert!(html.contains("<div class=\"fix-group fail\">"));
-    assert!(html.contains("<code>ssh spark-a sudo mlxfwmanager --online -u</code>"));
+    // the command's words are spans that never break (a line breaks between words only)
+    assert!(html.contains(
+        "<code class=\"cmd\"><span class=\"t\">ssh</span> <span class=\"t\">spark-a</span> \
+         <span class=\"t\">sudo</span> <span class=\"t\">mlxfwmanager</span> \
+         <span class=\"t\">--online</span> <span class=\"t\">-u</span></code>"
+    ));
     let Some(b) = chromium() else { return };
     check_in_browser(&b, &t, 2);
     let (f, _) = facts(&b, &t.join("report.html"), 1400, 1000);
@@ -327,4 +332,135 @@ fn text_from_plans_and_hosts_is_escaped() {
     assert!(html.contains("a &amp; b"));
     assert!(html.contains("\\x1b[2J"));
     assert!(html.contains("No picture"), "no plan: said, not drawn");
+}
+
+/// `file` as headless Chromium draws its first screen at `w` x `h`, as a PNG at `png`.
+fn screenshot(browser: &Path, file: &Path, w: u32, h: u32, png: &Path) {
+    let profile = tempfile::tempdir().unwrap();
+    let o = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            &format!("--user-data-dir={}", profile.path().display()),
+            &format!("--window-size={w},{h}"),
+            "--virtual-time-budget=3000",
+            &format!("--screenshot={}", png.display()),
+        ])
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .expect("run chromium");
+    let bytes = std::fs::read(png).unwrap_or_else(|e| {
+        panic!(
+            "no screenshot ({e}): {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 2000,
+        "{png:?}"
+    );
+}
+
+/// The page reads at any width: from a phone's 360 px to a wide screen nothing is wider than
+/// the window (a wide figure or table scrolls in its own box), the verdict and the first thing
+/// to fix (its part, what was seen, its fix) are whole on the first screen, no word of a
+/// command is broken across lines, and no style breaks a word anywhere. The first screens of a
+/// healthy and a faulted report at 360 and 1400 px are saved (into docs/src/img with
+/// `FABRICPLAN_UPDATE_SCREENSHOTS=1`).
+#[test]
+fn reads_at_any_width() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = [
+        ("healthy", "plans/switched-6.toml", vec![]),
+        (
+            "faulted",
+            "plans/switched-6.toml",
+            vec!["--sim-fault", "rstp-block:sw-a-sw-b"],
+        ),
+        (
+            "throttled",
+            "plans/two-spark.toml",
+            vec!["--sim-fault", "throttle:spark-a.f0.a"],
+        ),
+        (
+            "ring",
+            "plans/ring3.toml",
+            vec!["--sim-fault", "dead-host:spark-3"],
+        ),
+        (
+            "rails",
+            "examples/rails8.toml",
+            vec!["--sim-fault", "mtu1500:hgx-02.rail3"],
+        ),
+    ];
+    let mut dirs = Vec::new();
+    for (name, plan, extra) in &runs {
+        let (d, o) = sim_run(tmp.path(), name, plan, extra);
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        let html = std::fs::read_to_string(d.join("report.html")).unwrap();
+        for bad in [
+            "overflow-wrap:anywhere",
+            "word-break:break-all",
+            "nowrap}#verdict",
+        ] {
+            assert!(!html.contains(bad), "{name}: the style has `{bad}`");
+        }
+        dirs.push((name, d));
+    }
+    let Some(b) = chromium() else { return };
+    for (name, d) in &dirs {
+        let file = d.join("report.html");
+        let results = json(&d.join("results.json"));
+        for (w, h) in [(360, 740), (420, 860), (768, 1024), (1400, 1000)] {
+            let (f, _) = facts(&b, &file, w, h);
+            let at = format!("{name} at {w}x{h}");
+            assert!(f["errors"].as_array().unwrap().is_empty(), "{at}: {f}");
+            let vw = f["viewport"]["width"].as_f64().unwrap();
+            let vh = f["viewport"]["height"].as_f64().unwrap();
+            assert!(
+                f["scroll_width"].as_f64().unwrap() <= vw,
+                "{at}: wider than the window: {}",
+                f["wider"]
+            );
+            assert_eq!(f["wider"], serde_json::json!([]), "{at}");
+            let v = &f["verdict"];
+            assert!(
+                v["top"].as_f64().unwrap() >= 0.0
+                    && v["bottom"].as_f64().unwrap() <= vh
+                    && v["right"].as_f64().unwrap() <= vw,
+                "{at}: the verdict is not whole on the first screen: {v}"
+            );
+            let fix = &f["first_fix"];
+            assert!(
+                fix["bottom"].as_f64().unwrap() <= vh && fix["right"].as_f64().unwrap() <= vw,
+                "{at}: the first thing to fix is not whole on the first screen: {fix}"
+            );
+            assert_eq!(f["cmd_words_broken"], 0, "{at}: a command broken in a word");
+            if results["summary"]["fail"].as_u64().unwrap() > 0 {
+                assert!(f["fix_groups"].as_u64().unwrap() >= 1, "{at}");
+            }
+        }
+    }
+    // the first screens, as a person sees them
+    let shots = tmp.path().join("shots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let update = std::env::var("FABRICPLAN_UPDATE_SCREENSHOTS").as_deref() == Ok("1");
+    for (name, d) in dirs.iter().take(2) {
+        for (w, h) in [(360, 740), (1400, 1000)] {
+            let png = shots.join(format!("report-{name}-{w}.png"));
+            screenshot(&b, &d.join("report.html"), w, h, &png);
+            if update {
+                let to = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/img");
+                std::fs::create_dir_all(&to).unwrap();
+                std::fs::copy(&png, to.join(png.file_name().unwrap())).unwrap();
+            }
+        }
+    }
 }

@@ -169,8 +169,22 @@ fn a_blocked_isl_fails_the_gate_and_compare_sees_it() {
         md.contains("| rdma-pingpong gb10-02.f0.a -> gb10-01.f0.a | OK |"),
         "{md}"
     );
+    // compare leads with the cause: the ISL explains the round trips that rose
     let c = std::process::Command::new(env!("CARGO_BIN_EXE_fabricplan"))
         .args(["compare", &ok.to_string_lossy(), &bad.to_string_lossy()])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&c.stdout);
+    assert!(out.starts_with("ISL sw-a-sw-b ("), "{out}");
+    assert!(!out.contains("not explained"), "{out}");
+    // every measurement behind --all, the regressions marked
+    let c = std::process::Command::new(env!("CARGO_BIN_EXE_fabricplan"))
+        .args([
+            "compare",
+            &ok.to_string_lossy(),
+            &bad.to_string_lossy(),
+            "--all",
+        ])
         .output()
         .unwrap();
     let out = String::from_utf8_lossy(&c.stdout);

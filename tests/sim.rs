@@ -200,6 +200,8 @@ async fn two_causes_in_one_group_say_which_each_follower_follows() {
     .expect("the page renders");
     let start = html.find("<section id=\"fix\">").unwrap();
     let fix = &html[start..start + html[start..].find("</section>").unwrap()];
+    // a command's words are spans that never break: read as the text they copy as
+    let fix = &fix.replace("<span class=\"t\">", "").replace("</span>", "");
     let esc = fabricplan::report::html::esc;
     for f in &r.findings {
         assert!(
@@ -209,7 +211,7 @@ async fn two_causes_in_one_group_say_which_each_follower_follows() {
         let node = f.name.split('.').next().unwrap();
         assert!(
             fix.contains(&format!(
-                "<code>ssh {node} sudo mlxfwmanager --online -u</code>"
+                "<code class=\"cmd\">ssh {node} sudo mlxfwmanager --online -u</code>"
             )),
             "{fix}"
         );
@@ -290,8 +292,9 @@ async fn switched_throttle_and_blocked_isl_fail_with_their_traps() {
         .expect("a what-to-fix section");
     let fix = &html[start..start + html[start..].find("</section>").unwrap()];
     assert_eq!(fix.matches("<div class=\"fix-group").count(), 1, "{fix}");
+    let fix = &fix.replace("<span class=\"t\">", "").replace("</span>", "");
     assert!(
-        fix.contains("<code>ssh gb10-02 sudo mlxfwmanager --online -u</code>"),
+        fix.contains("<code class=\"cmd\">ssh gb10-02 sudo mlxfwmanager --online -u</code>"),
         "{fix}"
     );
     let esc = fabricplan::report::html::esc;
@@ -854,4 +857,32 @@ fn a_plan_without_tests_runs_discovery_and_preflight() {
     );
     let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     assert!(lines.contains("\"finding\""), "{lines}");
+}
+
+/// A fault on halves no cable of the plan carries would change nothing: it is refused with the
+/// node's planned halves, not accepted and ignored (all-pairs cables half a only).
+#[test]
+fn a_fault_on_an_unplanned_half_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, o) = support::sim_run(
+        tmp.path(),
+        "x",
+        "examples/all-pairs.toml",
+        &["--sim-fault", "mtu1500:spark-b.f0.b"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", support::stdout(&o));
+    let err = support::stderr(&o);
+    assert!(
+        err.contains("no cable of the plan carries `spark-b.f0.b`")
+            && err.contains("the planned halves of `spark-b` are spark-b.f0.a"),
+        "{err}"
+    );
+    // a node's fault reaches the halves it has that are planned
+    let (_, o) = support::sim_run(
+        tmp.path(),
+        "y",
+        "examples/all-pairs.toml",
+        &["--sim-fault", "mtu1500:spark-b"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", support::stderr(&o));
 }

@@ -31,6 +31,10 @@ pub struct CompareArgs {
     pub max_drop: Option<f64>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: CompareFormat,
+    /// List every measurement compared, with the NCCL rows per message size (text; the other
+    /// formats always have every row).
+    #[arg(long)]
+    pub all: bool,
     /// The largest results.json (or plan.toml) read; a bigger file is refused.
     #[arg(long, value_parser = crate::files::parse_size, value_name = "SIZE", default_value = "1GiB")]
     pub max_input_size: u64,
@@ -128,7 +132,16 @@ pub fn run(args: &CompareArgs) -> Outcome {
     );
     let mut out = Stdout::new();
     match args.format {
-        CompareFormat::Text => out.write(&compare::comparison_text(&c, &o, &n, &t)),
+        CompareFormat::Text => out.write(&compare::comparison_text_with(
+            &c,
+            &o,
+            &n,
+            &t,
+            &compare::TextView {
+                all: args.all,
+                width: super::width(),
+            },
+        )),
         CompareFormat::Markdown => out.write(&compare::comparison_markdown(&c, &o, &n, &t)),
         CompareFormat::Json => out.write(&format!(
             "{}\n",

@@ -11,6 +11,7 @@ pub fn run(plan: &Path, format: GraphFormat) -> Outcome {
     out.write(&match format {
         GraphFormat::Dot => topology::to_dot(&l.plan),
         GraphFormat::Mermaid => topology::to_mermaid(&l.plan),
+        GraphFormat::Text => topology::to_text(&l.plan),
     });
     Ok(exit::OK)
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::compare::load_run;
+use super::compare::{LoadedRun, load_run};
 use super::{CliError, Format, Outcome, Stdout};
 use crate::compare;
 use crate::exit;
@@ -19,6 +19,14 @@ pub struct HistoryArgs {
     pub dir: PathBuf,
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Largest drop of a bandwidth (or rise of a latency or time) first to last that is not a
+    /// decline, for every metric the newest run's plan `[regression]` table does not name
+    /// [default: 10%]: the rule `compare` uses for a regression.
+    #[arg(long, value_parser = compare::parse_pct, value_name = "PCT")]
+    pub max_drop: Option<f64>,
+    /// Show every run's value (text), however wide; by default the newest runs that fit.
+    #[arg(long)]
+    pub all: bool,
     /// The largest results.json (or plan.toml) read; a bigger file is refused (and its run
     /// skipped, with a warning).
     #[arg(long, value_parser = crate::files::parse_size, value_name = "SIZE", default_value = "1GiB")]
@@ -27,7 +35,7 @@ pub struct HistoryArgs {
 
 /// The runs in `dir`, by name, each one read within `max` bytes per file; every entry that is
 /// not a readable run is named on stderr with why.
-fn read_runs(dir: &Path, max: u64) -> Result<Vec<(String, RunResults)>, CliError> {
+fn read_runs(dir: &Path, max: u64) -> Result<Vec<(String, LoadedRun)>, CliError> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| CliError::Usage(format!("cannot read `{}`: {e}", dir.display())))?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
@@ -48,7 +56,7 @@ fn read_runs(dir: &Path, max: u64) -> Result<Vec<(String, RunResults)>, CliError
             Ok(_) => load_run(p, max).map_err(|e| e.to_string()),
         };
         match read {
-            Ok(r) => runs.push((name, r.results)),
+            Ok(r) => runs.push((name, r)),
             // one unreadable run does not hide the others
             Err(e) => super::warning(&format!("skipped `{name}`: {e}")),
         }
@@ -57,7 +65,23 @@ fn read_runs(dir: &Path, max: u64) -> Result<Vec<(String, RunResults)>, CliError
 }
 
 pub fn run(args: &HistoryArgs) -> Outcome {
-    let mut runs = read_runs(&args.dir, args.max_input_size)?;
+    let loaded = read_runs(&args.dir, args.max_input_size)?;
+    // the newest run's plan sets the rule, as the new run's does for compare
+    let newest = loaded
+        .iter()
+        .max_by(|(an, a), (bn, b)| {
+            a.results
+                .started_unix_ms
+                .cmp(&b.results.started_unix_ms)
+                .then_with(|| an.cmp(bn))
+        })
+        .map(|(_, r)| r);
+    let t = match newest {
+        Some(r) => super::compare::thresholds(r, args.max_drop).map_err(CliError::Usage)?,
+        None => compare::Thresholds::new(args.max_drop.unwrap_or(compare::DEFAULT_MAX_DROP_PCT)),
+    };
+    let mut runs: Vec<(String, RunResults)> =
+        loaded.into_iter().map(|(n, r)| (n, r.results)).collect();
     if runs.is_empty() {
         return Err(CliError::Usage(format!(
             "`{}` holds no run directory (a folder with a results.json)",
@@ -74,11 +98,19 @@ pub fn run(args: &HistoryArgs) -> Outcome {
         ));
     }
     compare::order(&mut runs);
-    let h = compare::history(&runs);
+    let h = compare::history_with(&runs, &t);
     let dir = args.dir.display().to_string();
     let mut out = Stdout::new();
     match args.format {
-        Format::Text => out.write(&compare::history_text(&h, &dir)),
+        Format::Text => out.write(&compare::history_text_with(
+            &h,
+            &dir,
+            &t,
+            &compare::TextView {
+                all: args.all,
+                width: super::width(),
+            },
+        )),
         Format::Json => out.write(&format!(
             "{}\n",
             serde_json::to_string_pretty(&compare::history_json(&h, &dir)).unwrap_or_default()

@@ -62,6 +62,8 @@ pub enum Format {
 pub enum GraphFormat {
     Dot,
     Mermaid,
+    /// The fabric drawn for a terminal: nodes, ports, cables, switches, ISLs.
+    Text,
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,8 +90,12 @@ pub enum Command {
         launcher: launcher::LauncherArgs,
         #[command(flatten)]
         hosts: hosts::HostArgs,
+        /// Also show what `run --setup` runs on each host first (the plan's `[setup]`: packages
+        /// installed, nccl-tests built), exactly as the launcher runs it.
+        #[arg(long, conflicts_with = "resolve")]
+        setup: bool,
     },
-    /// Print the fabric graph.
+    /// Print the fabric graph: Graphviz dot, Mermaid, or drawn as text for the terminal.
     Graph {
         plan: PathBuf,
         #[arg(long, value_enum, default_value = "dot")]
@@ -117,12 +123,18 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
-    /// Compare a run with a baseline run (run directories or results.json): per link, half,
-    /// direction and round and per NCCL size, both values and the change. Exit 0 no regression,
-    /// 1 a regression, 2 an input that is not a run.
+    /// Compare a run with a baseline run (run directories or results.json), causes first: each
+    /// finding of the new run with the regressions it explains, then each regression no finding
+    /// explains (--all: every measurement, NCCL per size too). A regression: worse than the old
+    /// run by more than the max change (10%, the plan's [regression] table, --max-drop), the
+    /// rule history's "declining" uses. Exit 0 no regression, 1 a regression, 2 an input that
+    /// is not a run.
     Compare(compare::CompareArgs),
-    /// A plan's runs oldest to newest (DIR holds run directories, e.g. runs/two-spark/): one
-    /// line per link and collective with every value and its trend.
+    /// A plan's runs oldest to newest (DIR holds run directories, e.g. runs/two-spark/): what
+    /// declines, then one line per link and collective with its values and trend. Declining:
+    /// the newest run worse than the oldest by more than the max change (10%, the newest plan's
+    /// [regression] table, --max-drop) over at least 3 runs: the rule compare calls a
+    /// regression.
     History(history::HistoryArgs),
     /// Write a run's report.html again from its results.json, optionally against a baseline.
     Report(report::ReportArgs),
@@ -149,9 +161,10 @@ pub fn run(cli: Cli) -> Outcome {
             resolve,
             launcher,
             hosts,
+            setup,
         } => match resolve {
             true => plan::resolved(&plan, format, &launcher, &hosts),
-            false => plan::run(&plan, format, &launcher),
+            false => plan::run(&plan, format, &launcher, setup),
         },
         Command::Graph { plan, format } => graph::run(&plan, format),
         Command::Run(args) => run::run(args),

@@ -73,8 +73,8 @@ pub struct RunArgs {
     pub service: ServiceArgs,
     /// After each round, print where its time went on stderr (counters, server starts,
     /// readiness, staging, release, the longest tool, stops and logs, judging, overhead: the
-    /// round's `phases` in results.json).
-    /// and show every gate in a table, not only the compact answer.
+    /// round's `phases` in results.json), and show every gate in a table, not only the compact
+    /// answer.
     #[arg(short, long)]
     pub verbose: bool,
     /// Show every gate in a table (the table of `--verbose`, without its phase lines).
@@ -100,8 +100,9 @@ impl From<KeepArg> for KeepEvidence {
 
 pub fn run(args: RunArgs) -> Outcome {
     let l = load(&args.plan)?;
+    selectors(&l.plan, &args)?;
     if args.dry_run {
-        let code = super::plan::show(&l.plan, args.format, &args.launcher)?;
+        let code = super::plan::show(&l.plan, args.format, &args.launcher, args.setup)?;
         args.service.dry_run(&l.plan, args.format)?;
         return Ok(code);
     }
@@ -115,6 +116,113 @@ pub fn run(args: RunArgs) -> Outcome {
         .launcher(Some(&l.plan), &args.hosts)
         .map_err(CliError::Usage)?;
     execute(l.plan, launcher, &args)
+}
+
+/// Every `--only` and `--skip` value must select a job of the plan: one that selects nothing
+/// is refused with what the plan's jobs answer to (a typo would otherwise run everything, or
+/// nothing, silently).
+fn selectors(plan: &Plan, args: &RunArgs) -> Result<(), CliError> {
+    if args.only.is_empty() && args.skip.is_empty() {
+        return Ok(());
+    }
+    let schedule = crate::kinds::schedule(plan);
+    let fabric = crate::topology::Fabric::build(plan);
+    let rounds: Vec<crate::schedule::Round> = schedule.rounds(plan, &fabric).collect();
+    let jobs = || {
+        rounds
+            .iter()
+            .flat_map(|r| r.jobs.iter().map(move |j| (r, j)))
+    };
+    let mut problems = Vec::new();
+    for (flag, values) in [("--only", &args.only), ("--skip", &args.skip)] {
+        for v in values {
+            if jobs().any(|(r, j)| j.matches(plan, &r.name, v)) {
+                continue;
+            }
+            problems.push(CliError::Usage(format!(
+                "`{flag} {v}` selects no job of plan `{}`{}: it takes {}",
+                plan.name,
+                suggestion(plan, &rounds, v),
+                selector_words(plan, &rounds)
+            )));
+        }
+    }
+    match problems.len() {
+        0 => Ok(()),
+        1 => Err(problems.remove(0)),
+        _ => Err(CliError::Many(problems)),
+    }
+}
+
+/// What the plan's jobs answer to, by kind of name, a few of each.
+fn selector_words(plan: &Plan, rounds: &[crate::schedule::Round]) -> String {
+    let few = |mut v: Vec<String>| -> String {
+        v.dedup();
+        let n = v.len();
+        let mut shown: Vec<String> = v.into_iter().take(6).collect();
+        if n > 6 {
+            shown.push(format!("and {} more", n - 6));
+        }
+        shown.join(", ")
+    };
+    let mut kinds: Vec<String> = Vec::new();
+    let mut tests: Vec<String> = Vec::new();
+    for r in rounds {
+        for j in &r.jobs {
+            let k = j.kind.name().to_string();
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+            if let Some(t) = j.ranks.as_ref().filter(|t| !tests.contains(&t.name)) {
+                tests.push(t.name.clone());
+            }
+        }
+    }
+    let mut out = vec![
+        format!("a test kind ({})", few(kinds)),
+        format!(
+            "a node ({})",
+            few(plan.nodes.iter().map(|n| n.name.clone()).collect())
+        ),
+        format!(
+            "a cable ({})",
+            few(plan.cables.iter().map(|c| c.name.clone()).collect())
+        ),
+        format!(
+            "a link ({})",
+            few(plan.segments.iter().map(|s| s.name.clone()).collect())
+        ),
+        format!(
+            "a round ({})",
+            few(rounds.iter().map(|r| r.name.clone()).collect())
+        ),
+    ];
+    if !tests.is_empty() {
+        out.push(format!("an NCCL test ({})", few(tests)));
+    }
+    out.push("or a job id (`fabricplan plan` lists them)".into());
+    out.join(", ")
+}
+
+/// `; did you mean `spark-a`?` among every name a job answers to.
+fn suggestion(plan: &Plan, rounds: &[crate::schedule::Round], v: &str) -> String {
+    let mut names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
+    names.extend(plan.cables.iter().map(|c| c.name.as_str()));
+    names.extend(plan.segments.iter().map(|s| s.name.as_str()));
+    for r in rounds {
+        names.push(r.name.as_str());
+        for j in &r.jobs {
+            names.push(j.kind.name());
+            if let Some(t) = &j.ranks {
+                names.push(t.name.as_str());
+            }
+        }
+    }
+    names.sort_unstable();
+    names.dedup();
+    crate::plan::diag::did_you_mean(v, names)
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default()
 }
 
 /// `runs/<plan>/<stamp>`, or `<stamp>-2`, `-3`... when a run of the same second is there.
@@ -226,6 +334,21 @@ fn prepare(
     ))
 }
 
+/// `fabricplan run PLAN` (with `--sim` when given), each word quoted for a
+/// shell: the command the last lines suggest.
+fn again_command(args: &RunArgs) -> String {
+    let plan = args.plan.display().to_string();
+    let mut words = vec![
+        "fabricplan".to_string(),
+        "run".to_string(),
+        crate::render::quote::quote(&plan).unwrap_or(plan),
+    ];
+    if args.hosts.sim {
+        words.push("--sim".into());
+    }
+    words.join(" ")
+}
+
 /// The sinks that show the run as it goes: the terminal (and its progress bar, which `-v`'s
 /// phase lines print above) or JSON on stdout.
 fn front_sinks(dir: &std::path::Path, args: &RunArgs) -> Sinks {
@@ -237,7 +360,8 @@ fn front_sinks(dir: &std::path::Path, args: &RunArgs) -> Sinks {
                 super::width(),
                 super::color_stdout(),
             )
-            .all(args.verbose || args.all);
+            .all(args.verbose || args.all)
+            .again(again_command(args));
             let bar = t.progress_bar();
             (Box::new(t), Some(bar))
         }

@@ -4,8 +4,9 @@
 use serde_json::json;
 
 use super::baseline::{fmt_change, fmt_val};
-use super::diff::Comparison;
-use super::entry::Key;
+use super::diff::{Comparison, Row};
+use super::entry::{Key, Quantity};
+use super::explain::{Explained, explain};
 use super::history::History;
 use super::threshold::Thresholds;
 use crate::results::RunResults;
@@ -33,7 +34,8 @@ fn side_json(s: &Side<'_>) -> serde_json::Value {
 }
 
 /// The comparison as JSON: `format_version`, `old`, `new`, `thresholds`, `rows`, `regressions`,
-/// `only_old`, `only_new`, `notes`.
+/// `causes` (`findings`: each finding of the new run with the regressions it `explains`;
+/// `unexplained`), `only_old`, `only_new`, `notes`.
 pub fn comparison_json(
     c: &Comparison,
     old: &Side<'_>,
@@ -50,41 +52,28 @@ pub fn comparison_json(
         },
         "rows": c.rows,
         "regressions": c.regressions().count(),
+        "causes": causes_json(c, new.run),
         "only_old": c.only_old,
         "only_new": c.only_new,
         "notes": c.notes,
     })
 }
 
-/// Aligned columns, padded by display width; `right[i]` aligns column i to the right. No
-/// trailing spaces.
-fn table(header: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
-    let cols = header.len();
-    let mut w: Vec<usize> = header.iter().map(|h| columns(h)).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate().take(cols) {
-            w[i] = w[i].max(columns(c));
-        }
-    }
-    let line = |cells: Vec<String>| -> String {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if right.get(i).copied().unwrap_or(false) {
-                s.push_str(&rpad(c, w[i]));
-            } else {
-                s.push_str(&pad(c, w[i]));
-            }
-        }
-        s.trim_end().to_string() + "\n"
+/// Each finding of the new run with the regressions it explains, and what no finding explains.
+fn causes_json(c: &Comparison, new: &RunResults) -> serde_json::Value {
+    let e = explain(c, new);
+    let keys = |rows: &[usize]| -> Vec<String> {
+        rows.iter().map(|i| c.rows[*i].key.to_string()).collect()
     };
-    let mut out = line(header.iter().map(|h| h.to_string()).collect());
-    for r in rows {
-        out.push_str(&line(r.clone()));
-    }
-    out
+    json!({
+        "findings": e.causes.iter().map(|x| json!({
+            "name": x.name,
+            "outcome": x.outcome,
+            "trap": x.trap,
+            "explains": keys(&x.rows),
+        })).collect::<Vec<_>>(),
+        "unexplained": keys(&e.unexplained),
+    })
 }
 
 /// Text from a run as the terminal shows it.
@@ -113,69 +102,264 @@ fn verdict_word(regression: bool, hib: bool, max: f64) -> String {
     }
 }
 
-/// The comparison as aligned text.
-pub fn comparison_text(c: &Comparison, old: &Side<'_>, new: &Side<'_>, t: &Thresholds) -> String {
-    let mut s = format!(
-        "old: {} ({}, {})\nnew: {} ({}, {})\nmax change: {} (a drop for bandwidth, a rise for latency and time)\n\n",
-        inert(&old.run.run_id),
-        inert(&old.path),
-        inert(&old.run.summary.verdict),
-        inert(&new.run.run_id),
-        inert(&new.path),
-        inert(&new.run.summary.verdict),
+/// How a comparison or a history is shown as text: every row (`--all`: a comparison's NCCL
+/// rows per message size, a history's every run) or the answer, and the width it fits.
+#[derive(Debug, Clone, Copy)]
+pub struct TextView {
+    pub all: bool,
+    pub width: usize,
+}
+
+impl Default for TextView {
+    fn default() -> TextView {
+        TextView {
+            all: false,
+            width: 100,
+        }
+    }
+}
+
+/// The rule a regression (compare) and a decline (history) share, in words: worse than
+/// `than` (`the old run`, `the oldest`) by more than the maximum change.
+pub fn rule_text(t: &Thresholds, than: &str) -> String {
+    format!(
+        "worse than {than} by more than {} (a drop for bandwidth, a rise for latency and time)",
         t.describe()
-    );
-    let rows: Vec<Vec<String>> = c
-        .rows
-        .iter()
-        .map(|r| {
-            vec![
-                inert(&r.key.round).into_owned(),
-                inert(&r.key.to_string()).into_owned(),
-                format!("{} {}", fmt_val(r.old), inert(&r.unit)),
-                format!("{} {}", fmt_val(r.new), inert(&r.unit)),
-                fmt_change(r.change_pct),
-                verdict_word(r.regression, r.higher_is_better, r.max_drop_pct),
-            ]
-        })
-        .collect();
-    s.push_str(&table(
-        &["round", "measurement", "old", "new", "change", ""],
-        &rows,
-        &[false, false, true, true, true, false],
-    ));
+    )
+}
+
+/// The comparison as text, 100 columns wide: see [`comparison_text_with`].
+pub fn comparison_text(c: &Comparison, old: &Side<'_>, new: &Side<'_>, t: &Thresholds) -> String {
+    comparison_text_with(c, old, new, t, &TextView::default())
+}
+
+/// The comparison as text that fits `v.width`, causes first: each finding of the new run with
+/// the regressions it explains (`spark-a.f0.a (firmware throttle): 111.52 -> 12.66 Gb/s
+/// explains 17 of 18 regressions`), then one line per regression no finding explains, then the
+/// two runs and the rule; every measurement in a table with `v.all`.
+pub fn comparison_text_with(
+    c: &Comparison,
+    old: &Side<'_>,
+    new: &Side<'_>,
+    t: &Thresholds,
+    v: &TextView,
+) -> String {
+    let e = explain(c, new.run);
+    let w = v.width.max(40);
+    let mut s = String::new();
+    causes_text(&mut s, c, &e, old.run, new.run, w);
     s.push('\n');
-    s.push_str(&tail(c, &shown));
+    for (which, side) in [("new", new), ("old", old)] {
+        wrap_into(
+            &mut s,
+            &format!("{which}: "),
+            &format!(
+                "{} ({}): {}",
+                inert(&side.run.run_id),
+                inert(&side.path),
+                inert(&side.run.summary.verdict)
+            ),
+            5,
+            w,
+        );
+    }
+    wrap_into(&mut s, "regression: ", &rule_text(t, "the old run"), 12, w);
+    if v.all {
+        s.push('\n');
+        let rows: Vec<Vec<String>> = c
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    key_line(&r.key),
+                    format!("{} {}", fmt_val(r.old), inert(&r.unit)),
+                    format!("{} {}", fmt_val(r.new), inert(&r.unit)),
+                    fmt_change(r.change_pct),
+                    if r.regression { "REGRESSION" } else { "" }.to_string(),
+                ]
+            })
+            .collect();
+        s.push_str(&fit_table(
+            &["measurement", "old", "new", "change", ""],
+            &rows,
+            &[false, true, true, true, false],
+            w,
+        ));
+    } else {
+        let per_size = c
+            .rows
+            .iter()
+            .filter(|r| r.key.quantity != Quantity::Gate)
+            .count();
+        wrap_into(
+            &mut s,
+            "",
+            &format!(
+                "{} measurement(s) compared ({per_size} of them NCCL rows per message size); \
+                 --all lists every one",
+                c.rows.len()
+            ),
+            0,
+            w,
+        );
+    }
+    let notes = tail_notes(c, &shown);
+    for l in notes.lines() {
+        wrap_into(&mut s, "", l, 6, w);
+    }
     s
 }
 
-/// What follows a comparison's table: the regressions, what only one run has, the notes; every
-/// text from the runs through `esc`.
-fn tail(c: &Comparison, esc: &dyn Fn(&str) -> String) -> String {
-    let line = |k: &Key| key_line_with(k, esc);
-    let mut s = String::new();
-    let n = c.regressions().count();
-    if n == 0 {
-        s.push_str(&format!(
-            "no regression: {} measurement(s) compared\n",
-            c.rows.len()
-        ));
-    } else {
-        s.push_str(&format!(
-            "{n} regression(s) in {} measurement(s) compared:\n",
-            c.rows.len()
-        ));
-        for r in c.regressions() {
+/// `rdma-bw a -> b (round R1): 111.52 -> 12.66 Gb/s (-88.6%)`.
+fn regression_line(r: &Row, esc: &dyn Fn(&str) -> String) -> String {
+    format!(
+        "{}: {} -> {} {} ({})",
+        key_line_with(&r.key, esc),
+        fmt_val(r.old),
+        fmt_val(r.new),
+        esc(&r.unit),
+        fmt_change(r.change_pct)
+    )
+}
+
+/// The causes: each finding of the new run with what it explains, what the old run found that
+/// the new one does not, then each regression no finding explains.
+fn causes_text(
+    s: &mut String,
+    c: &Comparison,
+    e: &Explained,
+    old: &RunResults,
+    new: &RunResults,
+    w: usize,
+) {
+    for l in cause_lines(c, e, old, new, &shown) {
+        wrap_into(s, "", &l, 4, w);
+    }
+    if !e.unexplained.is_empty() {
+        if e.regressions > e.unexplained.len() || !e.causes.is_empty() {
             s.push_str(&format!(
-                "  {}: {} -> {} {} ({})\n",
-                line(&r.key),
+                "not explained by a finding ({}):\n",
+                e.unexplained.len()
+            ));
+        }
+        for i in &e.unexplained {
+            wrap_into(s, "  ", &regression_line(&c.rows[*i], &shown), 6, w);
+        }
+    }
+}
+
+/// The lead lines of a comparison, unwrapped: one per finding of the new run, then the parts
+/// the old run found that the new one does not; then, when the new run found nothing,
+/// `N regression(s)...` (the list follows) or `no regression`.
+fn cause_lines(
+    c: &Comparison,
+    e: &Explained,
+    old: &RunResults,
+    new: &RunResults,
+    esc: &dyn Fn(&str) -> String,
+) -> Vec<String> {
+    let n = e.regressions;
+    let mut out = Vec::new();
+    for cause in &e.causes {
+        let head = format!("{} ({})", esc(&cause.name), esc(&cause.trap));
+        out.push(match cause.headline(c) {
+            Some(r) => format!(
+                "{head}: {} -> {} {} explains {} of {n} regression(s)",
                 fmt_val(r.old),
                 fmt_val(r.new),
                 esc(&r.unit),
-                fmt_change(r.change_pct)
-            ));
+                cause.rows.len()
+            ),
+            None => format!(
+                "{head}: {} in the new run; explains none of the {n} regression(s)",
+                cause.outcome.as_str()
+            ),
+        });
+    }
+    let gone: Vec<String> = old
+        .findings
+        .iter()
+        .filter(|f| !new.findings.iter().any(|g| g.name == f.name))
+        .map(|f| format!("{} ({})", esc(&f.name), esc(&f.trap_name)))
+        .collect();
+    if !gone.is_empty() {
+        out.push(format!(
+            "no longer found (the old run's): {}",
+            gone.join(", ")
+        ));
+    }
+    if e.causes.is_empty() {
+        out.push(match n {
+            0 => format!("no regression: {} measurement(s) compared", c.rows.len()),
+            n => format!(
+                "{n} regression(s) in {} measurement(s), no finding of the new run explains \
+                     them:",
+                c.rows.len()
+            ),
+        });
+    }
+    out
+}
+
+/// `lead` then `text` wrapped at spaces to `w` columns, the next lines indented to `indent`.
+fn wrap_into(s: &mut String, lead: &str, text: &str, indent: usize, w: usize) {
+    let pad = " ".repeat(indent);
+    let opts = textwrap::Options::new(w)
+        .word_separator(textwrap::WordSeparator::AsciiSpace)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+        .initial_indent(lead)
+        .subsequent_indent(&pad);
+    for l in textwrap::wrap(text, opts) {
+        s.push_str(l.trim_end());
+        s.push('\n');
+    }
+}
+
+/// A table that fits `w` columns: the first column (a name) gets what the others leave; a name
+/// longer than that goes on a line of its own (wrapped at spaces), its values on the next.
+fn fit_table(header: &[&str], rows: &[Vec<String>], right: &[bool], w: usize) -> String {
+    let cols = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| columns(h)).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            widths[i] = widths[i].max(columns(c));
         }
     }
+    let values: usize = widths[1..].iter().sum::<usize>() + 2 * (cols - 1);
+    let room = w.saturating_sub(values).max(16);
+    widths[0] = widths[0].min(room);
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if right.get(i).copied().unwrap_or(false) {
+                s.push_str(&rpad(c, widths[i]));
+            } else {
+                s.push_str(&pad(c, widths[i]));
+            }
+        }
+        s.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
+    for r in rows {
+        if columns(&r[0]) > widths[0] {
+            wrap_into(&mut out, "", &r[0], 2, w);
+            let mut rest = r.clone();
+            rest[0] = String::new();
+            out.push_str(&line(&rest));
+        } else {
+            out.push_str(&line(r));
+        }
+    }
+    out
+}
+
+/// What only one run has, and the notes: one line each.
+fn tail_notes(c: &Comparison, esc: &dyn Fn(&str) -> String) -> String {
+    let line = |k: &Key| key_line_with(k, esc);
+    let mut s = String::new();
     for (what, keys) in [("old", &c.only_old), ("new", &c.only_new)] {
         if !keys.is_empty() {
             s.push_str(&format!(
@@ -214,6 +398,21 @@ pub fn comparison_markdown(
         cell(&new.run.summary.verdict),
         t.describe()
     );
+    // causes first, then what no finding explains
+    let e = explain(c, new.run);
+    for l in cause_lines(c, &e, old.run, new.run, &cell) {
+        s.push_str(&format!("- {l}\n"));
+    }
+    if !e.unexplained.is_empty() {
+        s.push_str(&format!(
+            "\nNot explained by a finding ({}):\n\n",
+            e.unexplained.len()
+        ));
+        for i in &e.unexplained {
+            s.push_str(&format!("- {}\n", regression_line(&c.rows[*i], &cell)));
+        }
+    }
+    s.push('\n');
     s.push_str("| round | measurement | old | new | change | |\n|---|---|---:|---:|---:|---|\n");
     for r in &c.rows {
         s.push_str(&format!(
@@ -235,34 +434,116 @@ pub fn comparison_markdown(
         ));
     }
     s.push('\n');
-    for l in tail(c, &cell).lines() {
-        s.push_str(&format!("{l}\n"));
-        if !l.starts_with("  ") {
-            s.push('\n');
-        }
+    for l in tail_notes(c, &cell).lines() {
+        s.push_str(&format!("{l}\n\n"));
     }
     s.trim_end().to_string() + "\n"
 }
 
-/// The history as aligned text: the runs, then one line per measurement with its trend.
+/// The history as text, 100 columns wide: see [`history_text_with`].
 pub fn history_text(h: &History, dir: &str) -> String {
+    history_text_with(
+        h,
+        dir,
+        &Thresholds::new(super::DEFAULT_MAX_DROP_PCT),
+        &TextView::default(),
+    )
+}
+
+/// The history as text that fits `v.width`: the runs, the rule a decline is judged by (the
+/// regression rule of `compare`), the declining measurements, then one line per measurement
+/// with its values (the newest runs that fit, every run with `v.all`) and its trend.
+pub fn history_text_with(h: &History, dir: &str, t: &Thresholds, v: &TextView) -> String {
+    let w = v.width.max(40);
     let mut s = format!(
         "history of {}: {} run(s), oldest first\n",
         inert(dir),
         h.runs.len()
     );
     for (i, r) in h.runs.iter().enumerate() {
-        s.push_str(&format!(
-            "  #{:<3} {}  {}{}\n",
-            i + 1,
-            inert(&r.name),
-            inert(&r.verdict),
-            if r.simulated { " (simulated)" } else { "" }
-        ));
+        wrap_into(
+            &mut s,
+            &format!("  #{:<3} ", i + 1),
+            &format!(
+                "{}  {}{}",
+                inert(&r.name),
+                inert(&r.verdict),
+                if r.simulated { " (simulated)" } else { "" }
+            ),
+            7,
+            w,
+        );
+    }
+    let declining: Vec<&super::history::Series> =
+        h.series.iter().filter(|x| x.trend.declining).collect();
+    s.push('\n');
+    wrap_into(
+        &mut s,
+        "declining: ",
+        &format!(
+            "the newest value {} over at least {} runs (the rule compare calls a regression)",
+            rule_text(t, "the oldest"),
+            super::history::DECLINE_MIN_RUNS
+        ),
+        11,
+        w,
+    );
+    wrap_into(
+        &mut s,
+        "",
+        &format!(
+            "{} declining of {} measurement(s){}",
+            declining.len(),
+            h.series.len(),
+            if declining.is_empty() { "" } else { ":" }
+        ),
+        0,
+        w,
+    );
+    for x in &declining {
+        let text = format!(
+            "{}: {} -> {} {} ({})",
+            key_line(&x.key),
+            x.values
+                .iter()
+                .flatten()
+                .next()
+                .map(|v| fmt_val(*v))
+                .unwrap_or_default(),
+            x.values
+                .iter()
+                .flatten()
+                .last()
+                .map(|v| fmt_val(*v))
+                .unwrap_or_default(),
+            shown(&x.unit),
+            fmt_change(x.trend.first_to_last_pct)
+        );
+        wrap_into(&mut s, "  ", &text, 4, w);
     }
     s.push('\n');
+    s.push_str(&history_table(h, w, v.all));
+    s
+}
+
+/// One line per measurement: its unit, its value in each run shown (the newest that leave the
+/// name 32 columns, or every run when `all`), the change first to last, the slope, the trend.
+fn history_table(h: &History, w: usize, all: bool) -> String {
+    let n = h.runs.len();
+    let value_w = h
+        .series
+        .iter()
+        .flat_map(|x| x.values.iter().flatten())
+        .map(|v| fmt_val(*v).len())
+        .max()
+        .unwrap_or(1)
+        .max(4);
+    // unit, first->last, slope/run, trend, then the run columns
+    let fixed = 6 + 2 + 11 + 2 + 9 + 2 + 9 + 2;
+    let fit = (w.saturating_sub(fixed + 32) / (value_w + 2)).max(2);
+    let first = if all || fit >= n { 0 } else { n - fit };
     let mut header: Vec<String> = vec!["measurement".into(), "unit".into()];
-    header.extend((1..=h.runs.len()).map(|i| format!("#{i}")));
+    header.extend((first + 1..=n).map(|i| format!("#{i}")));
     header.extend(["first->last".into(), "slope/run".into(), "trend".into()]);
     let rows: Vec<Vec<String>> = h
         .series
@@ -270,7 +551,7 @@ pub fn history_text(h: &History, dir: &str) -> String {
         .map(|x| {
             let mut r = vec![key_line(&x.key), shown(&x.unit)];
             r.extend(
-                x.values
+                x.values[first..]
                     .iter()
                     .map(|v| v.map(fmt_val).unwrap_or_else(|| "-".into())),
             );
@@ -293,11 +574,18 @@ pub fn history_text(h: &History, dir: &str) -> String {
     let right: Vec<bool> = (0..hdr.len())
         .map(|i| i >= 2 && i + 1 < hdr.len())
         .collect();
-    s.push_str(&table(&hdr, &rows, &right));
-    let declining = h.series.iter().filter(|x| x.trend.declining).count();
-    s.push_str(&format!(
-        "\n{declining} declining of {} measurement(s)\n",
-        h.series.len()
+    let mut s = String::new();
+    if first > 0 {
+        s.push_str(&format!(
+            "runs #{}-#{n} shown (the first->last change is over all {n}); --all shows every run\n",
+            first + 1
+        ));
+    }
+    s.push_str(&fit_table(
+        &hdr,
+        &rows,
+        &right,
+        if all { usize::MAX / 2 } else { w },
     ));
     s
 }
@@ -324,7 +612,7 @@ mod tests {
             vec!["node-b".to_string(), "22".to_string()],
             vec!["e\u{301}".to_string(), "333".to_string()],
         ];
-        let t = table(&["name", "value"], &rows, &[false, true]);
+        let t = fit_table(&["name", "value"], &rows, &[false, true], 100);
         let ends: Vec<usize> = t.lines().map(columns).collect();
         assert_eq!(ends, [13, 13, 13, 13], "\n{t}");
     }

@@ -2,24 +2,22 @@
 //! oldest to newest, with its trend, so a slow decline that no single comparison flags is seen.
 //!
 //! The trend of a series: the change from its first to its last value, the least-squares slope
-//! per run (percent of the series' mean), and `declining` when it is consistently worse: at
-//! least [`DECLINE_MIN_RUNS`] values, no step better by more than [`NOISE_PCT`], worse first to
-//! last by more than [`DECLINE_MIN_PCT`].
+//! per run (percent of the series' mean), and `declining` by the rule `compare` calls a
+//! regression: at least [`DECLINE_MIN_RUNS`] values, and the newest worse than the oldest by
+//! more than the metric's maximum change (the plan's `[regression]` table, `--max-drop`, else
+//! 10%). One rule for both: a measurement `history` calls declining is one `compare` of its
+//! first and last runs calls a regression.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::diff::change_pct;
+use super::diff::{change_pct, is_regression};
 use super::entry::{Key, Quantity, entries};
+use super::threshold::Thresholds;
 use crate::gate::threshold::Metric;
 use crate::results::RunResults;
 
-/// A step better than this (percent) breaks a decline: run-to-run noise is below it on healthy
-/// hardware (ib_write_bw repeats within a few tenths of a percent).
-pub const NOISE_PCT: f64 = 1.0;
-/// A decline must lose more than this from first to last (percent).
-pub const DECLINE_MIN_PCT: f64 = 2.0;
 /// Values a decline needs.
 pub const DECLINE_MIN_RUNS: usize = 3;
 
@@ -41,7 +39,7 @@ pub struct Trend {
     pub first_to_last_pct: Option<f64>,
     /// Least-squares slope per run, percent of the mean (positive: the value rises).
     pub slope_pct_per_run: Option<f64>,
-    /// Consistently worse (see the module's doc).
+    /// Worse first to last beyond the metric's maximum change (see the module's doc).
     pub declining: bool,
 }
 
@@ -74,8 +72,14 @@ pub fn order(runs: &mut [(String, RunResults)]) {
     });
 }
 
-/// The history of `runs`, already ordered oldest first (see [`order`]), each with its name.
+/// The history of `runs` with the default 10% rule: see [`history_with`].
 pub fn history(runs: &[(String, RunResults)]) -> History {
+    history_with(runs, &Thresholds::new(super::DEFAULT_MAX_DROP_PCT))
+}
+
+/// The history of `runs`, already ordered oldest first (see [`order`]), each with its name; a
+/// decline judged by `t`, as `compare` judges a regression.
+pub fn history_with(runs: &[(String, RunResults)], t: &Thresholds) -> History {
     let n = runs.len();
     let mut series: Vec<Series> = Vec::new();
     let mut index: HashMap<Key, usize> = HashMap::new();
@@ -103,7 +107,7 @@ pub fn history(runs: &[(String, RunResults)]) -> History {
         }
     }
     for s in &mut series {
-        s.trend = trend(&s.values, s.higher_is_better);
+        s.trend = trend(&s.values, s.higher_is_better, t.max_drop(s.metric));
     }
     History {
         runs: runs
@@ -120,8 +124,9 @@ pub fn history(runs: &[(String, RunResults)]) -> History {
     }
 }
 
-/// The trend of `values` (`None` = not measured in that run).
-pub fn trend(values: &[Option<f64>], higher_is_better: bool) -> Trend {
+/// The trend of `values` (`None` = not measured in that run): declining when there are at least
+/// [`DECLINE_MIN_RUNS`] values and the last is a regression against the first beyond `max_pct`.
+pub fn trend(values: &[Option<f64>], higher_is_better: bool, max_pct: f64) -> Trend {
     let pts: Vec<(f64, f64)> = values
         .iter()
         .enumerate()
@@ -131,19 +136,15 @@ pub fn trend(values: &[Option<f64>], higher_is_better: bool) -> Trend {
         (Some(a), Some(b)) if pts.len() >= 2 => change_pct(a.1, b.1),
         _ => None,
     };
-    let slope_pct_per_run = slope(&pts);
-    // worse = a drop for a bandwidth, a rise for a time
-    let worse = |c: f64| if higher_is_better { -c } else { c };
-    let steps_ok = pts
-        .windows(2)
-        .all(|w| change_pct(w[0].1, w[1].1).is_some_and(|c| worse(c) >= -NOISE_PCT));
-    let declining = pts.len() >= DECLINE_MIN_RUNS
-        && steps_ok
-        && first_to_last_pct.is_some_and(|c| worse(c) > DECLINE_MIN_PCT)
-        && slope_pct_per_run.is_some_and(|s| worse(s) > 0.0);
+    let declining = match (pts.first(), pts.last()) {
+        (Some(a), Some(b)) if pts.len() >= DECLINE_MIN_RUNS => {
+            is_regression(a.1, b.1, higher_is_better, max_pct)
+        }
+        _ => false,
+    };
     Trend {
         first_to_last_pct,
-        slope_pct_per_run,
+        slope_pct_per_run: slope(&pts),
         declining,
     }
 }
@@ -168,30 +169,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slow_decline_is_declining() {
+    fn a_decline_is_a_regression_first_to_last() {
         let v = [
             Some(111.5),
-            Some(110.9),
-            Some(110.1),
-            Some(108.8),
-            Some(107.0),
+            Some(108.9),
+            Some(104.1),
+            Some(101.8),
+            Some(99.0),
         ];
-        let t = trend(&v, true);
+        let t = trend(&v, true, 10.0);
         assert!(t.declining, "{t:?}");
-        assert!(t.first_to_last_pct.unwrap() < -4.0);
+        assert!(t.first_to_last_pct.unwrap() < -10.0);
         assert!(t.slope_pct_per_run.unwrap() < 0.0);
+        // the same series under a looser rule, and a small drift, are not
+        assert!(!trend(&v, true, 15.0).declining);
+        let t = trend(&[Some(30.36), Some(30.6), Some(30.99)], false, 10.0);
+        assert!(!t.declining, "+2.1% is inside 10%: {t:?}");
     }
 
     #[test]
     fn noise_and_recovery_are_not_declines() {
         // healthy noise
-        let t = trend(&[Some(111.5), Some(111.7), Some(111.4), Some(111.6)], true);
+        let t = trend(
+            &[Some(111.5), Some(111.7), Some(111.4), Some(111.6)],
+            true,
+            10.0,
+        );
         assert!(!t.declining);
-        // a drop, then fixed: the step back up breaks it
-        let t = trend(&[Some(111.5), Some(100.0), Some(95.0), Some(111.0)], true);
+        // a drop, then fixed
+        let t = trend(
+            &[Some(111.5), Some(100.0), Some(95.0), Some(111.0)],
+            true,
+            10.0,
+        );
         assert!(!t.declining);
-        // two runs are not a trend
-        assert!(!trend(&[Some(111.5), Some(90.0)], true).declining);
+        // two runs are not a trend (that is compare's)
+        assert!(!trend(&[Some(111.5), Some(90.0)], true, 10.0).declining);
     }
 
     #[test]
@@ -199,9 +212,10 @@ mod tests {
         let t = trend(
             &[Some(1.45), None, Some(1.52), Some(1.60), Some(1.71)],
             false,
+            10.0,
         );
         assert!(t.declining, "{t:?}");
         assert!(t.first_to_last_pct.unwrap() > 17.0);
-        assert!(!trend(&[Some(1.71), Some(1.60), Some(1.45)], false).declining);
+        assert!(!trend(&[Some(1.71), Some(1.60), Some(1.45)], false, 10.0).declining);
     }
 }

@@ -11,6 +11,7 @@
 pub mod baseline;
 mod diff;
 mod entry;
+mod explain;
 mod format;
 mod history;
 mod read;
@@ -20,11 +21,12 @@ pub use crate::results::{Flow, flow_of, flow_of_verdict, node_names};
 pub use baseline::{Baseline, baseline_verdicts, is_baseline_verdict};
 pub use diff::{Comparison, NCCL_BANDWIDTH_REGIME_GBS, Row, change_pct, compare, is_regression};
 pub use entry::{Entry, Key, Quantity, entries};
+pub use explain::{Cause, Explained, explain};
 pub use format::{
-    FORMAT_VERSION, Side, comparison_json, comparison_markdown, comparison_text, history_json,
-    history_text,
+    FORMAT_VERSION, Side, TextView, comparison_json, comparison_markdown, comparison_text,
+    comparison_text_with, history_json, history_text, history_text_with, rule_text,
 };
-pub use history::{History, RunPoint, Series, Trend, history, order, trend};
+pub use history::{History, RunPoint, Series, Trend, history, history_with, order, trend};
 pub use threshold::{DEFAULT_MAX_DROP_PCT, RegressionError, Thresholds, parse_pct};
 
 pub use read::{

@@ -6,6 +6,7 @@
 
 pub mod controls;
 pub mod diag;
+mod knock_on;
 pub mod model;
 mod parts;
 pub mod raw;
@@ -114,8 +115,10 @@ pub fn load_str(
         let mut all = controls;
         all.append(&mut shape.problems);
         all.append(&mut problems);
-        return invalid(all);
+        // one error per mistake: what only follows from another is left out
+        return invalid(knock_on::suppress(all, text));
     }
+    let problems = knock_on::suppress(problems, text);
     let diags = PlanDiagnostics::new(&display, text, problems);
     match plan {
         Some(plan) if diags.errors() == 0 => Ok(Loaded {

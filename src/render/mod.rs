@@ -9,7 +9,7 @@
 
 pub mod job;
 pub mod launch;
-mod quote;
+pub(crate) mod quote;
 pub mod wrap;
 
 use std::collections::BTreeMap;

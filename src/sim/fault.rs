@@ -108,6 +108,36 @@ impl Spec<'_> {
                 profile.name
             ));
         }
+        // a fault on halves no cable of the plan carries would change nothing: said, not
+        // accepted and ignored
+        let cabled = |e: &Endpoint| {
+            self.plan
+                .segments
+                .iter()
+                .any(|s| s.members.iter().any(|m| m.endpoint == *e))
+        };
+        if !out.iter().any(cabled) {
+            let planned: Vec<String> = self
+                .plan
+                .segments
+                .iter()
+                .flat_map(|s| &s.members)
+                .filter(|m| m.endpoint.node == node)
+                .map(|m| self.plan.endpoint_name(&m.endpoint))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            return Err(format!(
+                "fault `{text}`: no cable of the plan carries `{target}`, so it would change \
+                 nothing; the planned halves of `{}` are {}",
+                self.plan.node(node).name,
+                if planned.is_empty() {
+                    "none".to_string()
+                } else {
+                    planned.join(", ")
+                }
+            ));
+        }
         Ok(out)
     }
 

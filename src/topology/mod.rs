@@ -2,6 +2,7 @@
 //! path between any two node halves. Built once from a validated plan; pure.
 
 mod export;
+mod text;
 
 use std::collections::HashMap;
 
@@ -11,6 +12,7 @@ use serde::Serialize;
 use crate::plan::{Endpoint, IslId, Member, NodeId, Plan, Segment, SegmentId, SwitchId};
 
 pub use export::{to_dot, to_mermaid};
+pub use text::to_text;
 
 /// A vertex of the fabric graph.
 #[derive(Debug, Clone, PartialEq)]

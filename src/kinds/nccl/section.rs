@@ -149,7 +149,9 @@ fn nccl_test(r: &mut dyn SectionReader, t: &RawNcclTest) -> Option<NcclTest> {
             t.collective.span(),
         ),
     };
-    if ids.len() < 2 {
+    // a node it names that is not declared is its own error: count what was written
+    let given = t.nodes.as_ref().map_or(ids.len(), |l| l.get_ref().len());
+    if given < 2 {
         r.push(
             Problem::error(
                 "plan::nccl-ranks",
@@ -160,7 +162,10 @@ fn nccl_test(r: &mut dyn SectionReader, t: &RawNcclTest) -> Option<NcclTest> {
         );
     }
     let halves = r.halves(t.halves.as_ref());
-    if let Some(p) = nccl_paths(&name, &ids, &halves, at, r.nodes(), r.segments()) {
+    let resolved = ids.len() == given;
+    if let Some(p) =
+        nccl_paths(&name, &ids, &halves, at, r.nodes(), r.segments()).filter(|_| resolved)
+    {
         r.push(p);
     }
     nccl_sizes(r, t);
@@ -334,7 +339,11 @@ fn nccl_paths(
     Some(
         Problem::error("plan::no-path", message)
             .at(at, "these ranks")
-            .help("every pair of ranks needs a direct link or a shared switch; a switchless ring of four or more has no path between opposite nodes: add a switch or run the test on adjacent nodes"),
+            .help(if nodes.len() >= 4 {
+                "every pair of ranks needs a direct link or a shared switch; a switchless ring of four or more has no path between opposite nodes: add a switch or run the test on adjacent nodes"
+            } else {
+                "every pair of ranks needs a direct link or a shared switch: cable them, or run the test on nodes that are"
+            }),
     )
 }
 

@@ -49,7 +49,10 @@ pub(super) fn utc(ms: u64) -> String {
 /// - `f0`, `f1`: a number with no or one decimal (`34`, `12.5`: coordinates, percentages);
 /// - `change`: a change in percent (`+0.2%`), `-` for none;
 /// - `size`: a byte size (`16 KiB`);
-/// - `lines`: a tooltip's lines, each escaped, joined by line breaks.
+/// - `lines`: a tooltip's lines, each escaped, joined by line breaks;
+/// - `cmd`: a command, each word escaped in a span that never breaks (a line breaks between
+///   words, never inside a flag such as `--online`); the text copies as it is;
+/// - `prose`: words with commands in backticks (a fix), each command shown as `cmd` shows one.
 pub(super) fn register(env: &mut Environment<'static>) {
     env.set_formatter(formatter);
     env.add_filter("val", fmt_val);
@@ -61,11 +64,63 @@ pub(super) fn register(env: &mut Environment<'static>) {
         let lines: Vec<String> = v.iter().map(|l| esc(l)).collect();
         Value::from_safe_string(lines.join("\n"))
     });
+    env.add_filter("cmd", |v: String| Value::from_safe_string(cmd(&v)));
+    env.add_filter("prose", |v: String| Value::from_safe_string(prose(&v)));
+}
+
+/// Words with commands in backticks: see the `prose` filter. An unpaired backtick stays text.
+fn prose(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        let paired = i % 2 == 1 && i + 1 < parts.len();
+        if paired {
+            out.push_str(&format!("<code class=\"cmd\">{}</code>", cmd(p)));
+        } else {
+            if i % 2 == 1 {
+                out.push('`');
+            }
+            out.push_str(&esc(p));
+        }
+    }
+    out
+}
+
+/// A command as the page shows it: see the `cmd` filter.
+fn cmd(text: &str) -> String {
+    text.split(' ')
+        .map(|w| {
+            if w.is_empty() {
+                String::new()
+            } else {
+                format!("<span class=\"t\">{}</span>", esc(w))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_breaks_only_between_words() {
+        assert_eq!(
+            cmd("ssh a&b --online  -u"),
+            "<span class=\"t\">ssh</span> <span class=\"t\">a&amp;b</span> \
+             <span class=\"t\">--online</span>  <span class=\"t\">-u</span>"
+        );
+    }
+
+    #[test]
+    fn commands_in_words_are_code() {
+        assert_eq!(
+            prose("run `ip -d` <now> or `x"),
+            "run <code class=\"cmd\"><span class=\"t\">ip</span> <span class=\"t\">-d</span></code> \
+             &lt;now&gt; or `x"
+        );
+    }
 
     #[test]
     fn escapes_markup_and_controls() {

@@ -19,6 +19,8 @@ pub(super) struct Gates {
 struct Row {
     gate: String,
     outcome: Outcome,
+    /// Its outcome, or `follow` (as it is counted).
+    word: &'static str,
     measured: Option<f64>,
     unit: String,
     threshold: String,
@@ -41,13 +43,14 @@ pub(super) fn gates(r: &RunResults) -> Gates {
             .map(|v| Row {
                 gate: v.gate.clone(),
                 outcome: v.outcome,
+                word: crate::results::tally::word(v),
                 measured: v.measured,
                 unit: v.unit.clone(),
                 threshold: v.threshold.clone(),
                 trap: v.trap_name.clone(),
                 fix: v.fix.clone(),
                 detail: v.detail.clone(),
-                follows: v.follows.clone().filter(|_| v.outcome == Outcome::Fail),
+                follows: v.follows.clone().filter(|_| v.outcome != Outcome::Ok),
             })
             .collect(),
     }

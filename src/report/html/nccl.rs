@@ -22,6 +22,8 @@ pub(super) struct Figure {
 #[derive(Serialize)]
 struct GateRow {
     outcome: crate::gate::judge::Outcome,
+    /// Its outcome, or `follow` (as it is counted).
+    word: &'static str,
     gate: String,
     measured: Option<f64>,
     unit: String,
@@ -53,6 +55,7 @@ pub(super) fn nccl(ctx: &Ctx<'_>) -> Vec<Figure> {
             .iter()
             .map(|v| GateRow {
                 outcome: v.outcome,
+                word: crate::results::tally::word(v),
                 gate: short_gate(j, &sweep.subject, &v.gate).to_string(),
                 measured: v.measured,
                 unit: v.unit.clone(),
@@ -157,9 +160,14 @@ struct Chart {
     /// Horizontal grid lines (y, bandwidth) and vertical ones (x, message size).
     ys: Vec<(f64, String)>,
     xs: Vec<(f64, String)>,
-    /// The average bus bandwidth's pass gate: its y and value.
+    /// The bus bandwidth gate's pass bound: its y and value.
     gate: Option<(f64, f64)>,
-    /// The measured average: its y and value.
+    /// What the gate judges, as its name says (`busbw at 32 MiB-128 MiB`): the mean bus
+    /// bandwidth over those sizes.
+    what: String,
+    /// The sizes it judges: the band's left and right x (shaded).
+    band: Option<(f64, f64)>,
+    /// The measured mean over the band: its y and value.
     avg: Option<(f64, f64)>,
     baseline: Option<String>,
     points: String,
@@ -199,6 +207,17 @@ fn chart(ctx: &Ctx<'_>, j: &JobResult, sweep: &Sweep, old: &[SweepRow]) -> Optio
         .find(|v| v.metric == Some(sweep.bandwidth) && !base::is_baseline_verdict(v));
     let gate = avg.and_then(|v| ctx.pass_bound(sweep.bandwidth, v.expected));
     let f = Frame::around(&pts, &opts, gate);
+    // the gate judges the largest sizes (a quarter of the largest and up), as its name says
+    let largest = pts.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let judged: Vec<f64> = pts
+        .iter()
+        .map(|p| p.0)
+        .filter(|x| *x >= largest - 2.0)
+        .collect();
+    let band = avg.map(|_| {
+        let lo = judged.iter().copied().fold(f64::INFINITY, f64::min);
+        (f.px(lo) - 6.0, f.px(largest) + 6.0)
+    });
     let line = |p: &mut dyn Iterator<Item = (f64, f64)>| -> String {
         let d: Vec<String> = p
             .map(|(x, y)| format!("{:.1},{:.1}", f.px(x), f.py(y)))
@@ -209,6 +228,10 @@ fn chart(ctx: &Ctx<'_>, j: &JobResult, sweep: &Sweep, old: &[SweepRow]) -> Optio
         ys: y_ticks(&f),
         xs: x_ticks(&f),
         gate: gate.map(|g| (f.py(g), g)),
+        what: avg
+            .map(|v| short_gate(j, &sweep.subject, &v.gate).to_string())
+            .unwrap_or_else(|| "busbw".into()),
+        band,
         avg: avg.and_then(|v| v.measured).map(|m| (f.py(m), m)),
         baseline: (!opts.is_empty()).then(|| line(&mut opts.iter().copied())),
         points: line(&mut pts.iter().map(|(x, y, _)| (*x, *y))),

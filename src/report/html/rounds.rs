@@ -60,6 +60,8 @@ struct Bar {
     /// The top of its row.
     y: f64,
     outcome: Outcome,
+    /// Its outcome, or `follow` (as it is counted).
+    word: &'static str,
     gate: String,
     /// The metric's name (`rdma-bw`).
     metric: String,
@@ -220,6 +222,7 @@ fn bars(ctx: &Ctx<'_>, shown: &[&Verdict], scale: &HashMap<String, f64>) -> Vec<
             Bar {
                 y: ROW_H * i as f64 + 2.0,
                 outcome: v.outcome,
+                word: crate::results::tally::word(v),
                 gate: v.gate.clone(),
                 metric: v.metric.map(|m| m.name().to_string()).unwrap_or_default(),
                 via: flow.as_ref().and_then(|f| ctx.isls(f)),

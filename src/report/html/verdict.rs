@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::format::utc;
 use crate::compare::baseline as base;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::{Finding, JobStatus, RunResults};
+use crate::results::{Finding, JobStatus, RunResults, Tally};
 
 pub(super) fn verdict_line(r: &RunResults) -> String {
     let v = if r.summary.verdict.is_empty() {
@@ -39,12 +39,18 @@ pub(super) struct Head {
     /// The verdict's colour: the worst outcome (FAIL too when a job could not measure).
     worst: Outcome,
     verdict: String,
-    ok: usize,
-    warn: usize,
-    fail: usize,
+    /// Every gate counted once, as every output counts them ([`Tally`]).
+    counts: Vec<Count>,
     jobs: usize,
-    not_measured: usize,
     simulated: bool,
+}
+
+#[derive(Serialize)]
+struct Count {
+    n: usize,
+    word: &'static str,
+    /// Its colour: `ok`, `warn`, `fail`, `follow` or `notrun`.
+    class: &'static str,
 }
 
 pub(super) fn head(r: &RunResults) -> Head {
@@ -64,11 +70,13 @@ pub(super) fn head(r: &RunResults) -> Head {
         seconds: r.finished_unix_ms.saturating_sub(r.started_unix_ms) as f64 / 1000.0,
         worst,
         verdict: verdict_line(r),
-        ok: s.ok,
-        warn: s.warn,
-        fail: s.fail,
+        counts: Tally::of_run(r)
+            .counts()
+            .into_iter()
+            .zip(["ok", "warn", "fail", "follow", "notrun"])
+            .map(|((n, word), class)| Count { n, word, class })
+            .collect(),
         jobs: s.jobs,
-        not_measured: s.jobs_not_measured,
         simulated: r.simulated,
     }
 }
@@ -134,6 +142,8 @@ struct Named {
 /// A job that measured nothing and judged nothing, with its reason.
 #[derive(Serialize)]
 struct Skipped {
+    /// FAIL (it ran and could not measure) or `not run`, as it is counted.
+    word: &'static str,
     kind: String,
     label: String,
     reason: String,
@@ -152,6 +162,7 @@ pub(super) fn fix(r: &RunResults) -> Fix {
         .iter()
         .filter(|j| j.status != JobStatus::Measured && j.verdicts.is_empty())
         .map(|j| Skipped {
+            word: crate::results::tally::job_word(j),
             kind: j.kind.clone(),
             label: j.label.clone(),
             reason: j

@@ -1,8 +1,10 @@
 //! `junit.xml`: first a `findings` suite, one testcase per broken part the diagnosis named (a
 //! FAIL's message is the part, its trap and the command that fixes it; its description what was
 //! seen and what follows from it); then one testcase per gate, a FAIL's message the trap and
-//! its fix, a gate that follows from a finding skipped with the part it follows. WARNs pass
-//! (with the warning in system-out) so CI shows red only on real failures.
+//! its fix, a gate that follows from a finding (WARN or FAIL) skipped with `follow:` and the part
+//! it follows, a job that did not run skipped with `not run:`. WARNs pass (with the warning in
+//! system-out) so CI shows red only on real failures. Counted by those words, the gate cases
+//! agree with every other output (`summary.gates`).
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -25,10 +27,11 @@ fn x(s: &str) -> String {
 fn case(v: &Verdict, classname: &str) -> TestCase {
     let status = match v.outcome {
         // counted once, at its root cause; shown here as what it is
-        Outcome::Fail if v.follows.is_some() => {
+        Outcome::Fail | Outcome::Warn if v.follows.is_some() => {
             let mut s = TestCaseStatus::skipped();
             s.set_message(x(&format!(
-                "follows from `{}`: {}",
+                "follow: {} that follows from `{}`: {}",
+                v.outcome.as_str(),
                 v.follows.clone().unwrap_or_default(),
                 v.detail
             )));
@@ -157,8 +160,19 @@ pub fn render(r: &RunResults) -> String {
             }
         }
         if j.verdicts.is_empty() {
-            let mut s = TestCaseStatus::skipped();
-            s.set_message(x(j.reason.as_deref().unwrap_or_default()));
+            let reason = j.reason.as_deref().unwrap_or("no reason recorded");
+            // counted as every output counts it: a job that ran and could not measure is a
+            // FAIL, one that did not run is `not run`
+            let s = if j.status == crate::results::JobStatus::Failed {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(x(&format!("FAIL: could not measure: {reason}")));
+                s.set_type("not measured");
+                s
+            } else {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(x(&format!("not run: {reason}")));
+                s
+            };
             let mut c = TestCase::new(x(&format!("{} {}", j.kind, j.label)), s);
             c.set_classname(x(&format!("{}.{}", r.plan, j.kind)));
             suite.add_test_case(c);

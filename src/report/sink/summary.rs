@@ -25,7 +25,9 @@ fn verdict_row(s: &mut String, v: &Verdict) {
         .map(|m| format!("{m:.2} {}", v.unit))
         .unwrap_or_default();
     let verdict = match (&v.follows, v.outcome) {
-        (Some(g), Outcome::Fail) => format!("FAIL (follows from {})", cell(g)),
+        (Some(g), o) if o != Outcome::Ok => {
+            format!("follow ({o} from {})", cell(g), o = o.as_str())
+        }
         _ => v.outcome.as_str().to_string(),
     };
     let seen = match (&v.trap_name, v.outcome) {
@@ -260,9 +262,10 @@ fn rounds(s: &mut String, r: &RunResults, big: bool) {
         for j in jobs {
             if j.verdicts.is_empty() {
                 s.push_str(&format!(
-                    "| {} {} | SKIP | | | {} | |\n",
+                    "| {} {} | {} | | | {} | |\n",
                     cell(&j.kind),
                     cell(&j.label),
+                    crate::results::tally::job_word(j),
                     cell(j.reason.as_deref().unwrap_or_default())
                 ));
             }
@@ -301,14 +304,16 @@ pub fn render(r: &RunResults) -> String {
         cell(&r.transport),
         cell(&r.summary.verdict)
     ));
+    // every gate counted once, in the words every output uses
+    s.push_str(&format!(
+        "\nGates: {} (follow: a WARN or FAIL that a finding below explains).\n",
+        crate::results::Tally::of_run(r).words(", ")
+    ));
     if big {
         s.push_str(&format!(
-            "\n{} jobs, {} gates OK, {} WARN, {} FAIL. A big run is summarised: failures and \
-             warnings, and only the rounds with one; every gate is in results.json.\n",
+            "\n{} jobs. A big run is summarised: failures and warnings, and only the rounds \
+             with one; every gate is in results.json.\n",
             r.jobs.len(),
-            r.summary.ok,
-            r.summary.warn,
-            r.summary.fail + r.summary.fail_following
         ));
     }
     // what to fix first: one entry per broken part the diagnosis named

@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 use std::io;
 
 use super::Page;
+use crate::discover::HalfResolution;
+use crate::discover::resolve::HalfIssue;
 use crate::gate::judge::{Outcome, Verdict};
-use crate::results::{JobResult, JobStatus, RunResults};
+use crate::results::{JobResult, RunResults, Tally};
 use crate::text::inert;
 use crate::text::width::pad;
 
@@ -33,6 +35,7 @@ pub(super) fn answer(p: &mut Page, r: &RunResults) -> io::Result<()> {
     for (kind, jobs) in &tests {
         test_line(p, kind, jobs, w)?;
     }
+    p.wrapped(&pad("gates", w), &Tally::of_run(r).words(", "), w)?;
     not_ok(p, r)
 }
 
@@ -56,62 +59,124 @@ fn discovery(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
         );
         return p.wrapped(&lead, &text, w);
     }
+    let name_w = r.discovery.iter().map(|d| d.node.len()).max().unwrap_or(0) + 2;
     for (i, d) in r.discovery.iter().enumerate() {
         let lead = if i == 0 { lead.clone() } else { " ".repeat(w) };
-        let text = if !d.reachable {
-            format!("{}: UNREACHABLE", d.node)
-        } else {
-            let halves: Vec<String> = d
-                .halves
-                .iter()
-                .map(|h| {
-                    let name = h.device.clone().unwrap_or_else(|| "no device".into());
-                    match (h.gid_index, h.mtu) {
-                        (Some(g), Some(m)) => format!("{name} GID {g} MTU {m}"),
-                        (Some(g), None) => format!("{name} GID {g}"),
-                        _ => name,
-                    }
-                })
-                .collect();
-            format!("{}: {}", d.node, halves.join(", "))
-        };
-        p.wrapped(&lead, &inert(&text), w)?;
+        let room = p.width.saturating_sub(w + name_w);
+        let text = format!("{}{}", pad(&d.node, name_w), node_line(d, room));
+        p.line(format!("{lead}{}", inert(&text)).trim_end())?;
     }
     Ok(())
+}
+
+/// One node's discovery in at most `room` columns, never wrapped: `4/4 halves live, GID 3,
+/// MTU 9000`, then each half that differs from the rest (`f1.b MTU 1500`, `f0.b no device`)
+/// while they fit, and how many more did not (every half is in --verbose and the report).
+fn node_line(d: &crate::results::NodeDiscovery, room: usize) -> String {
+    if !d.reachable {
+        return "UNREACHABLE".into();
+    }
+    let live = |h: &&HalfResolution| h.device.is_some() && h.problems.is_empty();
+    let common = |f: &dyn Fn(&HalfResolution) -> Option<u32>| {
+        let mut n: BTreeMap<u32, usize> = BTreeMap::new();
+        for v in d.halves.iter().filter(live).filter_map(f) {
+            *n.entry(v).or_default() += 1;
+        }
+        n.into_iter()
+            .max_by_key(|(v, c)| (*c, std::cmp::Reverse(*v)))
+            .map(|(v, _)| v)
+    };
+    let (gid, mtu) = (common(&|h| h.gid_index), common(&|h| h.mtu));
+    let n_live = d.halves.iter().filter(live).count();
+    let mut head = format!("{n_live}/{} halves live", d.halves.len());
+    if let Some(g) = gid {
+        head.push_str(&format!(", GID {g}"));
+    }
+    if let Some(m) = mtu {
+        head.push_str(&format!(", MTU {m}"));
+    }
+    let odd: Vec<String> = d
+        .halves
+        .iter()
+        .filter_map(|h| odd_half(h, &d.node, gid, mtu))
+        .collect();
+    let mut line = head;
+    for (k, o) in odd.iter().enumerate() {
+        let left = odd.len() - k - 1;
+        let more = if left > 0 {
+            format!("; and {left} more")
+        } else {
+            String::new()
+        };
+        if line.len() + 2 + o.len() + more.len() > room {
+            let n = odd.len() - k;
+            line.push_str(&match k {
+                0 if n == 1 => "; 1 half differs (--verbose)".to_string(),
+                0 => format!("; {n} halves differ (--verbose)"),
+                _ => format!("; and {n} more"),
+            });
+            return line;
+        }
+        line.push_str(&format!("; {o}"));
+    }
+    line
+}
+
+/// A half as it differs from its node's others: `f1.b MTU 1500`, `f0.b no device`, `f0.a
+/// device down` (`None` when it is like them).
+fn odd_half(h: &HalfResolution, node: &str, gid: Option<u32>, mtu: Option<u32>) -> Option<String> {
+    let name = h
+        .name
+        .strip_prefix(&format!("{node}."))
+        .unwrap_or(&h.name)
+        .to_string();
+    let mut what: Vec<String> = Vec::new();
+    if h.device.is_none() {
+        what.push("no device".into());
+    } else if let Some(i) = h.issue {
+        what.push(issue_words(i).into());
+    } else if !h.problems.is_empty() {
+        what.push("not live".into());
+    }
+    if h.device.is_some() {
+        if h.gid_index.is_none() && h.issue.is_none() {
+            what.push("no GID".into());
+        } else if h.gid_index.is_some() && h.gid_index != gid {
+            what.push(format!("GID {}", h.gid_index.unwrap_or_default()));
+        }
+        if h.mtu.is_some() && h.mtu != mtu {
+            what.push(format!("MTU {}", h.mtu.unwrap_or_default()));
+        }
+    }
+    (!what.is_empty()).then(|| format!("{name} {}", what.join(", ")))
+}
+
+fn issue_words(i: HalfIssue) -> &'static str {
+    match i {
+        HalfIssue::PinnedNetdevElsewhere => "pinned netdev elsewhere",
+        HalfIssue::PinnedDeviceNotLive => "pinned device not live",
+        HalfIssue::DeviceMissing => "no device",
+        HalfIssue::DeviceDown => "port down",
+        HalfIssue::AddressMissing => "no address",
+        HalfIssue::GidPinWrong => "GID pin wrong",
+        HalfIssue::NoGid => "no RoCE v2 GID",
+    }
 }
 
 fn preflight(p: &mut Page, r: &RunResults, w: usize) -> io::Result<()> {
     if r.preflight.is_empty() {
         return Ok(());
     }
-    let outcomes: Vec<Option<Outcome>> = r.preflight.iter().map(|v| Some(v.outcome)).collect();
-    let ok = outcomes.iter().filter(|o| **o == Some(Outcome::Ok)).count();
-    let worst = outcomes.iter().flatten().max().copied();
-    let head = p.paint(&format!("{ok}/{} OK", r.preflight.len()), worst);
+    let t = Tally::of_verdicts(&r.preflight);
+    let head = p.paint(&format!("{}/{} OK", t.ok, t.total()), Some(t.worst()));
     p.wrapped(
         &pad("preflight", w),
         &format!(
             "{head}{}   devices, MTU, cabling, routes, pings, launch",
-            counts(&outcomes)
+            t.not_ok_words()
         ),
         w,
     )
-}
-
-/// `, 2 FAIL, 1 WARN` for what is not OK among `outcomes` (`None`: not run).
-fn counts(outcomes: &[Option<Outcome>]) -> String {
-    let n = |o: Option<Outcome>| outcomes.iter().filter(|x| **x == o).count();
-    let mut s = String::new();
-    for (o, word) in [
-        (Some(Outcome::Fail), "FAIL"),
-        (Some(Outcome::Warn), "WARN"),
-        (None, "not run"),
-    ] {
-        if n(o) > 0 {
-            s.push_str(&format!(", {} {word}", n(o)));
-        }
-    }
-    s
 }
 
 /// The jobs of each test kind, in the order the kinds ran.
@@ -133,20 +198,12 @@ fn per_test(r: &RunResults) -> Vec<(String, Vec<&JobResult>)> {
         .collect()
 }
 
-/// `rdma-bw  48/48 OK   min 110.70 Gb/s (99% of expected)`.
+/// `rdma-bw  48/48 OK   min 110.70 Gb/s (99% of expected)`: its gates counted as every output
+/// counts them ([`Tally`]).
 fn test_line(p: &mut Page, kind: &str, jobs: &[&JobResult], w: usize) -> io::Result<()> {
-    let outcomes: Vec<Option<Outcome>> = jobs
-        .iter()
-        .map(|j| match j.status {
-            JobStatus::Skipped => None,
-            JobStatus::Failed => Some(Outcome::Fail),
-            JobStatus::Measured => Some(j.worst().unwrap_or(Outcome::Ok)),
-        })
-        .collect();
-    let ok = outcomes.iter().filter(|o| **o == Some(Outcome::Ok)).count();
-    let worst = outcomes.iter().map(|o| o.unwrap_or(Outcome::Warn)).max();
-    let mut text = p.paint(&format!("{ok}/{} OK", jobs.len()), worst);
-    text.push_str(&counts(&outcomes));
+    let t = Tally::of_jobs(jobs.iter().copied());
+    let mut text = p.paint(&format!("{}/{} OK", t.ok, t.total()), Some(t.worst()));
+    text.push_str(&t.not_ok_words());
     if let Some(x) = extreme(jobs) {
         text.push_str("   ");
         text.push_str(&x);
@@ -243,11 +300,15 @@ fn not_ok(p: &mut Page, r: &RunResults) -> io::Result<()> {
         }
         if followers.len() > FOLLOWERS_SHOWN {
             let more = followers.len() - FOLLOWERS_SHOWN;
-            p.line(&format!(
-                "         and {more} more gate{} that follow{} from finding {n} (--verbose lists them)",
-                if more == 1 { "" } else { "s" },
-                if more == 1 { "s" } else { "" }
-            ))?;
+            p.wrapped(
+                "         ",
+                &format!(
+                    "and {more} more gate{} that follow{} from finding {n} (--verbose lists them)",
+                    if more == 1 { "" } else { "s" },
+                    if more == 1 { "s" } else { "" }
+                ),
+                9,
+            )?;
         }
     }
     for (k, (j, v)) in bad.iter().enumerate() {

@@ -65,7 +65,8 @@ fn finding(p: &mut Page, n: usize, f: &Finding) -> io::Result<()> {
     p.wrapped("     seen: ", &inert(&format!("{}{evidence}", f.seen)), 11)?;
     match &f.fix_command {
         Some(cmd) => {
-            p.wrapped("     fix:  ", &inert(cmd), 11)?;
+            // a command is one line, never wrapped: it copies and pastes whole
+            p.line(&format!("     fix:  {}", inert(cmd)))?;
             p.wrapped("           ", &inert(&f.fix), 11)?;
         }
         None => {
@@ -102,15 +103,23 @@ pub(super) fn last_lines(p: &mut Page, r: &RunResults) -> io::Result<()> {
     p.line("")?;
     p.line("what to fix:")?;
     for (i, f) in r.findings.iter().enumerate() {
-        let what = match &f.fix_command {
-            Some(c) => c.clone(),
-            None => match &f.host {
-                Some(h) => format!("on {h}: {}", f.fix),
-                None => f.fix.clone(),
-            },
-        };
-        let text = format!("{} {}: {}: {what}", f.outcome.as_str(), f.name, f.trap_name);
-        p.wrapped(&format!("  {}. ", i + 1), &inert(&text), 5)?;
+        let head = format!("{} {}: {}:", f.outcome.as_str(), f.name, f.trap_name);
+        let lead = format!("  {}. ", i + 1);
+        match &f.fix_command {
+            // the command on one line of its own when the line cannot hold it whole
+            Some(c) if lead.len() + head.len() + 1 + c.len() > p.width => {
+                p.wrapped(&lead, &inert(&head), 5)?;
+                p.line(&format!("     {}", inert(c)))?;
+            }
+            Some(c) => p.line(&format!("{lead}{} {}", inert(&head), inert(c)))?,
+            None => {
+                let what = match &f.host {
+                    Some(h) => format!("on {h}: {}", f.fix),
+                    None => f.fix.clone(),
+                };
+                p.wrapped(&lead, &inert(&format!("{head} {what}")), 5)?;
+            }
+        }
     }
     Ok(())
 }

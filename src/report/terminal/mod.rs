@@ -31,6 +31,7 @@ impl Page {
     /// `text` wrapped to `width` columns (at least one line).
     fn cell(text: &str, width: usize) -> Vec<String> {
         let opts = textwrap::Options::new(width.max(8))
+            .word_separator(textwrap::WordSeparator::AsciiSpace)
             .word_splitter(textwrap::WordSplitter::NoHyphenation);
         let mut v: Vec<String> = textwrap::wrap(text, opts)
             .into_iter()
@@ -42,10 +43,12 @@ impl Page {
         v
     }
 
-    /// `lead` then `text` wrapped to the width, each line but the first indented to `start`.
+    /// `lead` then `text` wrapped to the width, each line but the first indented to `start`:
+    /// lines break at spaces only (never inside `Gb/s`, `8-25` or a flag).
     fn wrapped(&mut self, lead: &str, text: &str, start: usize) -> io::Result<()> {
         let indent = " ".repeat(start);
         let opts = textwrap::Options::new(self.width.max(start + 20))
+            .word_separator(textwrap::WordSeparator::AsciiSpace)
             .word_splitter(textwrap::WordSplitter::NoHyphenation)
             .initial_indent(lead)
             .subsequent_indent(&indent);
@@ -71,6 +74,8 @@ pub struct Terminal {
     run_dir: String,
     /// Every gate in a table (`--verbose`, `--all`), not the compact answer.
     all: bool,
+    /// The command that ran the plan again (`fabricplan run PLAN`), for the last lines.
+    again: Option<String>,
 }
 
 impl Terminal {
@@ -94,7 +99,15 @@ impl Terminal {
             page: Page { out, width, color },
             run_dir,
             all: false,
+            again: None,
         }
+    }
+
+    /// The command that runs the plan again, as the last lines suggest it (words quoted for a
+    /// shell).
+    pub fn again(mut self, command: String) -> Terminal {
+        self.again = Some(command);
+        self
     }
 
     /// Every gate in a table, as `--verbose` and `--all` ask.
@@ -166,7 +179,11 @@ impl Terminal {
         let p = &mut self.page;
         writeln!(p.out)?;
         if r.simulated {
-            p.line("SIMULATED FABRIC (--sim): a model of the plan, not a measurement of hardware")?;
+            p.wrapped(
+                "",
+                "SIMULATED FABRIC (--sim): a model of the plan, not a measurement of hardware",
+                0,
+            )?;
         }
         if self.all {
             findings::block(p, r)?;
@@ -195,8 +212,50 @@ impl Terminal {
                 )?;
             }
         }
-        verdict_line(p, r)
+        let line = coverage_notes(p, r)?;
+        if !self.run_dir.is_empty() {
+            report_and_next(p, r, &self.run_dir, self.again.as_deref())?;
+        }
+        verdict_line(p, r, line)
     }
+}
+
+/// The page to open, and what to do next with its command (whole on one line: on the same
+/// line as its words when it fits).
+fn report_and_next(p: &mut Page, r: &RunResults, dir: &str, again: Option<&str>) -> io::Result<()> {
+    let report = std::path::Path::new(dir).join("report.html");
+    p.wrapped("report:   ", &inert(&report.display().to_string()), 10)?;
+    if let Some(again) = again {
+        let (what, cmd) = next_step(r, again, dir);
+        if 10 + what.len() + 1 + cmd.len() <= p.width {
+            p.line(&format!("next:     {} {}", inert(&what), inert(&cmd)))?;
+        } else {
+            p.wrapped("next:     ", &inert(&what), 10)?;
+            p.line(&format!("          {}", inert(&cmd)))?;
+        }
+    }
+    Ok(())
+}
+
+/// What to do next, with the command: fix and run again after a FAIL, run again after an
+/// interruption, else judge the next run against this one.
+fn next_step(r: &RunResults, again: &str, dir: &str) -> (String, String) {
+    let dir = crate::render::quote::quote(dir).unwrap_or_else(|| dir.to_string());
+    if r.interrupted {
+        return ("run it again:".into(), again.to_string());
+    }
+    if r.summary.exit_code != 0 {
+        let what = match r.findings.len() {
+            0 => "what is listed above".to_string(),
+            1 => "finding 1".to_string(),
+            n => format!("findings 1-{n}"),
+        };
+        return (format!("fix {what}, then run again:"), again.to_string());
+    }
+    (
+        "judge the next run against this one:".into(),
+        format!("{again} --baseline {dir}"),
+    )
 }
 
 /// Blamed nodes out of service and healthy ones back (under Slurm, or when asked).
@@ -225,9 +284,9 @@ fn some_of(names: &[String], shown: usize) -> String {
     }
 }
 
-/// The run's one-line verdict, last: a green one says what it covered, with what no test
-/// measured and what was measured only behind a finding said just above it.
-fn verdict_line(p: &mut Page, r: &RunResults) -> io::Result<()> {
+/// What no test measured and what was measured only behind a finding (of a run with no FAIL),
+/// said before the last lines; returns the verdict's text, with what a green run covered.
+fn coverage_notes(p: &mut Page, r: &RunResults) -> io::Result<String> {
     let mut line = r.summary.verdict.clone();
     if let Some(c) = r.coverage.as_ref().filter(|_| r.summary.fail == 0) {
         if !c.not_measured.is_empty() {
@@ -265,6 +324,11 @@ fn verdict_line(p: &mut Page, r: &RunResults) -> io::Result<()> {
             line = format!("{line}: {covered}");
         }
     }
+    Ok(line)
+}
+
+/// The run's verdict, the last line.
+fn verdict_line(p: &mut Page, r: &RunResults, mut line: String) -> io::Result<()> {
     if r.simulated {
         line = format!("{line} (simulated)");
     }
@@ -275,6 +339,7 @@ fn verdict_line(p: &mut Page, r: &RunResults) -> io::Result<()> {
     } else {
         Outcome::Ok
     };
+    // one line, never wrapped: scripts read the last line as the verdict
     let line = paint(p.color, Style::new().bold(), &inert(&line), Some(worst));
     writeln!(p.out, "{line}")
 }

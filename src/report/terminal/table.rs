@@ -59,9 +59,19 @@ pub(super) fn table(p: &mut Page, r: &RunResults) -> io::Result<()> {
     for j in r.jobs.iter().filter(|j| j.verdicts.is_empty()) {
         let gate = inert(&format!("{} {}", j.kind, j.label)).into_owned();
         let reason = inert(j.reason.as_deref().unwrap_or_default()).into_owned();
-        row(p, "SKIP", None, &cols, &gate, "", &reason)?;
+        row(
+            p,
+            crate::results::tally::job_word(j),
+            None,
+            &cols,
+            &gate,
+            "",
+            &reason,
+        )?;
     }
-    Ok(())
+    // the count every output prints, in its words
+    p.line("")?;
+    p.wrapped("gates: ", &crate::results::Tally::of_run(r).words(", "), 7)
 }
 
 /// One row of the table: the verdict word (painted), then the gate, the measured value and
@@ -105,11 +115,8 @@ fn verdict(p: &mut Page, v: &Verdict, cols: &Columns) -> io::Result<()> {
         .measured
         .map(|m| format!("{m:.2} {}", v.unit))
         .unwrap_or_default();
-    let word = match (&v.follows, v.outcome) {
-        (Some(_), Outcome::Fail) => "(FAIL)",
-        (Some(_), Outcome::Warn) => "(WARN)",
-        _ => v.outcome.as_str(),
-    };
+    // the word it is counted under: its outcome, or `follow` (coloured by its outcome)
+    let word = crate::results::tally::word(v);
     // the threshold for a measured value (with its attempts when the gate repeats); the
     // evidence of an OK check
     let rest = if !v.attempts.is_empty() && v.outcome == Outcome::Ok {
@@ -141,7 +148,10 @@ fn verdict(p: &mut Page, v: &Verdict, cols: &Columns) -> io::Result<()> {
         (None, true) => {}
     }
     match &v.follows {
-        Some(part) => notes.push(format!("follows from {part}: counted there, not again")),
+        Some(part) => notes.push(format!(
+            "a {} that follows from {part}: counted there, not again",
+            v.outcome.as_str()
+        )),
         None => notes.push("the first evidence of a finding: see what to fix".to_string()),
     }
     for n in notes {

@@ -9,14 +9,14 @@ mod switched;
 pub(super) use crossing::ring_crossing;
 pub use ring::MAX_RING_NODES;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 
 use ipnet::Ipv4Net;
 use toml::Spanned;
 
 use super::addresses::{SegSpans, member_address, parse_net};
-use super::names::{Declared, Places, keyword, label_places, times};
+use super::names::{Declared, MAX_LABELS, Places, and_list, keyword, times};
 use super::nodes::node_ref;
 use super::{Ctx, span};
 use crate::plan::diag::{Problem, did_you_mean};
@@ -26,32 +26,130 @@ use direct::direct_cable;
 use ring::ring_cable;
 use switched::switched_cable;
 
-/// Where each endpoint was cabled, to catch a half cabled twice.
-pub(super) struct Cabled(Places<Endpoint>);
+/// Where each endpoint was cabled, to catch a half cabled twice; and which raw cable each place
+/// (by its span's start) belongs to.
+pub(super) struct Cabled(Places<Endpoint>, HashMap<usize, usize>);
+
+/// The halves cabled more than once by the same cables, with every place each is cabled.
+type Repeats = Vec<(Endpoint, Vec<Range<usize>>)>;
 
 impl Cabled {
-    /// One problem per port half cabled more than once, naming every cable end.
-    fn finish(self, ctx: &mut Ctx, nodes: &[Node]) {
+    fn new() -> Cabled {
+        Cabled(Places::new(), HashMap::new())
+    }
+
+    /// Mark `e` cabled at `at` by raw cable `ci`; false when it was cabled before.
+    fn add(&mut self, e: Endpoint, at: Range<usize>, ci: usize) -> bool {
+        self.1.entry(at.start).or_insert(ci);
+        self.0.add(e, at)
+    }
+
+    /// One problem per mistake: the halves the same cables cable again are one problem (a
+    /// cable declared twice is one error naming both declarations, not one per end and half),
+    /// naming their ports (`spark-a.f0`) when more than one half of a port is in it.
+    fn finish(self, ctx: &mut Ctx, nodes: &[Node], raw: &[RawCable]) {
+        let owner = self.1;
+        let mut groups: Vec<(Vec<usize>, Repeats)> = Vec::new();
         for (e, places) in self.0.repeated() {
-            let p = Problem::error(
-                "plan::cabled-twice",
-                format!(
-                    "`{}.{}.{}` is cabled {}",
-                    nodes[e.node.0].name,
-                    e.port,
-                    e.half,
-                    times(places.len())
-                ),
-            )
-            .help("a port half carries one link: remove one of the two cables or use another port");
-            ctx.push(label_places(
-                p,
-                &places,
-                "first cabled here",
-                "cabled again here",
-            ));
+            let key: Vec<usize> = places
+                .iter()
+                .map(|p| owner.get(&p.start).copied().unwrap_or(usize::MAX))
+                .collect();
+            match groups.iter_mut().find(|g| g.0 == key) {
+                Some(g) => g.1.push((e, places)),
+                None => groups.push((key, vec![(e, places)])),
+            }
+        }
+        for (by, items) in groups {
+            let mut cables: Vec<String> = Vec::new();
+            for ci in by {
+                let name = match raw.get(ci) {
+                    Some(c) => match &c.name {
+                        Some(n) => format!("`{}`", n.get_ref()),
+                        None => format!("`{}{}`", c.kind.get_ref(), ci + 1),
+                    },
+                    None => continue,
+                };
+                if !cables.contains(&name) {
+                    cables.push(name);
+                }
+            }
+            ctx.push(cabled_again(&items, nodes, &cables));
         }
     }
+}
+
+/// The problem of one group of halves cabled again by the same cables.
+fn cabled_again(items: &Repeats, nodes: &[Node], cables: &[String]) -> Problem {
+    let mut names: Vec<String> = Vec::new();
+    // in the order the first cable gives them
+    let mut ordered: Vec<&(Endpoint, Vec<Range<usize>>)> = items.iter().collect();
+    ordered.sort_by_key(|(_, places)| places.first().map(|r| r.start));
+    for (e, _) in ordered {
+        let port = format!("{}.{}", nodes[e.node.0].name, e.port);
+        let halves = items
+            .iter()
+            .filter(|(x, _)| x.node == e.node && x.port == e.port)
+            .count();
+        let name = if halves > 1 {
+            format!("`{port}`")
+        } else {
+            format!("`{port}.{}`", e.half)
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let n = items.first().map(|(_, p)| p.len()).unwrap_or(2);
+    let what = if names.len() == 1 { "is" } else { "are" };
+    let mut p = Problem::error(
+        "plan::cabled-twice",
+        match cables.len() {
+            0 | 1 => format!("{} {what} cabled {}", and_list(&names, 4), times(n)),
+            _ => format!(
+                "{} {what} cabled {}: by cables {}",
+                and_list(&names, 4),
+                times(n),
+                and_list(cables, 4)
+            ),
+        },
+    )
+    .help("a port half carries one link: remove one of the two cables or use another port");
+    // every place once: the first cable's ends, then each again; the first place again is
+    // where the reader fixes it (the primary label)
+    let mut places: Vec<(Range<usize>, &str)> = Vec::new();
+    for k in 0..n {
+        for (_, at) in items {
+            let Some(at) = at.get(k) else { continue };
+            if !places.iter().any(|(x, _)| x == at) {
+                let label = if k == 0 {
+                    "first cabled here"
+                } else {
+                    "cabled again here"
+                };
+                places.push((at.clone(), label));
+            }
+        }
+    }
+    if let Some(i) = places.iter().position(|(_, l)| *l == "cabled again here") {
+        let (at, label) = places.remove(i);
+        p = p.at(at, label);
+    }
+    let total = places.len() + 1;
+    for (at, label) in places.into_iter().take(MAX_LABELS - 1) {
+        p = if p.primary.is_none() {
+            p.at(at, label)
+        } else {
+            p.also(at, label)
+        };
+    }
+    if total > MAX_LABELS {
+        let help = p.help.take().unwrap_or_default();
+        p = p.help(format!(
+            "{help} ({total} places; the first {MAX_LABELS} are shown)"
+        ));
+    }
+    p
 }
 
 pub(super) fn port_check(
@@ -212,7 +310,7 @@ pub(super) fn cables(
         nodes,
         profiles,
         switches,
-        cabled: Cabled(Places::new()),
+        cabled: Cabled::new(),
         segments: Vec::new(),
         seg_spans: Vec::new(),
         recabled: HashSet::new(),
@@ -248,7 +346,7 @@ pub(super) fn cables(
         });
     }
     names.finish(ctx);
-    w.cabled.finish(ctx, nodes);
+    w.cabled.finish(ctx, nodes, raw);
     Wired {
         cables: out,
         segments: w.segments,
@@ -314,7 +412,7 @@ pub(super) fn push_segment(
     let mut members = Vec::new();
     let mut spans = BTreeMap::new();
     for (i, (e, at, landing)) in seg.ends.into_iter().enumerate() {
-        if !w.cabled.0.add(e.clone(), at) {
+        if !w.cabled.add(e.clone(), at.clone(), ci) {
             w.recabled.insert(ci);
         }
         let address = member_address(
