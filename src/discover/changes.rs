@@ -18,6 +18,35 @@ pub fn gate(half: &str) -> String {
     format!("changed {half}")
 }
 
+/// The interval the two readings bound, in words, and whether the far ends were read too.
+#[derive(Debug, Clone)]
+pub struct Span {
+    /// `at the start`, `at the last check (2026-12-07 19:20:01 UTC)`.
+    pub then: String,
+    /// `at the end of the run`, `now`.
+    pub now: String,
+    /// The same, short, beside a count: `at the end`, `now`.
+    pub end: String,
+    /// `during the run`, `since the last check`.
+    pub during: String,
+    /// Both ends of each link were read (a run): a flap one end alone saw is about that half.
+    /// Otherwise (a node checking itself) a flap is about its cable.
+    pub far_ends_read: bool,
+}
+
+impl Span {
+    /// Discovery against the probe once the rounds are done.
+    pub fn run() -> Span {
+        Span {
+            then: "at the start".into(),
+            now: "at the end of the run".into(),
+            end: "at the end".into(),
+            during: "during the run".into(),
+            far_ends_read: true,
+        }
+    }
+}
+
 /// The verdicts of what changed between `before` (discovery) and `after` (the probe once the
 /// rounds are done), per node; a node not probed after is left out. Only a half that was
 /// sound before is judged: a port already down at the start is discovery's finding.
@@ -25,6 +54,16 @@ pub fn verdicts(
     plan: &Plan,
     before: &HashMap<NodeId, Vec<HalfResolution>>,
     after: &HashMap<NodeId, Vec<HalfResolution>>,
+) -> Vec<Verdict> {
+    verdicts_over(plan, before, after, &Span::run())
+}
+
+/// [`verdicts`] over any interval (`check` against its last reading).
+pub fn verdicts_over(
+    plan: &Plan,
+    before: &HashMap<NodeId, Vec<HalfResolution>>,
+    after: &HashMap<NodeId, Vec<HalfResolution>>,
+    span: &Span,
 ) -> Vec<Verdict> {
     let now: HashMap<&Endpoint, &HalfResolution> =
         after.values().flatten().map(|h| (&h.endpoint, h)).collect();
@@ -60,8 +99,8 @@ pub fn verdicts(
             if b.address_found && !a.address_found {
                 out.push(fail(
                     format!(
-                        "{}'s planned address {} was on its netdev at the start and is gone at the end of the run",
-                        b.name, b.address
+                        "{}'s planned address {} was on its netdev {} and is gone {}",
+                        b.name, b.address, span.then, span.now
                     ),
                     Trap::AddressMissing,
                     vec![half.clone()],
@@ -70,8 +109,8 @@ pub fn verdicts(
             if b.active && !a.active {
                 out.push(fail(
                     format!(
-                        "{} was ACTIVE at the start and is down at the end of the run",
-                        b.name
+                        "{} was ACTIVE {} and is down {}",
+                        b.name, span.then, span.now
                     ),
                     Trap::PortDown,
                     with_cable(half.clone()),
@@ -90,13 +129,18 @@ pub fn verdicts(
                 });
                 let parts = match (&cable, far.as_ref().is_some_and(&flapped)) {
                     (Some(c), true) => vec![c.clone(), half.clone()],
+                    // one end read alone: its cable, the part a flap is about
+                    (Some(c), false) if !span.far_ends_read => vec![c.clone()],
                     _ => with_cable(half.clone()),
                 };
                 out.push(fail(
                     format!(
-                        "{}'s link went down and came back during the run: its netdev's carrier changed {} time(s) ({from} at the start, {to} at the end)",
+                        "{}'s link went down and came back {}: its netdev's carrier changed {} time(s) ({from} {}, {to} {})",
                         b.name,
-                        to - from
+                        span.during,
+                        to - from,
+                        span.then,
+                        span.end
                     ),
                     Trap::LinkFlapped,
                     parts,
@@ -107,8 +151,8 @@ pub fn verdicts(
             {
                 out.push(fail(
                     format!(
-                        "{}'s MTU was {x} at the start and is {y} at the end of the run",
-                        b.name
+                        "{}'s MTU was {x} {} and is {y} {}",
+                        b.name, span.then, span.now
                     ),
                     Trap::MtuMismatch,
                     vec![half.clone()],
