@@ -73,17 +73,21 @@ pub struct FarEnds {
     pub macs: BTreeMap<String, String>,
 }
 
+/// What the node saw of its far ends: the pings sent, their outputs, the neighbour table, the
+/// probe (LLDP).
+pub type Seen<'a> = (
+    &'a [Ping],
+    &'a [Result<String, String>],
+    Option<&'a NeighReport>,
+    &'a Probe,
+);
+
 /// Judge the far ends of `node`'s halves. `outs` are the pings' outputs in order (`Err`: the
 /// ping could not be run); `recorded` the MACs the last check kept, `then` when.
 pub fn judge(
     plan: &Plan,
     halves: &[HalfResolution],
-    seen: (
-        &[Ping],
-        &[Result<String, String>],
-        Option<&NeighReport>,
-        &Probe,
-    ),
+    seen: Seen<'_>,
     recorded: (&BTreeMap<String, String>, &str),
 ) -> FarEnds {
     let (sent, outs, neighbours, probe) = seen;

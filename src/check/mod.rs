@@ -366,7 +366,8 @@ fn pcie_verdicts(
 }
 
 /// What changed since the last check: the run's change gate over the interval, and firmware
-/// that changed on a profile that pins none (a pinned one is judged against its pin).
+/// that changed on a profile that pins none (a FAIL: an update landed on one box; a pinned
+/// profile is judged against its pin).
 fn since_last(
     plan: &Plan,
     node: NodeId,
@@ -399,9 +400,9 @@ fn since_last(
             out.push(
                 Verdict::check(
                     format!("firmware {name}"),
-                    Outcome::Warn,
+                    Outcome::Fail,
                     format!(
-                        "{name}'s NIC firmware was {} at the last check ({then}) and is {} now (pin the intended version in the profile's `firmware` to make a difference a FAIL)",
+                        "{name}'s NIC firmware was {} at the last check ({then}) and is {} now: an update landed on this node (if it was meant, pin the version in the profile's `firmware`; the next check takes it as known)",
                         a.join("+"),
                         b.join("+")
                     ),

@@ -116,10 +116,6 @@ pub fn verdicts_over(
                     with_cable(half.clone()),
                 ));
             } else if flapped(&b.endpoint) {
-                let (from, to) = (
-                    b.carrier_changes.unwrap_or(0),
-                    a.carrier_changes.unwrap_or(0),
-                );
                 // both ends saw it: the cable between them; one end alone: that half
                 let far = plan.member_of(&b.endpoint).and_then(|(seg, _)| {
                     seg.members
@@ -127,27 +123,13 @@ pub fn verdicts_over(
                         .find(|m| m.endpoint != b.endpoint && seg.members.len() == 2)
                         .map(|m| m.endpoint.clone())
                 });
-                let parts = match (&cable, far.as_ref().is_some_and(&flapped)) {
-                    (Some(c), true) => vec![c.clone(), half.clone()],
-                    // one end read alone: its cable, the part a flap is about
-                    (Some(c), false) if !span.far_ends_read => vec![c.clone()],
-                    _ => with_cable(half.clone()),
-                };
-                out.push(fail(
-                    format!(
-                        "{}'s link went down and came back {}: its netdev's carrier changed {} time(s) ({from} {}, {to} {})",
-                        b.name,
-                        span.during,
-                        to - from,
-                        span.then,
-                        span.end
-                    ),
-                    Trap::LinkFlapped,
-                    parts,
-                ));
+                let both = far.as_ref().is_some_and(&flapped);
+                out.push(flap(plan, (b, a), both, span));
             }
+            // from the planned MTU to another (back to it is a repair, not a fault)
             if let (Some(x), Some(y)) = (b.mtu, a.mtu)
                 && x != y
+                && x == super::checks::PLANNED_MTU
             {
                 out.push(fail(
                     format!(
@@ -161,6 +143,42 @@ pub fn verdicts_over(
         }
     }
     out
+}
+
+/// A half whose carrier count grew between `b` and `a`: one FAIL about its cable when both ends
+/// saw it (or only this end was read), else about the half first.
+fn flap(
+    plan: &Plan,
+    (b, a): (&HalfResolution, &HalfResolution),
+    both: bool,
+    span: &Span,
+) -> Verdict {
+    let half = plan.half_part(&b.endpoint);
+    let cable = plan.cable_part(&b.endpoint);
+    let (from, to) = (
+        b.carrier_changes.unwrap_or(0),
+        a.carrier_changes.unwrap_or(0),
+    );
+    let parts = match (cable, both) {
+        (Some(c), true) => vec![c, half],
+        // one end read alone: its cable, the part a flap is about
+        (Some(c), false) if !span.far_ends_read => vec![c],
+        (c, _) => std::iter::once(half).chain(c).collect(),
+    };
+    Verdict::check(
+        gate(&b.name),
+        Outcome::Fail,
+        format!(
+            "{}'s link went down and came back {}: its netdev's carrier changed {} time(s) ({from} {}, {to} {})",
+            b.name,
+            span.during,
+            to.saturating_sub(from),
+            span.then,
+            span.end
+        ),
+        Some(Trap::LinkFlapped),
+    )
+    .about(parts)
 }
 
 #[cfg(test)]

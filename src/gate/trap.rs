@@ -306,7 +306,7 @@ impl Trap {
                 "a process the tool started outlived it (fabricplan stopped it): check the tool's wrappers and the node environment for daemons started on its behalf"
             }
             Trap::LinkFlapped => {
-                "reseat, clean or replace the cable and its modules: the link went down and came back while the run measured (`ip -s link show DEV` counts its carrier changes, the kernel log says when)"
+                "reseat, clean or replace the cable and its modules: the link went down and came back while the run measured or between two checks (`ip -s link show DEV` counts its carrier changes, the kernel log says when)"
             }
             Trap::Site => "see the plan's gate for the fix",
             _ => "read the tool's message kept in the run directory",
