@@ -222,6 +222,7 @@ mod tests {
                         problems: Vec::new(),
                         issue: None,
                         landed_on: None,
+                        port_counters: Default::default(),
                         fix_command: None,
                         hardware: None,
                     });

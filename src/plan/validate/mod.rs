@@ -158,6 +158,7 @@ fn build(
     let metrics = catalog.metrics();
     let gates = gates::gates(ctx, &raw.gates, &metrics, &profiles);
     let regression = gates::regression(ctx, &raw.regression, &metrics);
+    let phy = gates::phy(ctx, &raw.gates);
     let tests = sections::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates, catalog);
     let capacity = settings::capacity(raw.capacity.as_ref());
@@ -191,5 +192,6 @@ fn build(
         sim,
         setup,
         regression,
+        phy,
     })
 }
