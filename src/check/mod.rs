@@ -11,7 +11,7 @@ pub mod far;
 pub mod output;
 pub mod state;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
@@ -166,7 +166,7 @@ pub fn judge(plan: &Plan, node: NodeId, reading: &Reading, previous: Option<&Sta
     if reached.complete {
         let then = previous.map(|p| utc(p.unix_ms));
         if let (Some(p), Some(t)) = (previous, &then) {
-            verdicts.extend(since_last(plan, node, p, &halves, t));
+            verdicts.extend(since_last(plan, node, p, &halves, (t, reading.unix_ms)));
             checked.push(format!("what changed since the last check ({t})"));
         } else {
             checked.push(
@@ -198,7 +198,6 @@ pub fn judge(plan: &Plan, node: NodeId, reading: &Reading, previous: Option<&Sta
             unix_ms: reading.unix_ms,
             halves: halves.clone(),
             far_macs,
-            counters: BTreeMap::new(),
         });
     }
     let mut not_checked = reading.cut.clone();
@@ -373,14 +372,16 @@ fn since_last(
     node: NodeId,
     previous: &State,
     halves: &[HalfResolution],
-    then: &str,
+    (then, now_ms): (&str, u64),
 ) -> Vec<Verdict> {
     let span = Span {
+        seconds: Some(now_ms.saturating_sub(previous.unix_ms) as f64 / 1000.0),
         then: format!("at the last check ({then})"),
         now: "now".into(),
         end: "now".into(),
         during: format!("since the last check ({then})"),
         far_ends_read: false,
+        retransmits: true,
     };
     let now = HashMap::from([(node, halves.to_vec())]);
     let mut out = changes::verdicts_over(plan, &previous.by_node(node), &now, &span);

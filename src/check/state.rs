@@ -29,10 +29,6 @@ pub struct State {
     /// Per half (`spark-1.f0.a`): the MAC its far end answered with.
     #[serde(default)]
     pub far_macs: BTreeMap<String, String>,
-    /// Per half: its port's error and retransmission counters as read (`ethtool -S` and the
-    /// RDMA hw_counters), for the rates over the interval to the next check.
-    #[serde(default)]
-    pub counters: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl State {
@@ -107,7 +103,6 @@ mod tests {
             unix_ms: 1,
             halves: Vec::new(),
             far_macs: BTreeMap::new(),
-            counters: BTreeMap::new(),
         };
         let text = s.to_json();
         assert_eq!(State::read(&text, &plan, "a").unwrap(), Some(s.clone()));

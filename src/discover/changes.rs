@@ -32,6 +32,12 @@ pub struct Span {
     /// Both ends of each link were read (a run): a flap one end alone saw is about that half.
     /// Otherwise (a node checking itself) a flap is about its cable.
     pub far_ends_read: bool,
+    /// How long the interval was, seconds: the port counters' rates are over it (`None`: not
+    /// known, only link-down events are judged).
+    pub seconds: Option<f64>,
+    /// Judge the RDMA retransmission counters over the interval (a check: nothing else reads
+    /// them; a run judges them per job, beside what each job measured).
+    pub retransmits: bool,
 }
 
 impl Span {
@@ -43,6 +49,16 @@ impl Span {
             end: "at the end".into(),
             during: "during the run".into(),
             far_ends_read: true,
+            seconds: None,
+            retransmits: false,
+        }
+    }
+
+    /// [`Span::run`] of `seconds`.
+    pub fn run_of(seconds: f64) -> Span {
+        Span {
+            seconds: Some(seconds),
+            ..Span::run()
         }
     }
 }
@@ -125,6 +141,11 @@ pub fn verdicts_over(
                 });
                 let both = far.as_ref().is_some_and(&flapped);
                 out.push(flap(plan, (b, a), both, span));
+            } else if b.active {
+                out.extend(super::phy::link_down(plan, (b, a), span));
+            }
+            if b.active && a.active {
+                out.extend(super::phy::errors(plan, (b, a), span));
             }
             // from the planned MTU to another (back to it is a repair, not a fault)
             if let (Some(x), Some(y)) = (b.mtu, a.mtu)

@@ -157,8 +157,11 @@ pub(super) fn phy(ctx: &mut Ctx, raw: &BTreeMap<Spanned<String>, RawGate>) -> Ph
             out.max_effective_ber = v;
         } else {
             ctx.push(
-                Problem::error("plan::phy-gate-value", format!("`max-effective-ber = {v}` is not a rate between 0 and 1"))
-                    .at(span(b), "a bit error rate, e.g. 1e-12"),
+                Problem::error(
+                    "plan::phy-gate-value",
+                    format!("`max-effective-ber = {v}` is not a rate between 0 and 1"),
+                )
+                .at(span(b), "a bit error rate, e.g. 1e-12"),
             );
         }
     }
@@ -171,8 +174,11 @@ pub(super) fn phy(ctx: &mut Ctx, raw: &BTreeMap<Spanned<String>, RawGate>) -> Ph
             out.max_retransmits_per_s = v;
         } else {
             ctx.push(
-                Problem::error("plan::phy-gate-value", format!("`max-retransmits-per-s = {v}` is not a rate of 0 or more"))
-                    .at(span(r), "retransmissions per second"),
+                Problem::error(
+                    "plan::phy-gate-value",
+                    format!("`max-retransmits-per-s = {v}` is not a rate of 0 or more"),
+                )
+                .at(span(r), "retransmissions per second"),
             );
         }
     }
