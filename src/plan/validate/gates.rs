@@ -166,7 +166,18 @@ pub(super) fn phy(ctx: &mut Ctx, raw: &BTreeMap<Spanned<String>, RawGate>) -> Ph
         }
     }
     if let Some(n) = &g.max_link_down_events {
-        out.max_link_down_events = *n.get_ref();
+        let v = *n.get_ref();
+        if v <= 1_000_000 {
+            out.max_link_down_events = v;
+        } else {
+            ctx.push(
+                Problem::error(
+                    "plan::phy-gate-value",
+                    format!("`max-link-down-events = {v}` is above 1000000"),
+                )
+                .at(span(n), "link-down events in one interval, 0 to 1000000"),
+            );
+        }
     }
     if let Some(r) = &g.max_retransmits_per_s {
         let v = *r.get_ref();
