@@ -303,6 +303,21 @@ fn build_devs(
     (devs, by_node)
 }
 
+/// What sysfs says of a port's rate: the standard speed at or above the profile's port (else
+/// half) rate, `200 Gb/sec (4X HDR)` for a GB10.
+fn nominal_rate(plan: &Plan, d: &Dev) -> &'static str {
+    let p = plan.profile_of(d.node);
+    let rate = p.port_rate_gbps.or(p.half_rate_gbps).unwrap_or(0.0);
+    [
+        (100.0, "100 Gb/sec (4X EDR)"),
+        (200.0, "200 Gb/sec (4X HDR)"),
+        (400.0, "400 Gb/sec (4X NDR)"),
+    ]
+    .into_iter()
+    .find(|(r, _)| rate <= *r)
+    .map_or("800 Gb/sec (4X XDR)", |(_, t)| t)
+}
+
 /// `flap` and `phy-errors` on the device just built.
 fn apply_port_faults(faults: &[Fault], dev: Option<&mut Dev>) {
     let Some(d) = dev else { return };
@@ -665,8 +680,9 @@ impl World {
             } else {
                 s.push_str("@state 1: DOWN\n@phys 3: Disabled\n");
             }
-            // the OS reports 200 Gb/s for a 100G half: a hint, never proof
-            s.push_str("@rate 200 Gb/sec (4X HDR)\n@layer Ethernet\n");
+            // the OS reports the port's nominal speed (200 Gb/s for a GB10's 100G half): a
+            // hint, never proof
+            let _ = writeln!(s, "@rate {}\n@layer Ethernet", nominal_rate(&self.plan, d));
             let _ = writeln!(s, "@fw {}\n@board MT_0000000970", d.firmware);
             let _ = writeln!(
                 s,
