@@ -107,7 +107,8 @@ impl Bench {
         assert!(o.status.success(), "{cmd} on {host}: {o:?}");
     }
 
-    /// The netdev's carrier is back (the veth is up on both ends).
+    /// The netdev's carrier is back (a test waits for both ends of the veth: until then the
+    /// far end does not answer, which is a finding of its own).
     fn wait_carrier(&self, host: &str, netdev: &str) {
         let up = lab::wait(Duration::from_secs(10), || {
             let o = self
@@ -142,6 +143,7 @@ fn a_node_checks_itself_against_the_plan() {
     firmware_and_pcie(&b);
     hung_probe(&b);
     drain_and_resume(&b);
+    health_check_recipe(&b);
 
     let left = b.lab.leftovers(Duration::from_secs(5));
     assert!(left.is_empty(), "left on the hosts: {left:#?}");
@@ -200,6 +202,7 @@ fn flapped_link(b: &Bench) {
         "ip link set enp1s0f0np0 down && ip link set enp1s0f0np0 up",
     );
     b.wait_carrier("spark-1", "enp1s0f0np0");
+    b.wait_carrier("spark-2", "enp1s0f1np1");
     let s = b.check("spark-1");
     let (part, trap) = s.one();
     assert_eq!(trap, "link flapped", "{}", s.story());
@@ -350,6 +353,7 @@ fn drain_and_resume(b: &Bench) {
         "ip link set enP2p1s0f0np0 down && ip link set enP2p1s0f0np0 up",
     );
     b.wait_carrier("spark-2", "enP2p1s0f0np0");
+    b.wait_carrier("spark-3", "enP2p1s0f1np1");
     let s = b.check_with("spark-2", "", "--drain");
     assert_eq!(s.one().1, "link flapped", "{}", s.story());
     let state = slurm_state(b, "spark-2");
@@ -392,4 +396,77 @@ fn drain_and_resume(b: &Bench) {
     assert!(slurm_state(b, "spark-3").contains("rack maintenance"));
     let o = b.lab.slurm("scontrol update nodename=spark-3 state=resume");
     assert!(o.status.success(), "{o:?}");
+    let back = lab::wait(Duration::from_secs(10), || {
+        !slurm_state(b, "spark-3").starts_with("drain")
+    });
+    assert!(back, "{}", slurm_state(b, "spark-3"));
+}
+
+/// The `HealthCheckProgram` script of docs/src/check.md, as written there (its three paths set to
+/// the lab's, `fabricplan` on its PATH), run on a node: a flap drains it with the finding and
+/// writes the metrics; the next run, healthy, returns it.
+fn health_check_recipe(b: &Bench) {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/check.md"))
+            .expect("docs/src/check.md");
+    let start = doc
+        .find("#!/bin/sh\n# fabricplan-health")
+        .expect("the health-check script in the docs");
+    let script = &doc[start..start + doc[start..].find("```").expect("its end")];
+    let dir = b.lab.dir().join("recipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let metrics = dir.join("fabricplan.prom");
+    let script: String = script
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some(("PLAN", _)) => format!("PLAN='{}'", b.plan.display()),
+            Some(("STATE", _)) => format!("STATE='{}'", b.state("spark-1").display()),
+            Some(("METRICS", _)) => format!("METRICS='{}'", metrics.display()),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let path = dir.join("fabricplan-health");
+    std::fs::write(&path, script + "\n").unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabricplan"), dir.join("fabricplan")).unwrap();
+    let run = || {
+        b.lab.exec(
+            "spark-1",
+            &format!(
+                "SLURM_CONF='{}' PATH='{}':\"$PATH\" sh '{}'",
+                b.lab.slurm_conf().display(),
+                dir.display(),
+                path.display()
+            ),
+        )
+    };
+    b.exec_ok(
+        "spark-1",
+        "ip link set enp1s0f1np1 down && ip link set enp1s0f1np1 up",
+    );
+    b.wait_carrier("spark-1", "enp1s0f1np1");
+    b.wait_carrier("spark-3", "enp1s0f0np0");
+    let o = run();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let state = slurm_state(b, "spark-1");
+    assert!(
+        state.starts_with("drain") && state.contains("|fabricplan check: link flapped cable "),
+        "{state}"
+    );
+    let prom = std::fs::read_to_string(&metrics).expect("the metrics file");
+    assert!(
+        prom.contains("fabricplan_check_status{node=\"spark-1\",plan=\"ring3-lab\"} 2"),
+        "{prom}"
+    );
+    let o = run();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let back = lab::wait(Duration::from_secs(10), || {
+        !slurm_state(b, "spark-1").starts_with("drain")
+    });
+    assert!(back, "{}", slurm_state(b, "spark-1"));
+    let prom = std::fs::read_to_string(&metrics).unwrap();
+    assert!(prom.contains("plan=\"ring3-lab\"} 0"), "{prom}");
+    // the far end of the flapped cable (spark-3.f0) saw it too; its next check takes it in
+    let s = b.check("spark-3");
+    assert_eq!(s.one().1, "link flapped", "{}", s.story());
 }
