@@ -141,6 +141,7 @@ fn a_node_checks_itself_against_the_plan() {
     mtu_address_and_port(&b);
     far_end_silent(&b);
     firmware_and_pcie(&b);
+    port_counters(&b);
     hung_probe(&b);
     drain_and_resume(&b);
     health_check_recipe(&b);
@@ -303,6 +304,33 @@ fn firmware_and_pcie(b: &Bench) {
         .set_pcie("spark-1", "rocep1s0f0", &PcieLink::gb10())
         .unwrap();
     b.ok("spark-1", "the PCIe link at its maximum again");
+}
+
+/// Symbol errors and RDMA retransmissions counted on spark-3.f0.a since its last check: one
+/// WARN about its cable with the numbers and the fix, exit 0; counters that stay put say nothing.
+fn port_counters(b: &Bench) {
+    b.ok("spark-3", "before the counters rise");
+    b.lab
+        .set_counter("spark-3", "rocep1s0f0", "symbol_error", 1204);
+    b.lab
+        .set_counter("spark-3", "rocep1s0f0", "out_of_sequence", 5000);
+    let s = b.check("spark-3");
+    let f = s.findings();
+    assert_eq!(f.len(), 1, "{}", s.story());
+    assert_eq!(s.code, Some(0), "a WARN: {}", s.story());
+    assert_eq!(f[0]["outcome"], "WARN", "{}", s.story());
+    assert_eq!(f[0]["trap_name"], "link errors", "{}", s.story());
+    let name = f[0]["name"].as_str().unwrap_or("");
+    assert!(
+        name.starts_with("cable ") && name.contains("spark-1.f1") && name.contains("spark-3.f0"),
+        "{name}"
+    );
+    let seen = f[0]["seen"].as_str().unwrap_or("");
+    assert!(
+        seen.contains("1,204 symbol errors") && seen.contains("5,000 RDMA retransmissions"),
+        "{seen}"
+    );
+    b.ok("spark-3", "the counters steady since");
 }
 
 /// `ip` that never returns: the check ends by its deadline, says what it read and what it did
@@ -469,4 +497,66 @@ fn health_check_recipe(b: &Bench) {
     // the far end of the flapped cable (spark-3.f0) saw it too; its next check takes it in
     let s = b.check("spark-3");
     assert_eq!(s.one().1, "link flapped", "{}", s.story());
+}
+
+/// Benchmark, not a timed test (`cargo test --test lab_check -- --ignored --nocapture`): wall
+/// time and peak RSS of `check` on a lab node, healthy and with MTU 1500 on one half, under GNU
+/// time. `FABRICPLAN_BIN` names the binary measured (default: this build's).
+#[test]
+#[ignore]
+fn bench_check_wall_and_memory() {
+    if !lab_enabled() {
+        return;
+    }
+    let twin = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lab/plans/ring3.toml");
+    let loaded = fabricplan::kinds::load(&twin).expect("ring3 twin loads");
+    let lab = Lab::build(&lab::twin::lab_spec("chb", &loaded.plan).lldp()).expect("lab");
+    lab.wait_lldp(Duration::from_secs(30))
+        .expect("LLDP neighbours");
+    let plan = lab::twin::plan_file(&lab, &twin).expect("plan file");
+    let bin = std::env::var("FABRICPLAN_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_fabricplan").to_string());
+    let state = lab.dir().join("bench-state.json");
+    let measure = |what: &str| {
+        let mut rows = Vec::new();
+        for _ in 0..10 {
+            let o = lab.exec(
+                "spark-2",
+                &format!(
+                    "/usr/bin/time -f 'TIME %e %M' '{bin}' check '{}' --state '{}' >/dev/null",
+                    plan.display(),
+                    state.display()
+                ),
+            );
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            let line = err
+                .lines()
+                .rev()
+                .find(|l| l.starts_with("TIME "))
+                .unwrap_or_else(|| panic!("{err}"));
+            let v: Vec<f64> = line[5..]
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            rows.push((v[0], v[1], o.status.code()));
+        }
+        let mut wall: Vec<f64> = rows.iter().map(|r| r.0).collect();
+        wall.sort_by(f64::total_cmp);
+        let rss = rows.iter().map(|r| r.1).fold(0.0, f64::max);
+        eprintln!(
+            "BENCH {what}: wall median {:.2} s (min {:.2}, max {:.2}), peak RSS max {:.0} KiB, exit {:?}",
+            wall[wall.len() / 2],
+            wall[0],
+            wall[wall.len() - 1],
+            rss,
+            rows[0].2
+        );
+    };
+    measure("healthy");
+    lab.set_mtu("spark-2", "enp1s0f0np0", 1500).unwrap();
+    measure("MTU 1500 on spark-2.f0.a");
+    lab.set_mtu("spark-2", "enp1s0f0np0", 9000).unwrap();
+    let fp = lab.footprint();
+    drop(lab);
+    assert!(fp.remaining().is_empty(), "{:?}", fp.remaining());
 }

@@ -206,6 +206,19 @@ fn half_metrics(c: &Checked, base: &str, family: &mut Family<'_>) {
             .collect(),
     );
     family(
+        "fabricplan_half_port_counter_total",
+        "counter",
+        "The half's port error and retransmission counters as read (ethtool -S by meaning, the RDMA counters by name)",
+        c.halves
+            .iter()
+            .flat_map(|h| {
+                h.port_counters.iter().map(move |(k, v)| {
+                    (format!("{},counter=\"{}\"", of(h), label(k)), v.to_string())
+                })
+            })
+            .collect(),
+    );
+    family(
         "fabricplan_half_carrier_changes_total",
         "counter",
         "The netdev's carrier changes since it was created (a flap adds two)",
