@@ -145,6 +145,7 @@ fn a_node_checks_itself_against_the_plan() {
     hung_probe(&b);
     drain_and_resume(&b);
     health_check_recipe(&b);
+    slurmd_runs_the_health_check(&b);
 
     let left = b.lab.leftovers(Duration::from_secs(5));
     assert!(left.is_empty(), "left on the hosts: {left:#?}");
@@ -497,6 +498,82 @@ fn health_check_recipe(b: &Bench) {
     // the far end of the flapped cable (spark-3.f0) saw it too; its next check takes it in
     let s = b.check("spark-3");
     assert_eq!(s.one().1, "link flapped", "{}", s.story());
+}
+
+/// slurmd itself runs the docs' health-check script (`HealthCheckProgram`, every 2 s here; the
+/// state per host, as `/var/lib` is on a real node): a flapped cable drains both its nodes with the
+/// finding within an interval or two, the third stays in service, and the next checks return them.
+fn slurmd_runs_the_health_check(b: &Bench) {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/check.md"))
+            .expect("docs/src/check.md");
+    let start = doc
+        .find("#!/bin/sh\n# fabricplan-health")
+        .expect("the script");
+    let script = &doc[start..start + doc[start..].find("```").expect("its end")];
+    let dir = b.lab.dir().join("recipe");
+    let conf = b.lab.slurm_conf();
+    let mut lines: Vec<String> = Vec::new();
+    for l in script.lines() {
+        lines.push(match l.split_once('=') {
+            Some(("PLAN", _)) => format!("PLAN='{}'", b.plan.display()),
+            Some(("STATE", _)) => format!("STATE='{}'/slurmd-$(hostname).json", dir.display()),
+            Some(("METRICS", _)) => format!("METRICS='{}'/slurmd-$(hostname).prom", dir.display()),
+            _ => l.to_string(),
+        });
+        if l.starts_with("#!") {
+            // what slurmd does not give its health check: the lab's Slurm and fabricplan
+            lines.push(format!("export SLURM_CONF='{}'", conf.display()));
+            lines.push(format!("export PATH='{}':\"$PATH\"", dir.display()));
+        }
+    }
+    let path = dir.join("fabricplan-health-slurmd");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let original = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        format!(
+            "{original}HealthCheckProgram={}\nHealthCheckInterval=2\nHealthCheckNodeState=ANY\n",
+            path.display()
+        ),
+    )
+    .unwrap();
+    let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
+    // every node's health check has run once (its state is there) before the flap
+    let ran = lab::wait(Duration::from_secs(30), || {
+        NODES
+            .iter()
+            .all(|n| dir.join(format!("slurmd-{n}.json")).exists())
+    });
+    assert!(ran, "slurmd never ran the health check");
+    b.exec_ok(
+        "spark-2",
+        "ip link set enp1s0f0np0 down && ip link set enp1s0f0np0 up",
+    );
+    let drained = lab::wait(Duration::from_secs(30), || {
+        ["spark-2", "spark-3"]
+            .iter()
+            .all(|n| slurm_state(b, n).contains("|fabricplan check: link flapped cable "))
+    });
+    assert!(
+        drained,
+        "spark-2: {}; spark-3: {}",
+        slurm_state(b, "spark-2"),
+        slurm_state(b, "spark-3")
+    );
+    assert!(!slurm_state(b, "spark-1").starts_with("drain"));
+    let back = lab::wait(Duration::from_secs(30), || {
+        NODES
+            .iter()
+            .all(|n| !slurm_state(b, n).starts_with("drain"))
+    });
+    assert!(back, "{:?}", NODES.map(|n| slurm_state(b, n)));
+    std::fs::write(&conf, original).unwrap();
+    let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
 }
 
 /// Benchmark, not a timed test (`cargo test --test lab_check -- --ignored --nocapture`): wall
