@@ -332,6 +332,25 @@ fn port_counters(b: &Bench) {
         "{seen}"
     );
     b.ok("spark-3", "the counters steady since");
+    // the port's own count (ethtool -S, as mlx5 names it)
+    b.lab
+        .set_phy_counter("spark-1", "enp1s0f0np0", "rx_symbol_err_phy", 777);
+    let s = b.check("spark-1");
+    let f = s.findings();
+    assert_eq!(f.len(), 1, "{}", s.story());
+    let seen = f[0]["seen"].as_str().unwrap_or("");
+    assert!(
+        seen.contains("777 symbol errors") && seen.contains("`symbol-errors`"),
+        "{seen}"
+    );
+    assert!(
+        s.json["halves"]
+            .to_string()
+            .contains("\"symbol-errors\":777"),
+        "the half carries its port counters: {}",
+        s.json["halves"]
+    );
+    b.ok("spark-1", "the port's counters steady since");
 }
 
 /// `ip` that never returns: the check ends by its deadline, says what it read and what it did

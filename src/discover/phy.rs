@@ -23,11 +23,13 @@ pub fn grew(b: &HalfResolution, a: &HalfResolution, name: &str) -> Option<u64> {
     y.checked_sub(*x)
 }
 
-/// The first of `names` both readings have, and how much it grew.
+/// Of `names` (one thing counted by two sources: the netdev's `ethtool -S`, the RDMA device),
+/// the one that grew most, and by how much.
 fn grew_any(b: &HalfResolution, a: &HalfResolution, names: &[&str]) -> Option<(String, u64)> {
     names
         .iter()
-        .find_map(|n| grew(b, a, n).map(|d| (n.to_string(), d)))
+        .filter_map(|n| grew(b, a, n).map(|d| (n.to_string(), d)))
+        .max_by_key(|(_, d)| *d)
 }
 
 /// The part a link's counters point at: its cable, else the half.
