@@ -251,3 +251,97 @@ pub fn drain_reason(c: &Checked) -> Option<String> {
 pub fn own_reason_prefix() -> String {
     format!("{REASON_PREFIX}{}:", super::RUN_ID)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::part::Part;
+
+    fn finding(part: Part, outcome: Outcome, trap: &str) -> Finding {
+        Finding {
+            name: part.name(),
+            among: Vec::new(),
+            part,
+            label: "LABEL".into(),
+            outcome,
+            trap: None,
+            trap_name: trap.into(),
+            seen: "seen\nsecond line".into(),
+            evidence: Vec::new(),
+            follows: Vec::new(),
+            skipped: Vec::new(),
+            host: None,
+            fix_command: None,
+            fix: "fix it".into(),
+        }
+    }
+
+    fn checked(findings: Vec<Finding>, not_checked: Vec<String>) -> Checked {
+        let outcome =
+            if findings.iter().any(|f| f.outcome == Outcome::Fail) || !not_checked.is_empty() {
+                Outcome::Fail
+            } else if findings.is_empty() {
+                Outcome::Ok
+            } else {
+                Outcome::Warn
+            };
+        Checked {
+            plan: "p\"q".into(),
+            node: "n1".into(),
+            outcome,
+            verdict: verdict_line("n1", outcome, &findings, 2, &not_checked),
+            findings,
+            verdicts: Vec::new(),
+            checked: Vec::new(),
+            not_checked,
+            halves: Vec::new(),
+            since_unix_ms: None,
+            unix_ms: 1_000,
+            took_s: 0.5,
+            service: Vec::new(),
+            next: None,
+        }
+    }
+
+    #[test]
+    fn nagios_codes_follow_the_outcome_and_unknown_is_only_the_deadline() {
+        assert_eq!(nagios_code(&checked(Vec::new(), Vec::new())), 0);
+        let warn = finding(Part::half("n1", "f0", "a"), Outcome::Warn, "link errors");
+        assert_eq!(nagios_code(&checked(vec![warn.clone()], Vec::new())), 1);
+        let cable = finding(Part::cable("n1.f0", "n2.f1"), Outcome::Fail, "link flapped");
+        assert_eq!(nagios_code(&checked(vec![cable], Vec::new())), 2);
+        let deadline = finding(Part::node("n1"), Outcome::Fail, "timeout");
+        assert_eq!(
+            nagios_code(&checked(vec![deadline], vec!["the probe".into()])),
+            3
+        );
+        let n = nagios(&checked(vec![warn], Vec::new()));
+        assert!(
+            n.starts_with("FABRICPLAN WARNING - check n1: WARN: n1.f0.a"),
+            "{n}"
+        );
+        assert!(n.lines().count() == 2, "one line per finding: {n}");
+    }
+
+    #[test]
+    fn lines_reasons_and_labels_are_single_line_and_escaped() {
+        let f = finding(Part::cable("n1.f0", "n2.f1"), Outcome::Fail, "link flapped");
+        let line = finding_line(&f);
+        assert!(
+            !line.contains('\n') && line.starts_with("FAIL LABEL: link flapped: seen"),
+            "{line}"
+        );
+        let c = checked(vec![f.clone(), f], Vec::new());
+        assert_eq!(
+            drain_reason(&c).as_deref(),
+            Some("fabricplan check: link flapped cable n1.f0 -- n2.f1 (and 1 more)")
+        );
+        assert!(drain_reason(&checked(Vec::new(), Vec::new())).is_none());
+        let m = metrics(&c);
+        assert!(
+            m.contains("fabricplan_check_status{node=\"n1\",plan=\"p\\\"q\"} 2"),
+            "{m}"
+        );
+        assert!(text(&c).ends_with("(2 finding(s), 2 planned half(s) checked) in 0.50 s\n"));
+    }
+}
