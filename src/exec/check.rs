@@ -147,14 +147,23 @@ pub fn hostname() -> String {
 
 /// The last check's state: `Ok(None)` when there is none. A link, or a file that is not a
 /// regular one of this user's, is refused (fabricplan runs as root: it reads and replaces only
-/// its own file).
+/// its own file); it is opened without following a link and judged by what was opened.
 pub fn read_state(path: &Path) -> Result<Option<String>, String> {
-    use std::os::unix::fs::MetadataExt;
-    let m = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err("is a symbolic link: a state file is only ever a file of its own".into());
+        }
         Err(e) => return Err(e.to_string()),
     };
+    let m = f.metadata().map_err(|e| e.to_string())?;
     if !m.is_file() {
         return Err(format!(
             "is {}, not a regular file: a state file is only ever a file of its own",
@@ -169,9 +178,17 @@ pub fn read_state(path: &Path) -> Result<Option<String>, String> {
             m.uid()
         ));
     }
-    crate::files::input::read_text(path, STATE_MAX_BYTES, crate::files::input::Accept::Regular)
-        .map(Some)
-        .map_err(|e| e.to_string())
+    if m.len() > STATE_MAX_BYTES {
+        return Err(format!(
+            "is {} bytes, more than a state file holds",
+            m.len()
+        ));
+    }
+    let mut text = String::new();
+    f.take(STATE_MAX_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(text))
 }
 
 /// Replace the state file: mode 0600, atomically, never through a link (its folder is created
@@ -258,5 +275,35 @@ pub async fn service(slurm_name: &str, c: &Checked, asked: Asked, until: Instant
         Ok(Ok(line)) => vec![line],
         Ok(Err(e)) => vec![format!("Slurm: {e}")],
         Err(_) => vec!["Slurm did not answer before the deadline".into()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_file_is_read_only_when_it_is_ours_and_written_private() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/check-p.json");
+        assert_eq!(read_state(&p).unwrap(), None);
+        write_state(&p, "{}\n").unwrap();
+        assert_eq!(read_state(&p).unwrap().as_deref(), Some("{}\n"));
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&p), 0o600);
+        assert_eq!(mode(p.parent().unwrap()), 0o700);
+        let theirs = d.path().join("theirs");
+        std::fs::write(&theirs, "secret").unwrap();
+        let link = d.path().join("link.json");
+        std::os::unix::fs::symlink(&theirs, &link).unwrap();
+        assert!(read_state(&link).unwrap_err().contains("symbolic link"));
+        assert!(write_state(&link, "x").is_err());
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "secret");
+        assert!(
+            read_state(d.path())
+                .unwrap_err()
+                .contains("not a regular file")
+        );
     }
 }
