@@ -92,6 +92,21 @@ impl Bench {
         }
     }
 
+    /// `fabricplan check PLAN` on `host` as a person runs it (text): exit code and stdout.
+    fn check_text(&self, host: &str) -> (Option<i32>, String) {
+        let cmd = format!(
+            "NO_COLOR=1 '{}' check '{}' --state '{}'",
+            env!("CARGO_BIN_EXE_fabricplan"),
+            self.plan.display(),
+            self.state(host).display()
+        );
+        let o = self.lab.exec(host, &cmd);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    }
+
     fn check(&self, host: &str) -> Said {
         self.check_with(host, "", "")
     }
@@ -178,6 +193,14 @@ fn healthy(b: &Bench) {
             again.wall
         );
         eprintln!("{n}: healthy check in {:?}", again.wall);
+        let (code, text) = b.check_text(n);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(
+            text.starts_with(&format!(
+                "check {n}: OK (0 finding(s), 4 planned half(s) checked) in "
+            )) && text.lines().count() == 1,
+            "{text}"
+        );
         // every cable's far end was pinged and heard over LLDP
         let gates: Vec<&str> = again.json["verdicts"]
             .as_array()
@@ -222,6 +245,22 @@ fn flapped_link(b: &Bench) {
 /// MTU 1500, an address removed, a half DOWN: one finding each about that half.
 fn mtu_address_and_port(b: &Bench) {
     b.lab.set_mtu("spark-2", "enp1s0f0np0", 1500).unwrap();
+    // as a person reads it: one line for the finding, the verdict last
+    let (code, text) = b.check_text("spark-2");
+    eprintln!("{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!((code, lines.len()), (Some(1), 2), "{text}");
+    assert!(
+        lines[0].starts_with("FAIL spark-2.f0.a (enp1s0f0np0 on spark-2): MTU 1500 on the path: "),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with(
+            "check spark-2: FAIL: spark-2.f0.a (1 finding(s), 4 planned half(s) checked) in "
+        ),
+        "{text}"
+    );
+    // the text check took the reading in: the next one is against it, and still FAILs
     let s = b.check("spark-2");
     assert_eq!(
         s.one(),

@@ -476,6 +476,20 @@ fn checked_words(
 
 type Judged = (Vec<Verdict>, Vec<HalfResolution>, Probe);
 
+/// A fix to run on this node is said as run here: `sudo ip link set ...`, not `ssh NODE sudo
+/// ip link set ...` (a compound one, `ssh NODE 'A && B'`, keeps its form).
+fn on_this_node(plan: &Plan, node: &str, findings: &mut [Finding]) {
+    let prefix = format!("{} ", crate::diagnose::fix::ssh_to(plan, node));
+    for f in findings.iter_mut() {
+        if let Some(c) = &f.fix_command
+            && let Some(rest) = c.strip_prefix(&prefix)
+            && !rest.starts_with('\'')
+        {
+            f.fix_command = Some(rest.to_string());
+        }
+    }
+}
+
 /// Diagnose the verdicts as a run's: one finding per broken part, the verdict line.
 fn finish(
     plan: &Plan,
@@ -500,6 +514,7 @@ fn finish(
         ..RunResults::default()
     };
     crate::diagnose::diagnose(plan, &mut r);
+    on_this_node(plan, &name, &mut r.findings);
     let fails = r
         .findings
         .iter()
