@@ -68,6 +68,28 @@ fn default_state(plan: &Plan) -> PathBuf {
 }
 
 pub fn run(args: CheckArgs) -> Outcome {
+    if !args.nagios {
+        return checked(&args);
+    }
+    // a Nagios-style collector reads 3 (UNKNOWN) for a check that could not judge the node
+    match checked(&args) {
+        Err(e) => {
+            let mut said = String::new();
+            e.write(&mut said, false, super::width());
+            let why: Vec<&str> = said
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            let mut out = Stdout::new();
+            out.write(&format!("FABRICPLAN UNKNOWN - {}\n", why.join(" ")));
+            Ok(3)
+        }
+        ok => ok,
+    }
+}
+
+fn checked(args: &CheckArgs) -> Outcome {
     let started = Instant::now();
     if !(args.deadline.is_finite() && args.deadline > 0.0 && args.deadline <= 86_400.0) {
         return Err(CliError::Usage(format!(
@@ -128,7 +150,7 @@ pub fn run(args: CheckArgs) -> Outcome {
     if let Some(m) = &args.metrics {
         write_metrics(m, &checked);
     }
-    Ok(say(&args, &checked))
+    Ok(say(args, &checked))
 }
 
 /// The last check's state, when there is one of this plan and node; a file that cannot be read
