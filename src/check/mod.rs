@@ -170,7 +170,7 @@ pub fn judge(plan: &Plan, node: NodeId, reading: &Reading, previous: Option<&Sta
             checked.push(format!("what changed since the last check ({t})"));
         } else {
             checked.push(
-                "nothing changed-since: this is the first check (its reading is kept)".into(),
+                "no change since a last check: this is the first (its reading is kept for the next)".into(),
             );
         }
         let recorded = previous.map(|p| p.far_macs.clone()).unwrap_or_default();
