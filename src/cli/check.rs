@@ -12,7 +12,6 @@ use super::{CliError, Format, Outcome, Stdout, load, warning};
 use crate::check::state::State;
 use crate::check::{Checked, DEFAULT_DEADLINE_S, output};
 use crate::exec::check::{self as exec, Asked};
-use crate::exit;
 use crate::plan::Plan;
 
 /// Where the state is kept when `--state` is not given (one file per plan).
@@ -203,6 +202,5 @@ fn say(args: &CheckArgs, c: &Checked) -> i32 {
             serde_json::to_string_pretty(c).unwrap_or_default()
         )),
     }
-    let _ = exit::OK;
     c.exit_code()
 }
