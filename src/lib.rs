@@ -10,6 +10,7 @@
 #![warn(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod capacity;
+pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod diagnose;

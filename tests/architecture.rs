@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 /// Bottom first. Every top-level module of `src/` appears exactly once.
 const LAYERS: &[&str] = &[
     "text", "exit", "files", "parse", "gate", "plan", "topology", "schedule", "capacity", "render",
-    "discover", "results", "localise", "diagnose", "kinds", "compare", "init", "exec", "sim",
-    "report", "cli",
+    "discover", "results", "localise", "diagnose", "kinds", "compare", "init", "check", "exec",
+    "sim", "report", "cli",
 ];
 
 /// The longest a source file may grow before it is split.

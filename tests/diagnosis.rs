@@ -449,6 +449,24 @@ async fn every_fault_kind_on_every_plan_and_example_is_one_finding() {
                 (format!("pcie-degraded:{half}"), half.clone(), true),
                 (format!("firmware:{node}=28.39.1002"), node.clone(), true),
             ];
+            // a link that flapped: its cable where both ends saw it (a direct link), else the
+            // half (on a switch the far end is not read); errors on a port: its cable
+            let cable = plan.cable_part(&m.endpoint).map(|c| c.name());
+            let direct = plan
+                .member_of(&m.endpoint)
+                .is_some_and(|(seg, me)| me.switch.is_none() && seg.members.len() == 2);
+            let flapped = cable.clone().filter(|_| direct).unwrap_or(half.clone());
+            cases.push((format!("flap:{half}"), flapped, false));
+            cases.push((
+                format!("phy-errors:{half}"),
+                cable.clone().unwrap_or(half.clone()),
+                true,
+            ));
+            cases.push((
+                format!("phy-errors:{half}=0.5"),
+                cable.unwrap_or(half.clone()),
+                true,
+            ));
             if nccl {
                 cases.push((
                     format!("nccl-socket:{node}"),

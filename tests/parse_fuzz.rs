@@ -28,6 +28,7 @@ const SETS: &[(&str, Tool)] = &[
     ("ping", Tool::PING),
     ("ip-neigh", Tool::IP_NEIGH),
     ("lldpcli", Tool::LLDPCLI),
+    ("ethtool", Tool::ETHTOOL),
 ];
 
 /// Replacements for a number: what a corrupt or lying capture could show.

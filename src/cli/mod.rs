@@ -4,6 +4,7 @@
 //! macro): stdout or stderr going away (a closed pipe) ends the writing quietly and the command
 //! still exits with its own code.
 
+mod check;
 mod compare;
 mod completions;
 mod detect;
@@ -105,6 +106,11 @@ pub enum Command {
     /// FAIL or a job that could not measure, 2 invalid plan or usage, 3 the run directory could
     /// not be written completely, 130 interrupted.
     Run(RunArgs),
+    /// Check this node against the plan, on the node itself (Slurm health check, prolog,
+    /// epilog, a timer): devices, state, rate, MTU, GID, addresses, routes, PCIe, firmware, each
+    /// cable's far end, flaps since the last check. Read-only, by a deadline. Exit 0 OK or
+    /// warnings, 1 a FAIL or the deadline, 2 usage or plan (`--nagios`: 0/1/2/3).
+    Check(check::CheckArgs),
     /// Discover each node's RDMA devices (read-only): state, netdev, IPv4, MTU, GID index; and
     /// the exact `ip addr add` to run where a planned half has no address. Runs nothing else.
     Detect(detect::DetectArgs),
@@ -170,6 +176,7 @@ pub fn run(cli: Cli) -> Outcome {
         Command::Run(args) => run::run(args),
         Command::Detect(args) => detect::run(args),
         Command::Init(args) => init::run(args),
+        Command::Check(args) => check::run(args),
         Command::Parse { tool, file, format } => parse::run(tool, file.as_deref(), format),
         Command::Compare(args) => compare::run(&args),
         Command::History(args) => history::run(&args),

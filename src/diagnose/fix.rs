@@ -211,11 +211,11 @@ fn run_side(
     Some(match (t, part) {
         (Trap::LinkFlapped, Part::Half { .. } | Part::Port { .. }) => (
             per_netdev(plan, found, part, |n| format!("ip -s link show {n}")),
-            "the link of this half went down and came back during the run: reseat or replace its cable and module (the command counts its carrier changes; the kernel log says when)".into(),
+            "the link of this half went down and came back: reseat or replace its cable and module (the command counts its carrier changes; the kernel log says when)".into(),
         ),
         (Trap::LinkFlapped, _) => (
             None,
-            "this cable's link went down and came back at both ends during the run: reseat, clean or replace the cable and its modules, then run again".into(),
+            "this cable's link went down and came back: reseat, clean or replace the cable and its modules, then measure again (`ip -s link show NETDEV` on either end counts its carrier changes; the kernel log says when)".into(),
         ),
         (Trap::PcieDegraded, Part::Half { node: n, port, half }) => {
             let pci = found

@@ -18,6 +18,51 @@ pub fn gate(half: &str) -> String {
     format!("changed {half}")
 }
 
+/// The interval the two readings bound, in words, and whether the far ends were read too.
+#[derive(Debug, Clone)]
+pub struct Span {
+    /// `at the start`, `at the last check (2026-12-07 19:20:01 UTC)`.
+    pub then: String,
+    /// `at the end of the run`, `now`.
+    pub now: String,
+    /// The same, short, beside a count: `at the end`, `now`.
+    pub end: String,
+    /// `during the run`, `since the last check`.
+    pub during: String,
+    /// Both ends of each link were read (a run): a flap one end alone saw is about that half.
+    /// Otherwise (a node checking itself) a flap is about its cable.
+    pub far_ends_read: bool,
+    /// How long the interval was, seconds: the port counters' rates are over it (`None`: not
+    /// known, only link-down events are judged).
+    pub seconds: Option<f64>,
+    /// Judge the RDMA retransmission counters over the interval (a check: nothing else reads
+    /// them; a run judges them per job, beside what each job measured).
+    pub retransmits: bool,
+}
+
+impl Span {
+    /// Discovery against the probe once the rounds are done.
+    pub fn run() -> Span {
+        Span {
+            then: "at the start".into(),
+            now: "at the end of the run".into(),
+            end: "at the end".into(),
+            during: "during the run".into(),
+            far_ends_read: true,
+            seconds: None,
+            retransmits: false,
+        }
+    }
+
+    /// [`Span::run`] of `seconds`.
+    pub fn run_of(seconds: f64) -> Span {
+        Span {
+            seconds: Some(seconds),
+            ..Span::run()
+        }
+    }
+}
+
 /// The verdicts of what changed between `before` (discovery) and `after` (the probe once the
 /// rounds are done), per node; a node not probed after is left out. Only a half that was
 /// sound before is judged: a port already down at the start is discovery's finding.
@@ -25,6 +70,16 @@ pub fn verdicts(
     plan: &Plan,
     before: &HashMap<NodeId, Vec<HalfResolution>>,
     after: &HashMap<NodeId, Vec<HalfResolution>>,
+) -> Vec<Verdict> {
+    verdicts_over(plan, before, after, &Span::run())
+}
+
+/// [`verdicts`] over any interval (`check` against its last reading).
+pub fn verdicts_over(
+    plan: &Plan,
+    before: &HashMap<NodeId, Vec<HalfResolution>>,
+    after: &HashMap<NodeId, Vec<HalfResolution>>,
+    span: &Span,
 ) -> Vec<Verdict> {
     let now: HashMap<&Endpoint, &HalfResolution> =
         after.values().flatten().map(|h| (&h.endpoint, h)).collect();
@@ -60,8 +115,8 @@ pub fn verdicts(
             if b.address_found && !a.address_found {
                 out.push(fail(
                     format!(
-                        "{}'s planned address {} was on its netdev at the start and is gone at the end of the run",
-                        b.name, b.address
+                        "{}'s planned address {} was on its netdev {} and is gone {}",
+                        b.name, b.address, span.then, span.now
                     ),
                     Trap::AddressMissing,
                     vec![half.clone()],
@@ -70,17 +125,13 @@ pub fn verdicts(
             if b.active && !a.active {
                 out.push(fail(
                     format!(
-                        "{} was ACTIVE at the start and is down at the end of the run",
-                        b.name
+                        "{} was ACTIVE {} and is down {}",
+                        b.name, span.then, span.now
                     ),
                     Trap::PortDown,
                     with_cable(half.clone()),
                 ));
             } else if flapped(&b.endpoint) {
-                let (from, to) = (
-                    b.carrier_changes.unwrap_or(0),
-                    a.carrier_changes.unwrap_or(0),
-                );
                 // both ends saw it: the cable between them; one end alone: that half
                 let far = plan.member_of(&b.endpoint).and_then(|(seg, _)| {
                     seg.members
@@ -88,27 +139,23 @@ pub fn verdicts(
                         .find(|m| m.endpoint != b.endpoint && seg.members.len() == 2)
                         .map(|m| m.endpoint.clone())
                 });
-                let parts = match (&cable, far.as_ref().is_some_and(&flapped)) {
-                    (Some(c), true) => vec![c.clone(), half.clone()],
-                    _ => with_cable(half.clone()),
-                };
-                out.push(fail(
-                    format!(
-                        "{}'s link went down and came back during the run: its netdev's carrier changed {} time(s) ({from} at the start, {to} at the end)",
-                        b.name,
-                        to - from
-                    ),
-                    Trap::LinkFlapped,
-                    parts,
-                ));
+                let both = far.as_ref().is_some_and(&flapped);
+                out.push(flap(plan, (b, a), both, span));
+            } else if b.active {
+                out.extend(super::phy::link_down(plan, (b, a), span));
             }
+            if b.active && a.active {
+                out.extend(super::phy::errors(plan, (b, a), span));
+            }
+            // from the planned MTU to another (back to it is a repair, not a fault)
             if let (Some(x), Some(y)) = (b.mtu, a.mtu)
                 && x != y
+                && x == super::checks::PLANNED_MTU
             {
                 out.push(fail(
                     format!(
-                        "{}'s MTU was {x} at the start and is {y} at the end of the run",
-                        b.name
+                        "{}'s MTU was {x} {} and is {y} {}",
+                        b.name, span.then, span.now
                     ),
                     Trap::MtuMismatch,
                     vec![half.clone()],
@@ -117,6 +164,42 @@ pub fn verdicts(
         }
     }
     out
+}
+
+/// A half whose carrier count grew between `b` and `a`: one FAIL about its cable when both ends
+/// saw it (or only this end was read), else about the half first.
+fn flap(
+    plan: &Plan,
+    (b, a): (&HalfResolution, &HalfResolution),
+    both: bool,
+    span: &Span,
+) -> Verdict {
+    let half = plan.half_part(&b.endpoint);
+    let cable = plan.cable_part(&b.endpoint);
+    let (from, to) = (
+        b.carrier_changes.unwrap_or(0),
+        a.carrier_changes.unwrap_or(0),
+    );
+    let parts = match (cable, both) {
+        (Some(c), true) => vec![c, half],
+        // one end read alone: its cable, the part a flap is about
+        (Some(c), false) if !span.far_ends_read => vec![c],
+        (c, _) => std::iter::once(half).chain(c).collect(),
+    };
+    Verdict::check(
+        gate(&b.name),
+        Outcome::Fail,
+        format!(
+            "{}'s link went down and came back {}: its netdev's carrier changed {} time(s) ({from} {}, {to} {})",
+            b.name,
+            span.during,
+            to.saturating_sub(from),
+            span.then,
+            span.end
+        ),
+        Some(Trap::LinkFlapped),
+    )
+    .about(parts)
 }
 
 #[cfg(test)]
@@ -160,6 +243,7 @@ mod tests {
                         problems: Vec::new(),
                         issue: None,
                         landed_on: None,
+                        port_counters: Default::default(),
                         fix_command: None,
                         hardware: None,
                     });

@@ -11,6 +11,9 @@ use crate::gate::part::{Part, Software};
 use crate::gate::trap::Trap;
 use crate::plan::{Endpoint, NodeId, Plan};
 
+/// The MTU every planned half's netdev is set to (a jumbo frame: 8972-byte pings).
+pub const PLANNED_MTU: u32 = 9000;
+
 /// A verdict and the planned halves whose measurements it blocks when it fails.
 pub type Check = (Verdict, Vec<Endpoint>);
 
@@ -75,7 +78,7 @@ pub fn half_checks(plan: &Plan, node: NodeId, halves: &[HalfResolution]) -> Vec<
             vec![h.endpoint.clone()],
         ));
         if h.address_found {
-            let ok = h.mtu == Some(9000);
+            let ok = h.mtu == Some(PLANNED_MTU);
             out.push((
                 Verdict::check(
                     format!("mtu {}", h.name),

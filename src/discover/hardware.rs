@@ -278,6 +278,7 @@ subnets = {{ a = "198.51.100.0/24" }}
             problems: Vec::new(),
             issue: None,
             landed_on: None,
+            port_counters: Default::default(),
             fix_command: None,
             hardware: Some(Hardware {
                 firmware: Some(fw.into()),

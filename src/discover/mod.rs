@@ -6,6 +6,7 @@ pub mod changes;
 pub mod checks;
 pub mod hardware;
 pub mod inventory;
+pub mod phy;
 pub mod probe;
 pub mod proof;
 pub mod resolve;

@@ -27,7 +27,8 @@ const SHELL_HELPERS: &str = shell_helpers!();
 /// The probe script. POSIX sh, read-only, sysfs, `ip` and `lldpcli` only. Shell builtins read
 /// sysfs (the PCI function and its driver are the targets of `device` and `device/driver`,
 /// resolved by `cd -P`, not `readlink`); the only processes it starts are the three `ip`
-/// listings and, where installed, one `lldpcli`.
+/// listings and, where installed, one `lldpcli` and one `ethtool -S` per RDMA netdev (its
+/// port's physical-layer counters: [`crate::parse::ethtool`]).
 pub const PROBE_SCRIPT: &str = concat!(
     shell_helpers!(),
     r#"rd /proc/sys/kernel/hostname; h=$v; [ -n "$h" ] || h=$(hostname); echo "@host $h"
@@ -59,6 +60,11 @@ for d in /sys/class/infiniband/*; do
 done
 echo "@carrier"
 for n in /sys/class/net/*; do rd "$n/carrier_changes"; [ -n "$v" ] && echo "${n##*/} $v"; done
+if command -v ethtool >/dev/null 2>&1; then
+  for n in /sys/class/infiniband/*/device/net/*; do
+    [ -e "$n" ] && { echo "@ethtool ${n##*/}"; ethtool -S "${n##*/}" 2>&1; }
+  done
+fi
 if command -v lldpcli >/dev/null 2>&1; then
   echo "@lldp"
   lldpcli -f json0 show neighbors 2>&1
@@ -221,6 +227,9 @@ pub struct Interface {
     /// How many times its carrier came or went since it was created
     /// (`/sys/class/net/NETDEV/carrier_changes`): a flap between two probes shows here.
     pub carrier_changes: Option<u64>,
+    /// Its port's documented `ethtool -S` counters, by meaning (an RDMA netdev, where ethtool
+    /// is installed and answered).
+    pub phy: BTreeMap<crate::parse::ethtool::Meaning, u64>,
 }
 
 /// What one node's probe found.
@@ -282,6 +291,7 @@ fn iface_mut<'a>(ifs: &'a mut Vec<Interface>, name: &str) -> &'a mut Interface {
         ipv4: Vec::new(),
         mac: None,
         carrier_changes: None,
+        phy: BTreeMap::new(),
     });
     let last = ifs.len() - 1;
     &mut ifs[last]
@@ -292,11 +302,19 @@ pub fn parse(text: &str) -> Probe {
     let mut p = Probe::default();
     let mut section = "";
     let mut lldp = String::new();
+    let mut ethtool: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
         let line = line.trim_end();
         if section == "lldp" && !line.starts_with('@') {
             lldp.push_str(line);
             lldp.push('\n');
+            continue;
+        }
+        if section == "ethtool" && !line.starts_with('@') {
+            if let Some((_, t)) = ethtool.last_mut() {
+                t.push_str(line);
+                t.push('\n');
+            }
             continue;
         }
         if let Some(rest) = line.strip_prefix('@') {
@@ -316,6 +334,10 @@ pub fn parse(text: &str) -> Probe {
                     hardware: Hardware::default(),
                 }),
                 "ip" | "link" | "route" | "lldp" | "carrier" => section = tag,
+                "ethtool" => {
+                    section = tag;
+                    ethtool.push((val.trim().to_string(), String::new()));
+                }
                 "end" => {
                     p.complete = true;
                     section = "";
@@ -332,6 +354,12 @@ pub fn parse(text: &str) -> Probe {
     }
     if text.contains("\n@lldp") || text.starts_with("@lldp") {
         p.lldp = Some(crate::parse::lldp::parse(&lldp));
+    }
+    for (name, out) in ethtool {
+        let stats = crate::parse::ethtool::parse(&out);
+        if !name.is_empty() && stats.status == crate::parse::Status::Ok {
+            iface_mut(&mut p.interfaces, &name).phy = stats.known;
+        }
     }
     p
 }

@@ -1,6 +1,7 @@
 //! From a node's probe to facts per planned half. Never assumes a name or a GID index is the
 //! same on two boxes: each half is resolved on its own box, from the address the plan gives it.
 
+use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use serde::Serialize;
@@ -45,6 +46,46 @@ pub struct HalfResolution {
     /// The device's firmware, board, PCI function, PCIe link and driver, as discovery read them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hardware: Option<Hardware>,
+    /// The port's error and retransmission counters as read: the documented `ethtool -S` ones
+    /// by meaning (`symbol-errors`, `corrected-bits`, `link-down-events`, ...) and the RDMA
+    /// device's [`RDMA_COUNTERS`] by their sysfs names.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub port_counters: BTreeMap<String, u64>,
+}
+
+/// The RDMA counters (`ports/1/counters` and `hw_counters`) that say the fabric lost or
+/// retransmitted, or that congestion control acted.
+pub const RDMA_COUNTERS: &[&str] = &[
+    "symbol_error",
+    "link_downed",
+    "link_error_recovery",
+    "port_rcv_errors",
+    "out_of_sequence",
+    "packet_seq_err",
+    "local_ack_timeout_err",
+    "rnr_nak_retry_err",
+    "np_cnp_sent",
+    "rp_cnp_handled",
+    "np_ecn_marked_roce_packets",
+];
+
+/// The port counters of a half: its netdev's physical-layer ones, its device's RDMA ones.
+fn port_counters(
+    iface: Option<&super::probe::Interface>,
+    dev: Option<&super::probe::Device>,
+) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (m, v) in iface.map(|i| &i.phy).into_iter().flatten() {
+        if let Ok(serde_json::Value::String(name)) = serde_json::to_value(m) {
+            out.insert(name, *v);
+        }
+    }
+    for (name, v) in dev.map(|d| &d.counters).into_iter().flatten() {
+        if RDMA_COUNTERS.contains(&name.as_str()) {
+            out.insert(name.clone(), *v);
+        }
+    }
+    out
 }
 
 /// What is wrong with a planned half, as discovery sees it.
@@ -188,6 +229,7 @@ fn resolve_half(
         hardware: dev
             .map(|d| d.hardware.clone())
             .filter(|h| h != &Hardware::default()),
+        port_counters: port_counters(live, dev),
     }
 }
 

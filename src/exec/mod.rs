@@ -3,6 +3,7 @@
 //! came back into results through the pure parse and gate stages.
 
 pub mod capture;
+pub mod check;
 pub mod evidence;
 pub mod fake;
 pub mod launch;

@@ -194,6 +194,12 @@ pub fn write_atomic(dir: &Path, name: &str, content: &[u8]) -> io::Result<PathBu
     write_atomic_with(dir, name, |w| w.write_all(content))
 }
 
+/// Write `name` in `dir` atomically, readable and writable by this user alone (0600): a state
+/// file others must not read or change.
+pub fn write_atomic_private(dir: &Path, name: &str, content: &[u8]) -> io::Result<PathBuf> {
+    write_atomic_mode(dir, name, 0o600, |w| w.write_all(content))
+}
+
 /// Write `dir/name` atomically, its content written by `write` through a buffer (a big file is
 /// never held in memory whole): a temporary file beside it with the mode the umask gives, then
 /// a rename over the target, which may only be absent or a regular file (checked before and
@@ -203,11 +209,21 @@ pub fn write_atomic_with(
     name: &str,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<PathBuf> {
+    write_atomic_mode(dir, name, 0o666, write)
+}
+
+/// [`write_atomic_with`] with the temporary file created at `mode` (less the umask).
+fn write_atomic_mode(
+    dir: &Path,
+    name: &str,
+    mode: u32,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<PathBuf> {
     let target = dir.join(name);
     check_file(&target, Existing::Replace)?;
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{name}."))
-        .permissions(fs::Permissions::from_mode(0o666))
+        .permissions(fs::Permissions::from_mode(mode))
         .tempfile_in(dir)?;
     let mut w = io::BufWriter::with_capacity(1 << 16, tmp);
     write(&mut w)?;
@@ -251,6 +267,18 @@ mod tests {
         assert_eq!(fs::read_to_string(&f).unwrap(), "two\n");
         // nothing left behind by the refusals
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn a_private_file_is_0600_and_never_written_through_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write_atomic_private(d.path(), "s.json", b"{}").unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().mode() & 0o777, 0o600);
+        let other = d.path().join("other");
+        fs::write(&other, "theirs").unwrap();
+        std::os::unix::fs::symlink(&other, d.path().join("l.json")).unwrap();
+        assert!(write_atomic_private(d.path(), "l.json", b"x").is_err());
+        assert_eq!(fs::read_to_string(&other).unwrap(), "theirs");
     }
 
     #[test]

@@ -102,8 +102,12 @@ pub enum Trap {
     OutputFlood,
     /// The tool left processes running when it ended (fabricplan stopped them).
     LeftRunning,
-    /// A link went down and came back while the run measured (its carrier changed).
+    /// A link went down and came back while the run measured, or between two checks (its
+    /// carrier changed).
     LinkFlapped,
+    /// A link's error counters rose past `[gates.phy]`: errors FEC could not correct, or the
+    /// fabric retransmitting.
+    LinkErrors,
     /// A site-specific trap named in the plan.
     Site,
 }
@@ -157,6 +161,7 @@ impl Trap {
             Trap::OutputFlood => "the tool wrote without end",
             Trap::LeftRunning => "the tool left processes running",
             Trap::LinkFlapped => "link flapped",
+            Trap::LinkErrors => "link errors",
             Trap::Site => "site trap",
         }
     }
@@ -306,7 +311,10 @@ impl Trap {
                 "a process the tool started outlived it (fabricplan stopped it): check the tool's wrappers and the node environment for daemons started on its behalf"
             }
             Trap::LinkFlapped => {
-                "reseat, clean or replace the cable and its modules: the link went down and came back while the run measured (`ip -s link show DEV` counts its carrier changes, the kernel log says when)"
+                "reseat, clean or replace the cable and its modules: the link went down and came back while the run measured or between two checks (`ip -s link show DEV` counts its carrier changes, the kernel log says when)"
+            }
+            Trap::LinkErrors => {
+                "reseat, clean or replace the cable and its modules: its counters rose past [gates.phy] (`ethtool -S NETDEV | grep -e symbol -e crc` on either end; corrected bits alone are normal)"
             }
             Trap::Site => "see the plan's gate for the fix",
             _ => "read the tool's message kept in the run directory",
@@ -319,7 +327,7 @@ mod tests {
     use super::*;
 
     /// Every trap, in declaration order.
-    const ALL: [Trap; 47] = [
+    const ALL: [Trap; 48] = [
         Trap::FirmwareThrottle,
         Trap::BelowLineRate,
         Trap::HalfMissingFromHca,
@@ -366,6 +374,7 @@ mod tests {
         Trap::OutputFlood,
         Trap::LeftRunning,
         Trap::LinkFlapped,
+        Trap::LinkErrors,
         Trap::Site,
     ];
 

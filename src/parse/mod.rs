@@ -37,6 +37,7 @@
 //! | 2 | [`EXIT_UNREADABLE`] | usage error or a file that cannot be read (decided by the CLI before parsing) |
 
 pub mod ceiling;
+pub mod ethtool;
 mod invariants;
 pub mod lldp;
 pub mod mpirun;
@@ -398,8 +399,17 @@ impl Tool {
         },
     };
 
+    /// `ethtool -S NETDEV`: a NIC's statistics.
+    pub const ETHTOOL: Tool = Tool {
+        spec: &ToolSpec {
+            name: "ethtool",
+            parse: |t| Box::new(ethtool::parse(t)),
+            read: read_as::<ethtool::EthtoolStats>,
+        },
+    };
+
     /// The shared tools, in `fabricplan parse`'s order.
-    pub const ALL: [Tool; 11] = [
+    pub const ALL: [Tool; 12] = [
         Tool::IB_WRITE_BW,
         Tool::IB_READ_BW,
         Tool::IB_SEND_BW,
@@ -411,6 +421,7 @@ impl Tool {
         Tool::PING,
         Tool::IP_NEIGH,
         Tool::LLDPCLI,
+        Tool::ETHTOOL,
     ];
 
     /// The tool of `spec` (a test kind's own).

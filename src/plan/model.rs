@@ -55,6 +55,35 @@ pub struct Plan {
     pub setup: Option<Setup>,
     /// The `[regression]` table: how far a value may move against a baseline.
     pub regression: Regression,
+    /// `[gates.phy]`: port error counters.
+    pub phy: PhyGates,
+}
+
+/// `[gates.phy]`: how far a port's error counters may rise over an interval (a run, the time
+/// between two checks) before they are evidence against its cable.
+///
+/// Defaults from public vendor guidance: NVIDIA's fabric tools (ibdiagnet `--get_phy_info`,
+/// its BER test's default threshold 10^-12) judge a link by its effective BER, the errors left
+/// after forward error correction; links at 50G per lane and above use PAM4 with RS-FEC, which
+/// corrects a raw BER of 2.4e-4 to 1e-12 or better (IEEE 802.3, as Dell's ConnectX KB 000286734
+/// explains), so corrected bits are normal and never judged; mlx5's `link_down_events_phy`
+/// counts the link going down, which the driver describes as port flapping to fix by replacing
+/// the cable or transceiver.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PhyGates {
+    pub max_effective_ber: f64,
+    pub max_link_down_events: u64,
+    pub max_retransmits_per_s: f64,
+}
+
+impl Default for PhyGates {
+    fn default() -> Self {
+        PhyGates {
+            max_effective_ber: 1e-12,
+            max_link_down_events: 0,
+            max_retransmits_per_s: 1.0,
+        }
+    }
 }
 
 /// How far a value may move against its baseline before it is a regression, percent.

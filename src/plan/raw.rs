@@ -484,6 +484,24 @@ pub struct RawGate {
     #[serde(default)]
     #[schemars(with = "Option<u32>", range(min = 1, max = 100))]
     pub pass_if: Option<Spanned<u32>>,
+    /// `[gates.phy]` only: the effective (after FEC) bit error rate above which a link's
+    /// counters are a WARN about its cable: symbol errors FEC did not correct over the bits the
+    /// link carried at its rate in the interval (default 1e-12, the BER NVIDIA's tools check a
+    /// link against and FEC is to reach). Above 0, at most 0.001.
+    #[serde(default)]
+    #[schemars(with = "Option<f64>", range(max = 0.001), extend("exclusiveMinimum" = 0))]
+    pub max_effective_ber: Option<Spanned<f64>>,
+    /// `[gates.phy]` only: link-down events tolerated in one interval (default 0: one is a
+    /// flap, a FAIL about the cable). 0 to 1000000.
+    #[serde(default)]
+    #[schemars(with = "Option<u64>", range(min = 0, max = 1_000_000))]
+    pub max_link_down_events: Option<Spanned<u64>>,
+    /// `[gates.phy]` only: RDMA retransmissions (out-of-sequence, sequence errors, ACK
+    /// timeouts) per second above which a link is a WARN about its cable (default 1). 0 to
+    /// 1000000.
+    #[serde(default)]
+    #[schemars(with = "Option<f64>", range(min = 0, max = 1_000_000))]
+    pub max_retransmits_per_s: Option<Spanned<f64>>,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -129,7 +129,7 @@ pub fn blamed(r: &RunResults) -> Vec<(String, String)> {
 }
 
 /// One line of printable text within [`REASON_MAX`] characters.
-fn clip(s: &str) -> String {
+pub fn clip(s: &str) -> String {
     let one: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -28,10 +28,20 @@ pub enum Fault {
     /// The cables planned at these two node ports are swapped: each lands where the other was
     /// planned (two ports of one box, or of two boxes). Addresses stay as planned.
     Swapped((NodeId, String), (NodeId, String)),
+    /// The links of these halves go down and come back after discovery: their carrier counts
+    /// (both ends of a direct link) and link-down events grow.
+    Flap(Vec<Endpoint>),
+    /// These halves' ports count symbol errors FEC did not correct after discovery, at this
+    /// many per second (at least one).
+    PhyErrors(Vec<Endpoint>, f64),
 }
 
-/// Read `KIND:TARGET` against `plan`. Targets of `throttle`, `mtu1500` and `pcie-degraded` are
-/// `NODE.PORT.HALF`; `NODE.PORT` means both halves of the port. `firmware:NODE=VERSION`,
+/// The symbol errors per second of `phy-errors` without `=RATE`.
+pub const PHY_ERRORS_PER_S: f64 = 100.0;
+
+/// Read `KIND:TARGET` against `plan`. Targets of `throttle`, `mtu1500`, `pcie-degraded`, `flap`
+/// and `phy-errors` are `NODE.PORT.HALF`; `NODE.PORT` means both halves of the port
+/// (`phy-errors:NODE.PORT.HALF=RATE`: symbol errors per second). `firmware:NODE=VERSION`,
 /// `swapped:NODE.PORT=NODE.PORT`.
 pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
     check_sim_fault(text, &plan.nodes, &plan.switches)?;
@@ -50,6 +60,27 @@ pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
             Fault::Swapped(spec.node_port(a)?, spec.node_port(b)?)
         }
         "crossed" => spec.crossed()?,
+        "flap" => Fault::Flap(spec.halves()?),
+        "phy-errors" => {
+            let (halves, rate) = target.split_once('=').unwrap_or((target, ""));
+            let rate = if rate.is_empty() {
+                PHY_ERRORS_PER_S
+            } else {
+                rate.parse::<f64>()
+                    .ok()
+                    .filter(|r| r.is_finite() && *r > 0.0)
+                    .ok_or_else(|| {
+                        format!(
+                            "fault `{text}`: `{rate}` is not a number of errors per second above 0"
+                        )
+                    })?
+            };
+            let spec = Spec {
+                target: halves,
+                ..spec
+            };
+            Fault::PhyErrors(spec.halves()?, rate)
+        }
         "dead-host" => Fault::DeadHost(spec.node_of(target)?),
         "server-dies" => Fault::ServerDies(spec.node_of(target)?),
         "nccl-socket" => Fault::NcclSocket(spec.node_of(target)?),

@@ -160,6 +160,8 @@ struct State {
     rates: Option<Rates>,
     /// The neighbour entries pings left, per node: (netdev, destination).
     neighbours: HashMap<NodeId, Vec<(String, Ipv4Addr)>>,
+    /// When each node was first probed (discovery): `flap` and `phy-errors` show after it.
+    probed: HashMap<NodeId, std::time::Instant>,
 }
 
 /// The rates of a round's live flows (rate, packet_seq_err growth), per job id.
@@ -216,9 +218,13 @@ impl SimTransport {
         if script == discover::PROBE_SCRIPT
             || (script.contains("@host") && script.contains("/sys/class/infiniband"))
         {
-            let st = self.lock();
+            let mut st = self.lock();
             let lldp = physical::lldp_json(w, node);
-            return Ok(Output::ok(w.probe(node, &st.counters, &lldp)));
+            let later = st.probed.get(&node).map(|t| t.elapsed().as_secs_f64());
+            st.probed
+                .entry(node)
+                .or_insert_with(std::time::Instant::now);
+            return Ok(Output::ok(w.probe(node, &st.counters, &lldp, later)));
         }
         if script.contains("hw_counters") && script.contains("@dev") {
             let devs: Vec<String> = shell::commands(script)

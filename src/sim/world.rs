@@ -66,6 +66,10 @@ pub(crate) struct Dev {
     pub firmware: String,
     /// Interface index for `ip` output.
     pub ifindex: u32,
+    /// Its link goes down and comes back after discovery (`flap`).
+    pub flapped: bool,
+    /// Symbol errors per second its port counts after discovery (`phy-errors`).
+    pub phy_errors_per_s: Option<f64>,
 }
 
 impl Dev {
@@ -287,13 +291,45 @@ fn build_devs(
                     mtu,
                     gid_index: pin.gid_index.unwrap_or(DEFAULT_GID_INDEX),
                     ifindex,
+                    flapped: false,
+                    phy_errors_per_s: None,
                 });
+                apply_port_faults(faults, devs.last_mut());
                 ifindex += 1;
             }
         }
         by_node.push(first..devs.len());
     }
     (devs, by_node)
+}
+
+/// What sysfs says of a port's rate: the standard speed at or above the profile's port (else
+/// half) rate, `200 Gb/sec (4X HDR)` for a GB10.
+fn nominal_rate(plan: &Plan, d: &Dev) -> &'static str {
+    let p = plan.profile_of(d.node);
+    let rate = p.port_rate_gbps.or(p.half_rate_gbps).unwrap_or(0.0);
+    [
+        (100.0, "100 Gb/sec (4X EDR)"),
+        (200.0, "200 Gb/sec (4X HDR)"),
+        (400.0, "400 Gb/sec (4X NDR)"),
+    ]
+    .into_iter()
+    .find(|(r, _)| rate <= *r)
+    .map_or("800 Gb/sec (4X XDR)", |(_, t)| t)
+}
+
+/// `flap` and `phy-errors` on the device just built.
+fn apply_port_faults(faults: &[Fault], dev: Option<&mut Dev>) {
+    let Some(d) = dev else { return };
+    for f in faults {
+        match f {
+            Fault::Flap(es) if es.contains(&d.endpoint) => d.flapped = true,
+            Fault::PhyErrors(es, rate) if es.contains(&d.endpoint) => {
+                d.phy_errors_per_s = Some(*rate)
+            }
+            _ => {}
+        }
+    }
 }
 
 impl World {
@@ -494,6 +530,7 @@ impl World {
         n: NodeId,
         counters: &HashMap<(NodeId, String), BTreeMap<String, u64>>,
         lldp: &str,
+        later: Option<f64>,
     ) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "@host {}", self.name(n));
@@ -501,6 +538,7 @@ impl World {
         for d in self.devs_of(n) {
             self.dump_dev(&mut s, d, counters, true);
         }
+        self.port_counters(&mut s, n, later);
         s.push_str("@lldp\n");
         s.push_str(lldp);
         s.push('\n');
@@ -573,6 +611,40 @@ impl World {
         s
     }
 
+    /// Whether `d`'s link flapped: its own `flap`, or the far end's on a direct link (a cable
+    /// going down is seen at both its ends).
+    fn flapped(&self, d: &Dev) -> bool {
+        d.flapped
+            || d.wired.as_ref().is_some_and(|(_, seg)| {
+                let on: Vec<&Dev> = self.wired_to(*seg).collect();
+                on.len() == 2 && on.iter().any(|x| x.flapped)
+            })
+    }
+
+    /// The carrier counts and `ethtool -S` physical-layer counters of node `n`'s netdevs;
+    /// `later` (seconds since the node was first probed, `None` for the first probe) shows what
+    /// `flap` and `phy-errors` did since.
+    fn port_counters(&self, s: &mut String, n: NodeId, later: Option<f64>) {
+        s.push_str("@carrier\n");
+        let flapped = |d: &Dev| later.is_some() && self.flapped(d);
+        for d in self.devs_of(n) {
+            let base = if d.active() { 2 } else { 0 };
+            let _ = writeln!(s, "{} {}", d.netdev, base + 2 * u64::from(flapped(d)));
+        }
+        for d in self.devs_of(n) {
+            let symbols = match (later, d.phy_errors_per_s) {
+                (Some(t), Some(r)) => ((r * t).ceil() as u64).max(1),
+                _ => 0,
+            };
+            let _ = writeln!(
+                s,
+                "@ethtool {}\nNIC statistics:\n     rx_crc_errors_phy: 0\n     rx_symbol_err_phy: {symbols}\n     rx_corrected_bits_phy: 0\n     link_down_events_phy: {}",
+                d.netdev,
+                u64::from(flapped(d))
+            );
+        }
+    }
+
     /// The counters-only dump for `devices` on node `n`.
     pub fn counters_dump(
         &self,
@@ -608,8 +680,9 @@ impl World {
             } else {
                 s.push_str("@state 1: DOWN\n@phys 3: Disabled\n");
             }
-            // the OS reports 200 Gb/s for a 100G half: a hint, never proof
-            s.push_str("@rate 200 Gb/sec (4X HDR)\n@layer Ethernet\n");
+            // the OS reports the port's nominal speed (200 Gb/s for a GB10's 100G half): a
+            // hint, never proof
+            let _ = writeln!(s, "@rate {}\n@layer Ethernet", nominal_rate(&self.plan, d));
             let _ = writeln!(s, "@fw {}\n@board MT_0000000970", d.firmware);
             let _ = writeln!(
                 s,

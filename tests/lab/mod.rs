@@ -1127,6 +1127,19 @@ impl Lab {
         )
         .and_then(|_| fs::set_permissions(&shim, fs::Permissions::from_mode(0o755)))
         .map_err(|e| format!("install {}: {e}", shim.display()))?;
+        // `ethtool -S NETDEV` as an mlx5 port answers it: the physical-layer counters of
+        // `.ethtool/HOST/NETDEV.COUNTER` (see `set_phy_counter`), 0 where none was set
+        let ethtool = bin.join("ethtool");
+        fs::write(
+            &ethtool,
+            "#!/bin/sh\n[ \"$1\" = -S ] && [ -n \"$2\" ] || { echo \"ethtool (lab): only -S NETDEV\" >&2; exit 1; }\n\
+             [ -e \"/sys/class/net/$2\" ] || { echo \"netlink error: No such device\" >&2; exit 1; }\n\
+             f=\"$(dirname \"$0\")/.ethtool/$(hostname)/$2\"\necho 'NIC statistics:'\n\
+             for c in rx_crc_errors_phy rx_symbol_err_phy rx_corrected_bits_phy link_down_events_phy; do\n\
+             \x20 v=0; [ -r \"$f.$c\" ] && read -r v < \"$f.$c\"; echo \"     $c: $v\"\ndone\n",
+        )
+        .and_then(|_| fs::set_permissions(&ethtool, fs::Permissions::from_mode(0o755)))
+        .map_err(|e| format!("install {}: {e}", ethtool.display()))?;
         // A real MPI program (libmpi through ctypes) for launcher tests.
         let hello = bin.join("mpi_hello");
         fs::copy(src.with_file_name("mpi_hello.py"), &hello)
@@ -1855,6 +1868,15 @@ impl Lab {
     /// Sets the PCIe link under `dev` of `host` (a link that retrained at another width).
     pub fn set_pcie(&self, host: &str, dev: &str, link: &sysfs::PcieLink) -> Result<(), String> {
         sysfs::write_pcie(&self.host(host).dir.join("ib"), dev, link)
+    }
+
+    /// Sets a physical-layer counter of `netdev` on `host` as the lab's `ethtool -S` prints it
+    /// (`rx_symbol_err_phy`, `rx_corrected_bits_phy`, `rx_crc_errors_phy`,
+    /// `link_down_events_phy`; 0 until set).
+    pub fn set_phy_counter(&self, host: &str, netdev: &str, name: &str, value: u64) {
+        let dir = self.dir.join("bin/.ethtool").join(host);
+        let _ = fs::create_dir_all(&dir);
+        let _ = fs::write(dir.join(format!("{netdev}.{name}")), format!("{value}\n"));
     }
 
     /// Reads a counter of `dev` on `host`: `counters/<name>` or `hw_counters/<name>`.

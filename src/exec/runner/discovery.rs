@@ -65,7 +65,10 @@ pub(crate) async fn changed(ctx: &mut Ctx<'_>, results: &mut RunResults) {
             Some((*n, discover::resolve_node(ctx.plan, *n, &p)))
         })
         .collect();
-    for v in crate::discover::changes::verdicts(ctx.plan, &ctx.resolutions, &after) {
+    // the port counters' rates are over the run: from its start (discovery) to now
+    let seconds = crate::results::now_ms().saturating_sub(results.started_unix_ms) as f64 / 1000.0;
+    let span = crate::discover::changes::Span::run_of(seconds);
+    for v in crate::discover::changes::verdicts_over(ctx.plan, &ctx.resolutions, &after, &span) {
         ctx.emit(Event::Preflight(v.clone()));
         results.preflight.push(v);
     }

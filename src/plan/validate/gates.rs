@@ -15,7 +15,7 @@ use crate::gate::threshold::{
 use crate::gate::trap::Trap;
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::model::Profile;
-use crate::plan::model::Regression;
+use crate::plan::model::{PhyGates, Regression};
 use crate::plan::raw::*;
 
 /// The largest percentage of the expected value a threshold may ask for (the schema's maximum
@@ -36,6 +36,10 @@ pub(super) fn gates(
         .collect();
     for (key_spanned, g) in raw {
         let key = key_spanned.get_ref();
+        if key == PHY {
+            continue;
+        }
+        phy_fields_elsewhere(ctx, key, g);
         let Some(metric) = metrics.iter().find(|m| m.name() == key) else {
             let mut p = Problem::error(
                 "plan::unknown-metric",
@@ -112,6 +116,104 @@ fn above_capacity(
             )
             .at(at, "above what the fabric can carry")
             .help("every healthy job would FAIL it: lower it, or gate on a percentage of the expected value (`\"80%\"`)"),
+        );
+    }
+}
+
+/// The key of the port error counters' gates.
+const PHY: &str = "phy";
+
+/// `[gates.phy]`: the port error counters' thresholds, defaults where not given; a metric's
+/// field there is an error.
+pub(super) fn phy(ctx: &mut Ctx, raw: &BTreeMap<Spanned<String>, RawGate>) -> PhyGates {
+    let mut out = PhyGates::default();
+    let Some((_, g)) = raw.iter().find(|(k, _)| k.get_ref() == PHY) else {
+        return out;
+    };
+    let metric_field = [
+        g.pass.as_ref().map(span),
+        g.warn.as_ref().map(span),
+        g.min_pct_of_expected.as_ref().map(span),
+        g.warn_pct_of_expected.as_ref().map(span),
+        g.pass_if.as_ref().map(span),
+    ]
+    .into_iter()
+    .flatten()
+    .next();
+    if metric_field.is_some() || g.trap.is_some() || g.fix.is_some() || g.attempts.is_some() {
+        let mut p = Problem::error(
+            "plan::phy-gate-field",
+            "`[gates.phy]` takes `max-effective-ber`, `max-link-down-events` and `max-retransmits-per-s`",
+        )
+        .help("port error counters have no pass or warn threshold, trap, fix or attempts");
+        if let Some(at) = metric_field {
+            p = p.at(at, "not a field of [gates.phy]");
+        }
+        ctx.push(p);
+    }
+    if let Some(b) = &g.max_effective_ber {
+        let v = *b.get_ref();
+        if v > 0.0 && v < 1.0 {
+            out.max_effective_ber = v;
+        } else {
+            ctx.push(
+                Problem::error(
+                    "plan::phy-gate-value",
+                    format!("`max-effective-ber = {v}` is not a rate between 0 and 1"),
+                )
+                .at(span(b), "a bit error rate, e.g. 1e-12"),
+            );
+        }
+    }
+    if let Some(n) = &g.max_link_down_events {
+        let v = *n.get_ref();
+        if v <= 1_000_000 {
+            out.max_link_down_events = v;
+        } else {
+            ctx.push(
+                Problem::error(
+                    "plan::phy-gate-value",
+                    format!("`max-link-down-events = {v}` is above 1000000"),
+                )
+                .at(span(n), "link-down events in one interval, 0 to 1000000"),
+            );
+        }
+    }
+    if let Some(r) = &g.max_retransmits_per_s {
+        let v = *r.get_ref();
+        if v.is_finite() && v >= 0.0 {
+            out.max_retransmits_per_s = v;
+        } else {
+            ctx.push(
+                Problem::error(
+                    "plan::phy-gate-value",
+                    format!("`max-retransmits-per-s = {v}` is not a rate of 0 or more"),
+                )
+                .at(span(r), "retransmissions per second"),
+            );
+        }
+    }
+    out
+}
+
+/// A `[gates.phy]` field under a metric's gate.
+fn phy_fields_elsewhere(ctx: &mut Ctx, key: &str, g: &RawGate) {
+    let at = [
+        g.max_effective_ber.as_ref().map(span),
+        g.max_link_down_events.as_ref().map(span),
+        g.max_retransmits_per_s.as_ref().map(span),
+    ]
+    .into_iter()
+    .flatten()
+    .next();
+    if let Some(at) = at {
+        ctx.push(
+            Problem::error(
+                "plan::phy-gate-field",
+                format!("`[gates.{key}]` takes no port error counter threshold"),
+            )
+            .at(at, "a field of [gates.phy]")
+            .help("move it to `[gates.phy]`"),
         );
     }
 }

@@ -159,6 +159,7 @@ fn build(
     let metrics = catalog.metrics();
     let gates = gates::gates(ctx, &raw.gates, &metrics, &profiles);
     let regression = gates::regression(ctx, &raw.regression, &metrics);
+    let phy = gates::phy(ctx, &raw.gates);
     let tests = sections::tests(ctx, &raw.tests, sections, &raw.cable, &nodes, &segments);
     let templates = templates::templates(ctx, &raw.templates, catalog);
     let capacity = settings::capacity(raw.capacity.as_ref());
@@ -192,5 +193,6 @@ fn build(
         sim,
         setup,
         regression,
+        phy,
     })
 }

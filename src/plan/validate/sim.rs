@@ -6,7 +6,7 @@ use crate::plan::model::*;
 use crate::plan::raw::*;
 
 /// Fault kinds the simulated fabric understands, with the grammar of their target.
-pub const SIM_FAULT_GRAMMAR: [(&str, &str); 10] = [
+pub const SIM_FAULT_GRAMMAR: [(&str, &str); 12] = [
     ("throttle", "NODE[.PORT[.HALF]]"),
     ("mtu1500", "NODE[.PORT[.HALF]]"),
     ("crossed", "NODE.PORT"),
@@ -17,11 +17,13 @@ pub const SIM_FAULT_GRAMMAR: [(&str, &str); 10] = [
     ("pcie-degraded", "NODE[.PORT[.HALF]]"),
     ("firmware", "NODE=VERSION"),
     ("swapped", "NODE.PORT=NODE.PORT"),
+    ("flap", "NODE[.PORT[.HALF]]"),
+    ("phy-errors", "NODE[.PORT[.HALF]][=RATE]"),
 ];
 
 /// Fault kinds the simulated fabric understands.
-pub const SIM_FAULTS: [&str; 10] = {
-    let mut out = [""; 10];
+pub const SIM_FAULTS: [&str; 12] = {
+    let mut out = [""; 12];
     let mut i = 0;
     while i < out.len() {
         out[i] = SIM_FAULT_GRAMMAR[i].0;
@@ -41,7 +43,7 @@ pub fn sim_fault_list() -> String {
 
 /// `--sim-fault`'s help: the same list as [`sim_fault_list`], written out for clap (a test
 /// holds the two equal).
-pub const SIM_FAULT_HELP: &str = "With --sim: inject a fault, `KIND:TARGET` (repeatable), e.g. `throttle:spark-a.f0.a`. Faults: throttle:NODE[.PORT[.HALF]], mtu1500:NODE[.PORT[.HALF]], crossed:NODE.PORT, dead-host:NODE, server-dies:NODE, rstp-block:SWITCH-SWITCH, nccl-socket:NODE, pcie-degraded:NODE[.PORT[.HALF]], firmware:NODE=VERSION, swapped:NODE.PORT=NODE.PORT";
+pub const SIM_FAULT_HELP: &str = "With --sim: inject a fault, `KIND:TARGET` (repeatable), e.g. `throttle:spark-a.f0.a`. Faults: throttle:NODE[.PORT[.HALF]], mtu1500:NODE[.PORT[.HALF]], crossed:NODE.PORT, dead-host:NODE, server-dies:NODE, rstp-block:SWITCH-SWITCH, nccl-socket:NODE, pcie-degraded:NODE[.PORT[.HALF]], firmware:NODE=VERSION, swapped:NODE.PORT=NODE.PORT, flap:NODE[.PORT[.HALF]], phy-errors:NODE[.PORT[.HALF]][=RATE]";
 
 pub(super) fn sim(
     ctx: &mut Ctx,
@@ -145,6 +147,15 @@ pub fn check_sim_fault(f: &str, nodes: &[Node], switches: &[Switch]) -> Result<(
                 declared(end.split('.').next().unwrap_or(""))?;
             }
             Ok(())
+        }
+        "phy-errors" => {
+            let (halves, rate) = target.split_once('=').unwrap_or((target, "1"));
+            if !rate.parse::<f64>().is_ok_and(|r| r.is_finite() && r > 0.0) {
+                return Err(format!(
+                    "fault `{f}`: `{rate}` is not a number of symbol errors per second above 0"
+                ));
+            }
+            declared(halves.split('.').next().unwrap_or(""))
         }
         _ => declared(target.split('.').next().unwrap_or("")),
     }
