@@ -94,6 +94,10 @@ fn fabricplan_args(line: &str) -> Option<Vec<String>> {
         .or_else(|| line.strip_prefix("cargo run --release -- "))
         .or_else(|| line.strip_prefix("cargo run -- "))?;
     let words = shlex::split(rest)?;
+    // a synopsis (`check PLAN [--node NAME] [--format text|json]`) is grammar, not a command
+    if words.iter().any(|w| w.starts_with('[')) {
+        return None;
+    }
     let mut args = Vec::new();
     for w in words {
         if w.starts_with('#')
