@@ -136,7 +136,8 @@ fn compare_and_report_read_the_v1_run() {
     let tmp = tempfile::tempdir().unwrap();
     let v1 = root().join(V1);
     let dir = v1.to_string_lossy().into_owned();
-    let o = support::fabricplan(&["compare", &dir, &dir]);
+    // every row (`--all`): a v1 run's NCCL rows are read
+    let o = support::fabricplan(&["compare", &dir, &dir, "--all"]);
     assert_eq!(o.status.code(), Some(0), "{}", support::stderr(&o));
     assert!(support::stdout(&o).contains("nccl all_reduce"));
     let html = tmp.path().join("r.html");
