@@ -70,15 +70,7 @@ pub fn run(args: DetectArgs) -> Outcome {
     }
     let found = rt.block_on(async {
         let refs: Vec<&Node> = nodes.iter().collect();
-        // Slurm allocates the nodes first; a node it cannot use is not probed
-        let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-        super::run::on_interrupt(cancel_tx);
-        let opening = launcher.open(&refs, cancel_rx).await;
-        let usable: Vec<&Node> = refs
-            .iter()
-            .copied()
-            .filter(|n| !opening.unavailable.iter().any(|u| u.node == n.name))
-            .collect();
+        let (opening, usable) = open_usable(launcher.as_ref(), &refs).await;
         let mut probed = discovery::probe(launcher.as_ref(), &usable, args.max_parallel)
             .await
             .into_iter();
@@ -187,4 +179,21 @@ fn against(
     } else {
         exit::FAIL
     })
+}
+
+/// Open the run's nodes (Slurm allocates them first; Ctrl-C gives up a wait) and keep those the
+/// launcher can use: a node it cannot is not probed, and its opening says why.
+pub(super) async fn open_usable<'a>(
+    launcher: &dyn crate::exec::launch::Launcher,
+    refs: &[&'a Node],
+) -> (crate::exec::launch::Opening, Vec<&'a Node>) {
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    super::run::on_interrupt(cancel_tx);
+    let opening = launcher.open(refs, cancel_rx).await;
+    let usable: Vec<&Node> = refs
+        .iter()
+        .copied()
+        .filter(|n| !opening.unavailable.iter().any(|u| u.node == n.name))
+        .collect();
+    (opening, usable)
 }

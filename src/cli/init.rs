@@ -238,14 +238,7 @@ pub(super) async fn read(
     max_parallel: usize,
 ) -> Vec<Host> {
     let refs: Vec<&Node> = nodes.iter().collect();
-    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-    super::run::on_interrupt(cancel_tx);
-    let opening = launcher.open(&refs, cancel_rx).await;
-    let usable: Vec<&Node> = refs
-        .iter()
-        .copied()
-        .filter(|n| !opening.unavailable.iter().any(|u| u.node == n.name))
-        .collect();
+    let (opening, usable) = super::detect::open_usable(launcher, &refs).await;
     let probed = discovery::probe(launcher, &usable, max_parallel).await;
     let extras = futures::future::join_all(usable.iter().zip(&probed).map(|(n, p)| async move {
         let Ok(p) = p else {
