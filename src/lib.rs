@@ -21,6 +21,7 @@ pub mod files;
 pub mod gate;
 pub mod init;
 pub mod kinds;
+pub mod launchers;
 pub mod localise;
 pub mod parse;
 pub mod plan;

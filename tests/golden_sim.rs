@@ -149,7 +149,11 @@ fn every_plan_healthy() {
     plans.sort();
     assert!(plans.len() >= 8, "{plans:?}");
     for p in plans {
-        let rel = p.strip_prefix(manifest()).unwrap().to_string_lossy().into_owned();
+        let rel = p
+            .strip_prefix(manifest())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         keep(&rel, "healthy", &[]);
     }
 }
@@ -158,29 +162,77 @@ fn every_plan_healthy() {
 #[test]
 fn every_fault_kind_on_every_shape() {
     let cases: &[(&str, &str, &[&str])] = &[
-        ("plans/two-spark.toml", "throttle", &["throttle:spark-a.f0.a"]),
+        (
+            "plans/two-spark.toml",
+            "throttle",
+            &["throttle:spark-a.f0.a"],
+        ),
         ("plans/two-spark.toml", "mtu1500", &["mtu1500:spark-b.f0.b"]),
-        ("plans/two-spark.toml", "pcie", &["pcie-degraded:spark-a.f0.a"]),
-        ("plans/two-spark.toml", "firmware", &["firmware:spark-b=28.39.1002"]),
-        ("plans/two-spark.toml", "swapped", &["swapped:spark-a.f0=spark-a.f1"]),
+        (
+            "plans/two-spark.toml",
+            "pcie",
+            &["pcie-degraded:spark-a.f0.a"],
+        ),
+        (
+            "plans/two-spark.toml",
+            "firmware",
+            &["firmware:spark-b=28.39.1002"],
+        ),
+        (
+            "plans/two-spark.toml",
+            "swapped",
+            &["swapped:spark-a.f0=spark-a.f1"],
+        ),
         ("plans/two-spark.toml", "dead-host", &["dead-host:spark-b"]),
-        ("plans/two-spark.toml", "server-dies", &["server-dies:spark-a"]),
-        ("plans/two-spark.toml", "nccl-socket", &["nccl-socket:spark-b"]),
+        (
+            "plans/two-spark.toml",
+            "server-dies",
+            &["server-dies:spark-a"],
+        ),
+        (
+            "plans/two-spark.toml",
+            "nccl-socket",
+            &["nccl-socket:spark-b"],
+        ),
         ("plans/two-spark.toml", "flap", &["flap:spark-a.f0.b"]),
-        ("plans/two-spark.toml", "phy-errors", &["phy-errors:spark-b.f0.a=5000"]),
+        (
+            "plans/two-spark.toml",
+            "phy-errors",
+            &["phy-errors:spark-b.f0.a=5000"],
+        ),
         ("plans/ring3.toml", "throttle", &["throttle:spark-2.f0.a"]),
         ("plans/ring3.toml", "crossed", &["crossed:spark-2.f0"]),
         ("plans/ring3.toml", "mtu1500", &["mtu1500:spark-3.f1"]),
         ("plans/ring3.toml", "dead-host", &["dead-host:spark-3"]),
         ("plans/ring3.toml", "server-dies", &["server-dies:spark-1"]),
         ("plans/ring3.toml", "flap", &["flap:spark-1.f1.a"]),
-        ("plans/ring3.toml", "two", &["throttle:spark-1.f0.b", "firmware:spark-3=28.39.1002"]),
-        ("plans/switched-6.toml", "throttle", &["throttle:gb10-04.f0.a"]),
+        (
+            "plans/ring3.toml",
+            "two",
+            &["throttle:spark-1.f0.b", "firmware:spark-3=28.39.1002"],
+        ),
+        (
+            "plans/switched-6.toml",
+            "throttle",
+            &["throttle:gb10-04.f0.a"],
+        ),
         ("plans/switched-6.toml", "rstp", &["rstp-block:sw-a-sw-b"]),
-        ("plans/switched-6.toml", "nccl-socket", &["nccl-socket:gb10-02"]),
+        (
+            "plans/switched-6.toml",
+            "nccl-socket",
+            &["nccl-socket:gb10-02"],
+        ),
         ("plans/switched-6.toml", "dead-host", &["dead-host:gb10-06"]),
-        ("plans/switched-6.toml", "pcie", &["pcie-degraded:gb10-01.f0"]),
-        ("plans/switched-6.toml", "phy-errors", &["phy-errors:gb10-05.f0.b"]),
+        (
+            "plans/switched-6.toml",
+            "pcie",
+            &["pcie-degraded:gb10-01.f0"],
+        ),
+        (
+            "plans/switched-6.toml",
+            "phy-errors",
+            &["phy-errors:gb10-05.f0.b"],
+        ),
     ];
     for (plan, case, faults) in cases {
         keep(plan, case, faults);
@@ -190,7 +242,11 @@ fn every_fault_kind_on_every_shape() {
 /// The command lines each launcher writes for every shipped plan (the dry run, nothing run).
 #[test]
 fn every_launcher_writes_the_same_lines() {
-    for plan in ["plans/two-spark.toml", "plans/ring3.toml", "plans/switched-6.toml"] {
+    for plan in [
+        "plans/two-spark.toml",
+        "plans/ring3.toml",
+        "plans/switched-6.toml",
+    ] {
         for launcher in ["ssh", "slurm", "local"] {
             let o = fabricplan()
                 .args(["plan", plan, "--launcher", launcher])

@@ -6,10 +6,9 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::hosts::HostArgs;
-use crate::exec::launch::{self, Launcher, slurm};
+use crate::exec::launch::Launcher;
 use crate::plan::validate::job_id_text;
 use crate::plan::{LauncherConfig, LauncherKind, Plan};
-use crate::render::launch::{SlurmStyle, display, salloc};
 
 /// The options that pick the launcher.
 #[derive(Debug, Clone, Default, Args)]
@@ -107,46 +106,6 @@ impl LauncherArgs {
             &choice
         };
         let name = plan.map_or("detect", |p| p.name.as_str());
-        launch::build(cfg, name, || hosts.transport(plan))
+        crate::launchers::build(cfg, name, &|| hosts.transport(plan))
     }
-}
-
-/// What a dry run says about how the run is opened: under Slurm, the allocation (the exact
-/// `salloc`, or the one given) and the shape of every one-task step.
-pub fn opening(choice: &Choice, plan: &Plan) -> Vec<String> {
-    if choice.kind != LauncherKind::Slurm {
-        return Vec::new();
-    }
-    let mut out = vec![
-        "launcher slurm: one long-lived job step per node of one allocation carries every command on that node, started from this machine".to_string(),
-    ];
-    match choice.slurm.allocation {
-        Some(job) => out.push(format!(
-            "  allocation {job} (given): it must be RUNNING and hold the nodes; it is not released"
-        )),
-        None => {
-            let names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
-            out.push(format!(
-                "  allocate (the nodes a run needs; these for the whole plan): {}",
-                display(&salloc(
-                    &choice.slurm,
-                    &names,
-                    &format!("fabricplan-{}", plan.name),
-                    slurm::ALLOCATION_WAIT_S
-                ))
-            ));
-            out.push(
-                "  released when the run ends, on error or interrupt too: scancel JOB".to_string(),
-            );
-        }
-    }
-    out.push(format!(
-        "  each node's session step, started once before discovery (a round starts no step): {}",
-        SlurmStyle::new(choice.slurm.allocation, choice.slurm.mpi).session_line("NODE")
-    ));
-    out.push(
-        "  in it: probes, counter snapshots, pings, servers (stopped by the process group their session recorded) and clients (staged, released together); NCCL's ranks are one step of their own"
-            .to_string(),
-    );
-    out
 }

@@ -3,19 +3,37 @@
 //! same loop, private directory, bounded outputs and cleanup as on a remote host, in the same
 //! pool ([`Pool`]). For one-box plans (the local launcher) and tests with real processes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::session::pool::{Carrier, Pool};
-use super::session::{Session, process, wire};
-use super::transport::{BoxFuture, TransportError};
+use crate::exec::session::pool::{Carrier, Pool};
+use crate::exec::session::{Session, process, wire};
+use crate::exec::transport::{BoxFuture, TransportError};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
-use crate::plan::Node;
+use crate::launchers::ssh::exec::launcher::SshLauncher;
+use crate::launchers::{Unit, says_nothing};
+use crate::plan::{LauncherKind, Node};
+use crate::render::launch::LocalStyle;
 
 /// How long a local session has to say it is up.
 const START_LIMIT: Duration = Duration::from_secs(20);
 /// How long a loop has to exit once its session was closed, before it is ended.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// The local launcher: every node's session a `/bin/sh` on this machine running the SSH
+/// launcher's scripts; a node that cannot be reached is this machine, not an sshd.
+pub fn launcher() -> SshLauncher {
+    SshLauncher::over(Arc::new(LocalTransport::default()), &LocalStyle, None)
+}
+
+/// The local launcher, as `crate::launchers` registers it.
+pub const UNIT: Unit = Unit {
+    kind: LauncherKind::Local,
+    style: |_| Box::new(LocalStyle),
+    opening: says_nothing,
+    build: |_, _| Ok(Arc::new(launcher())),
+};
 
 /// Every node's session on this machine.
 pub type LocalTransport = Pool<LocalCarrier>;

@@ -12,7 +12,6 @@ pub mod runner;
 pub mod service;
 pub mod session;
 pub mod setup;
-pub mod ssh;
 pub mod transport;
 
 pub use transport::{BoxFuture, Output, Reopened, Transport, TransportError};

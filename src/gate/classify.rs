@@ -111,8 +111,8 @@ pub fn trap_of_error(kind: ErrorKind) -> Trap {
 }
 
 /// The trap a failure Slurm reported points at.
-pub fn trap_of_slurm(kind: crate::parse::slurm::SlurmFailureKind) -> Trap {
-    use crate::parse::slurm::SlurmFailureKind as K;
+pub fn trap_of_slurm(kind: crate::launchers::slurm::parse::SlurmFailureKind) -> Trap {
+    use crate::launchers::slurm::parse::SlurmFailureKind as K;
     match kind {
         K::NodeUnavailable => Trap::SlurmNodeUnavailable,
         K::StepLaunch | K::JobGone | K::Cancelled => Trap::SlurmStepLaunch,

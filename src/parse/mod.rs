@@ -46,7 +46,6 @@ pub mod nccl_tests;
 pub mod neigh;
 pub mod perftest;
 pub mod ping;
-pub mod slurm;
 pub(crate) mod text;
 
 pub use invariants::check_invariants;

@@ -2,8 +2,9 @@
 //! commands are POSIX sh scripts run as jobs of that node's session), but every session runs on
 //! this machine, which is what its words say.
 
-use super::{LaunchStyle, MpiLaunch, SshStyle, Words, Written};
+use crate::launchers::ssh::render::SshStyle;
 use crate::plan::{Node, NodeId, Plan};
+use crate::render::launch::{LaunchStyle, MpiLaunch, Words, Written};
 use crate::render::{RenderError, Renderer};
 
 /// How the local launcher writes commands: the SSH launcher's scripts, run here.

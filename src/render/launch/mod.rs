@@ -7,8 +7,6 @@
 //! the executing half of a launcher lives in `crate::exec::launch`.
 
 mod local;
-mod slurm;
-mod ssh;
 
 use std::net::Ipv4Addr;
 
@@ -19,8 +17,6 @@ use super::{RenderError, Renderer};
 use crate::plan::{Node, NodeId, Plan};
 
 pub use local::LocalStyle;
-pub use slurm::{STEP_MARK, SlurmStyle, display, is_step_id, salloc, take_step_mark};
-pub use ssh::SshStyle;
 
 /// One application context of an MPI launch: ranks sharing a binary and an environment.
 #[derive(Debug, Clone)]

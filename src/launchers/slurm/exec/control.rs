@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::launcher::CLIENT;
 use super::step;
-use crate::parse::slurm::{self as said, NodeState};
+use crate::launchers::slurm::parse::{self as said, NodeState};
 
 /// Slurm's clients, for node states.
 pub struct SlurmControl {

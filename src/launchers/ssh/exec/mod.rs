@@ -18,14 +18,15 @@ use russh::ChannelMsg;
 use tokio::sync::{Semaphore, mpsc};
 
 mod connect;
+pub mod launcher;
 mod retry;
 
 pub use retry::Retry;
 use retry::{Failure, with_retries};
 
-use super::session::pool::{Carrier, Pool};
-use super::session::{AttachError, Chunk, Session, Sink, Source, wire};
-use super::transport::{BoxFuture, TransportError};
+use crate::exec::session::pool::{Carrier, Pool};
+use crate::exec::session::{AttachError, Chunk, Session, Sink, Source, wire};
+use crate::exec::transport::{BoxFuture, TransportError};
 use crate::gate::part::{Part, Software};
 use crate::gate::trap::Trap;
 use crate::plan::{Node, SshDefaults, SshTarget};
@@ -208,7 +209,7 @@ fn evaluate(
 fn carry(channel: russh::Channel<russh::client::Msg>) -> (Sink, Source) {
     let (mut read, write) = channel.split();
     let sink: Sink = Box::new(write.make_writer());
-    let (tx, rx) = mpsc::channel(super::session::SOURCE_DEPTH);
+    let (tx, rx) = mpsc::channel(crate::exec::session::SOURCE_DEPTH);
     tokio::spawn(async move {
         let mut status = None;
         let mut err: Vec<u8> = Vec::new();

@@ -10,7 +10,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
 use crate::exec::capture::Capture;
-use crate::render::launch::{STEP_MARK, is_step_id};
+use crate::launchers::slurm::render::{STEP_MARK, is_step_id};
 
 /// A line of stderr longer than this is no step mark: it is not held to be read as one.
 const MARK_LINE: usize = 4096;

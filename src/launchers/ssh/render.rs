@@ -3,8 +3,8 @@
 
 use minijinja::{Value, context};
 
-use super::{LaunchStyle, MpiLaunch, Written};
 use crate::plan::{Node, NodeId, Plan};
+use crate::render::launch::{LaunchStyle, MpiLaunch, Words, Written};
 use crate::render::{RenderError, Renderer, wrap};
 
 /// How the SSH launcher writes commands: servers its sessions stop, `timeout` clients,
@@ -17,8 +17,8 @@ impl LaunchStyle for SshStyle {
         "ssh"
     }
 
-    fn words(&self) -> super::Words {
-        super::Words {
+    fn words(&self) -> Words {
+        Words {
             session: "SSH session",
             starter: "mpirun",
             launch_check: "mpirun launches `hostname` on every rank over the fabric subnet",

@@ -12,9 +12,10 @@
 
 use minijinja::Value;
 
-use super::{LaunchStyle, MpiLaunch, SshStyle, Written};
-use crate::plan::{Node, NodeId, Plan, SlurmConfig, SlurmMpi};
-use crate::render::{RenderError, Renderer, quote, wrap};
+use crate::launchers::ssh::render::SshStyle;
+use crate::plan::{LauncherConfig, Node, NodeId, Plan, SlurmConfig, SlurmMpi};
+use crate::render::launch::{LaunchStyle, MpiLaunch, Words, Written};
+use crate::render::{RenderError, Renderer, display, quote, wrap};
 
 /// The line a step's script writes to stderr first: `@fabricplan-step JOB.STEP`.
 pub const STEP_MARK: &str = "@fabricplan-step";
@@ -192,14 +193,6 @@ pub fn salloc(cfg: &SlurmConfig, nodes: &[&str], name: &str, wait_s: u32) -> Vec
     v
 }
 
-/// An argument vector as one line a shell would split back into it: each word quoted.
-pub fn display(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| quote(a).unwrap_or_else(|| "<NUL>".into()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// A template value of an MPI environment, as a shell word: the renderer's own (placeholders,
 /// name lists it quoted part by part) as it is, anything else quoted.
 fn env_word(v: &Value) -> Result<String, RenderError> {
@@ -235,8 +228,8 @@ impl LaunchStyle for SlurmStyle {
         "slurm"
     }
 
-    fn words(&self) -> super::Words {
-        super::Words {
+    fn words(&self) -> Words {
+        Words {
             session: "session step",
             starter: "srun",
             launch_check: "one srun step starts `hostname` on every rank through Slurm's MPI plugin",
@@ -341,6 +334,46 @@ impl LaunchStyle for SlurmStyle {
             command,
         })
     }
+}
+
+/// What a dry run says about how the run is opened: under Slurm, the allocation (the exact
+/// `salloc`, or the one given) and the shape of every one-task step.
+/// How long `salloc` may wait for busy nodes before the allocation counts as refused.
+pub const ALLOCATION_WAIT_S: u32 = 60;
+
+pub fn opening(choice: &LauncherConfig, plan: &Plan) -> Vec<String> {
+    let mut out = vec![
+        "launcher slurm: one long-lived job step per node of one allocation carries every command on that node, started from this machine".to_string(),
+    ];
+    match choice.slurm.allocation {
+        Some(job) => out.push(format!(
+            "  allocation {job} (given): it must be RUNNING and hold the nodes; it is not released"
+        )),
+        None => {
+            let names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
+            out.push(format!(
+                "  allocate (the nodes a run needs; these for the whole plan): {}",
+                display(&salloc(
+                    &choice.slurm,
+                    &names,
+                    &format!("fabricplan-{}", plan.name),
+                    ALLOCATION_WAIT_S
+                ))
+            ));
+            out.push(
+                "  released when the run ends, on error or interrupt too: scancel JOB".to_string(),
+            );
+        }
+    }
+    out.push(format!(
+        "  each node's session step, started once before discovery (a round starts no step): {}",
+        SlurmStyle::new(choice.slurm.allocation, choice.slurm.mpi).session_line("NODE")
+    ));
+    out.push(
+        "  in it: probes, counter snapshots, pings, servers (stopped by the process group their session recorded) and clients (staged, released together); NCCL's ranks are one step of their own"
+            .to_string(),
+    );
+    out
 }
 
 #[cfg(test)]

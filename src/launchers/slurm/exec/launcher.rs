@@ -8,19 +8,19 @@ use tokio::sync::{oneshot, watch};
 
 use super::sessions::{StepCarrier, StepSessions};
 use super::step::{self, Finished, Proc};
-use crate::exec::launch::{
-    Launcher, Opening, Readiness, ServerHandle, SshLauncher, Stopped, Unavailable,
-};
+use crate::exec::launch::{Launcher, Opening, Readiness, ServerHandle, Stopped, Unavailable};
 use crate::exec::transport::{BoxFuture, Output, Reopened, Transport, TransportError, released};
 use crate::gate::classify::trap_of_slurm;
 use crate::gate::part::{Part, Software};
 use crate::gate::trap::Trap;
-use crate::parse::slurm::{self as said, SlurmFailureKind};
+use crate::launchers::slurm::parse::{self as said, SlurmFailureKind};
+use crate::launchers::slurm::render::{SlurmStyle, is_step_id, take_step_mark};
+use crate::launchers::ssh::exec::launcher::SshLauncher;
 use crate::plan::{Node, SlurmConfig};
-use crate::render::launch::{LaunchStyle, SlurmStyle, is_step_id, take_step_mark};
+use crate::render::launch::LaunchStyle;
 
-/// How long `salloc` may wait for busy nodes before the allocation counts as refused.
-pub const ALLOCATION_WAIT_S: u32 = 60;
+pub use crate::launchers::slurm::render::ALLOCATION_WAIT_S;
+
 /// Slurm's own clients (`sinfo`, `squeue`, `scontrol`, `scancel`) get this long.
 pub(super) const CLIENT: Duration = Duration::from_secs(30);
 /// After a step is cancelled, how long its `srun` has to exit: Slurm's default `KillWait` (30 s)

@@ -13,18 +13,22 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 
-use super::{Launcher, Opening, Readiness, ServerHandle, ServerMarks, Stopped, Unavailable};
+use crate::exec::launch::{
+    Launcher, Opening, Readiness, ServerHandle, ServerMarks, Stopped, Unavailable,
+};
 use crate::exec::transport::{BoxFuture, Output, Reopened, Transport, TransportError};
 use crate::gate::part::{Part, Reach, Software};
 use crate::gate::trap::Trap;
+use crate::launchers::ssh::render::SshStyle;
 use crate::plan::Node;
-use crate::render::launch::{LaunchStyle, LocalStyle, SshStyle};
+use crate::render::launch::LaunchStyle;
 use crate::render::wrap;
 
 /// How long a server has to listen on its port.
 pub const READY_LIMIT_S: u32 = 15;
 
-/// The SSH launcher over a transport (or this machine's, see [`SshLauncher::local`]).
+/// The SSH launcher over a transport (or another launcher's scripts over its own carrier, see
+/// [`SshLauncher::over`]).
 pub struct SshLauncher {
     transport: Arc<dyn Transport>,
     style: &'static dyn LaunchStyle,
@@ -57,13 +61,17 @@ impl SshLauncher {
         }
     }
 
-    /// The local launcher: every node's session a `/bin/sh` on this machine, the same scripts;
-    /// a node that cannot be reached is this machine, not an sshd.
-    pub fn local() -> SshLauncher {
+    /// The same scripts written by `style` over `transport`; `reached_by` is what reaches a
+    /// node (`None`: nothing but this machine, so a node that cannot be reached is the node).
+    pub fn over(
+        transport: Arc<dyn Transport>,
+        style: &'static dyn LaunchStyle,
+        reached_by: Option<Software>,
+    ) -> SshLauncher {
         SshLauncher {
-            transport: Arc::new(crate::exec::local::LocalTransport::default()),
-            style: &LocalStyle,
-            reached_by: None,
+            transport,
+            style,
+            reached_by,
         }
     }
 }

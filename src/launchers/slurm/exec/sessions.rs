@@ -15,9 +15,9 @@ use crate::exec::transport::{BoxFuture, TransportError};
 use crate::gate::classify::trap_of_slurm;
 use crate::gate::part::{Part, Reach, Software};
 use crate::gate::trap::Trap;
-use crate::parse::slurm::{self as said, SlurmFailureKind};
+use crate::launchers::slurm::parse::{self as said, SlurmFailureKind};
+use crate::launchers::slurm::render::SlurmStyle;
 use crate::plan::Node;
-use crate::render::launch::SlurmStyle;
 
 /// How long a node's step has to start its session: a step launch takes ~0.1 s, and srun gives
 /// up on a node whose slurmd does not answer after Slurm's `MessageTimeout` (10 s by default).

@@ -10,9 +10,10 @@ use crate::gate::classify::trap_of_slurm;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::{Part, Reach, Software};
 use crate::gate::trap::Trap;
-use crate::parse::slurm::{self as said, NodeState};
+use crate::launchers::slurm::parse::{self as said, NodeState};
+use crate::launchers::slurm::render::salloc;
 use crate::plan::Node;
-use crate::render::launch::{display, salloc};
+use crate::render::display;
 
 /// The gate of the allocation's verdict.
 pub const GATE: &str = "slurm allocation";

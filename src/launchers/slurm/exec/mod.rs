@@ -1,5 +1,5 @@
 //! The Slurm launcher: every command that runs on a node is a job step of one allocation,
-//! started from this machine with `srun` ([`crate::render::launch::SlurmStyle`] writes the
+//! started from this machine with `srun` ([`crate::launchers::slurm::render::SlurmStyle`] writes the
 //! lines).
 //!
 //! * Opening a run ([`crate::exec::launch::Launcher::open`]) reads the nodes' states (`sinfo`):
