@@ -7,7 +7,6 @@ pub mod check;
 pub mod evidence;
 pub mod fake;
 pub mod launch;
-pub mod local;
 pub mod runner;
 pub mod service;
 pub mod session;

@@ -6,6 +6,7 @@
 //! [`UNITS`]; what differs between launchers is what each declares (see
 //! [`crate::render::launch::Words`]), never a comparison with a name.
 
+pub mod local;
 pub mod slurm;
 pub mod ssh;
 
@@ -17,7 +18,7 @@ use crate::plan::{LauncherConfig, LauncherKind, Plan};
 use crate::render::launch::LaunchStyle;
 
 /// Every launcher fabricplan has.
-pub const UNITS: &[Unit] = &[ssh::UNIT, slurm::UNIT, crate::exec::local::UNIT];
+pub const UNITS: &[Unit] = &[ssh::UNIT, slurm::UNIT, local::UNIT];
 
 /// What builds a launcher for a run: the plan's name (a Slurm allocation is named after it)
 /// and the SSH transport, made only when a launcher asks for it (SSH, or the simulated fabric).

@@ -11,10 +11,9 @@ use crate::exec::session::{Session, process, wire};
 use crate::exec::transport::{BoxFuture, TransportError};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
+use crate::launchers::local::render::LocalStyle;
 use crate::launchers::ssh::exec::launcher::SshLauncher;
-use crate::launchers::{Unit, says_nothing};
-use crate::plan::{LauncherKind, Node};
-use crate::render::launch::LocalStyle;
+use crate::plan::Node;
 
 /// How long a local session has to say it is up.
 const START_LIMIT: Duration = Duration::from_secs(20);
@@ -26,14 +25,6 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 pub fn launcher() -> SshLauncher {
     SshLauncher::over(Arc::new(LocalTransport::default()), &LocalStyle, None)
 }
-
-/// The local launcher, as `crate::launchers` registers it.
-pub const UNIT: Unit = Unit {
-    kind: LauncherKind::Local,
-    style: |_| Box::new(LocalStyle),
-    opening: says_nothing,
-    build: |_, _| Ok(Arc::new(launcher())),
-};
 
 /// Every node's session on this machine.
 pub type LocalTransport = Pool<LocalCarrier>;
