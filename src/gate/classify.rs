@@ -110,17 +110,6 @@ pub fn trap_of_error(kind: ErrorKind) -> Trap {
     }
 }
 
-/// The trap a failure Slurm reported points at.
-pub fn trap_of_slurm(kind: crate::launchers::slurm::parse::SlurmFailureKind) -> Trap {
-    use crate::launchers::slurm::parse::SlurmFailureKind as K;
-    match kind {
-        K::NodeUnavailable => Trap::SlurmNodeUnavailable,
-        K::StepLaunch | K::JobGone | K::Cancelled => Trap::SlurmStepLaunch,
-        K::TimeLimit => Trap::SlurmTimeLimit,
-        K::AllocationRefused => Trap::SlurmAllocationRefused,
-    }
-}
-
 /// A tool's reported error as a FAIL verdict.
 pub fn error_verdict(gate: &str, error: Option<&ToolError>) -> Option<Verdict> {
     let err = error?;

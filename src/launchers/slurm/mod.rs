@@ -3,6 +3,7 @@
 //! allocation refused) read and named.
 
 pub mod exec;
+pub mod gate;
 pub mod parse;
 pub mod render;
 
