@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::hosts::HostArgs;
 use crate::exec::launch::Launcher;
-use crate::plan::validate::job_id_text;
+use crate::launchers::slurm::plan::job_id_text;
 use crate::plan::{LauncherConfig, LauncherKind, Plan};
 
 /// The options that pick the launcher.

@@ -575,9 +575,9 @@ fn launch_parts(plan: &Plan, t: &NcclTest, v: &Verdict, earlier: Option<&Verdict
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launchers::slurm::plan::SlurmMpi;
     use crate::launchers::slurm::render::SlurmStyle;
     use crate::launchers::ssh::render::SshStyle;
-    use crate::plan::SlurmMpi;
 
     fn ring3() -> Plan {
         let text = include_str!("../../../plans/ring3.toml");

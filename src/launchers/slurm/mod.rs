@@ -5,6 +5,7 @@
 pub mod exec;
 pub mod gate;
 pub mod parse;
+pub mod plan;
 pub mod render;
 
 use std::sync::Arc;

@@ -12,8 +12,9 @@
 
 use minijinja::Value;
 
+use crate::launchers::slurm::plan::{SlurmConfig, SlurmMpi};
 use crate::launchers::ssh::render::SshStyle;
-use crate::plan::{LauncherConfig, Node, NodeId, Plan, SlurmConfig, SlurmMpi};
+use crate::plan::{LauncherConfig, Node, NodeId, Plan};
 use crate::render::launch::{LaunchStyle, MpiLaunch, Words, Written};
 use crate::render::{RenderError, Renderer, display, quote, wrap};
 
@@ -379,7 +380,8 @@ pub fn opening(choice: &LauncherConfig, plan: &Plan) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{NoKinds, NodeId, SlurmConfig};
+    use crate::launchers::slurm::plan::SlurmConfig;
+    use crate::plan::{NoKinds, NodeId};
     use crate::render::launch::{MpiApp, MpiLaunch};
     use std::collections::BTreeMap;
     use std::os::unix::fs::PermissionsExt;

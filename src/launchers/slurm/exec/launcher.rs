@@ -14,9 +14,10 @@ use crate::gate::part::{Part, Software};
 use crate::gate::trap::Trap;
 use crate::launchers::slurm::gate::trap_of as trap_of_slurm;
 use crate::launchers::slurm::parse::{self as said, SlurmFailureKind};
+use crate::launchers::slurm::plan::SlurmConfig;
 use crate::launchers::slurm::render::{SlurmStyle, is_step_id, take_step_mark};
 use crate::launchers::ssh::exec::launcher::SshLauncher;
-use crate::plan::{Node, SlurmConfig};
+use crate::plan::Node;
 use crate::render::launch::LaunchStyle;
 
 pub use crate::launchers::slurm::render::ALLOCATION_WAIT_S;
