@@ -39,6 +39,15 @@ pub struct Unit {
     pub opening: fn(&LauncherConfig, &Plan) -> Vec<String>,
     /// The launcher itself, for a run with settings `cfg`; `Err` is said to the user.
     pub build: fn(&LauncherConfig, &Opener<'_>) -> Built,
+    /// Why it cannot run a plan with settings `cfg`, when chosen on the command line over the
+    /// plan's own launcher (the plan's `[launcher]` is checked when it is read).
+    pub refuses: fn(&LauncherConfig, &Plan) -> Option<String>,
+    /// Whether it runs in an existing allocation given with `--allocation JOBID`.
+    pub takes_allocation: bool,
+    /// Whether the nodes it reaches could be this machine's own sessions (`--sim` and
+    /// `--local` stand in for it with a note); a launcher that reaches them only through
+    /// something else (a scheduler) is refused beside them.
+    pub reaches_this_machine_too: bool,
 }
 
 /// The unit of a launcher kind.
@@ -69,6 +78,11 @@ pub fn style(cfg: &LauncherConfig) -> Box<dyn LaunchStyle> {
 /// What a dry run says about how the run is opened (see [`Unit::opening`]).
 pub fn opening(cfg: &LauncherConfig, plan: &Plan) -> Vec<String> {
     (unit(cfg.kind).opening)(cfg, plan)
+}
+
+/// Nothing refused: a launcher that runs any valid plan.
+pub fn refuses_nothing(_: &LauncherConfig, _: &Plan) -> Option<String> {
+    None
 }
 
 /// No lines: a launcher with nothing to say before the rounds.

@@ -6,7 +6,7 @@ pub mod render;
 
 use std::sync::Arc;
 
-use super::{Unit, says_nothing};
+use super::{Unit, refuses_nothing, says_nothing};
 use crate::plan::LauncherKind;
 
 pub const UNIT: Unit = Unit {
@@ -14,4 +14,7 @@ pub const UNIT: Unit = Unit {
     style: |_| Box::new(render::LocalStyle),
     opening: says_nothing,
     build: |_, _| Ok(Arc::new(exec::launcher())),
+    refuses: refuses_nothing,
+    takes_allocation: false,
+    reaches_this_machine_too: true,
 };

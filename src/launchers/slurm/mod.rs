@@ -24,4 +24,15 @@ pub const UNIT: Unit = Unit {
             exec::slurm_conf()?,
         )))
     },
+    refuses: |cfg, plan| {
+        let t = crate::kinds::ssh_only_templates()
+            .into_iter()
+            .find(|t| plan.templates.contains_key(*t))?;
+        Some(format!(
+            "the plan overrides template `{t}`, an mpirun line the slurm launcher does not run (NCCL's ranks are one `srun --mpi={}` step): remove the override, or use --launcher ssh",
+            cfg.slurm.mpi.name()
+        ))
+    },
+    takes_allocation: true,
+    reaches_this_machine_too: false,
 };

@@ -7,7 +7,7 @@ pub mod render;
 
 use std::sync::Arc;
 
-use super::{Unit, says_nothing};
+use super::{Unit, refuses_nothing, says_nothing};
 use crate::gate::part::Software;
 use crate::plan::LauncherKind;
 
@@ -22,4 +22,7 @@ pub const UNIT: Unit = Unit {
             Some(Software::Sshd),
         )))
     },
+    refuses: refuses_nothing,
+    takes_allocation: false,
+    reaches_this_machine_too: true,
 };
