@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::plan::LauncherKind;
 use crate::plan::diag::{Problem, did_you_mean};
 use crate::plan::raw::{RawLauncher, RawTemplate};
 
@@ -75,9 +76,28 @@ pub enum SlurmMpiSchema {
     Pmi2,
 }
 
+/// The Slurm settings of `[launcher]` under the launcher `kind` the plan names (`None`: a kind
+/// not known, reported already): under Slurm each checked and the SSH launcher's mpirun
+/// templates refused; under another launcher each setting given is an error (it would be
+/// accepted and never used).
+pub fn read(
+    out: &mut Vec<Problem>,
+    r: &RawLauncher,
+    kind: Option<LauncherKind>,
+    templates: &BTreeMap<Spanned<String>, RawTemplate>,
+    ssh_only: &[&str],
+) -> SlurmConfig {
+    match kind {
+        Some(LauncherKind::Slurm) => mpirun_templates(out, r, templates, ssh_only),
+        Some(_) => settings_need_slurm(out, r),
+        None => {}
+    }
+    settings(out, r)
+}
+
 /// The Slurm settings of `[launcher]`, each checked (a problem each into `out`); Slurm's
 /// defaults where a setting is not given or not valid.
-pub fn settings(out: &mut Vec<Problem>, r: &RawLauncher) -> SlurmConfig {
+fn settings(out: &mut Vec<Problem>, r: &RawLauncher) -> SlurmConfig {
     SlurmConfig {
         partition: slurm_name(out, "partition", r.partition.as_ref()),
         account: slurm_name(out, "account", r.account.as_ref()),
@@ -88,7 +108,7 @@ pub fn settings(out: &mut Vec<Problem>, r: &RawLauncher) -> SlurmConfig {
 }
 
 /// Under SSH a Slurm setting would be accepted and never used: each one is an error.
-pub fn settings_need_slurm(out: &mut Vec<Problem>, r: &RawLauncher) {
+fn settings_need_slurm(out: &mut Vec<Problem>, r: &RawLauncher) {
     let settings: [(&str, Option<Range<usize>>); 5] = [
         ("partition", r.partition.as_ref().map(span)),
         ("account", r.account.as_ref().map(span)),
@@ -114,7 +134,7 @@ pub fn settings_need_slurm(out: &mut Vec<Problem>, r: &RawLauncher) {
 }
 
 /// Under Slurm NCCL's ranks are one job step: an override of an mpirun template is never used.
-pub fn mpirun_templates(
+fn mpirun_templates(
     out: &mut Vec<Problem>,
     r: &RawLauncher,
     templates: &BTreeMap<Spanned<String>, RawTemplate>,
@@ -339,5 +359,56 @@ mod tests {
         ] {
             assert_eq!(parse_job_id(&bad), None, "{bad:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod plans {
+    use super::SlurmMpi;
+    use crate::plan::{LauncherKind, NoKinds};
+    use std::path::Path;
+
+    const BASE: &str = r#"format-version = 1
+name = "s"
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+[[cable]]
+kind = "direct"
+ends = ["a.f0", "b.f0"]
+subnets = { a = "198.51.100.0/30", b = "203.0.113.0/30" }
+"#;
+
+    #[test]
+    fn a_slurm_launcher_is_read_whole() {
+        let text = format!(
+            "{BASE}[launcher]\nkind = \"slurm\"\npartition = \"gpu\"\naccount = \"net-ops\"\ntime-limit = 45\nallocation = \"1234\"\nmpi = \"pmi2\"\n"
+        );
+        let plan = crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."), &NoKinds)
+            .unwrap()
+            .plan;
+        let l = &plan.launcher;
+        assert_eq!(l.kind, LauncherKind::Slurm);
+        assert_eq!(l.slurm.partition.as_deref(), Some("gpu"));
+        assert_eq!(l.slurm.account.as_deref(), Some("net-ops"));
+        assert_eq!(l.slurm.time_limit.as_deref(), Some("45"));
+        assert_eq!(l.slurm.allocation, Some(1234));
+        assert_eq!(l.slurm.mpi, SlurmMpi::Pmi2);
+        // no table: SSH, Slurm's defaults kept for `--launcher slurm`
+        let plan = crate::plan::load_str(Path::new("s.toml"), BASE, Path::new("."), &NoKinds)
+            .unwrap()
+            .plan;
+        assert_eq!(plan.launcher.kind, LauncherKind::Ssh);
+        assert_eq!(plan.launcher.slurm.mpi, SlurmMpi::Pmix);
+        assert_eq!(plan.launcher.slurm.allocation, None);
+    }
+
+    #[test]
+    fn a_hostile_partition_is_refused() {
+        let text = format!("{BASE}[launcher]\nkind = \"slurm\"\npartition = \"gpu; rm -rf /\"\n");
+        assert!(
+            crate::plan::load_str(Path::new("s.toml"), &text, Path::new("."), &NoKinds).is_err()
+        );
     }
 }
