@@ -31,4 +31,5 @@ pub mod results;
 pub mod schedule;
 pub mod sim;
 pub mod text;
+pub mod tools;
 pub mod topology;

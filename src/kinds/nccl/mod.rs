@@ -18,7 +18,6 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::{Part, Software};
 use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
-use crate::parse::nccl_tests::NcclReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::section::SectionData;
 use crate::plan::{NodeId, Plan, SectionKind, SectionReader};
@@ -27,6 +26,7 @@ use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::results::{JobResult, RunResults};
 use crate::schedule::{Job, KindId, Ranks, Stage};
+use crate::tools::nccl_tests::parse::NcclReport;
 use section::NcclTest;
 
 pub const ID: KindId = KindId("nccl");

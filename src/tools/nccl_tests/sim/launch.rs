@@ -4,11 +4,11 @@
 
 use std::fmt::Write as _;
 
-use super::super::noise::Rng;
-use super::super::world::World;
 use super::ring::{Lane, SOCKET_GBS, Speed, collective_model, ring_hops};
 use super::{Rank, TestArgs, Traffic, failure, list_match};
 use crate::exec::Output;
+use crate::sim::noise::Rng;
+use crate::sim::world::World;
 
 /// The sweep's totals: every bus bandwidth printed, and the bytes each rank put on the wire.
 #[derive(Default)]

@@ -20,8 +20,8 @@
 //! none of them goes over NET (P2P/SHM only, e.g. a single node), the transport is `None` even if
 //! `Using network IB` was logged, because no byte crossed the network.
 
-use super::MAX_STORED_NOTES;
-use super::text::push_capped;
+use crate::parse::MAX_STORED_NOTES;
+use crate::parse::text::push_capped;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -72,13 +72,13 @@ pub struct NcclLog {
 /// rank tags, `HH:MM:SS LEVEL| ` harness stamps, markdown quotes and indents) and trailing
 /// whitespace / backticks.
 pub(crate) fn clean(line: &str) -> &str {
-    let mut s = super::text::clean_line(line)
+    let mut s = crate::parse::text::clean_line(line)
         .trim_end()
         .trim_end_matches('`')
         .trim_end();
     loop {
         let before = s;
-        s = super::text::clean_line(s.trim_start());
+        s = crate::parse::text::clean_line(s.trim_start());
         if let Some(rest) = strip_rank_tag(s) {
             s = rest;
         }
@@ -198,7 +198,7 @@ pub fn scan(text: &str) -> NcclLog {
     sc.finish()
 }
 
-/// Line-by-line reader behind [`scan`]; [`super::nccl_tests`] feeds it the lines it reads.
+/// Line-by-line reader behind [`scan`]; [`super`] feeds it the lines it reads.
 #[derive(Default)]
 pub struct LogScanner {
     log: NcclLog,
@@ -214,7 +214,7 @@ pub struct LogScanner {
 impl LogScanner {
     /// Read one line, already passed through [`clean`]; `true` if it is an NCCL debug line.
     pub fn line(&mut self, line: &str) -> bool {
-        if line.len() > super::MAX_LINE_BYTES {
+        if line.len() > crate::parse::MAX_LINE_BYTES {
             return false;
         }
         let log = &mut self.log;

@@ -1,7 +1,7 @@
 //! nccl-tests (`all_reduce_perf`, `all_gather_perf`, `sendrecv_perf`, ...) output: the result
 //! table in all four historical layouts, the header blocks, the footer, the test's own error
-//! lines, plus what the interleaved NCCL log ([`super::nccl_log`]) and any mpirun error box
-//! ([`super::mpirun`]) in the same capture say. Also the `-J` JSON file ([`parse_json`]).
+//! lines, plus what the interleaved NCCL log ([`nccl_log`]) and any mpirun error box
+//! ([`crate::parse::mpirun`]) in the same capture say. Also the `-J` JSON file ([`parse_json`]).
 //!
 //! Rows are read by splitting on whitespace against a column schema taken from the column
 //! header (values wider than their column shift the rest of the line, so fixed positions are
@@ -26,8 +26,10 @@ mod summary;
 
 pub use json::parse_json;
 
-use super::text::is_blank;
-use super::{ErrorKind, Rejected, Status, ToolError, mpirun};
+pub mod nccl_log;
+
+use crate::parse::text::is_blank;
+use crate::parse::{ErrorKind, Rejected, Status, ToolError, mpirun};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -133,10 +135,10 @@ pub struct NcclReport {
     /// killed before its header), the hosts that printed NCCL debug lines.
     pub hosts: Vec<String>,
     pub devices: Vec<Device>,
-    /// `NET/IB`, `NET/Socket` or null, per [`super::nccl_log`]'s rules.
+    /// `NET/IB`, `NET/Socket` or null, per [`nccl_log`]'s rules.
     pub transport: Option<String>,
     pub mixed_transport: bool,
-    /// Hosts whose own NCCL lines show the socket fallback (see [`super::nccl_log`]).
+    /// Hosts whose own NCCL lines show the socket fallback (see [`nccl_log`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallback_hosts: Vec<String>,
     /// Some rank's NCCL said `NET/IB : No device found` (the fallback's cause, on

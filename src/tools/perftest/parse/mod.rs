@@ -15,8 +15,8 @@ pub use banner::Gid;
 pub use bw::{BwRow, BwUnit};
 pub use lat::LatRow;
 
-use super::text::{impossible, is_blank, push_capped, reject, strip_harness_prefix};
-use super::{
+use crate::parse::text::{impossible, is_blank, push_capped, reject, strip_harness_prefix};
+use crate::parse::{
     MAX_LINE_BYTES, MAX_STORED_NOTES, MAX_STORED_ROWS, Rejected, Status, ToolError, check_opt,
 };
 use serde::{Deserialize, Serialize};
@@ -172,7 +172,7 @@ fn is_dash(t: &str) -> bool {
 /// `--output=...` prints a bare `%f`: digits, a point, six digits.
 fn bare_number(t: &str) -> Option<f64> {
     if row::is_fixed(t, 6) {
-        super::text::num(t)
+        crate::parse::text::num(t)
     } else {
         None
     }
@@ -249,8 +249,8 @@ impl State {
             self.cycles |= t.ends_with("cycles");
         } else if let Some((kind, weight)) = error::classify(t) {
             self.errors.push(t, kind, weight);
-            self.listen_failed |= kind == super::ErrorKind::ListenFailed;
-            self.connect_failed |= kind == super::ErrorKind::ConnectFailed;
+            self.listen_failed |= kind == crate::parse::ErrorKind::ListenFailed;
+            self.connect_failed |= kind == crate::parse::ErrorKind::ConnectFailed;
         } else if let Some(kvs) = banner::key_values(t) {
             self.perftest_like = true;
             for (k, v) in kvs {
@@ -620,7 +620,7 @@ fn status_word(st: Status) -> &'static str {
     }
 }
 
-impl super::Report for BwReport {
+impl crate::parse::Report for BwReport {
     fn status(&self) -> Status {
         self.status
     }
@@ -745,7 +745,7 @@ fn summary_tail(
     out.join("\n")
 }
 
-impl super::Report for LatReport {
+impl crate::parse::Report for LatReport {
     fn status(&self) -> Status {
         self.status
     }

@@ -3,11 +3,11 @@
 
 use std::collections::HashMap;
 
-use super::super::world::{Dev, World};
 use super::Rank;
 use crate::kinds::nccl::capacity as nccl_model;
 use crate::kinds::nccl::section::Collective;
 use crate::plan::{IslId, SwitchId};
+use crate::sim::world::{Dev, World};
 
 /// A firmware-throttled half.
 const THROTTLED_GBPS: f64 = 11.4;

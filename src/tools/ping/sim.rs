@@ -4,11 +4,11 @@
 use std::fmt::Write as _;
 use std::net::Ipv4Addr;
 
-use super::nccl;
-use super::noise::Rng;
-use super::world::World;
 use crate::exec::Output;
 use crate::plan::NodeId;
+use crate::sim::noise::Rng;
+use crate::sim::world::World;
+use crate::tools::nccl_tests::sim as nccl;
 
 /// What ping prints from `node` for its arguments: an error when it cannot start; every packet
 /// lost when the frame is too large to leave or to arrive unfragmented (`-M do`), or when the

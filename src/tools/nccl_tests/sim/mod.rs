@@ -10,10 +10,10 @@ mod ring;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 
-use super::noise::Rng;
-use super::world::World;
 use crate::exec::Output;
 use crate::plan::NodeId;
+use crate::sim::noise::Rng;
+use crate::sim::world::World;
 use launch::Launch;
 
 pub(crate) use launch::fmt_g;

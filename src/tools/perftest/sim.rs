@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::noise::Rng;
-use super::world::Dev;
+use crate::sim::noise::Rng;
+use crate::sim::world::Dev;
 
 pub(crate) const DASHES: &str =
     "---------------------------------------------------------------------------------------";

@@ -7,8 +7,10 @@
 //! with 100% loss and no error line is kind `unreachable` with the statistics line as message; a
 //! trailing-dot FQDN is reported without its dot.
 
-use super::text::{clean_line, impossible, is_blank, num, reject};
-use super::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_NOTES, Rejected, Status, ToolError, check_opt};
+use crate::parse::text::{clean_line, impossible, is_blank, num, reject};
+use crate::parse::{
+    ErrorKind, MAX_LINE_BYTES, MAX_STORED_NOTES, Rejected, Status, ToolError, check_opt,
+};
 use serde::{Deserialize, Serialize};
 
 /// The do-not-fragment probe failed: the path MTU is smaller than the packet.

@@ -5,9 +5,9 @@
 use super::lines::{after_colon, error_line, layout_name, parse_device, parse_params};
 use super::row::{Fault, Schema, parse_row, uint};
 use super::{Device, NcclReport, Params, Row, choose_error, version_from_code};
-use crate::parse::nccl_log::{LogScanner, clean};
 use crate::parse::text::{impossible, num, push_capped, reject};
 use crate::parse::{MAX_LINE_BYTES, MAX_STORED_ROWS, Rejected, Status, ToolError, mpirun};
+use crate::tools::nccl_tests::parse::nccl_log::{LogScanner, clean};
 use std::collections::HashSet;
 
 /// Errors the test printed: a primary one (`Test NCCL failure ...`) wins over a propagation line.
