@@ -311,3 +311,60 @@ fn without_ipv6_the_ipv4_neighbours_prove_the_cable_and_its_addresses_are_in_use
     );
     assert!(d.commands.is_empty(), "{:?}", d.commands);
 }
+
+/// The pair's boxes with every device's `ports/1/rate` saying `rate`.
+fn pair_at(rate: &str) -> Vec<Host> {
+    let mut hosts = pair();
+    for h in &mut hosts {
+        if let Ok(p) = &mut h.probe {
+            for d in &mut p.devices {
+                d.rate = rate.into();
+            }
+        }
+    }
+    hosts
+}
+
+#[test]
+fn a_gb10_whose_ports_run_slower_gets_a_profile_of_what_they_carry() {
+    // at the GB10's own rate: the built-in profile, its gates from 111.9 Gb/s a half
+    let d = draft(&pair_at("200 Gb/sec (4X HDR)"), &opts()).unwrap();
+    assert!(
+        !d.text.contains("[[profile]]") && d.text.contains("built-in profile gb10"),
+        "{}",
+        d.text
+    );
+    assert!(d.text.contains("expects 111.9 Gb/s"), "{}", d.text);
+    // a port that trained at 100 Gb/s (or a lab veth at 5): the GB10's ports and halves, at the
+    // rate the links say, and the gates from that
+    for (rate, gbps) in [("100 Gb/sec (2X HDR)", "100"), ("5 Gb/sec (1X DDR)", "5")] {
+        let d = draft(&pair_at(rate), &opts()).unwrap();
+        let plan = write::load(&d.text).unwrap();
+        assert_eq!(plan.profiles.len(), 2, "{}", d.text); // gb10 built in, and box-1
+        let p = plan.profiles.iter().find(|p| p.name == "box-1").expect("box-1");
+        assert_eq!(p.half_rate_gbps, Some(gbps.parse().unwrap()), "{}", d.text);
+        assert_eq!(p.ports, crate::plan::Profile::gb10().ports);
+        assert!(
+            d.text.contains(&format!("ports run at {gbps} Gb/s, not the 200 Gb/s")),
+            "{}",
+            d.text
+        );
+        assert!(
+            d.text.contains(&format!("expects {gbps}.0 Gb/s")),
+            "{}",
+            d.text
+        );
+        assert!(d.text.contains("ends = [\"box-a.f0\", \"box-b.f0\"]"), "{}", d.text);
+    }
+    // one box slower than the other: two profiles, each box its own
+    let mut hosts = pair();
+    if let Ok(p) = &mut hosts[1].probe {
+        for d in &mut p.devices {
+            d.rate = "100 Gb/sec (2X HDR)".into();
+        }
+    }
+    let d = draft(&hosts, &opts()).unwrap();
+    let plan = write::load(&d.text).unwrap();
+    let profile = |n: &str| plan.profiles[plan.node_by_name(n).unwrap().profile.0].name.clone();
+    assert_eq!((profile("box-a"), profile("box-b")), ("gb10".into(), "box-1".into()));
+}
