@@ -284,7 +284,7 @@ fn switches_of(attach: &[Attach], local: Option<&str>, c: &mut Cabling) {
             continue;
         }
         let why = if Some(*n) == local {
-            "named here: these ports hear each other, and no switch announced itself by LLDP (several switches joined by ISLs look like one from the hosts: name them and add their [[isl]] if so)".to_string()
+            "named here: these ports hear each other, and no switch announced itself by LLDP. Several switches joined by ISLs look like one from the hosts: if so, name them, attach each port to its own and add their [[isl]]. A non-blocking ISL changes no expectation of this plan; an oversubscribed one shows on the first run as the flows across it below their gate".to_string()
         } else {
             format!("its own name, announced by LLDP (chassis `{n}`)")
         };

@@ -341,11 +341,16 @@ fn a_gb10_whose_ports_run_slower_gets_a_profile_of_what_they_carry() {
         let d = draft(&pair_at(rate), &opts()).unwrap();
         let plan = write::load(&d.text).unwrap();
         assert_eq!(plan.profiles.len(), 2, "{}", d.text); // gb10 built in, and box-1
-        let p = plan.profiles.iter().find(|p| p.name == "box-1").expect("box-1");
+        let p = plan
+            .profiles
+            .iter()
+            .find(|p| p.name == "box-1")
+            .expect("box-1");
         assert_eq!(p.half_rate_gbps, Some(gbps.parse().unwrap()), "{}", d.text);
         assert_eq!(p.ports, crate::plan::Profile::gb10().ports);
         assert!(
-            d.text.contains(&format!("ports run at {gbps} Gb/s, not the 200 Gb/s")),
+            d.text
+                .contains(&format!("ports run at {gbps} Gb/s, not the 200 Gb/s")),
             "{}",
             d.text
         );
@@ -354,7 +359,11 @@ fn a_gb10_whose_ports_run_slower_gets_a_profile_of_what_they_carry() {
             "{}",
             d.text
         );
-        assert!(d.text.contains("ends = [\"box-a.f0\", \"box-b.f0\"]"), "{}", d.text);
+        assert!(
+            d.text.contains("ends = [\"box-a.f0\", \"box-b.f0\"]"),
+            "{}",
+            d.text
+        );
     }
     // one box slower than the other: two profiles, each box its own
     let mut hosts = pair();
@@ -365,6 +374,13 @@ fn a_gb10_whose_ports_run_slower_gets_a_profile_of_what_they_carry() {
     }
     let d = draft(&hosts, &opts()).unwrap();
     let plan = write::load(&d.text).unwrap();
-    let profile = |n: &str| plan.profiles[plan.node_by_name(n).unwrap().profile.0].name.clone();
-    assert_eq!((profile("box-a"), profile("box-b")), ("gb10".into(), "box-1".into()));
+    let profile = |n: &str| {
+        plan.profiles[plan.node_by_name(n).unwrap().profile.0]
+            .name
+            .clone()
+    };
+    assert_eq!(
+        (profile("box-a"), profile("box-b")),
+        ("gb10".into(), "box-1".into())
+    );
 }
