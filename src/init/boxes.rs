@@ -118,16 +118,21 @@ pub fn read(hosts: &[Host]) -> Boxes {
             continue;
         }
         if let Some(same) = out.boxes.iter().find(|b| same_machine(b, probe, &h.extra)) {
-            out.left_out.push(LeftOut {
-                host: h.name.clone(),
-                why: format!(
+            let why = if same.given == h.name {
+                "given twice, kept once".to_string()
+            } else {
+                format!(
                     "the same machine as {} ({}): given twice under two names, kept once",
                     same.given,
                     match &h.extra.machine_id {
                         Some(id) => format!("machine id {id}, the same interface MACs"),
                         None => "the same interface MACs".into(),
                     }
-                ),
+                )
+            };
+            out.left_out.push(LeftOut {
+                host: h.name.clone(),
+                why,
             });
             continue;
         }

@@ -291,6 +291,6 @@ fn switches_of(attach: &[Attach], local: Option<&str>, c: &mut Cabling) {
         c.switches.push((n.to_string(), why));
     }
     for w in names.windows(2) {
-        c.isls.push((w[0].to_string(), w[1].to_string(), format!("TODO: {} and {} carry one layer-2 fabric (their ports hear each other), so an ISL joins them; its capacity cannot be seen from the hosts: set capacity-gbps to the ISL's real rate (the value written is one host port's)", w[0], w[1])));
+        c.isls.push((w[0].to_string(), w[1].to_string(), format!("{} and {} carry one layer-2 fabric (their ports hear each other), so an ISL joins them; its capacity cannot be seen from the hosts: set capacity-gbps to the ISL's real rate (the value written is one host port's)", w[0], w[1])));
     }
 }
