@@ -384,3 +384,94 @@ fn a_gb10_whose_ports_run_slower_gets_a_profile_of_what_they_carry() {
         ("gb10".into(), "box-1".into())
     );
 }
+
+/// `n` boxes in a ring, node i's f0 facing node i+1's f1, both halves, heard by IPv6.
+fn ring(n: usize) -> Vec<Host> {
+    (0..n)
+        .map(|i| {
+            let (next, prev) = ((i + 1) % n, (i + n - 1) % n);
+            let h = [
+                heard("enp1s0f0np0", &[(next, 1)]),
+                heard("enP2p1s0f0np0", &[(next, 3)]),
+                heard("enp1s0f1np1", &[(prev, 0)]),
+                heard("enP2p1s0f1np1", &[(prev, 2)]),
+            ]
+            .concat();
+            host(&format!("r{i}"), i, h)
+        })
+        .collect()
+}
+
+/// `n` boxes whose f0 half a hears every other box's (one switch, no LLDP).
+fn switch(n: usize) -> Vec<Host> {
+    (0..n)
+        .map(|i| {
+            let others: Vec<(usize, usize)> = (0..n).filter(|o| *o != i).map(|o| (o, 0)).collect();
+            host(&format!("s{i}"), i, heard("enp1s0f0np0", &others))
+        })
+        .collect()
+}
+
+#[test]
+fn bad_input_on_every_shape_leaves_the_rest_as_it_is() {
+    for (shape, kind) in [
+        (pair(), "direct"),
+        (ring(3), "ring"),
+        (switch(3), "switched"),
+    ] {
+        let clean = write::load(&draft(&shape, &opts()).unwrap().text).unwrap();
+        let mut hosts = shape.clone();
+        // the first box again under a second name (same machine id, same MACs), a box with no
+        // RDMA device, a box that does not answer
+        let mut again = shape[0].clone();
+        again.name = format!("{}-again", shape[0].name);
+        hosts.insert(1, again);
+        hosts.push(Host {
+            name: "mgmt".into(),
+            probe: Ok(crate::discover::probe::parse("@host mgmt\n@end\n")),
+            extra: Extra::default(),
+        });
+        hosts.push(Host {
+            name: "gone".into(),
+            probe: Err("ssh: connect to host gone port 22: No route to host".into()),
+            extra: Extra::default(),
+        });
+        let d = draft(&hosts, &opts()).unwrap();
+        let notes = d.notes.join("\n");
+        let first = &shape[0].name;
+        assert!(
+            notes.contains(&format!(
+                "{first}-again: the same machine as {first} (machine id id0, the same interface MACs): given twice under two names, kept once"
+            )),
+            "{kind}: {notes}"
+        );
+        assert!(notes.contains("mgmt: no RDMA device"), "{kind}: {notes}");
+        assert!(notes.contains("gone: did not answer"), "{kind}: {notes}");
+        assert_eq!(
+            d.text.matches("# TODO: host ").count(),
+            3,
+            "{kind}: {}",
+            d.text
+        );
+        assert!(
+            d.text.contains(&format!("kind = \"{kind}\"")),
+            "{kind}: {}",
+            d.text
+        );
+        let drafted = write::load(&d.text).unwrap();
+        let names = |p: &crate::plan::Plan| -> Vec<String> {
+            p.nodes.iter().map(|n| n.name.clone()).collect()
+        };
+        assert_eq!(names(&drafted), names(&clean), "{kind}");
+        assert_eq!(drafted.segments.len(), clean.segments.len(), "{kind}");
+        for (a, b) in drafted.segments.iter().zip(&clean.segments) {
+            let ends = |s: &crate::plan::Segment, p: &crate::plan::Plan| -> Vec<String> {
+                s.members
+                    .iter()
+                    .map(|m| p.endpoint_name(&m.endpoint))
+                    .collect()
+            };
+            assert_eq!(ends(a, &drafted), ends(b, &clean), "{kind}");
+        }
+    }
+}
