@@ -664,7 +664,7 @@ fn ring_green(ring: &fabricplan::plan::Plan, dir: &Path) {
 /// is on: the draft is one `switch-1`, and its comment says so. With the ISL non-blocking (as
 /// fast as the veths copy) that is the fabric as traffic sees it: the draft, applied, runs ALL
 /// GREEN. With the ISL shaped to the twin's 2 Gb/s (four hosts' halves behind it at 2.5 each)
-/// the same plan fails, and only on flows across the ISL: the run shows what the hosts could
+/// the same plan fails, and only flows across the ISL fail: the run shows what the hosts could
 /// not, naming the cables beyond it.
 fn switched_green(dir: &Path) {
     let t0 = Instant::now();
@@ -717,6 +717,8 @@ fn switched_green(dir: &Path) {
     }
     let r = bw_lat_run(&lab, &plan, &dir.join("switched-blocking-run"));
     assert_eq!(r.code, Some(1), "{}", r.story());
+    // a FAIL is a flow across the ISL (a flow beside them may WARN: the retransmissions of
+    // the flows the ISL's queue drops cost the same two cores the stand-ins copy on)
     let beyond = |h: &str| h == "gb10-05" || h == "gb10-06";
     let mut short = 0;
     for j in r.jobs() {
@@ -724,7 +726,7 @@ fn switched_green(dir: &Path) {
             .as_array()
             .into_iter()
             .flatten()
-            .any(|v| v["outcome"] != "OK");
+            .any(|v| v["outcome"] == "FAIL");
         if bad {
             let h = lab::run::hosts_of(j);
             assert!(
