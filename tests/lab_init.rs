@@ -1,12 +1,14 @@
 //! `fabricplan init` and `detect --against` on the lab (real sshd, veth links, the lab's
 //! /sys/class/infiniband): a pair whose halves have no IPv4 address and no lldpd drafted from
-//! the IPv6 link-local neighbours; the twin compared with the fabric (agreeing, then one
-//! difference per change: MTU, firmware, an address removed); bad input (a neighbour that is no
-//! host given, one machine under two names, a host with no RDMA device, a host that does not
-//! answer); with lldpd and the pair's cable moved to the other port, the plan as cabled and the
-//! cable comments saying LLDP. Needs root, like every lab test. `FABRICPLAN_LAB_INIT_ALL=1` adds
-//! the ring of three (f0/f1 crossings, and two cables exchanged) and the switched fabric with
-//! its ISL.
+//! the IPv6 link-local neighbours, the printed commands applied, and the draft run ALL GREEN on
+//! its own bandwidth gates (the lab's links carry 2.5 Gb/s and its sysfs says so: see
+//! [`LAB_RATE`]); the twin compared with the fabric (agreeing, then one difference per change:
+//! MTU, firmware, an address removed); bad input (a neighbour that is no host given, one machine
+//! under two names, a host with no RDMA device, a host that does not answer); with lldpd and
+//! the pair's cable moved to the other port, the plan as cabled and the cable comments saying
+//! LLDP. Needs root, like every lab test. `FABRICPLAN_LAB_INIT_ALL=1` adds the ring of three
+//! (f0 facing f1) and the switched fabric with its ISL, each from no addresses and no lldpd to
+//! ALL GREEN, the ring with two cables exchanged, and `init` under Slurm.
 
 mod support;
 
@@ -556,8 +558,8 @@ fn a_moved_cable_with_lldp() {
     assert!(fp.remaining().is_empty(), "{:?}", fp.remaining());
 }
 
-/// The ring of three and the switched fabric with its ISL, and the ring with two cables
-/// exchanged: with `FABRICPLAN_LAB_INIT_ALL=1` (a minute more on two cores).
+/// The ring of three to ALL GREEN, and the ring with two cables exchanged: with
+/// `FABRICPLAN_LAB_INIT_ALL=1` (half a minute more on two cores).
 #[test]
 fn ring_and_switched() {
     if !lab_enabled() || std::env::var("FABRICPLAN_LAB_INIT_ALL").as_deref() != Ok("1") {
