@@ -688,3 +688,44 @@ fn the_name_comparison_checker_sees_comparisons_not_uses() {
     let lines: Vec<usize> = name_comparisons(code).into_iter().map(|x| x.0).collect();
     assert_eq!(lines, [1, 2]);
 }
+
+/// Where `code` splits a gate's name back into its flow's ends (`split_once(" -> ")` and
+/// kin): (line, the code).
+fn flow_splits(code: &str) -> Vec<(usize, String)> {
+    code.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("split") && l.contains("\" -> \""))
+        .map(|(i, l)| (i + 1, l.trim().to_string()))
+        .collect()
+}
+
+/// A verdict carries its flow's ends as fields (`Verdict::flow`): nothing reads them back
+/// out of a gate's name, but the reader of results written before verdicts carried them
+/// (`results/flow.rs`) and the plan's own round syntax (`schedule/`).
+#[test]
+fn no_gate_name_is_split_back_into_its_ends() {
+    let allowed = [src().join("results/flow.rs"), src().join("schedule")];
+    let tests = out_of_line_test_modules();
+    let mut found = Vec::new();
+    for f in rust_files(&src()) {
+        if tests.contains(&f) || allowed.iter().any(|a| f.starts_with(a)) {
+            continue;
+        }
+        let code = code_only(&shipped(&fs::read_to_string(&f).unwrap()));
+        for (line, what) in flow_splits(&code) {
+            found.push(format!("{}:{line}: {what}", f.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a gate's name split back into its ends (read `Verdict::flow` instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_flow_split_checker_sees_splits_not_joins() {
+    let code = "let (a, b) = gate.split_once(\" -> \")?;\nlet g = format!(\"{a} -> {b}\");\nlet e = label.split(\" -> \").next();\n";
+    let lines: Vec<usize> = flow_splits(code).into_iter().map(|x| x.0).collect();
+    assert_eq!(lines, [1, 3]);
+}

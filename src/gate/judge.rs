@@ -141,7 +141,6 @@ impl Verdict {
         }
     }
 
-    /// Mark this verdict as following from the failure of `gate`.
     /// The flow it measured (see [`Verdict::flow`]).
     pub fn on_flow(mut self, flow: Option<Flow>) -> Verdict {
         self.flow = flow;

@@ -4,7 +4,7 @@
 
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::threshold::Metric;
-use crate::results::{Flow, JobResult, RunResults, flow_of_verdict, node_names};
+use crate::results::{Flow, JobResult, RunResults, flow_of, flow_of_verdict, node_names};
 
 /// A kind whose pairs go in the node x node bandwidth matrix (summary.md's table, report.html's
 /// heatmap): how its cells are told apart from other kinds' in one table.
@@ -52,16 +52,8 @@ pub fn matrix(r: &RunResults) -> Vec<MatrixCell<'_>> {
         };
         // the client's half (of its flow, or of the label of results written before verdicts
         // carried their flow: `NODE.PORT.HALF -> ...`)
-        let flow = flow_of_verdict(v, &nodes);
-        let half = match &flow {
-            Some(f) => f.half.as_str(),
-            None => j
-                .label
-                .split(" -> ")
-                .next()
-                .and_then(|c| c.rsplit('.').next())
-                .unwrap_or("?"),
-        };
+        let flow = flow_of_verdict(v, &nodes).or_else(|| flow_of(&j.label, &nodes));
+        let half = flow.as_ref().map_or("?", |f| f.half.as_str());
         out.push(MatrixCell {
             job: j,
             verdict: v,

@@ -486,6 +486,18 @@ impl Plan {
         format!("{}.{}.{}", self.node(e.node).name, e.port, e.half)
     }
 
+    /// The flow from half `from` to half `to` (its half is the sender's), as a verdict
+    /// carries it.
+    pub fn flow_between(&self, from: &Endpoint, to: &Endpoint) -> crate::gate::flow::Flow {
+        crate::gate::flow::Flow {
+            src: self.node(from.node).name.clone(),
+            src_port: from.port.clone(),
+            dst: self.node(to.node).name.clone(),
+            dst_port: to.port.clone(),
+            half: from.half.clone(),
+        }
+    }
+
     /// The segment an endpoint is cabled into, and its member entry.
     pub fn member_of(&self, e: &Endpoint) -> Option<(&Segment, &Member)> {
         self.segments

@@ -86,13 +86,7 @@ impl Job {
     /// (both ways at once, perftest's `-b`, is no one flow).
     pub fn flow(&self, plan: &Plan) -> Option<crate::gate::flow::Flow> {
         let p = self.pair.as_ref().filter(|p| !p.bidirectional)?;
-        Some(crate::gate::flow::Flow {
-            src: plan.node(p.client.node).name.clone(),
-            src_port: p.client.port.clone(),
-            dst: plan.node(p.server.node).name.clone(),
-            dst_port: p.server.port.clone(),
-            half: p.client.half.clone(),
-        })
+        Some(plan.flow_between(&p.client, &p.server))
     }
 
     /// `gb10-02.f0.a -> gb10-01.f0.a` or the NCCL test's label.

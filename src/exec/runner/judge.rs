@@ -90,7 +90,7 @@ pub fn follow_repeats(earlier: &[JobResult], jobs: &mut [JobResult]) {
 /// round (not in the run so far).
 #[derive(Debug, Default)]
 pub struct Causes {
-    counted: HashMap<(String, Trap), String>,
+    counted: HashMap<(Key, Trap), String>,
     /// node -> (order counted, gate): the first counted failure on one of the node's halves.
     /// A collective whose ranks include the node is slowed by it (see [`Causes::follow`]).
     by_node: HashMap<String, (usize, String)>,
@@ -105,14 +105,26 @@ fn port_sum_short(v: &Verdict) -> bool {
     v.outcome != Outcome::Ok && v.follows.is_none() && v.trap == Some(Trap::HalfDeadOrThrottled)
 }
 
-/// The two ends (`node.port`) of a port-level verdict's subject (`KIND [ROUND] A.f0 -> B.f0`).
-fn port_ends(gate: &str) -> Option<[&str; 2]> {
-    let (_, subject) = gate.split_once(' ')?;
-    let (x, y) = subject.split_once(" -> ")?;
-    let ends = [x.rsplit(' ').next()?, y.split(' ').next()?];
-    ends.iter()
-        .all(|e| e.split('.').count() == 2)
-        .then_some(ends)
+/// The two ports (`node.port`) of a port-level verdict's flow (both halves summed).
+fn port_ends(v: &Verdict) -> Option<[String; 2]> {
+    let f = v.flow.as_ref().filter(|f| f.half == "both")?;
+    Some([f.src_endpoint(), f.dst_endpoint()])
+}
+
+/// What a counted failure is known by (with its trap).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    /// A flow's link, its two ends in order (halves, or ports for a sum; one end measured
+    /// against itself is a link of its own).
+    Link(String, String),
+    /// A node half a counted flow leaves or reaches.
+    End {
+        node: String,
+        port: String,
+        half: String,
+    },
+    /// A verdict about no flow: its gate.
+    Gate(String),
 }
 
 /// A collective's own performance: its bus bandwidth or small-message time below the model. A
@@ -125,47 +137,50 @@ fn collective_performance(v: &Verdict) -> bool {
 }
 
 impl Causes {
-    /// What a counted failure is known by: its link (ends in order) and each of its ends that
-    /// names a node half (`node.port.half`), each with the trap.
-    fn keys(v: &Verdict) -> Vec<(String, Trap)> {
+    /// What a counted failure is known by: its flow's link (ends in order) and each end that
+    /// is a node half, each with the trap; a verdict about no flow by its gate.
+    fn keys(v: &Verdict) -> Vec<(Key, Trap)> {
         let Some(trap) = v.trap else {
             return Vec::new();
         };
         if v.outcome != Outcome::Fail || v.follows.is_some() {
             return Vec::new();
         }
-        let Some((_, subject)) = v.gate.split_once(' ') else {
-            return Vec::new();
+        let Some(f) = &v.flow else {
+            return vec![(Key::Gate(v.gate.clone()), trap)];
         };
-        match subject.split_once(" -> ") {
-            Some((x, y)) => {
-                let (x, y) = if x > y { (y, x) } else { (x, y) };
-                let mut keys = vec![(format!("{x} <-> {y}"), trap)];
-                // the ends are the words around the arrow (a declared round's name may come
-                // before them: `rdma-bw R1 gb10-02.f0.a -> gb10-01.f0.a`)
-                let ends = [
-                    x.rsplit(' ').next().unwrap_or(x),
-                    y.split(' ').next().unwrap_or(y),
-                ];
-                for end in ends {
-                    if end.split('.').count() == 3 {
-                        keys.push((format!("end {end}"), trap));
-                    }
-                }
-                keys
-            }
-            None => vec![(subject.to_string(), trap)],
+        let (x, y) = (f.src_endpoint(), f.dst_endpoint());
+        if x == y {
+            // an end measured alone against its own NIC
+            return vec![(Key::Link(x, y), trap)];
         }
+        let link = if x > y {
+            Key::Link(y, x)
+        } else {
+            Key::Link(x, y)
+        };
+        let mut keys = vec![(link, trap)];
+        if f.half != "both" {
+            for (node, port) in [(&f.src, &f.src_port), (&f.dst, &f.dst_port)] {
+                let end = Key::End {
+                    node: node.clone(),
+                    port: port.clone(),
+                    half: f.half.clone(),
+                };
+                keys.push((end, trap));
+            }
+        }
+        keys
     }
 
     /// Count the causes of results already judged.
     pub fn count(&mut self, jobs: &[JobResult]) {
         for v in jobs.iter().flat_map(|j| &j.verdicts) {
             for k in Self::keys(v) {
-                if let Some(end) = k.0.strip_prefix("end ") {
-                    let node = end.split('.').next().unwrap_or(end).to_string();
-                    let port = end.rsplit_once('.').map_or(end, |(p, _)| p).to_string();
-                    for (map, key) in [(&mut self.by_node, node), (&mut self.by_port, port)] {
+                if let Key::End { node, port, .. } = &k.0 {
+                    let port = format!("{node}.{port}");
+                    for (map, key) in [(&mut self.by_node, node.clone()), (&mut self.by_port, port)]
+                    {
                         let order = map.len();
                         map.entry(key).or_insert_with(|| (order, v.gate.clone()));
                     }
@@ -203,9 +218,9 @@ impl Causes {
     /// before them, and count the new causes.
     pub fn follow(&mut self, jobs: &mut [JobResult]) {
         // counted in this round, after each job
-        let mut here: HashMap<(String, Trap), String> = HashMap::new();
+        let mut here: HashMap<(Key, Trap), String> = HashMap::new();
         for job in jobs.iter_mut() {
-            let mut first_here: Vec<((String, Trap), String)> = Vec::new();
+            let mut first_here: Vec<((Key, Trap), String)> = Vec::new();
             if let Some(cause) = self.on_nodes(&job.hosts) {
                 for v in job
                     .verdicts
@@ -216,9 +231,9 @@ impl Causes {
                 }
             }
             for v in job.verdicts.iter_mut().filter(|v| port_sum_short(v)) {
-                let cause = port_ends(&v.gate).and_then(|ends| {
+                let cause = port_ends(v).and_then(|ends| {
                     ends.iter()
-                        .filter_map(|e| self.by_port.get(*e))
+                        .filter_map(|e| self.by_port.get(e))
                         .min_by_key(|(order, _)| *order)
                         .map(|(_, g)| g.clone())
                 });
@@ -616,263 +631,4 @@ pub fn judge(plan: &Plan, round: &Round, job: &Job, attempts: Vec<Collected<'_>>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn job(id: &str, verdicts: Vec<Verdict>) -> JobResult {
-        JobResult {
-            format_version: RESULTS_FORMAT_VERSION,
-            job: id.into(),
-            kind: id.split("-r").next().unwrap_or(id).into(),
-            round: 0,
-            round_name: String::new(),
-            label: String::new(),
-            hosts: Vec::new(),
-            expected_gbps: None,
-            status: JobStatus::Measured,
-            reason: None,
-            steps: Vec::new(),
-            parsed: None,
-            counters: Vec::new(),
-            verdicts,
-            tool_seconds: None,
-            attempts: Vec::new(),
-            digests: Vec::new(),
-        }
-    }
-
-    fn fail(gate: &str, trap: Trap) -> Verdict {
-        Verdict::check(gate, Outcome::Fail, "", Some(trap))
-    }
-
-    const HALF: &str = "spark-b.f0.a -> spark-a.f0.a";
-
-    #[test]
-    fn a_half_failing_again_in_another_test_follows_the_first() {
-        let earlier = [job(
-            "rdma-bw-r001-j01",
-            vec![fail(&format!("rdma-bw {HALF}"), Trap::FirmwareThrottle)],
-        )];
-        let mut round = [job(
-            "rdma-bw-both-r005-j01",
-            vec![fail(
-                &format!("rdma-bw-both {HALF}"),
-                Trap::FirmwareThrottle,
-            )],
-        )];
-        follow_repeats(&earlier, &mut round);
-        assert_eq!(
-            round[0].verdicts[0].follows.as_deref(),
-            Some(format!("rdma-bw {HALF}").as_str())
-        );
-        // the same half the other way: the same half, the same cause
-        let mut reverse = [job(
-            "rdma-bw-r002-j01",
-            vec![fail(
-                "rdma-bw spark-a.f0.a -> spark-b.f0.a",
-                Trap::FirmwareThrottle,
-            )],
-        )];
-        follow_repeats(&earlier, &mut reverse);
-        assert_eq!(
-            reverse[0].verdicts[0].follows.as_deref(),
-            Some(format!("rdma-bw {HALF}").as_str())
-        );
-    }
-
-    #[test]
-    fn other_halves_and_traps_are_their_own_causes() {
-        let earlier = [job(
-            "rdma-bw-r001-j01",
-            vec![fail(&format!("rdma-bw {HALF}"), Trap::FirmwareThrottle)],
-        )];
-        let mut round = [
-            job(
-                "rdma-bw-r003-j01",
-                vec![fail(
-                    "rdma-bw spark-b.f0.b -> spark-a.f0.b",
-                    Trap::FirmwareThrottle,
-                )],
-            ),
-            job(
-                "rdma-lat-r007-j01",
-                vec![fail(&format!("rdma-lat {HALF}"), Trap::Timeout)],
-            ),
-            job(
-                "rdma-bw-both-r005-j01",
-                vec![Verdict::check(
-                    format!("rdma-bw-both {HALF}"),
-                    Outcome::Warn,
-                    "",
-                    Some(Trap::FirmwareThrottle),
-                )],
-            ),
-        ];
-        follow_repeats(&earlier, &mut round);
-        assert!(round.iter().all(|j| j.verdicts[0].follows.is_none()));
-    }
-
-    /// A throttled half on a switch fails its flow to every peer: one cause. A flow that
-    /// only follows (it shares no half with a counted one) is counted again, and a follower's
-    /// other end is not made a cause by it.
-    #[test]
-    fn flows_sharing_a_failing_half_follow_the_first() {
-        let first = "rdma-bw R1 gb10-02.f0.a -> gb10-01.f0.a";
-        let earlier = [job(
-            "rdma-bw-r001-j01",
-            vec![fail(first, Trap::FirmwareThrottle)],
-        )];
-        let mut round = [
-            // into the same half, from another peer, in a declared round
-            job(
-                "rdma-bw-r003-j02",
-                vec![fail(
-                    "rdma-bw R2b gb10-06.f0.a -> gb10-02.f0.a",
-                    Trap::FirmwareThrottle,
-                )],
-            ),
-            // out of the follower's other end: not a cause yet, so counted
-            job(
-                "rdma-bw-r004-j01",
-                vec![fail(
-                    "rdma-bw R3 gb10-06.f0.a -> gb10-05.f0.a",
-                    Trap::FirmwareThrottle,
-                )],
-            ),
-            // the same half, another trap: its own cause
-            job(
-                "rdma-bw-r004-j02",
-                vec![fail(
-                    "rdma-bw R3 gb10-02.f0.a -> gb10-03.f0.a",
-                    Trap::Timeout,
-                )],
-            ),
-            // the other half of the same port: its own cause
-            job(
-                "rdma-bw-r004-j03",
-                vec![fail(
-                    "rdma-bw R3 gb10-02.f0.b -> gb10-04.f0.b",
-                    Trap::FirmwareThrottle,
-                )],
-            ),
-        ];
-        follow_repeats(&earlier, &mut round);
-        let follows: Vec<Option<&str>> = round
-            .iter()
-            .map(|j| j.verdicts[0].follows.as_deref())
-            .collect();
-        assert_eq!(follows, [Some(first), None, None, None]);
-    }
-
-    #[test]
-    fn within_a_round_the_first_job_counts_and_the_next_follows() {
-        let mut round = [
-            job(
-                "a-r001-j01",
-                vec![fail(&format!("a {HALF}"), Trap::Timeout)],
-            ),
-            job(
-                "b-r001-j02",
-                vec![fail(&format!("b {HALF}"), Trap::Timeout)],
-            ),
-        ];
-        follow_repeats(&[], &mut round);
-        assert_eq!(round[0].verdicts[0].follows, None);
-        assert_eq!(
-            round[1].verdicts[0].follows.as_deref(),
-            Some(format!("a {HALF}").as_str())
-        );
-    }
-
-    #[test]
-    fn a_collective_over_a_failing_half_follows_it_and_only_for_its_performance() {
-        let cause = format!("rdma-bw R1 {}", "gb10-02.f0.a -> gb10-01.f0.a");
-        let mut causes = Causes::default();
-        causes.count(&[job(
-            "rdma-bw-r001-j01",
-            vec![fail(&cause, Trap::FirmwareThrottle)],
-        )]);
-        let nccl = |hosts: &[&str]| {
-            let mut j = job(
-                "nccl-r005-all_reduce",
-                vec![
-                    fail(
-                        "nccl all_reduce busbw at 32 MiB-128 MiB",
-                        Trap::SlowBusBandwidth,
-                    ),
-                    Verdict::check(
-                        "nccl all_reduce 16 KiB time",
-                        Outcome::Warn,
-                        "",
-                        Some(Trap::SlowCollective),
-                    ),
-                    fail("nccl all_reduce transport", Trap::TcpFallback),
-                ],
-            );
-            j.hosts = hosts.iter().map(|h| h.to_string()).collect();
-            j
-        };
-        // ranks on the throttled half's node: bandwidth and time follow it, the transport not
-        let mut over = [nccl(&["gb10-01", "gb10-02", "gb10-03"])];
-        causes.follow(&mut over);
-        let follows: Vec<Option<&str>> = over[0]
-            .verdicts
-            .iter()
-            .map(|v| v.follows.as_deref())
-            .collect();
-        assert_eq!(follows, [Some(cause.as_str()), Some(cause.as_str()), None]);
-        // ranks elsewhere: nothing follows
-        let mut elsewhere = [nccl(&["gb10-05", "gb10-06"])];
-        causes.follow(&mut elsewhere);
-        assert!(elsewhere[0].verdicts.iter().all(|v| v.follows.is_none()));
-        // localisation names a suspect for that flow: the collective follows the suspect
-        let mut causes2 = Causes::default();
-        causes2.count(&[job(
-            "rdma-bw-r001-j01",
-            vec![fail(&cause, Trap::FirmwareThrottle)],
-        )]);
-        causes2.explained_by(&HashMap::from([(
-            cause.clone(),
-            "rdma-bw suspect gb10-02.f0.a".to_string(),
-        )]));
-        let mut after = [nccl(&["gb10-02"])];
-        causes2.follow(&mut after);
-        assert_eq!(
-            after[0].verdicts[0].follows.as_deref(),
-            Some("rdma-bw suspect gb10-02.f0.a")
-        );
-    }
-
-    #[test]
-    fn a_port_summed_short_follows_the_half_counted_before() {
-        let cause = format!("rdma-bw {HALF}");
-        let mut causes = Causes::default();
-        causes.count(&[job(
-            "rdma-bw-r001-j01",
-            vec![fail(&cause, Trap::FirmwareThrottle)],
-        )]);
-        let sum = |gate: &str| {
-            job(
-                "rdma-bw-both-r005-j01",
-                vec![Verdict::check(
-                    gate,
-                    Outcome::Warn,
-                    "",
-                    Some(Trap::HalfDeadOrThrottled),
-                )],
-            )
-        };
-        let mut round = [
-            sum("rdma-bw-both spark-b.f0 -> spark-a.f0"),
-            sum("rdma-bw-both R9 spark-a.f0 -> spark-b.f0"),
-            sum("rdma-bw-both spark-c.f1 -> spark-d.f1"),
-        ];
-        causes.follow(&mut round);
-        let follows: Vec<Option<&str>> = round
-            .iter()
-            .map(|j| j.verdicts[0].follows.as_deref())
-            .collect();
-        assert_eq!(follows, [Some(cause.as_str()), Some(cause.as_str()), None]);
-        assert_eq!(port_ends("rdma-bw-both spark-a.f0.a -> spark-b.f0.a"), None);
-    }
-}
+mod tests;

@@ -302,6 +302,7 @@ pub fn judge(
             plan.endpoint_name(&p.to)
         );
         let ends = || Blocks::Endpoints(vec![p.from.clone(), p.to.clone()]);
+        let flow = || Some(plan.flow_between(&p.from, &p.to));
         // what a ping over this path is about: its two halves, then the cable or ISLs between
         let path = || path_parts(plan, p);
         let s = match s {
@@ -309,7 +310,8 @@ pub fn judge(
                 let from = plan.node(p.from.node).name.clone();
                 out.push((
                     Verdict::check(gate, Outcome::Fail, e, Some(Trap::Unreachable))
-                        .about(vec![reach(&from)]),
+                        .about(vec![reach(&from)])
+                        .on_flow(flow()),
                     ends(),
                 ));
                 continue;
@@ -319,7 +321,8 @@ pub fn judge(
         if s.replies > 0 && !s.mtu_error {
             out.push((
                 Verdict::check(gate, Outcome::Ok, format!("{} replies", s.replies), None)
-                    .about(path()),
+                    .about(path())
+                    .on_flow(flow()),
                 Blocks::Nothing,
             ));
             continue;
@@ -338,7 +341,9 @@ pub fn judge(
                 continue;
             }
             out.push((
-                Verdict::check(gate, Outcome::Fail, why, Some(Trap::MtuMismatch)).about(path()),
+                Verdict::check(gate, Outcome::Fail, why, Some(Trap::MtuMismatch))
+                    .about(path())
+                    .on_flow(flow()),
                 ends(),
             ));
         } else if let Some((isl, _)) = p.isls.first() {
@@ -351,7 +356,8 @@ pub fn judge(
                     format!("no reply: {}", s.last_line),
                     Some(Trap::CrossedCable),
                 )
-                .about(cable_first(path())),
+                .about(cable_first(path()))
+                .on_flow(flow()),
                 ends(),
             ));
         }
