@@ -306,6 +306,69 @@ fn against_the_twin(lab: &Lab, file: &Path) {
     );
 }
 
+/// `detect --against` on the ring and switched twins: no difference on the fabric each
+/// describes, then exactly one per change (an MTU, a firmware, an address removed), each
+/// naming its part, and undone before the next.
+#[test]
+fn against_the_ring_and_switched_twins() {
+    if !lab_enabled() {
+        return;
+    }
+    for (name, tag, host, other) in [
+        ("ring3", "inr", "spark-2", "spark-3"),
+        ("switched-6", "ins", "gb10-05", "gb10-02"),
+    ] {
+        let t0 = Instant::now();
+        let plan = support::load_plan(twin(name));
+        let lab = Lab::build(&lab::twin::lab_spec(tag, &plan)).expect("lab");
+        let file = lab::twin::plan_file(&lab, &twin(name)).unwrap();
+        let (code, d, all) = against(&lab, &file);
+        assert_eq!((code, d.len()), (Some(0), 0), "{name}: {all}");
+        one_change_at_a_time(&lab, &file, name, host, other);
+        let fp = lab.footprint();
+        drop(lab);
+        assert!(fp.remaining().is_empty(), "{:?}", fp.remaining());
+        eprintln!("{name}: against the twin in {:?}", t0.elapsed());
+    }
+}
+
+/// On a twin's lab: an MTU on `host`, the firmware of `other`, an address of `host` removed,
+/// each exactly one difference about that part.
+fn one_change_at_a_time(lab: &Lab, file: &Path, name: &str, host: &str, other: &str) {
+    let nd = FABRIC[0];
+    lab.set_mtu(host, nd, 1500).unwrap();
+    let (code, d, all) = against(lab, file);
+    assert_eq!((code, d.len()), (Some(1), 1), "{name} mtu: {all}");
+    assert!(
+        d[0].starts_with(&format!("mtu {host}.f0.a: {nd} runs MTU 1500")),
+        "{name}: {all}"
+    );
+    lab.set_mtu(host, nd, 9000).unwrap();
+    lab.set_firmware(other, "28.39.2048").unwrap();
+    let (code, d, all) = against(lab, file);
+    assert_eq!((code, d.len()), (Some(1), 1), "{name} firmware: {all}");
+    assert!(
+        d[0].starts_with(&format!("firmware {other}: {other} runs 28.39.2048")),
+        "{name}: {all}"
+    );
+    lab.set_firmware(other, "28.45.1200").unwrap();
+    let o = lab.exec(host, &format!("ip -4 -o addr show dev {}", FABRIC[1]));
+    let cidr = out(&o)
+        .split_whitespace()
+        .skip_while(|w| *w != "inet")
+        .nth(1)
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{name}: {host} {} has no address: {o:?}", FABRIC[1]));
+    let o = lab.exec(host, &format!("ip addr del {cidr} dev {}", FABRIC[1]));
+    assert!(o.status.success(), "{o:?}");
+    let (code, d, all) = against(lab, file);
+    assert_eq!((code, d.len()), (Some(1), 1), "{name} address: {all}");
+    assert!(
+        d[0].starts_with(&format!("address {host}.f0.b: {cidr} (line ")),
+        "{name}: {all}"
+    );
+}
+
 /// No IPv4 on any half, no lldpd: the cable from the IPv6 link-local neighbours, subnets
 /// proposed with the commands to apply them; applied, the next draft finds them in use.
 fn drafted_without_addresses_or_lldp(lab: &Lab, dir: &Path) {
