@@ -162,6 +162,9 @@ struct State {
     neighbours: HashMap<NodeId, Vec<(String, Ipv4Addr)>>,
     /// When each node was first probed (discovery): `flap` and `phy-errors` show after it.
     probed: HashMap<NodeId, std::time::Instant>,
+    /// How often a flapped device's counters were read around jobs (its flap shows at the
+    /// second reading).
+    flap_reads: HashMap<(NodeId, String), u32>,
 }
 
 /// The rates of a round's live flows (rate, packet_seq_err growth), per job id.
@@ -233,7 +236,8 @@ impl SimTransport {
                 .filter(|c| c.get(1).map(String::as_str) == Some("@dev"))
                 .filter_map(|c| c.get(2).cloned())
                 .collect();
-            let st = self.lock();
+            let mut st = self.lock();
+            phy_faults_show(w, &mut st, node, &devs);
             return Ok(Output::ok(w.counters_dump(node, &devs, &st.counters)));
         }
         if script.contains("@machine-id") {
@@ -739,6 +743,35 @@ fn round_of(job: &str) -> Option<usize> {
             .collect();
         digits.parse::<usize>().ok()?.checked_sub(1)
     })
+}
+
+/// `flap` and `phy-errors` in the counters read around each job, once discovery has read the
+/// node: a flapped device's link goes down and comes back during the first job on it (between
+/// the first two readings: its carrier changes twice, `link_downed` once); a device taking
+/// errors counts `symbol_error` at its rate since discovery.
+fn phy_faults_show(w: &world::World, st: &mut State, node: NodeId, devs: &[String]) {
+    let Some(since) = st.probed.get(&node).map(|t| t.elapsed().as_secs_f64()) else {
+        return;
+    };
+    for name in devs {
+        let Some(d) = w.dev(node, name) else { continue };
+        let key = (node, name.clone());
+        if w.flapped(d) {
+            let reads = st.flap_reads.entry(key.clone()).or_insert(0);
+            *reads += 1;
+            if *reads == 2
+                && let Some(c) = st.counters.get_mut(&key)
+            {
+                *c.entry(world::CARRIER.into()).or_insert(0) += 2;
+                *c.entry("link_downed".into()).or_insert(0) += 1;
+            }
+        }
+        if let (Some(r), Some(c)) = (d.phy_errors_per_s, st.counters.get_mut(&key)) {
+            let n = ((r * since).ceil() as u64).max(1);
+            let e = c.entry("symbol_error".into()).or_insert(0);
+            *e = (*e).max(n);
+        }
+    }
 }
 
 /// Advance a device's counters: bytes out and in (data counters are in 4-byte words), and

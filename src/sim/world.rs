@@ -143,6 +143,9 @@ const COUNTERS: [&str; 12] = [
     "symbol_error",
 ];
 
+/// A netdev's carrier changes, kept among its device's counters.
+pub const CARRIER: &str = "carrier_changes";
+
 const HW_COUNTERS: [&str; 10] = [
     "duplicate_request",
     "implied_nak_seq_err",
@@ -511,6 +514,8 @@ impl World {
             for k in COUNTERS.iter().chain(HW_COUNTERS.iter()) {
                 c.insert(k.to_string(), 0u64);
             }
+            // its netdev's carrier count: up once since it was created
+            c.insert(CARRIER.to_string(), if d.active() { 2 } else { 0 });
             if d.active() {
                 let words = r.range(1 << 24, 1 << 34);
                 c.insert("port_xmit_data".into(), words);
@@ -613,7 +618,7 @@ impl World {
 
     /// Whether `d`'s link flapped: its own `flap`, or the far end's on a direct link (a cable
     /// going down is seen at both its ends).
-    fn flapped(&self, d: &Dev) -> bool {
+    pub fn flapped(&self, d: &Dev) -> bool {
         d.flapped
             || d.wired.as_ref().is_some_and(|(_, seg)| {
                 let on: Vec<&Dev> = self.wired_to(*seg).collect();
@@ -732,6 +737,17 @@ impl World {
         }
         if let Some(c) = counters.get(&(d.node, d.name.clone())) {
             for (k, v) in c {
+                if k == CARRIER {
+                    // the counters script reads it beside the device's (the probe: `@carrier`)
+                    if !full {
+                        let _ = writeln!(
+                            s,
+                            "@counter /sys/class/infiniband/{}/device/net/{}/{CARRIER}:{v}",
+                            d.name, d.netdev
+                        );
+                    }
+                    continue;
+                }
                 let dir = if HW_COUNTERS.contains(&k.as_str()) {
                     "hw_counters"
                 } else {
