@@ -281,8 +281,16 @@ mod tests {
     #[test]
     fn growth_leaves_out_a_reset_and_what_one_end_lacks() {
         let h = hc(
-            &[("symbol-errors", 5), ("carrier_changes", 10), ("crc-errors", 3)],
-            &[("symbol-errors", 125), ("carrier_changes", 2), ("link_downed", 1)],
+            &[
+                ("symbol-errors", 5),
+                ("carrier_changes", 10),
+                ("crc-errors", 3),
+            ],
+            &[
+                ("symbol-errors", 125),
+                ("carrier_changes", 2),
+                ("link_downed", 1),
+            ],
         );
         let g = h.grew();
         assert_eq!(g.get("symbol-errors"), Some(&120));
