@@ -466,6 +466,9 @@ impl SimTransport {
         if cdev.throttled || sdev.throttled {
             r = THROTTLE_GBPS;
         }
+        if cdev.congestion.is_some() || sdev.congestion.is_some() {
+            r = r.min(fault::CONGESTED_GBPS);
+        }
         if w.isl_hops(cdev, sdev)
             .iter()
             .any(|(i, _)| w.isl_blocked(*i))
@@ -526,6 +529,9 @@ impl SimTransport {
             }
             if c.throttled || s.throttled {
                 return Some((THROTTLE_GBPS, 0));
+            }
+            if c.congestion.is_some() || s.congestion.is_some() {
+                return Some((fault::CONGESTED_GBPS, 0));
             }
             None
         };
@@ -764,6 +770,19 @@ fn phy_faults_show(w: &world::World, st: &mut State, node: NodeId, devs: &[Strin
             {
                 *c.entry(world::CARRIER.into()).or_insert(0) += 2;
                 *c.entry("link_downed".into()).or_insert(0) += 1;
+            }
+        }
+        if let (Some(role), Some(c)) = (d.congestion, st.counters.get_mut(&key)) {
+            // CNPs at 500 a second since discovery: sent by a held-back receiver, handled by
+            // a paused sender, ECN-marked by its switch
+            let n = ((500.0 * since).ceil() as u64).max(1);
+            let names: &[&str] = match role {
+                fault::CongestionRole::Sends => &["np_cnp_sent", "np_ecn_marked_roce_packets"],
+                fault::CongestionRole::Paused => &["rp_cnp_handled"],
+            };
+            for k in names {
+                let e = c.entry(k.to_string()).or_insert(0);
+                *e = (*e).max(n);
             }
         }
         if let (Some(r), Some(c)) = (d.phy_errors_per_s, st.counters.get_mut(&key)) {

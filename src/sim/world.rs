@@ -70,6 +70,8 @@ pub(crate) struct Dev {
     pub flapped: bool,
     /// Symbol errors per second its port counts after discovery (`phy-errors`).
     pub phy_errors_per_s: Option<f64>,
+    /// Flow control holds it back (`congestion`): paused by its switch, or sending pauses.
+    pub congestion: Option<super::fault::CongestionRole>,
 }
 
 impl Dev {
@@ -296,6 +298,7 @@ fn build_devs(
                     ifindex,
                     flapped: false,
                     phy_errors_per_s: None,
+                    congestion: None,
                 });
                 apply_port_faults(faults, devs.last_mut());
                 ifindex += 1;
@@ -327,6 +330,7 @@ fn apply_port_faults(faults: &[Fault], dev: Option<&mut Dev>) {
     for f in faults {
         match f {
             Fault::Flap(es) if es.contains(&d.endpoint) => d.flapped = true,
+            Fault::Congestion(es, role) if es.contains(&d.endpoint) => d.congestion = Some(*role),
             Fault::PhyErrors(es, rate) if es.contains(&d.endpoint) => {
                 d.phy_errors_per_s = Some(*rate)
             }
@@ -641,9 +645,19 @@ impl World {
                 (Some(t), Some(r)) => ((r * t).ceil() as u64).max(1),
                 _ => 0,
             };
+            // congestion: pause frames at 2,000 a second since discovery, received by a
+            // paused half, sent by a sending one
+            let pauses = match (later, d.congestion) {
+                (Some(t), Some(_)) => ((2000.0 * t).ceil() as u64).max(1),
+                _ => 0,
+            };
+            let (rx_pause, tx_pause) = match d.congestion {
+                Some(super::fault::CongestionRole::Sends) => (0, pauses),
+                _ => (pauses, 0),
+            };
             let _ = writeln!(
                 s,
-                "@ethtool {}\nNIC statistics:\n     rx_crc_errors_phy: 0\n     rx_symbol_err_phy: {symbols}\n     rx_corrected_bits_phy: 0\n     link_down_events_phy: {}",
+                "@ethtool {}\nNIC statistics:\n     rx_crc_errors_phy: 0\n     rx_symbol_err_phy: {symbols}\n     rx_corrected_bits_phy: 0\n     link_down_events_phy: {}\n     rx_pause_ctrl_phy: {rx_pause}\n     tx_pause_ctrl_phy: {tx_pause}",
                 d.netdev,
                 u64::from(flapped(d))
             );
