@@ -273,3 +273,108 @@ fn a_flap_is_tied_to_its_round_and_compare_leads_with_it_on_every_plan() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Pause frames and CNPs rising while bandwidth falls: one finding about the switch on a
+/// switched plan, about the sending host's PFC/ECN configuration without one, each with a fix
+/// command; and no finding on the halves or their cables.
+#[test]
+fn congestion_with_low_bandwidth_points_at_the_switch_or_the_hosts_config() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, (plan, fault, part, command)) in [
+        (
+            "plans/switched-6.toml",
+            "congestion:sw-a",
+            "switch sw-a",
+            "ethtool -S",
+        ),
+        (
+            "plans/two-spark.toml",
+            "congestion:spark-b",
+            "spark-b",
+            "sudo mlnx_qos -i",
+        ),
+        (
+            "plans/ring3.toml",
+            "congestion:spark-2",
+            "spark-2",
+            "sudo mlnx_qos -i",
+        ),
+        (
+            "examples/rails8.toml",
+            "congestion:rail5-leaf",
+            "switch rail5-leaf",
+            "ethtool -S",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (d, o) = sim_run(tmp.path(), &format!("c{i}"), plan, &["--sim-fault", fault]);
+        assert_eq!(o.status.code(), Some(1), "{plan}: {}", stdout(&o));
+        let r = json(&d.join("results.json"));
+        let f = r["findings"].as_array().unwrap();
+        assert_eq!(f.len(), 1, "{plan}: {f:#?}");
+        assert_eq!(f[0]["name"], *part, "{plan}");
+        assert_eq!(f[0]["outcome"], "FAIL");
+        assert!(
+            f[0]["fix_command"].as_str().unwrap().contains(command),
+            "{plan}: {}",
+            f[0]["fix_command"]
+        );
+        assert!(f[0]["fix"].as_str().unwrap().contains("PFC"), "{plan}");
+        assert!(
+            !f[0]["follows"].as_array().unwrap().is_empty(),
+            "{plan}: the slow gates follow from it"
+        );
+        let v = r["preflight"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["gate"] == format!("congestion {part}"))
+            .unwrap_or_else(|| panic!("{plan}: no congestion verdict"));
+        assert!(
+            v["detail"]
+                .as_str()
+                .unwrap()
+                .contains("bandwidth gate(s) through them fell"),
+            "{v}"
+        );
+    }
+}
+
+/// The same counters rising while every bandwidth gate passes are congestion control at work:
+/// an OK verdict, no finding, the run green.
+#[test]
+fn congestion_with_good_bandwidth_is_no_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    for plan in ["plans/switched-6.toml", "plans/two-spark.toml"] {
+        let (d, _) = sim_run(tmp.path(), plan.replace('/', "-").as_str(), plan, &[]);
+        let text = std::fs::read_to_string(d.join("results.json")).unwrap();
+        let mut r = fabricplan::compare::parse_results(&text).unwrap();
+        let h = &mut r.port_counters[0];
+        let (half, node) = (h.half.clone(), h.node.clone());
+        *h.after.entry("rx-pause".into()).or_insert(0) += 5000;
+        *h.after.entry("rp_cnp_handled".into()).or_insert(0) += 700;
+        let p = load_plan(plan);
+        fabricplan::diagnose::diagnose(&p, &mut r);
+        assert!(r.findings.is_empty(), "{plan}: {:#?}", r.findings);
+        assert_eq!(r.summary.exit_code, 0);
+        let v = r
+            .preflight
+            .iter()
+            .find(|v| v.gate.starts_with("congestion "))
+            .unwrap_or_else(|| panic!("{plan}: no congestion verdict"));
+        assert_eq!(v.outcome, fabricplan::gate::judge::Outcome::Ok);
+        assert!(
+            v.detail
+                .contains(&format!("{half}: rp_cnp_handled +700, rx-pause +5000")),
+            "{}",
+            v.detail
+        );
+        let _ = node;
+        // a second diagnosis changes nothing
+        let again = r.clone();
+        fabricplan::diagnose::diagnose(&p, &mut r);
+        assert_eq!(r.preflight.len(), again.preflight.len());
+    }
+}

@@ -223,7 +223,9 @@ fn congestion_fix(plan: &Plan, found: &Found<'_>, part: &Part) -> (Option<String
                     format!("ethtool -S {n} | grep -i -e pause -e discard")
                 })
             }),
-            format!("flow control on switch {name} holds the traffic back: check its PFC (one lossless priority, the hosts' RoCE priority, with buffer headroom on every port of these hosts) and its ECN marking thresholds, so that ECN slows senders before PFC pauses them (the command shows the pause frames a host attached to it receives)"),
+            format!(
+                "flow control on switch {name} holds the traffic back: check its PFC (one lossless priority, the hosts' RoCE priority, with buffer headroom on every port of these hosts) and its ECN marking thresholds, so that ECN slows senders before PFC pauses them (the command shows the pause frames a host attached to it receives)"
+            ),
         ),
         _ => {
             let node = part.node_name().unwrap_or_default();
@@ -237,7 +239,9 @@ fn congestion_fix(plan: &Plan, found: &Found<'_>, part: &Part) -> (Option<String
                 .collect();
             (
                 remote(plan, node, &cmds),
-                format!("the PFC/ECN configuration of {node} and the hosts it is cabled to holds the traffic back: set the same trust mode (dscp), the same PFC priority (the RoCE traffic class) and ECN on every fabric netdev at both ends of each link (e.g. `mlnx_qos -i NETDEV --trust dscp --pfc 0,0,0,1,0,0,0,0`); the command shows {node}'s"),
+                format!(
+                    "the PFC/ECN configuration of {node} and the hosts it is cabled to holds the traffic back: set the same trust mode (dscp), the same PFC priority (the RoCE traffic class) and ECN on every fabric netdev at both ends of each link (e.g. `mlnx_qos -i NETDEV --trust dscp --pfc 0,0,0,1,0,0,0,0`); the command shows {node}'s"
+                ),
             )
         }
     }
