@@ -160,6 +160,7 @@ fn a_node_checks_itself_against_the_plan() {
     hung_probe(&b);
     drain_and_resume(&b);
     health_check_recipe(&b);
+    prolog_and_timer_recipes(&b);
     slurmd_runs_the_health_check(&b);
 
     let left = b.lab.leftovers(Duration::from_secs(5));
@@ -556,6 +557,123 @@ fn health_check_recipe(b: &Bench) {
     // the far end of the flapped cable (spark-3.f0) saw it too; its next check takes it in
     let s = b.check("spark-3");
     assert_eq!(s.one().1, "link flapped", "{}", s.story());
+}
+
+/// The docs' text between `start` and the end of its code block.
+fn doc_block(start: &str) -> String {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/check.md"))
+            .expect("docs/src/check.md");
+    let at = doc
+        .find(start)
+        .unwrap_or_else(|| panic!("`{start}` in the docs"));
+    doc[at..at + doc[at..].find("```").expect("its end")].to_string()
+}
+
+/// The `Prolog`/`Epilog` script and the systemd service's `ExecStart` of docs/src/check.md, as
+/// written there (only the site's paths set to the lab's), with `SLURMD_NODENAME` set as slurmd
+/// sets it for a prolog: the prolog passes on a
+/// healthy node and drains it on a flap, exiting non-zero as a failing prolog must; the
+/// service's command passes and writes its metrics. The `Prolog=` and `Epilog=` lines name the
+/// script the prolog's comment names.
+fn prolog_and_timer_recipes(b: &Bench) {
+    let script = doc_block("#!/bin/sh\n# /usr/local/sbin/fabricplan-prolog");
+    let conf = doc_block("Prolog=/usr/local/sbin/fabricplan-prolog");
+    assert_eq!(
+        conf.lines().collect::<Vec<_>>(),
+        [
+            "Prolog=/usr/local/sbin/fabricplan-prolog",
+            "Epilog=/usr/local/sbin/fabricplan-prolog"
+        ]
+    );
+    let dir = b.lab.dir().join("recipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("prolog-spark-2.json");
+    let site = |text: &str| {
+        text.replace("/etc/fabricplan/site.toml", &b.plan.display().to_string())
+            .replace(
+                "/var/lib/fabricplan/check-site.json",
+                &state.display().to_string(),
+            )
+    };
+    let path = dir.join("fabricplan-prolog");
+    std::fs::write(&path, site(&script)).unwrap();
+    if !dir.join("fabricplan").exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabricplan"), dir.join("fabricplan"))
+            .unwrap();
+    }
+    let prolog = || {
+        b.lab.exec(
+            "spark-2",
+            &format!(
+                "SLURMD_NODENAME=spark-2 SLURM_CONF='{}' PATH='{}':\"$PATH\" sh '{}'",
+                b.lab.slurm_conf().display(),
+                dir.display(),
+                path.display()
+            ),
+        )
+    };
+    let o = prolog();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(state.exists(), "the prolog's state");
+    b.exec_ok(
+        "spark-2",
+        "ip link set enp1s0f1np1 down && ip link set enp1s0f1np1 up",
+    );
+    b.wait_carrier("spark-2", "enp1s0f1np1");
+    b.wait_carrier("spark-1", "enp1s0f0np0");
+    let o = prolog();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let drained = slurm_state(b, "spark-2");
+    assert!(
+        drained.starts_with("drain") && drained.contains("|fabricplan check: link flapped cable "),
+        "{drained}"
+    );
+    let o = b.lab.slurm("scontrol update nodename=spark-2 state=resume");
+    assert!(o.status.success(), "{o:?}");
+    let back = lab::wait(Duration::from_secs(10), || {
+        !slurm_state(b, "spark-2").starts_with("drain")
+    });
+    assert!(back, "{}", slurm_state(b, "spark-2"));
+    // spark-1 saw the same flap at its end: its own check takes it in before the next step
+    let s = b.check("spark-1");
+    assert_eq!(s.one().1, "link flapped", "{}", s.story());
+
+    // the systemd service's command, on spark-3
+    let unit = doc_block("[Unit]\nDescription=fabricplan: this node");
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    let metrics = dir.join("timer-spark-3.prom");
+    let cmd = site(exec)
+        .replace(
+            "/usr/local/bin/fabricplan",
+            env!("CARGO_BIN_EXE_fabricplan"),
+        )
+        .replace(
+            "/var/lib/node_exporter/textfile/fabricplan.prom",
+            &metrics.display().to_string(),
+        )
+        .replace(
+            &state.display().to_string(),
+            &dir.join("timer-spark-3.json").display().to_string(),
+        );
+    assert!(
+        !cmd.contains("/etc/") && !cmd.contains("/var/lib/"),
+        "{cmd}"
+    );
+    let o = b.lab.exec(
+        "spark-3",
+        &format!("SLURM_CONF='{}' {cmd}", b.lab.slurm_conf().display()),
+    );
+    // spark-3's first check against its own state: nothing since, all healthy
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let prom = std::fs::read_to_string(&metrics).expect("the service's metrics");
+    assert!(
+        prom.contains("fabricplan_check_status{node=\"spark-3\",plan=\"ring3-lab\"} 0"),
+        "{prom}"
+    );
 }
 
 /// slurmd itself runs the docs' health-check script (`HealthCheckProgram`, every 2 s here; the
