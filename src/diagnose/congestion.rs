@@ -144,7 +144,7 @@ pub fn judge(plan: &Plan, r: &mut RunResults) {
             format!(
                 "{counted} while {slow} bandwidth gate(s) through them fell: flow control holds the traffic back, which points at {about}, not at the halves or their cables"
             ),
-            Some(Trap::CongestionControl),
+            Some(Trap::FlowControl),
         )
     } else {
         Verdict::check(

@@ -257,7 +257,7 @@ fn run_side(
     node: &str,
 ) -> Option<(Option<String>, String)> {
     Some(match (t, part) {
-        (Trap::CongestionControl, Part::Switch { .. } | Part::Node { .. }) => {
+        (Trap::FlowControl, _) => {
             congestion_fix(plan, found, part)
         }
         (Trap::LinkFlapped, Part::Half { .. } | Part::Port { .. }) => (
