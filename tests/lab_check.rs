@@ -162,6 +162,7 @@ fn a_node_checks_itself_against_the_plan() {
     health_check_recipe(&b);
     prolog_and_timer_recipes(&b);
     slurmd_runs_the_health_check(&b);
+    slurmd_runs_the_prolog(&b);
 
     let left = b.lab.leftovers(Duration::from_secs(5));
     assert!(left.is_empty(), "left on the hosts: {left:#?}");
@@ -749,6 +750,66 @@ fn slurmd_runs_the_health_check(b: &Bench) {
     assert!(back, "{:?}", NODES.map(|n| slurm_state(b, n)));
     std::fs::write(&conf, original).unwrap();
     let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
+}
+
+/// slurmd itself runs the docs' `Prolog` script before a job on a node (the site's paths set to
+/// the lab's, the state per host): a healthy node runs the job; after a flap of one of its
+/// cables the prolog fails, the job does not run there and the node is drained.
+fn slurmd_runs_the_prolog(b: &Bench) {
+    let script = doc_block("#!/bin/sh\n# /usr/local/sbin/fabricplan-prolog");
+    let dir = b.lab.dir().join("recipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    if !dir.join("fabricplan").exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabricplan"), dir.join("fabricplan"))
+            .unwrap();
+    }
+    let conf = b.lab.slurm_conf();
+    let mut lines: Vec<String> = Vec::new();
+    for l in script.lines() {
+        lines.push(
+            l.replace(
+                "/etc/fabricplan/site.toml",
+                &format!("'{}'", b.plan.display()),
+            )
+            .replace(
+                "/var/lib/fabricplan/check-site.json",
+                &format!("'{}'/prolog-$(hostname).json", dir.display()),
+            ),
+        );
+        if l.starts_with("#!") {
+            lines.push(format!("export SLURM_CONF='{}'", conf.display()));
+            lines.push(format!("export PATH='{}':\"$PATH\"", dir.display()));
+        }
+    }
+    let path = dir.join("fabricplan-prolog-slurmd");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let original = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, format!("{original}Prolog={}\n", path.display())).unwrap();
+    let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
+    let o = b.lab.slurm("timeout 60 srun -w spark-3 --no-requeue true");
+    assert!(o.status.success(), "a healthy node runs the job: {o:?}");
+    assert!(dir.join("prolog-spark-3.json").exists(), "the prolog ran");
+    b.exec_ok(
+        "spark-3",
+        "ip link set enp1s0f1np1 down && ip link set enp1s0f1np1 up",
+    );
+    b.wait_carrier("spark-3", "enp1s0f1np1");
+    b.wait_carrier("spark-2", "enp1s0f0np0");
+    let o = b.lab.slurm("timeout 60 srun -w spark-3 --no-requeue true");
+    assert!(!o.status.success(), "the job ran on a flapped node: {o:?}");
+    let drained = lab::wait(Duration::from_secs(10), || {
+        slurm_state(b, "spark-3").starts_with("drain")
+    });
+    assert!(drained, "{}", slurm_state(b, "spark-3"));
+    eprintln!("after the prolog failed: {}", slurm_state(b, "spark-3"));
+    std::fs::write(&conf, original).unwrap();
+    let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
+    let o = b.lab.slurm("scontrol update nodename=spark-3 state=resume");
     assert!(o.status.success(), "{o:?}");
 }
 
