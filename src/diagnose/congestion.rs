@@ -7,7 +7,7 @@
 //! are congestion control doing its work: an OK verdict that says so, never a FAIL on its own.
 //! Pure; idempotent (a verdict already there is not added again).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::Part;
@@ -91,7 +91,7 @@ fn part_of(plan: &Plan, halves: &[Congested<'_>]) -> Option<Part> {
 }
 
 /// Is `v` a bandwidth gate that fell (FAIL or WARN) on a flow through one of `halves`?
-fn slow_through(v: &Verdict, halves: &[Part]) -> bool {
+fn slow_through(v: &Verdict, halves: &HashSet<Part>) -> bool {
     v.outcome != Outcome::Ok
         && v.unit.ends_with("b/s")
         && v.implicates.iter().any(|p| halves.contains(p))
@@ -113,7 +113,7 @@ pub fn judge(plan: &Plan, r: &mut RunResults) {
     if r.preflight.iter().any(|v| v.gate == gate) {
         return;
     }
-    let parts: Vec<Part> = halves.iter().map(|c| plan.half_part(&c.endpoint)).collect();
+    let parts: HashSet<Part> = halves.iter().map(|c| plan.half_part(&c.endpoint)).collect();
     const SHOWN: usize = 3;
     let mut said: Vec<String> = halves.iter().take(SHOWN).map(what_grew).collect();
     if halves.len() > SHOWN {
@@ -167,9 +167,10 @@ mod tests {
         let mut v = Verdict::check("rdma-bw x", Outcome::Fail, "slow", None);
         v.unit = "Gb/s".into();
         v.implicates = vec![half.clone()];
-        assert!(slow_through(&v, std::slice::from_ref(&half)));
-        assert!(!slow_through(&v, &[Part::half("spark-b", "f0", "a")]));
+        let set = |p: &Part| HashSet::from([p.clone()]);
+        assert!(slow_through(&v, &set(&half)));
+        assert!(!slow_through(&v, &set(&Part::half("spark-b", "f0", "a"))));
         v.unit = "us".into();
-        assert!(!slow_through(&v, &[half]));
+        assert!(!slow_through(&v, &set(&half)));
     }
 }

@@ -193,6 +193,7 @@ pub fn over_run(
 ) -> Vec<HalfCounters> {
     let now: HashMap<_, &HalfResolution> =
         after.values().flatten().map(|h| (&h.endpoint, h)).collect();
+    let moved = moved_by_device(jobs);
     let mut out: Vec<HalfCounters> = before
         .iter()
         .flat_map(|(n, hs)| hs.iter().map(move |h| (n, h)))
@@ -207,7 +208,12 @@ pub fn over_run(
                 seconds,
                 before: counters_of(b),
                 after: counters_of(a),
-                moved_in: moved_in(jobs, &node, b.device.as_deref()),
+                moved_in: b
+                    .device
+                    .as_ref()
+                    .and_then(|d| moved.get(&(node.as_str(), d.as_str())))
+                    .cloned()
+                    .unwrap_or_default(),
                 node,
             })
         })
@@ -216,23 +222,21 @@ pub fn over_run(
     out
 }
 
-/// The jobs around which `device` on `node` showed a flap or errors, in the run's order.
-fn moved_in(jobs: &[JobResult], node: &str, device: Option<&str>) -> Vec<Moved> {
-    let Some(device) = device else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
+/// Per (host, device), the jobs around which it showed a flap or errors, in the run's order
+/// (one pass over the jobs' counters).
+fn moved_by_device(jobs: &[JobResult]) -> HashMap<(&str, &str), Vec<Moved>> {
+    let mut out: HashMap<(&str, &str), Vec<Moved>> = HashMap::new();
     for j in jobs {
         for c in &j.counters {
-            if c.host == node
-                && c.device == device
-                && c.delta > 0
-                && FLAP_OR_ERROR.contains(&c.counter.as_str())
-                && !out
-                    .iter()
-                    .any(|m: &Moved| m.job == j.job && m.counter == c.counter)
+            if c.delta <= 0 || !FLAP_OR_ERROR.contains(&c.counter.as_str()) {
+                continue;
+            }
+            let list = out.entry((c.host.as_str(), c.device.as_str())).or_default();
+            if !list
+                .iter()
+                .any(|m| m.job == j.job && m.counter == c.counter)
             {
-                out.push(Moved {
+                list.push(Moved {
                     round: j.round_name.clone(),
                     job: j.job.clone(),
                     counter: c.counter.clone(),
