@@ -143,7 +143,7 @@ fn render_one_round(b: Bencher, n: usize) {
                 fabricplan::kinds::commands(
                     &plan,
                     &renderer,
-                    &fabricplan::exec::launch::SshStyle,
+                    &fabricplan::launchers::ssh::render::SshStyle,
                     &res,
                     j,
                 )
@@ -166,7 +166,7 @@ fn plan_json(b: Bencher, n: usize) {
             &plan,
             &fabric,
             &schedule,
-            &fabricplan::exec::launch::SshStyle,
+            &fabricplan::launchers::ssh::render::SshStyle,
         )
         .expect("sink")
     });

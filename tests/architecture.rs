@@ -4,6 +4,11 @@
 //! The layers run from the bottom (plain text and exit codes, the parsers) to the top (the
 //! CLI). A module may use what lies below it, never what lies above: a parser knows nothing of
 //! plans, the executor nothing of reports. A new module is added to `LAYERS` where it belongs.
+//!
+//! A launcher is not a layer but a unit: one folder under `src/launchers/` holding all of it,
+//! a file or folder per layer it reaches into, named by that layer (`render.rs`, `parse.rs`,
+//! `exec/`). Each of those sits in its layer and is checked as if it were there; the unit's
+//! `mod.rs` (its declaration) and `launchers/mod.rs` (the registry) sit at `exec`.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -43,15 +48,48 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The top-level module a file belongs to: `src/exec/runner/mod.rs` -> `exec`.
+/// The folders of units (launchers, tools), and the layer their declarations and registries
+/// sit at.
+const UNITS: &[&str] = &["launchers", "tools"];
+const UNIT_DECLARATION_LAYER: &str = "exec";
+
+/// The top-level module a file belongs to: `src/exec/runner/mod.rs` -> `exec`; in a
+/// launcher's unit, the layer its part is named by: `src/launchers/slurm/parse.rs` -> `parse`,
+/// `src/launchers/slurm/exec/step.rs` -> `exec`, `src/launchers/slurm/mod.rs` -> `exec`.
 fn module_of(file: &Path) -> String {
     let rel = file.strip_prefix(src()).expect("under src");
-    let first = rel.components().next().expect("a component");
-    first
-        .as_os_str()
-        .to_string_lossy()
-        .trim_end_matches(".rs")
-        .to_string()
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    match parts.as_slice() {
+        [units, _, part, ..] if UNITS.contains(&units.as_str()) && part != "mod" => part.clone(),
+        [units, ..] if UNITS.contains(&units.as_str()) => UNIT_DECLARATION_LAYER.to_string(),
+        [first, ..] => first.clone(),
+        [] => String::new(),
+    }
+}
+
+/// The layer a path under `crate::` names: its first segment, or in a launcher's unit the
+/// part it names (`launchers::slurm::parse::NodeState` -> `parse`; `launchers::slurm::UNIT`
+/// and `launchers::build` -> the declarations' layer).
+fn layer_of_path(path: &str) -> String {
+    let segs: Vec<&str> = path.split("::").map(str::trim).collect();
+    match segs.as_slice() {
+        [units, _, part, ..]
+            if UNITS.contains(units) && part.chars().next().is_some_and(|c| c.is_lowercase()) =>
+        {
+            part.to_string()
+        }
+        [units, ..] if UNITS.contains(units) => UNIT_DECLARATION_LAYER.to_string(),
+        [first, ..] => first.to_string(),
+        [] => String::new(),
+    }
 }
 
 /// Source text without `//` comments (doc comments included), so that prose naming another
@@ -67,8 +105,9 @@ fn code_only(text: &str) -> String {
         .join("\n")
 }
 
-/// The top-level modules a piece of code names through `crate::`, including grouped imports
-/// (`use crate::{plan::Plan, gate::Outcome}`).
+/// The layers a piece of code names through `crate::`, including grouped imports (`use
+/// crate::{plan::Plan, gate::Outcome}`), a launcher unit's parts by the layer they are named
+/// for.
 fn crate_uses(code: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = code;
@@ -77,26 +116,45 @@ fn crate_uses(code: &str) -> Vec<String> {
         if let Some(group) = rest.strip_prefix('{') {
             let end = matching_brace(group);
             for part in split_top_level(&group[..end]) {
-                let name: String = part
-                    .trim()
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    out.push(name);
+                let path = path_prefix(part.trim());
+                if !path.is_empty() {
+                    out.push(layer_of_path(&path));
                 }
             }
         } else {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() {
-                out.push(name);
+            let path = path_prefix(rest);
+            if !path.is_empty() {
+                out.push(layer_of_path(&path));
             }
         }
     }
     out
+}
+
+/// The path at the start of `text`: identifiers joined by `::` (`a::b::C` of `a::b::C;`), up
+/// to a group or anything else.
+fn path_prefix(text: &str) -> String {
+    let mut path = String::new();
+    let mut rest = text;
+    loop {
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            break;
+        }
+        path.push_str(&name);
+        rest = &rest[name.len()..];
+        match rest.strip_prefix("::") {
+            Some(r) if !r.starts_with('{') => {
+                path.push_str("::");
+                rest = r;
+            }
+            _ => break,
+        }
+    }
+    path.trim_end_matches("::").to_string()
 }
 
 /// Index of the `}` closing a group whose `{` was just consumed.
@@ -139,7 +197,7 @@ fn every_module_has_a_layer() {
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir() || p.extension().is_some_and(|x| x == "rs"))
         .map(|p| module_of(&p))
-        .filter(|m| m != "lib" && m != "main")
+        .filter(|m| m != "lib" && m != "main" && !UNITS.contains(&m.as_str()))
         .collect();
     modules.sort();
     // a module may be a file with a folder of its children (`text.rs` and `text/`)
@@ -187,6 +245,69 @@ fn the_checker_sees_grouped_and_plain_uses() {
     let code = "use crate::{plan::{Plan, NodeId}, gate::Outcome};\nlet x = crate::report::y();";
     assert_eq!(crate_uses(code), ["plan", "gate", "report"]);
     assert_eq!(code_only("a // crate::cli"), "a ");
+    let units = "use crate::launchers::slurm::parse::{self as said, NodeState};\nuse crate::{launchers::ssh::render::SshStyle, launchers::UNITS};\nlet u = crate::launchers::slurm::UNIT;";
+    assert_eq!(crate_uses(units), ["parse", "render", "exec", "exec"]);
+}
+
+#[test]
+fn a_launcher_units_parts_sit_in_the_layers_they_are_named_for() {
+    let at = |p: &str| module_of(&src().join(p));
+    assert_eq!(at("launchers/slurm/parse.rs"), "parse");
+    assert_eq!(at("launchers/slurm/exec/step.rs"), "exec");
+    assert_eq!(at("launchers/slurm/mod.rs"), "exec");
+    assert_eq!(at("launchers/mod.rs"), "exec");
+    assert_eq!(at("exec/runner/mod.rs"), "exec");
+    assert_eq!(at("tools/perftest/sim.rs"), "sim");
+    assert_eq!(at("tools/nccl_tests/parse/scan.rs"), "parse");
+    // every part of every unit is named for a layer
+    let mut stray = Vec::new();
+    for f in UNITS.iter().flat_map(|u| rust_files(&src().join(u))) {
+        let m = module_of(&f);
+        if !LAYERS.contains(&m.as_str()) {
+            stray.push(format!("{} ({m})", f.display()));
+        }
+    }
+    assert!(
+        stray.is_empty(),
+        "name a unit's part for its layer:\n{}",
+        stray.join("\n")
+    );
+}
+
+/// Inside a launcher's unit, a part reaches another part of its unit by `crate::` (checked
+/// by layer), never by `super::` out of its own folder (which would hide an arrow up).
+#[test]
+fn a_units_parts_reach_each_other_by_their_layer() {
+    let mut found = Vec::new();
+    for (units, f) in UNITS
+        .iter()
+        .flat_map(|u| rust_files(&src().join(u)).into_iter().map(move |f| (*u, f)))
+    {
+        let rel = f.strip_prefix(src().join(units)).unwrap();
+        let depth = rel.components().count(); // unit/part.rs = 2, unit/exec/x.rs = 3
+        // test modules blanked: inside one, `super::` is the file itself
+        let code = code_only(&shipped(&fs::read_to_string(&f).unwrap()));
+        let is_mod = f.file_stem().is_some_and(|s| s == "mod");
+        // how many `super::` stay inside the file's own part
+        let allowed = match (depth, is_mod) {
+            (0 | 1, _) => continue, // the registry
+            (2, true) => 1,         // a unit's declaration may name the registry
+            (2, false) => 0,
+            (_, true) => depth - 3,
+            (_, false) => depth - 2,
+        };
+        let leaves = format!("{}super::", "super::".repeat(allowed));
+        for (i, line) in code.lines().enumerate() {
+            if line.contains(&leaves) {
+                found.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`super::` out of a unit's part (name the other part by its `crate::` path):\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

@@ -367,3 +367,78 @@ fn plan_resolve_fills_every_placeholder() {
     );
     assert!(placeholders(&support::stdout(&o)) > 0);
 }
+
+/// The bad input of every shape (each shipped plan and example): its last node does not
+/// answer; its last node is not given, so its ports answer as a neighbour that is no host
+/// given; a node given twice. Each a clear line (in the plan, and on stderr), the rest of the
+/// fabric still drafted, exit 1. (Two names for one machine, and a host with no RDMA device:
+/// src/init/tests.rs, on the pair, a ring and a switch; the lab, on real hosts.)
+#[test]
+fn bad_input_on_every_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    for p in shipped() {
+        let original = load_plan(&p);
+        let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+        let all: Vec<&str> = original.nodes.iter().map(|n| n.name.as_str()).collect();
+        let last = *all.last().unwrap();
+        let rest: BTreeSet<String> = all[..all.len() - 1].iter().map(|s| s.to_string()).collect();
+
+        let out = dir.path().join(format!("{stem}-dead.toml"));
+        let fault = format!("dead-host:{last}");
+        let (o, drafted) = init_sim(&p, &out, &["--sim-fault", &fault]);
+        let (text, err) = (std::fs::read_to_string(&out).unwrap(), stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{stem}: {err}");
+        assert!(
+            err.contains(&format!("left out: {last}: did not answer")),
+            "{stem}: {err}"
+        );
+        assert!(
+            text.contains(&format!("# TODO: host {last}: did not answer")),
+            "{stem}:\n{text}"
+        );
+        assert_eq!(nodes(&drafted), rest, "{stem}");
+
+        let out = dir.path().join(format!("{stem}-unnamed.toml"));
+        let mut args: Vec<&str> = all[..all.len() - 1].to_vec();
+        args.insert(0, "--");
+        let (o, drafted) = init_sim(&p, &out, &args);
+        let (text, err) = (std::fs::read_to_string(&out).unwrap(), stderr(&o));
+        assert_eq!(nodes(&drafted), rest, "{stem}");
+        let cabled = original.segments.iter().any(|s| {
+            s.members
+                .iter()
+                .any(|m| original.node(m.endpoint.node).name == last)
+        });
+        if cabled {
+            assert_eq!(o.status.code(), Some(1), "{stem}: {err}");
+            let line = text
+                .lines()
+                .find(|l| l.contains("and it is none of the hosts given"))
+                .unwrap_or_else(|| panic!("{stem}: no line for {last}'s ports:\n{text}"));
+            assert!(line.starts_with("# TODO: "), "{stem}: {line}");
+            assert!(
+                err.contains("and it is none of the hosts given"),
+                "{stem}: {err}"
+            );
+        }
+
+        let out = dir.path().join(format!("{stem}-twice.toml"));
+        let mut args: Vec<&str> = all.clone();
+        args.insert(0, "--");
+        args.push(all[0]);
+        let (o, drafted) = init_sim(&p, &out, &args);
+        let (text, err) = (std::fs::read_to_string(&out).unwrap(), stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{stem}: {err}");
+        let first = all[0];
+        assert!(
+            err.contains(&format!("left out: {first}: given twice, kept once")),
+            "{stem}: {err}"
+        );
+        assert!(
+            text.contains(&format!("# TODO: host {first}: given twice")),
+            "{stem}:\n{text}"
+        );
+        assert_eq!(nodes(&drafted), nodes(&original), "{stem}");
+        assert_eq!(topology(&drafted), topology(&original), "{stem}:\n{text}");
+    }
+}

@@ -792,7 +792,7 @@ fn detect(lab: &Lab, hosts: &[String]) -> DetectRun {
 /// connections included): wall time. Separates the transport's cost from the probe's.
 fn transport_fanout(lab: &Lab, hosts: &[String], script: &str) -> f64 {
     use fabricplan::exec::Transport;
-    use fabricplan::exec::ssh::{SshOptions, SshTransport};
+    use fabricplan::launchers::ssh::exec::{SshOptions, SshTransport};
     use fabricplan::plan::{Node, NodeId};
     let nodes: Vec<Node> = hosts
         .iter()

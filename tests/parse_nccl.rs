@@ -2,7 +2,8 @@
 //! and property tests (no panic on anything; a truncated or line-dropped capture never yields a
 //! row that the full capture did not contain).
 
-use fabricplan::parse::{ErrorKind, Status, Tool, mpirun, nccl_log, nccl_tests, parse};
+use fabricplan::parse::{ErrorKind, Status, Tool, mpirun, parse};
+use fabricplan::tools::nccl_tests::parse::{self as nccl_tests, nccl_log};
 use proptest::prelude::*;
 use std::path::Path;
 

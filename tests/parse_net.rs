@@ -92,7 +92,7 @@ fn iperf3_errors() {
 
 #[test]
 fn ping_jumbo_numbers() {
-    let r = parse::ping::parse(&fixture("ping/jumbo-ok.txt"));
+    let r = fabricplan::tools::ping::parse::parse(&fixture("ping/jumbo-ok.txt"));
     assert_eq!(r.status, Status::Ok);
     assert_eq!(r.payload_bytes, Some(8972));
     assert_eq!(
@@ -105,7 +105,7 @@ fn ping_jumbo_numbers() {
 
 #[test]
 fn ping_mtu_errors() {
-    let r = parse::ping::parse(&fixture("ping/jumbo-local-too-long.txt"));
+    let r = fabricplan::tools::ping::parse::parse(&fixture("ping/jumbo-local-too-long.txt"));
     assert_eq!(r.status, Status::Error);
     let m = r.mtu_error.clone().expect("mtu error");
     assert_eq!(
@@ -117,16 +117,16 @@ fn ping_mtu_errors() {
         r.summary(),
         "ping 127.0.0.1: jumbo ping refused locally: message too long, mtu=1500"
     );
-    let r = parse::ping::parse(&fixture("ping/jumbo-frag-needed.txt"));
+    let r = fabricplan::tools::ping::parse::parse(&fixture("ping/jumbo-frag-needed.txt"));
     let m = r.mtu_error.expect("mtu error");
     assert_eq!(m.kind, ErrorKind::FragNeeded);
     assert_eq!(m.from.as_deref(), Some("198.19.0.1"));
-    let r = parse::ping::parse(&fixture("ping/unreachable.txt"));
+    let r = fabricplan::tools::ping::parse::parse(&fixture("ping/unreachable.txt"));
     assert_eq!(r.error.map(|e| e.kind), Some(ErrorKind::Unreachable));
-    let r = parse::ping::parse(&fixture("ping/partial-loss.txt"));
+    let r = fabricplan::tools::ping::parse::parse(&fixture("ping/partial-loss.txt"));
     assert_eq!(r.status, Status::Ok);
     assert!(close(r.loss_pct, 33.3333));
-    let r = parse::ping::parse(&fixture("ping/truncated.txt"));
+    let r = fabricplan::tools::ping::parse::parse(&fixture("ping/truncated.txt"));
     assert_eq!((r.status, r.replies), (Status::Incomplete, 2));
 }
 
@@ -165,7 +165,7 @@ proptest! {
 
     #[test]
     fn ping_never_panics_on_arbitrary_text(s in ".{0,400}") {
-        let r = parse::ping::parse(&s);
+        let r = fabricplan::tools::ping::parse::parse(&s);
         let _ = r.summary();
     }
 
@@ -188,7 +188,7 @@ proptest! {
         let all = fixtures("ping");
         let text = &all[idx % all.len()];
         let m = mutate(text, cut, &insert, drop_len);
-        let r = parse::ping::parse(&m);
+        let r = fabricplan::tools::ping::parse::parse(&m);
         let _ = r.summary();
         let _ = parse::parse(Tool::PING, &m).to_json();
     }
@@ -201,7 +201,10 @@ proptest! {
 #[test]
 fn ping_impossible_values_are_rejected_and_named() {
     let ok = fixture("ping/small-ok.txt");
-    assert_eq!(parse::ping::parse(&ok).status, Status::Ok);
+    assert_eq!(
+        fabricplan::tools::ping::parse::parse(&ok).status,
+        Status::Ok
+    );
     for (from, to, word) in [
         (
             "rtt min/avg/max/mdev = 0.047/0.079/0.145/0.046 ms",
@@ -233,7 +236,7 @@ fn ping_impossible_values_are_rejected_and_named() {
     ] {
         let bad = ok.replacen(from, to, 1);
         assert_ne!(bad, ok);
-        let r = parse::ping::parse(&bad);
+        let r = fabricplan::tools::ping::parse::parse(&bad);
         assert_eq!(r.status, Status::Incomplete, "{to}");
         assert_eq!(r.rejected.len(), 1, "{to}: {:?}", r.rejected);
         assert!(

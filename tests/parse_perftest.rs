@@ -1,8 +1,8 @@
 //! perftest parsers: snapshot of every fixture, explicit checks of key numbers, and property
 //! tests (no panic on any input; truncation / line deletion never invents a row).
 
-use fabricplan::parse::perftest::{self, BwReport, LatReport, Role};
 use fabricplan::parse::{ErrorKind, Status, Tool, parse};
+use fabricplan::tools::perftest::parse::{self as perftest, BwReport, LatReport, Role};
 use proptest::prelude::*;
 use std::path::Path;
 

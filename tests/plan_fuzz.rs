@@ -443,7 +443,7 @@ fn exercise(path: &Path, text: &str) -> bool {
         plan,
         &fabric,
         &schedule,
-        &fabricplan::exec::launch::SshStyle,
+        &fabricplan::launchers::ssh::render::SshStyle,
     );
     assert!(
         t.elapsed() < Duration::from_secs(20),

@@ -57,7 +57,7 @@ fn render_all(plan: &Plan) -> Vec<(Round, Vec<JobCommands>)> {
                 fabricplan::kinds::commands(
                     plan,
                     &renderer,
-                    &fabricplan::exec::launch::SshStyle,
+                    &fabricplan::launchers::ssh::render::SshStyle,
                     &res,
                     j,
                 )
@@ -388,7 +388,7 @@ fn hostile_values_render_inert() {
             let cmds = fabricplan::kinds::commands(
                 &plan,
                 &renderer,
-                &fabricplan::exec::launch::SshStyle,
+                &fabricplan::launchers::ssh::render::SshStyle,
                 &res,
                 job,
             )

@@ -103,7 +103,7 @@ async fn results() -> fabricplan::results::RunResults {
     };
     runner::results(&RunConfig::new(
         Arc::new(plan.clone()),
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(Arc::new(t))),
+        Arc::new(fabricplan::launchers::ssh::exec::launcher::SshLauncher::new(Arc::new(t))),
         opts,
         &Evidence::none(),
     ))

@@ -117,7 +117,7 @@ async fn run_plan(
     };
     let r = runner::results(&RunConfig::new(
         Arc::new(plan.clone()),
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
+        Arc::new(fabricplan::launchers::ssh::exec::launcher::SshLauncher::new(t.clone())),
         opts,
         &Evidence::none(),
     ))
@@ -305,7 +305,7 @@ async fn interrupt_before_a_round_skips_it_and_exits_130() {
     runner::run(
         &RunConfig::new(
             Arc::new(plan.clone()),
-            Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
+            Arc::new(fabricplan::launchers::ssh::exec::launcher::SshLauncher::new(t.clone())),
             opts,
             &Evidence::none(),
         ),
@@ -602,7 +602,7 @@ async fn the_setup_stage_runs_first_in_the_run_and_its_failure_is_a_finding() {
     let evidence = Evidence::none();
     let mut cfg = RunConfig::new(
         Arc::new(plan),
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(t.clone())),
+        Arc::new(fabricplan::launchers::ssh::exec::launcher::SshLauncher::new(t.clone())),
         RunOptions {
             run_id: "test".into(),
             only: vec![],
@@ -679,9 +679,9 @@ async fn a_run_is_judged_against_its_baseline_before_it_ends() {
     let evidence = Evidence::none();
     let mut cfg = RunConfig::new(
         Arc::new(plan),
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(Arc::new(fake(
-            95.0,
-        )))),
+        Arc::new(
+            fabricplan::launchers::ssh::exec::launcher::SshLauncher::new(Arc::new(fake(95.0))),
+        ),
         RunOptions {
             run_id: "test".into(),
             only: vec![],

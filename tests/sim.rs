@@ -12,10 +12,10 @@ use fabricplan::discover;
 use fabricplan::exec::{Transport, TransportError};
 use fabricplan::gate::judge::Outcome;
 use fabricplan::gate::trap::Trap;
-use fabricplan::parse::nccl_tests::NcclReport;
 use fabricplan::plan::Plan;
 use fabricplan::results::{JobResult, JobStatus, RunResults};
 use fabricplan::sim::SimTransport;
+use fabricplan::tools::nccl_tests::parse::NcclReport;
 
 use support::plan_path;
 

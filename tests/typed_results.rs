@@ -9,10 +9,10 @@ mod support;
 use std::path::Path;
 
 use fabricplan::kinds::iperf3::parse::IperfReport;
-use fabricplan::parse::nccl_tests::NcclReport;
-use fabricplan::parse::perftest::{BwReport, LatReport};
 use fabricplan::parse::{Tool, parse};
 use fabricplan::results::RunResults;
+use fabricplan::tools::nccl_tests::parse::NcclReport;
+use fabricplan::tools::perftest::parse::{BwReport, LatReport};
 
 const V1: &str = "tests/fixtures/results/v1/run";
 

@@ -49,16 +49,18 @@ impl HostArgs {
                 .map(|t| Arc::new(t) as Arc<dyn Transport>);
         }
         let opts = self.ssh_options(plan);
-        Ok(Arc::new(crate::exec::ssh::SshTransport::new(opts)))
+        Ok(Arc::new(crate::launchers::ssh::exec::SshTransport::new(
+            opts,
+        )))
     }
 
     /// The SSH transport's options: the command line over the plan's `[ssh]` table over the
     /// defaults.
-    pub fn ssh_options(&self, plan: Option<&Plan>) -> crate::exec::ssh::SshOptions {
+    pub fn ssh_options(&self, plan: Option<&Plan>) -> crate::launchers::ssh::exec::SshOptions {
         let fallback = crate::plan::SshDefaults::default();
         let defaults = plan.map(|p| &p.ssh);
         let d = defaults.unwrap_or(&fallback);
-        crate::exec::ssh::SshOptions {
+        crate::launchers::ssh::exec::SshOptions {
             config: self
                 .ssh_config
                 .clone()
@@ -71,7 +73,7 @@ impl HostArgs {
             connect_timeout: std::time::Duration::from_secs(u64::from(d.connect_timeout_s)),
             default_user: d.user.clone(),
             max_handshakes: d.max_connections as usize,
-            retry: crate::exec::ssh::Retry {
+            retry: crate::launchers::ssh::exec::Retry {
                 attempts: d.connect_attempts,
                 backoff: std::time::Duration::from_millis(u64::from(d.retry_backoff_ms)),
             },

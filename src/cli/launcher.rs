@@ -6,10 +6,10 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::hosts::HostArgs;
-use crate::exec::launch::{self, Launcher, slurm};
-use crate::plan::validate::job_id_text;
+use crate::exec::launch::Launcher;
+use crate::launchers;
+use crate::launchers::slurm::plan::job_id_text;
 use crate::plan::{LauncherConfig, LauncherKind, Plan};
-use crate::render::launch::{SlurmStyle, display, salloc};
 
 /// The options that pick the launcher.
 #[derive(Debug, Clone, Default, Args)]
@@ -40,38 +40,36 @@ impl LauncherArgs {
     /// The launcher the options and the plan name; `Err` is said to the user (exit 2).
     pub fn choice(&self, plan: Option<&Plan>) -> Result<Choice, String> {
         let planned = plan.map(|p| p.launcher.clone()).unwrap_or_default();
-        let kind = match (self.launcher, self.allocation) {
-            (Some(k @ (LauncherKind::Ssh | LauncherKind::Local)), Some(_)) => {
+        let allocating = launchers::UNITS.iter().find(|u| u.takes_allocation);
+        let kind = match (self.launcher, self.allocation, allocating) {
+            (Some(k), Some(_), _) if !launchers::unit(k).takes_allocation => {
                 return Err(format!(
-                    "--allocation names a Slurm allocation: it does not go with --launcher {}",
+                    "--allocation names an existing allocation of the {} launcher: it does not go with --launcher {}",
+                    allocating.map_or("", |u| u.kind.name()),
                     k.name()
                 ));
             }
-            (Some(k @ (LauncherKind::Ssh | LauncherKind::Local)), None) => k,
-            (Some(LauncherKind::Slurm), _) | (None, Some(_)) => LauncherKind::Slurm,
-            (None, None) => planned.kind,
+            (Some(k), _, _) => k,
+            (None, Some(_), Some(u)) => u.kind,
+            (None, _, _) => planned.kind,
         };
-        let mut slurm = planned.slurm;
+        let mut cfg = LauncherConfig { kind, ..planned };
         if let Some(a) = self.allocation {
-            slurm.allocation = Some(a);
+            cfg.slurm.allocation = Some(a);
         }
-        if kind == LauncherKind::Slurm
-            && let Some(p) = plan
-            && let Some(t) = crate::kinds::ssh_only_templates()
-                .into_iter()
-                .find(|t| p.templates.contains_key(*t))
+        if let Some(p) = plan
+            && let Some(refusal) = (launchers::unit(kind).refuses)(&cfg, p)
         {
-            return Err(format!(
-                "the plan overrides template `{t}`, an mpirun line the slurm launcher does not run (NCCL's ranks are one `srun --mpi={}` step): remove the override, or use --launcher ssh",
-                slurm.mpi.name()
-            ));
+            return Err(refusal);
         }
-        Ok(LauncherConfig { kind, slurm })
+        Ok(cfg)
     }
 
-    /// Whether the command line itself asks for Slurm.
-    fn asks_slurm(&self) -> bool {
-        self.launcher == Some(LauncherKind::Slurm) || self.allocation.is_some()
+    /// Whether the command line itself asks for a launcher that runs elsewhere than here.
+    fn asks_elsewhere(&self) -> bool {
+        self.launcher
+            .is_some_and(|k| !launchers::unit(k).reaches_this_machine_too)
+            || self.allocation.is_some()
     }
 
     /// The launcher for a command reaching nodes: the one chosen (SSH, Slurm, this machine;
@@ -84,14 +82,16 @@ impl LauncherArgs {
         let choice = self.choice(plan)?;
         if hosts.sim || hosts.local {
             let flag = if hosts.sim { "--sim" } else { "--local" };
-            if self.asks_slurm() {
+            if self.asks_elsewhere() {
                 return Err(format!(
-                    "{flag} answers every command on this machine, without Slurm: drop --launcher slurm / --allocation"
+                    "{flag} answers every command on this machine: drop --launcher {} / --allocation",
+                    self.launcher.unwrap_or(choice.kind).name()
                 ));
             }
-            if choice.kind == LauncherKind::Slurm {
+            if !launchers::unit(choice.kind).reaches_this_machine_too {
                 super::say(&format!(
-                    "note: {flag} answers every command on this machine: the plan's Slurm launcher is not used\n"
+                    "note: {flag} answers every command on this machine: the plan's {} launcher is not used\n",
+                    choice.kind.name()
                 ));
             }
         }
@@ -107,46 +107,6 @@ impl LauncherArgs {
             &choice
         };
         let name = plan.map_or("detect", |p| p.name.as_str());
-        launch::build(cfg, name, || hosts.transport(plan))
+        launchers::build(cfg, name, &|| hosts.transport(plan))
     }
-}
-
-/// What a dry run says about how the run is opened: under Slurm, the allocation (the exact
-/// `salloc`, or the one given) and the shape of every one-task step.
-pub fn opening(choice: &Choice, plan: &Plan) -> Vec<String> {
-    if choice.kind != LauncherKind::Slurm {
-        return Vec::new();
-    }
-    let mut out = vec![
-        "launcher slurm: one long-lived job step per node of one allocation carries every command on that node, started from this machine".to_string(),
-    ];
-    match choice.slurm.allocation {
-        Some(job) => out.push(format!(
-            "  allocation {job} (given): it must be RUNNING and hold the nodes; it is not released"
-        )),
-        None => {
-            let names: Vec<&str> = plan.nodes.iter().map(|n| n.name.as_str()).collect();
-            out.push(format!(
-                "  allocate (the nodes a run needs; these for the whole plan): {}",
-                display(&salloc(
-                    &choice.slurm,
-                    &names,
-                    &format!("fabricplan-{}", plan.name),
-                    slurm::ALLOCATION_WAIT_S
-                ))
-            ));
-            out.push(
-                "  released when the run ends, on error or interrupt too: scancel JOB".to_string(),
-            );
-        }
-    }
-    out.push(format!(
-        "  each node's session step, started once before discovery (a round starts no step): {}",
-        SlurmStyle::new(choice.slurm.allocation, choice.slurm.mpi).session_line("NODE")
-    ));
-    out.push(
-        "  in it: probes, counter snapshots, pings, servers (stopped by the process group their session recorded) and clients (staged, released together); NCCL's ranks are one step of their own"
-            .to_string(),
-    );
-    out
 }

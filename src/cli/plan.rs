@@ -26,8 +26,8 @@ pub fn show(plan: &Plan, format: Format, launcher: &LauncherArgs, setup: bool) -
     let fabric = Fabric::build(plan);
     let schedule = crate::kinds::schedule(plan);
     let mut out = Stdout::new();
-    let style = crate::exec::launch::style(&choice);
-    let opening = super::launcher::opening(&choice, plan);
+    let style = crate::launchers::style(&choice);
+    let opening = crate::launchers::opening(&choice, plan);
     let scripts: Vec<(String, String)> = if setup {
         plan.nodes
             .iter()
@@ -116,8 +116,8 @@ pub fn resolved(
     }
     let fabric = Fabric::build(plan);
     let schedule = crate::kinds::schedule(plan);
-    let style = crate::exec::launch::style(&choice);
-    let opening = super::launcher::opening(&choice, plan);
+    let style = crate::launchers::style(&choice);
+    let opening = crate::launchers::opening(&choice, plan);
     let mut out = Stdout::new();
     let r = match format {
         Format::Text => plan_view::write_text_resolved(

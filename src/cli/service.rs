@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CliError, Format};
-use crate::exec::launch::slurm::{SlurmControl, slurm_conf};
 use crate::exec::service::{Requested, exclude_paths};
 use crate::files::output::{Existing, OutputError, check_file};
+use crate::launchers::slurm::exec::{SlurmControl, slurm_conf};
 use crate::plan::Plan;
 use crate::results::service::{Asked, REASON_PREFIX};
 use crate::text::inert;

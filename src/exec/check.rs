@@ -12,7 +12,7 @@ use tokio::io::AsyncReadExt;
 
 use crate::check::state::STATE_MAX_BYTES;
 use crate::check::{Checked, Reading, far};
-use crate::exec::launch::slurm::{SlurmControl, slurm_conf};
+use crate::launchers::slurm::exec::{SlurmControl, slurm_conf};
 use crate::plan::{NodeId, Plan};
 use crate::results::service::{drain_argv, resume_argv};
 

@@ -181,9 +181,9 @@ mod tests {
     use super::{Captured, Evidence};
     use crate::gate::judge::{Outcome, Verdict};
     use crate::parse::Tool;
-    use crate::parse::perftest::BwReport;
     use crate::render::job::Role;
     use crate::results::{CounterDelta, JobResult, JobStatus, KeepEvidence, StepRecord};
+    use crate::tools::perftest::parse::BwReport;
 
     fn step(host: &str, role: Role) -> StepRecord {
         StepRecord {

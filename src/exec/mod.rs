@@ -7,12 +7,10 @@ pub mod check;
 pub mod evidence;
 pub mod fake;
 pub mod launch;
-pub mod local;
 pub mod runner;
 pub mod service;
 pub mod session;
 pub mod setup;
-pub mod ssh;
 pub mod transport;
 
 pub use transport::{BoxFuture, Output, Reopened, Transport, TransportError};

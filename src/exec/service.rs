@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::exec::launch::slurm::{SlurmControl, slurm_conf};
 use crate::files::output::{folder_of, write_atomic};
+use crate::launchers::slurm::exec::{SlurmControl, slurm_conf};
 use crate::results::RunResults;
 use crate::results::service::{self, Action, Asked, Done, Service};
 

@@ -5,9 +5,9 @@
 use super::GateSpec;
 use super::judge::{Outcome, Verdict};
 use super::trap::Trap;
-use crate::parse::nccl_tests::NcclReport;
-use crate::parse::perftest::{BwReport, LatReport};
 use crate::parse::{ErrorKind, Rejected, ToolError};
+use crate::tools::nccl_tests::parse::NcclReport;
+use crate::tools::perftest::parse::{BwReport, LatReport};
 
 /// The rate the trap signatures are written for: a GB10 half's ib_write_bw on a healthy direct
 /// cable (the field reports' 111.9 Gb/s). The signatures (single digits, 8-25 Gb/s) scale from
@@ -70,7 +70,7 @@ pub struct NcclExpectation<'a> {
 /// The rows of the largest message sizes: those at least a quarter of the largest (with the
 /// usual `-f 2` sweep, the top three). Bus bandwidth is judged there, where the fabric and not
 /// the latency sets it.
-fn large_rows(parsed: &NcclReport) -> Vec<&crate::parse::nccl_tests::Row> {
+fn large_rows(parsed: &NcclReport) -> Vec<&crate::tools::nccl_tests::parse::Row> {
     let max = parsed.rows.iter().map(|r| r.size_bytes).max().unwrap_or(0);
     parsed
         .rows
@@ -107,17 +107,6 @@ pub fn trap_of_error(kind: ErrorKind) -> Trap {
         | ErrorKind::NcclFailure
         | ErrorKind::CudaFailure
         | ErrorKind::Other => Trap::ToolError,
-    }
-}
-
-/// The trap a failure Slurm reported points at.
-pub fn trap_of_slurm(kind: crate::parse::slurm::SlurmFailureKind) -> Trap {
-    use crate::parse::slurm::SlurmFailureKind as K;
-    match kind {
-        K::NodeUnavailable => Trap::SlurmNodeUnavailable,
-        K::StepLaunch | K::JobGone | K::Cancelled => Trap::SlurmStepLaunch,
-        K::TimeLimit => Trap::SlurmTimeLimit,
-        K::AllocationRefused => Trap::SlurmAllocationRefused,
     }
 }
 
@@ -394,7 +383,7 @@ fn nccl_busbw(
     if large.is_empty() {
         return None;
     }
-    let best = |r: &crate::parse::nccl_tests::Row| {
+    let best = |r: &crate::tools::nccl_tests::parse::Row| {
         [&r.out_of_place, &r.in_place]
             .into_iter()
             .flatten()
@@ -518,8 +507,8 @@ mod tests {
     //! renamed parser field or a new error kind breaks these tests, not a verdict.
     use super::*;
     use crate::gate::test_metrics::{BUSBW, BW, LAT, TIME};
-    use crate::parse::nccl_tests;
-    use crate::parse::perftest::{parse_bw, parse_lat};
+    use crate::tools::nccl_tests::parse as nccl_tests;
+    use crate::tools::perftest::parse::{parse_bw, parse_lat};
 
     fn ctx(expected: f64) -> Context {
         Context {

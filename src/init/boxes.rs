@@ -118,16 +118,21 @@ pub fn read(hosts: &[Host]) -> Boxes {
             continue;
         }
         if let Some(same) = out.boxes.iter().find(|b| same_machine(b, probe, &h.extra)) {
-            out.left_out.push(LeftOut {
-                host: h.name.clone(),
-                why: format!(
+            let why = if same.given == h.name {
+                "given twice, kept once".to_string()
+            } else {
+                format!(
                     "the same machine as {} ({}): given twice under two names, kept once",
                     same.given,
                     match &h.extra.machine_id {
                         Some(id) => format!("machine id {id}, the same interface MACs"),
                         None => "the same interface MACs".into(),
                     }
-                ),
+                )
+            };
+            out.left_out.push(LeftOut {
+                host: h.name.clone(),
+                why,
             });
             continue;
         }
@@ -179,15 +184,31 @@ fn node_name(given: &str, hostname: &str, taken: &[BoxInfo]) -> String {
         .unwrap_or_default()
 }
 
+/// What a GB10's RDMA devices say in `ports/1/rate` when its ports run at their line rate
+/// (`200 Gb/sec (4X HDR)`, each half alike, though a half carries about half of it).
+pub const GB10_RATE_GBPS: f64 = 200.0;
+
 /// The kind of layout a box has.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
     Gb10,
+    /// The GB10's four devices, but its ports run below the GB10's rate (this many Gb/s):
+    /// the built-in profile's figures would promise what these links do not carry.
+    Gb10Slower(f64),
     Generic,
 }
 
-/// The box's ports and halves: GB10's when the box shows exactly its four devices, else
-/// grouped by PCI function.
+/// The line rate a device's `ports/1/rate` says, Gb/s (`200 Gb/sec (4X HDR)` -> 200).
+fn os_rate(d: &crate::discover::probe::Device) -> Option<f64> {
+    d.rate
+        .split_whitespace()
+        .next()
+        .and_then(|r| r.parse().ok())
+        .filter(|r: &f64| *r > 0.0)
+}
+
+/// The box's ports and halves: GB10's when the box shows exactly its four devices (at the
+/// GB10's rate: else [`Kind::Gb10Slower`]), else grouped by PCI function.
 fn layout(probe: &Probe) -> (Vec<Port>, Kind) {
     let gb10 = Profile::gb10();
     let mut want: Vec<(String, String)> = gb10
@@ -228,7 +249,15 @@ fn layout(probe: &Probe) -> (Vec<Port>, Kind) {
                     .collect(),
             })
             .collect();
-        return (ports, Kind::Gb10);
+        let slowest = probe
+            .devices
+            .iter()
+            .filter_map(os_rate)
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.min(r))));
+        return match slowest {
+            Some(r) if r < GB10_RATE_GBPS => (ports, Kind::Gb10Slower(r)),
+            _ => (ports, Kind::Gb10),
+        };
     }
     (generic_ports(probe), Kind::Generic)
 }
@@ -295,7 +324,16 @@ fn profile_for(
     kind: Kind,
     probe: &Probe,
 ) -> usize {
-    if let Some(i) = profiles.iter().position(|p| p.ports == ports) {
+    let rate = match kind {
+        Kind::Gb10 => None,
+        _ => half_rate(probe),
+    };
+    let builtin = kind == Kind::Gb10;
+    if let Some(i) = profiles.iter().position(|p| {
+        p.ports == ports
+            && p.builtin == builtin
+            && p.half_rate.as_ref().map(|r| r.0) == rate.as_ref().map(|r| r.0)
+    }) {
         return i;
     }
     let first = probe.devices.first();
@@ -312,6 +350,16 @@ fn profile_for(
             ),
             half_rate: None,
         },
+        Kind::Gb10Slower(r) => ProfileInfo {
+            name: format!("box-{}", profiles.iter().filter(|p| !p.builtin).count() + 1),
+            builtin: false,
+            ports,
+            source: format!(
+                "from {}'s sysfs: the GB10's four RDMA devices (board {board}), but its ports run at {r} Gb/s, not the {GB10_RATE_GBPS} Gb/s a GB10's ports run at: the GB10's ports and halves, with what these links carry (if they should run at {GB10_RATE_GBPS}, check the cables and the far ends, then use the built-in `gb10`)",
+                probe.hostname
+            ),
+            half_rate: rate,
+        },
         Kind::Generic => {
             let n = profiles.iter().filter(|p| !p.builtin).count() + 1;
             ProfileInfo {
@@ -322,7 +370,7 @@ fn profile_for(
                     probe.hostname,
                     probe.devices.len()
                 ),
-                half_rate: half_rate(probe),
+                half_rate: rate,
                 ports,
             }
         }
@@ -336,12 +384,7 @@ fn profile_for(
 fn half_rate(probe: &Probe) -> Option<(f64, String)> {
     let mut best: Option<(f64, String)> = None;
     for d in &probe.devices {
-        let os: Option<f64> = d
-            .rate
-            .split_whitespace()
-            .next()
-            .and_then(|r| r.parse().ok())
-            .filter(|r: &f64| *r > 0.0);
+        let os = os_rate(d);
         let pcie = d.hardware.pcie.as_ref().and_then(|l| l.max_carries_gbps());
         let (rate, why) = match (os, pcie) {
             (Some(o), Some(p)) if p < o => (

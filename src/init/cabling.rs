@@ -208,7 +208,9 @@ fn read_port(
         return;
     }
     for (h, heard) in &ph.halves {
-        for f in heard.iter().flat_map(|x| &x.fars) {
+        // beside LLDP's switch, the neighbour table's strangers too: a host on the fabric that
+        // was not given is no less one for the switch announcing itself
+        for f in heard.iter().flat_map(|x| x.fars.iter().chain(&x.segment)) {
             if let Far::Stranger(s) = f {
                 let at = (ph.end.r#box, half_text(b, port, h));
                 let halves = c.strangers.entry(s.clone()).or_default();

@@ -284,13 +284,13 @@ fn switches_of(attach: &[Attach], local: Option<&str>, c: &mut Cabling) {
             continue;
         }
         let why = if Some(*n) == local {
-            "named here: these ports hear each other, and no switch announced itself by LLDP (several switches joined by ISLs look like one from the hosts: name them and add their [[isl]] if so)".to_string()
+            "named here: these ports hear each other, and no switch announced itself by LLDP. Several switches joined by ISLs look like one from the hosts: if so, name them, attach each port to its own and add their [[isl]]. A non-blocking ISL changes no expectation of this plan; an oversubscribed one shows on the first run as the flows across it below their gate".to_string()
         } else {
             format!("its own name, announced by LLDP (chassis `{n}`)")
         };
         c.switches.push((n.to_string(), why));
     }
     for w in names.windows(2) {
-        c.isls.push((w[0].to_string(), w[1].to_string(), format!("TODO: {} and {} carry one layer-2 fabric (their ports hear each other), so an ISL joins them; its capacity cannot be seen from the hosts: set capacity-gbps to the ISL's real rate (the value written is one host port's)", w[0], w[1])));
+        c.isls.push((w[0].to_string(), w[1].to_string(), format!("{} and {} carry one layer-2 fabric (their ports hear each other), so an ISL joins them; its capacity cannot be seen from the hosts: set capacity-gbps to the ISL's real rate (the value written is one host port's)", w[0], w[1])));
     }
 }

@@ -311,3 +311,167 @@ fn without_ipv6_the_ipv4_neighbours_prove_the_cable_and_its_addresses_are_in_use
     );
     assert!(d.commands.is_empty(), "{:?}", d.commands);
 }
+
+/// The pair's boxes with every device's `ports/1/rate` saying `rate`.
+fn pair_at(rate: &str) -> Vec<Host> {
+    let mut hosts = pair();
+    for h in &mut hosts {
+        if let Ok(p) = &mut h.probe {
+            for d in &mut p.devices {
+                d.rate = rate.into();
+            }
+        }
+    }
+    hosts
+}
+
+#[test]
+fn a_gb10_whose_ports_run_slower_gets_a_profile_of_what_they_carry() {
+    // at the GB10's own rate: the built-in profile, its gates from 111.9 Gb/s a half
+    let d = draft(&pair_at("200 Gb/sec (4X HDR)"), &opts()).unwrap();
+    assert!(
+        !d.text.contains("[[profile]]") && d.text.contains("built-in profile gb10"),
+        "{}",
+        d.text
+    );
+    assert!(d.text.contains("expects 111.9 Gb/s"), "{}", d.text);
+    // a port that trained at 100 Gb/s (or a lab veth at 5): the GB10's ports and halves, at the
+    // rate the links say, and the gates from that
+    for (rate, gbps) in [("100 Gb/sec (2X HDR)", "100"), ("5 Gb/sec (1X DDR)", "5")] {
+        let d = draft(&pair_at(rate), &opts()).unwrap();
+        let plan = write::load(&d.text).unwrap();
+        assert_eq!(plan.profiles.len(), 2, "{}", d.text); // gb10 built in, and box-1
+        let p = plan
+            .profiles
+            .iter()
+            .find(|p| p.name == "box-1")
+            .expect("box-1");
+        assert_eq!(p.half_rate_gbps, Some(gbps.parse().unwrap()), "{}", d.text);
+        assert_eq!(p.ports, crate::plan::Profile::gb10().ports);
+        assert!(
+            d.text
+                .contains(&format!("ports run at {gbps} Gb/s, not the 200 Gb/s")),
+            "{}",
+            d.text
+        );
+        assert!(
+            d.text.contains(&format!("expects {gbps}.0 Gb/s")),
+            "{}",
+            d.text
+        );
+        assert!(
+            d.text.contains("ends = [\"box-a.f0\", \"box-b.f0\"]"),
+            "{}",
+            d.text
+        );
+    }
+    // one box slower than the other: two profiles, each box its own
+    let mut hosts = pair();
+    if let Ok(p) = &mut hosts[1].probe {
+        for d in &mut p.devices {
+            d.rate = "100 Gb/sec (2X HDR)".into();
+        }
+    }
+    let d = draft(&hosts, &opts()).unwrap();
+    let plan = write::load(&d.text).unwrap();
+    let profile = |n: &str| {
+        plan.profiles[plan.node_by_name(n).unwrap().profile.0]
+            .name
+            .clone()
+    };
+    assert_eq!(
+        (profile("box-a"), profile("box-b")),
+        ("gb10".into(), "box-1".into())
+    );
+}
+
+/// `n` boxes in a ring, node i's f0 facing node i+1's f1, both halves, heard by IPv6.
+fn ring(n: usize) -> Vec<Host> {
+    (0..n)
+        .map(|i| {
+            let (next, prev) = ((i + 1) % n, (i + n - 1) % n);
+            let h = [
+                heard("enp1s0f0np0", &[(next, 1)]),
+                heard("enP2p1s0f0np0", &[(next, 3)]),
+                heard("enp1s0f1np1", &[(prev, 0)]),
+                heard("enP2p1s0f1np1", &[(prev, 2)]),
+            ]
+            .concat();
+            host(&format!("r{i}"), i, h)
+        })
+        .collect()
+}
+
+/// `n` boxes whose f0 half a hears every other box's (one switch, no LLDP).
+fn switch(n: usize) -> Vec<Host> {
+    (0..n)
+        .map(|i| {
+            let others: Vec<(usize, usize)> = (0..n).filter(|o| *o != i).map(|o| (o, 0)).collect();
+            host(&format!("s{i}"), i, heard("enp1s0f0np0", &others))
+        })
+        .collect()
+}
+
+#[test]
+fn bad_input_on_every_shape_leaves_the_rest_as_it_is() {
+    for (shape, kind) in [
+        (pair(), "direct"),
+        (ring(3), "ring"),
+        (switch(3), "switched"),
+    ] {
+        let clean = write::load(&draft(&shape, &opts()).unwrap().text).unwrap();
+        let mut hosts = shape.clone();
+        // the first box again under a second name (same machine id, same MACs), a box with no
+        // RDMA device, a box that does not answer
+        let mut again = shape[0].clone();
+        again.name = format!("{}-again", shape[0].name);
+        hosts.insert(1, again);
+        hosts.push(Host {
+            name: "mgmt".into(),
+            probe: Ok(crate::discover::probe::parse("@host mgmt\n@end\n")),
+            extra: Extra::default(),
+        });
+        hosts.push(Host {
+            name: "gone".into(),
+            probe: Err("ssh: connect to host gone port 22: No route to host".into()),
+            extra: Extra::default(),
+        });
+        let d = draft(&hosts, &opts()).unwrap();
+        let notes = d.notes.join("\n");
+        let first = &shape[0].name;
+        assert!(
+            notes.contains(&format!(
+                "{first}-again: the same machine as {first} (machine id id0, the same interface MACs): given twice under two names, kept once"
+            )),
+            "{kind}: {notes}"
+        );
+        assert!(notes.contains("mgmt: no RDMA device"), "{kind}: {notes}");
+        assert!(notes.contains("gone: did not answer"), "{kind}: {notes}");
+        assert_eq!(
+            d.text.matches("# TODO: host ").count(),
+            3,
+            "{kind}: {}",
+            d.text
+        );
+        assert!(
+            d.text.contains(&format!("kind = \"{kind}\"")),
+            "{kind}: {}",
+            d.text
+        );
+        let drafted = write::load(&d.text).unwrap();
+        let names = |p: &crate::plan::Plan| -> Vec<String> {
+            p.nodes.iter().map(|n| n.name.clone()).collect()
+        };
+        assert_eq!(names(&drafted), names(&clean), "{kind}");
+        assert_eq!(drafted.segments.len(), clean.segments.len(), "{kind}");
+        for (a, b) in drafted.segments.iter().zip(&clean.segments) {
+            let ends = |s: &crate::plan::Segment, p: &crate::plan::Plan| -> Vec<String> {
+                s.members
+                    .iter()
+                    .map(|m| p.endpoint_name(&m.endpoint))
+                    .collect()
+            };
+            assert_eq!(ends(a, &drafted), ends(b, &clean), "{kind}");
+        }
+    }
+}

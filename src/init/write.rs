@@ -44,7 +44,7 @@ pub fn plan(boxes: &Boxes, c: &Cabling, opts: &Options) -> Draft {
             .unwrap_or(crate::capacity::DEFAULT_HALF_GBPS);
         let _ = writeln!(
             s,
-            "# {todo}\n[[isl]]\nends = [{}, {}]\ncapacity-gbps = {rate}\n",
+            "# TODO: {todo}\n[[isl]]\nends = [{}, {}]\ncapacity-gbps = {rate}\n",
             q(a),
             q(b)
         );

@@ -41,14 +41,12 @@ pub mod ethtool;
 mod invariants;
 pub mod lldp;
 pub mod mpirun;
-pub mod nccl_log;
-pub mod nccl_tests;
 pub mod neigh;
-pub mod perftest;
-pub mod ping;
-pub mod slurm;
 pub(crate) mod text;
 
+use crate::tools::nccl_tests::parse as nccl_tests;
+use crate::tools::perftest::parse as perftest;
+use crate::tools::ping::parse as ping;
 pub use invariants::check_invariants;
 pub(crate) use invariants::{check_max, check_opt};
 use serde::de::DeserializeOwned;

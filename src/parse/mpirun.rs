@@ -7,9 +7,9 @@
 //! trigger phrases are searched there. The frame (or a blank-line paragraph) only bounds which
 //! lines belong to the message.
 
-use super::nccl_log::clean;
 use super::text::{is_blank, push_capped};
 use super::{ErrorKind, MAX_STORED_NOTES, Status, ToolError};
+use crate::tools::nccl_tests::parse::nccl_log::clean;
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;

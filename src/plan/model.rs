@@ -139,7 +139,7 @@ impl Default for SshDefaults {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LauncherConfig {
     pub kind: LauncherKind,
-    pub slurm: SlurmConfig,
+    pub slurm: crate::launchers::slurm::plan::SlurmConfig,
 }
 
 /// How commands reach the nodes: over SSH from this machine, as job steps of one Slurm
@@ -179,36 +179,6 @@ impl LauncherKind {
             LauncherKind::Ssh => "ssh",
             LauncherKind::Slurm => "slurm",
             LauncherKind::Local => "local",
-        }
-    }
-}
-
-/// The Slurm launcher's settings, validated: names are Slurm-safe, the time limit is in one of
-/// Slurm's formats, the allocation is a job id.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SlurmConfig {
-    pub partition: Option<String>,
-    pub account: Option<String>,
-    /// As written (`30`, `1:30:00`, `2-00`), checked.
-    pub time_limit: Option<String>,
-    /// An existing allocation's job id: run in it, never release it.
-    pub allocation: Option<u32>,
-    pub mpi: SlurmMpi,
-}
-
-/// `srun --mpi=...` for NCCL's ranks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SlurmMpi {
-    #[default]
-    Pmix,
-    Pmi2,
-}
-
-impl SlurmMpi {
-    pub fn name(self) -> &'static str {
-        match self {
-            SlurmMpi::Pmix => "pmix",
-            SlurmMpi::Pmi2 => "pmi2",
         }
     }
 }

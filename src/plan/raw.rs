@@ -10,6 +10,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::model::LauncherKind;
+use crate::launchers::slurm::plan::{RawJobId, RawTimeLimit, SlurmMpiSchema};
 
 /// A fabric plan: nodes, cables, gates and tests of one site. Kept in git; one per site.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -153,32 +154,6 @@ pub struct RawLauncher {
     #[serde(default)]
     #[schemars(with = "Option<SlurmMpiSchema>")]
     pub mpi: Option<Spanned<String>>,
-}
-
-/// A Slurm job id, as a number (`allocation = 1234`) or as text (`"1234"`).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum RawJobId {
-    /// The job id, 1 to 4294967293.
-    Number(#[schemars(range(min = 1, max = 4294967293u32))] i64),
-    Text(String),
-}
-
-/// A Slurm time limit, as minutes (`time-limit = 30`) or in Slurm's text formats (`"1:30:00"`).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum RawTimeLimit {
-    /// Minutes, 1 to 5256000 (ten years).
-    Minutes(#[schemars(range(min = 1, max = 5256000))] i64),
-    Text(String),
-}
-
-#[allow(dead_code)]
-#[derive(JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-enum SlurmMpiSchema {
-    Pmix,
-    Pmi2,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

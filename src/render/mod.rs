@@ -232,6 +232,14 @@ pub fn name_list(parts: &[NamePart], sep: &str) -> Result<Value, RenderError> {
     Ok(safe(out))
 }
 
+/// An argument vector as one line a shell would split back into it: each word quoted.
+pub fn display(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| quote(a).unwrap_or_else(|| "<NUL>".into()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::RunResults;
 use crate::gate::judge::Outcome;
 use crate::gate::part::Part;
-use crate::parse::slurm::NodeState;
+use crate::launchers::slurm::parse::NodeState;
 
 /// Every reason fabricplan gives Slurm starts with this: `--resume-passed` resumes only nodes
 /// drained with it.
@@ -174,7 +174,7 @@ pub fn healthy(r: &RunResults) -> Vec<String> {
 
 /// `scontrol update nodename=N state=drain reason='...'`, quoted for a shell.
 pub fn drain_line(node: &str, reason: &str) -> String {
-    crate::render::launch::display(&drain_argv(node, reason))
+    crate::render::display(&drain_argv(node, reason))
 }
 
 pub fn drain_argv(node: &str, reason: &str) -> Vec<String> {
@@ -256,7 +256,7 @@ pub fn plan(r: &RunResults, asked: Asked, states: &[NodeState]) -> Service {
                 } else {
                     s.describe()
                 },
-                command: ours.then(|| crate::render::launch::display(&resume_argv(&node))),
+                command: ours.then(|| crate::render::display(&resume_argv(&node))),
                 done: if ours { Done::Printed } else { Done::Nothing },
                 error: None,
             });

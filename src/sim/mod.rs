@@ -23,14 +23,14 @@
 
 mod fault;
 mod kind;
-mod nccl;
-mod noise;
-mod perftest;
+pub(crate) mod noise;
 mod physical;
-mod ping;
 mod shell;
-mod world;
+pub(crate) mod world;
 
+use crate::tools::nccl_tests::sim as nccl;
+use crate::tools::perftest::sim as perftest;
+use crate::tools::ping::sim as ping;
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 use std::sync::Mutex;

@@ -128,7 +128,7 @@ pub async fn sim_results_skipping(
     };
     runner::results(&RunConfig::new(
         Arc::new(plan.clone()),
-        Arc::new(fabricplan::exec::launch::SshLauncher::new(t)),
+        Arc::new(fabricplan::launchers::ssh::exec::launcher::SshLauncher::new(t)),
         opts,
         &fabricplan::exec::evidence::Evidence::none(),
     ))

@@ -1,13 +1,9 @@
-//! Launchers: how a job's processes are started on nodes, made ready, released together,
-//! stopped and collected. The runner speaks only to [`Launcher`]; a launcher writes commands
-//! through its [`LaunchStyle`] and carries them with a transport (SSH, local, the simulated
-//! fabric, a test fake). Adding a launcher is one file here implementing both traits, a
-//! [`LauncherKind`] variant and its arm in [`build`] and [`style`], the one factory.
+//! What the runner asks of a launcher: how a job's processes are started on nodes, made ready,
+//! released together, stopped and collected. The runner speaks only to [`Launcher`]; a launcher
+//! writes commands through its [`LaunchStyle`] and carries them with a transport (SSH, local,
+//! the simulated fabric, a test fake). The launchers themselves are folders of
+//! `crate::launchers`, each registered there once.
 
-pub mod slurm;
-pub mod ssh;
-
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
@@ -15,41 +11,8 @@ use tokio::sync::{oneshot, watch};
 use super::transport::{BoxFuture, Output, Reopened, TransportError};
 use crate::gate::judge::Verdict;
 use crate::gate::trap::Trap;
-use crate::plan::{LauncherConfig, LauncherKind, Node};
+use crate::plan::Node;
 use crate::render::launch::LaunchStyle;
-
-pub use crate::render::launch::{LocalStyle, SlurmStyle, SshStyle};
-pub use slurm::SlurmLauncher;
-pub use ssh::SshLauncher;
-
-/// The launcher of a run with settings `cfg`: Slurm's (its clients configured by
-/// `SLURM_CONF`, the allocation named after `plan_name`), SSH's over the transport `ssh`
-/// makes (SSH, or the simulated fabric), or this machine's. `Err` is said to the user.
-pub fn build(
-    cfg: &LauncherConfig,
-    plan_name: &str,
-    ssh: impl FnOnce() -> Result<Arc<dyn super::Transport>, String>,
-) -> Result<Arc<dyn Launcher>, String> {
-    Ok(match cfg.kind {
-        LauncherKind::Ssh => Arc::new(SshLauncher::new(ssh()?)),
-        LauncherKind::Local => Arc::new(SshLauncher::local()),
-        LauncherKind::Slurm => Arc::new(SlurmLauncher::new(
-            &cfg.slurm,
-            plan_name,
-            slurm::slurm_conf()?,
-        )),
-    })
-}
-
-/// How a launcher with settings `cfg` writes its commands, before anything is opened (a dry
-/// run's lines; under Slurm the allocation's job id is the one given, or a placeholder).
-pub fn style(cfg: &LauncherConfig) -> Box<dyn LaunchStyle> {
-    match cfg.kind {
-        LauncherKind::Ssh => Box::new(SshStyle),
-        LauncherKind::Local => Box::new(LocalStyle),
-        LauncherKind::Slurm => Box::new(SlurmStyle::new(cfg.slurm.allocation, cfg.slurm.mpi)),
-    }
-}
 
 /// What a launcher found when it opened the run, before any command: for the preflight.
 #[derive(Debug, Clone, Default)]

@@ -56,7 +56,7 @@ pub(crate) fn prove(
             let ok = t.as_ref().is_ok_and(|t| {
                 let parsed = parse::parse(Tool::PING, t);
                 parsed
-                    .get::<parse::ping::PingReport>()
+                    .get::<crate::tools::ping::parse::PingReport>()
                     .is_some_and(|r| r.received.unwrap_or(0) > 0 && r.mtu_error.is_none())
             });
             (p.from.clone(), p.to.clone(), ok)

@@ -17,7 +17,7 @@
 //! tool that writes more than its limit on the host, and here only the first and the last
 //! [`crate::exec::capture::KEPT`] bytes of each stream are held, the rest counted.
 //!
-//! What carries a session is the transport's: an SSH channel ([`crate::exec::ssh`]), a Slurm
+//! What carries a session is the transport's: an SSH channel ([`crate::launchers::ssh::exec`]), a Slurm
 //! step's `srun` or a local process ([`process`]). A session that ends or stops answering is
 //! that host's: its commands fail with why, and the transport opens another when asked.
 

@@ -18,7 +18,6 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::{Part, Software};
 use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
-use crate::parse::nccl_tests::NcclReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::section::SectionData;
 use crate::plan::{NodeId, Plan, SectionKind, SectionReader};
@@ -27,6 +26,7 @@ use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::results::{JobResult, RunResults};
 use crate::schedule::{Job, KindId, Ranks, Stage};
+use crate::tools::nccl_tests::parse::NcclReport;
 use section::NcclTest;
 
 pub const ID: KindId = KindId("nccl");
@@ -575,8 +575,9 @@ fn launch_parts(plan: &Plan, t: &NcclTest, v: &Verdict, earlier: Option<&Verdict
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::SlurmMpi;
-    use crate::render::launch::{SlurmStyle, SshStyle};
+    use crate::launchers::slurm::plan::SlurmMpi;
+    use crate::launchers::slurm::render::SlurmStyle;
+    use crate::launchers::ssh::render::SshStyle;
 
     fn ring3() -> Plan {
         let text = include_str!("../../../plans/ring3.toml");

@@ -476,7 +476,7 @@ collective = "all_reduce"
         nccl_commands(
             &plan,
             &Renderer::new(&crate::kinds::templates(), &BTreeMap::new()),
-            &crate::render::launch::SshStyle,
+            &crate::launchers::ssh::render::SshStyle,
             &res,
             &round.jobs[0],
             0,
@@ -559,7 +559,7 @@ env = { FOO = "<x:$(touch /tmp/fabricplan-pwned)>", BAR = "<a:b>;touch /tmp/p;<c
         let c = nccl_commands(
             &plan,
             &Renderer::new(&crate::kinds::templates(), &BTreeMap::new()),
-            &crate::render::launch::SshStyle,
+            &crate::launchers::ssh::render::SshStyle,
             &res,
             &round.jobs[0],
             0,

@@ -4,8 +4,8 @@
 
 use super::{BUSBW, SMALL_TIME};
 use crate::kinds::view::{Family, Sample, Sweep, SweepRow};
-use crate::parse::nccl_tests::NcclReport;
 use crate::results::{JobResult, RunResults};
+use crate::tools::nccl_tests::parse::NcclReport;
 
 pub(super) static AVERAGE: Family = Family {
     name: "fabricplan_nccl_average_bus_bandwidth_bytes_per_second",

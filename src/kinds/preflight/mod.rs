@@ -12,7 +12,6 @@ use minijinja::context;
 use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
-use crate::parse;
 use crate::plan::{Endpoint, IslId, NodeId, Plan, SwitchId};
 use crate::render::job::Resolution;
 use crate::render::{Renderer, Template};
@@ -137,7 +136,7 @@ struct Said {
 }
 
 fn read(text: &str) -> Said {
-    let p = parse::ping::parse(text);
+    let p = crate::tools::ping::parse::parse(text);
     let (replies, mtu_error) = (p.received.unwrap_or(0), p.mtu_error.is_some());
     Said {
         replies,

@@ -14,7 +14,6 @@ use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
-use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::section::SectionData;
 use crate::plan::{Plan, ScheduleKind, SectionKind, SectionReader};
@@ -23,6 +22,7 @@ use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::stages::{all_pairs, declared, per_link, sampled, selected_segments};
 use crate::schedule::{Job, KindId, Round, Stage};
+use crate::tools::perftest::parse::BwReport;
 
 pub const ID: KindId = KindId("rdma-bw");
 

@@ -12,7 +12,6 @@ use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
-use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::section::SectionData;
 use crate::plan::{Plan, SectionKind, SectionReader};
@@ -22,6 +21,7 @@ use crate::render::{RenderError, Renderer, Template};
 use crate::results::JobResult;
 use crate::schedule::stages::both_halves;
 use crate::schedule::{Job, KindId, Round, Stage};
+use crate::tools::perftest::parse::BwReport;
 
 pub const ID: KindId = KindId("rdma-bw-both");
 

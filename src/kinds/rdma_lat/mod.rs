@@ -13,7 +13,6 @@ use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::{Metric, MetricSpec, Threshold, Unit};
 use crate::gate::trap::Trap;
-use crate::parse::perftest::LatReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::section::SectionData;
 use crate::plan::{Plan, SectionKind, SectionReader};
@@ -22,6 +21,7 @@ use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::stages::one_way_per_link;
 use crate::schedule::{Job, KindId, Stage};
+use crate::tools::perftest::parse::LatReport;
 use section::LatTest;
 
 pub const ID: KindId = KindId("rdma-lat");

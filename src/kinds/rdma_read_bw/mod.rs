@@ -12,7 +12,6 @@ use super::{FlowSeries, Matrix, TestKind, mismatch};
 use crate::gate::classify::{self, Context};
 use crate::gate::judge::Verdict;
 use crate::gate::threshold::MetricSpec;
-use crate::parse::perftest::BwReport;
 use crate::parse::{Parsed, Tool};
 use crate::plan::section::SectionData;
 use crate::plan::{Plan, SectionKind, SectionReader};
@@ -20,6 +19,7 @@ use crate::render::job::{JobCommands, Resolution};
 use crate::render::launch::LaunchStyle;
 use crate::render::{RenderError, Renderer, Template};
 use crate::schedule::{Job, KindId, Round, Stage};
+use crate::tools::perftest::parse::BwReport;
 
 pub const ID: KindId = KindId("rdma-read-bw");
 

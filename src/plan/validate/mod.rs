@@ -36,7 +36,6 @@ pub const FORMAT_VERSION: u32 = 1;
 
 pub use bounds::{MAX_JOBS, MAX_ROUNDS};
 pub use cables::MAX_RING_NODES;
-pub use launcher::{job_id_text, parse_job_id};
 pub use names::{MAX_LABELS, is_safe_ifname, is_safe_name};
 pub use sim::{SIM_FAULT_HELP, SIM_FAULTS, check_sim_fault, sim_fault_list};
 

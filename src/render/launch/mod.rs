@@ -6,10 +6,6 @@
 //! path on a host: each runs in its job's own directory inside its session's private one. Pure:
 //! the executing half of a launcher lives in `crate::exec::launch`.
 
-mod local;
-mod slurm;
-mod ssh;
-
 use std::net::Ipv4Addr;
 
 use minijinja::Value;
@@ -17,10 +13,6 @@ use serde::Serialize;
 
 use super::{RenderError, Renderer};
 use crate::plan::{Node, NodeId, Plan};
-
-pub use local::LocalStyle;
-pub use slurm::{STEP_MARK, SlurmStyle, display, is_step_id, salloc, take_step_mark};
-pub use ssh::SshStyle;
 
 /// One application context of an MPI launch: ranks sharing a binary and an environment.
 #[derive(Debug, Clone)]
