@@ -52,7 +52,7 @@ pub struct CounterRow {
     pub new: u64,
     pub old_per_s: f64,
     pub new_per_s: f64,
-    pub new_seconds: f64,
+    pub new_interval_s: f64,
     /// The new run's rate worse than the old run's (see the module's doc).
     pub grew: bool,
 }
@@ -194,7 +194,7 @@ pub fn rows(old: &RunResults, new: &RunResults, max_pct: f64) -> Vec<CounterRow>
                 new: d,
                 old_per_s: or,
                 new_per_s: nr,
-                new_seconds: h.seconds,
+                new_interval_s: h.interval_s,
                 grew: worse(or, nr, d, max_pct),
             });
         }

@@ -96,8 +96,8 @@ pub struct HalfCounters {
     /// Its cable as findings name it (`cable spark-a.f0 -- spark-b.f0`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cable: Option<String>,
-    /// Between the two readings.
-    pub seconds: f64,
+    /// Seconds between the two readings.
+    pub interval_s: f64,
     /// At discovery, before the first round.
     pub before: BTreeMap<String, u64>,
     /// Once the rounds were done.
@@ -130,8 +130,8 @@ impl HalfCounters {
     /// Its growth of `counter` per second of the run (`None`: not read at both ends).
     pub fn rate(&self, counter: &str) -> Option<f64> {
         let d = *self.grew().get(counter)?;
-        Some(if self.seconds > 0.0 {
-            d as f64 / self.seconds
+        Some(if self.interval_s > 0.0 {
+            d as f64 / self.interval_s
         } else {
             0.0
         })
@@ -205,7 +205,7 @@ pub fn over_run(
                 netdev: b.netdev.clone(),
                 device: b.device.clone(),
                 cable: plan.cable_part(&b.endpoint).map(|p| p.name()),
-                seconds,
+                interval_s: seconds,
                 before: counters_of(b),
                 after: counters_of(a),
                 moved_in: b
@@ -275,7 +275,7 @@ mod tests {
             half: "spark-a.f0.a".into(),
             node: "spark-a".into(),
             cable: Some("cable spark-a.f0 -- spark-b.f0".into()),
-            seconds: 10.0,
+            interval_s: 10.0,
             before: before.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             after: after.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             ..HalfCounters::default()

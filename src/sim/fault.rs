@@ -32,7 +32,8 @@ pub enum Fault {
     /// (both ends of a direct link) and link-down events grow.
     Flap(Vec<Endpoint>),
     /// These halves' ports count symbol errors FEC did not correct after discovery, at this
-    /// many per second (at least one).
+    /// many per simulated second (each read of the node's probe or counters after discovery is
+    /// one; at least one error).
     PhyErrors(Vec<Endpoint>, f64),
     /// Congestion that flow control holds back: on a switch (`congestion:SWITCH`, its PFC/ECN
     /// misconfigured or its buffers short) every half attached to it is paused and gets CNPs;

@@ -160,8 +160,11 @@ struct State {
     rates: Option<Rates>,
     /// The neighbour entries pings left, per node: (netdev, destination).
     neighbours: HashMap<NodeId, Vec<(String, Ipv4Addr)>>,
-    /// When each node was first probed (discovery): `flap` and `phy-errors` show after it.
-    probed: HashMap<NodeId, std::time::Instant>,
+    /// The simulated seconds since each node was first probed (discovery): every later read of
+    /// its probe or counters is one more. `flap`, `phy-errors` and `congestion` show after
+    /// discovery, their counts at their rates over these seconds (never the wall clock: the same
+    /// run counts the same).
+    probed: HashMap<NodeId, u64>,
     /// How often a flapped device's counters were read around jobs (its flap shows at the
     /// second reading).
     flap_reads: HashMap<(NodeId, String), u32>,
@@ -223,10 +226,11 @@ impl SimTransport {
         {
             let mut st = self.lock();
             let lldp = physical::lldp_json(w, node);
-            let later = st.probed.get(&node).map(|t| t.elapsed().as_secs_f64());
-            st.probed
-                .entry(node)
-                .or_insert_with(std::time::Instant::now);
+            let later = st.probed.get_mut(&node).map(|t| {
+                *t += 1;
+                *t as f64
+            });
+            st.probed.entry(node).or_insert(0);
             return Ok(Output::ok(w.probe(node, &st.counters, &lldp, later)));
         }
         if script.contains("hw_counters") && script.contains("@dev") {
@@ -756,7 +760,10 @@ fn round_of(job: &str) -> Option<usize> {
 /// the first two readings: its carrier changes twice, `link_downed` once); a device taking
 /// errors counts `symbol_error` at its rate since discovery.
 fn phy_faults_show(w: &world::World, st: &mut State, node: NodeId, devs: &[String]) {
-    let Some(since) = st.probed.get(&node).map(|t| t.elapsed().as_secs_f64()) else {
+    let Some(since) = st.probed.get_mut(&node).map(|t| {
+        *t += 1;
+        *t as f64
+    }) else {
         return;
     };
     for name in devs {

@@ -631,8 +631,8 @@ impl World {
     }
 
     /// The carrier counts and `ethtool -S` physical-layer counters of node `n`'s netdevs;
-    /// `later` (seconds since the node was first probed, `None` for the first probe) shows what
-    /// `flap` and `phy-errors` did since.
+    /// `later` (simulated seconds since the node was first probed: one per read of it since;
+    /// `None` for the first probe) shows what `flap`, `phy-errors` and `congestion` did since.
     fn port_counters(&self, s: &mut String, n: NodeId, later: Option<f64>) {
         s.push_str("@carrier\n");
         let flapped = |d: &Dev| later.is_some() && self.flapped(d);
