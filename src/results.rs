@@ -73,6 +73,7 @@ use crate::render::job::Role;
 pub use event::{Event, Started};
 pub use phases::{RoundPhases, StartPhases};
 
+pub mod counters;
 pub mod coverage;
 mod event;
 mod phases;
@@ -596,6 +597,11 @@ pub struct RunResults {
     /// jobs' counters then).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub counter_totals: Vec<CounterTotal>,
+    /// Each planned half's port counters (errors, flaps, retransmissions, congestion) as
+    /// discovery read them and once the rounds were done (empty in older files, and when the
+    /// run ended before its end-of-run probe).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub port_counters: Vec<counters::HalfCounters>,
 }
 
 /// Why a `results.json` document could not be read.

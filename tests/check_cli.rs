@@ -107,3 +107,68 @@ fn a_node_without_its_halves_fails_and_keeps_its_state_privately() {
         "{prom}"
     );
 }
+
+/// The systemd service and timer of docs/src/check.md, as written there (only the binary's path
+/// set to this build's, which `verify` wants to exist): `systemd-analyze verify` has nothing to
+/// say about them, where it does say something about a unit with a misspelt key. Skipped where
+/// systemd-analyze is not installed.
+#[test]
+fn the_docs_systemd_units_verify() {
+    let found = std::process::Command::new("systemd-analyze")
+        .arg("--version")
+        .output();
+    if !found.is_ok_and(|o| o.status.success()) {
+        eprintln!("note: systemd-analyze not installed: skipped");
+        return;
+    }
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/check.md"),
+    )
+    .unwrap();
+    let block = |start: &str| {
+        let at = doc
+            .find(start)
+            .unwrap_or_else(|| panic!("`{start}` in the docs"));
+        doc[at..at + doc[at..].find("```").unwrap()].to_string()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let service = tmp.path().join("fabricplan-check.service");
+    let timer = tmp.path().join("fabricplan-check.timer");
+    let unit = block("[Unit]\nDescription=fabricplan: this node");
+    assert!(
+        unit.contains("ExecStart=/usr/local/bin/fabricplan check "),
+        "{unit}"
+    );
+    std::fs::write(
+        &service,
+        unit.replace(
+            "/usr/local/bin/fabricplan",
+            env!("CARGO_BIN_EXE_fabricplan"),
+        ),
+    )
+    .unwrap();
+    std::fs::write(&timer, block("[Unit]\nDescription=fabricplan check every")).unwrap();
+    let verify = |units: &[&std::path::Path]| {
+        let o = std::process::Command::new("systemd-analyze")
+            .arg("verify")
+            .args(units)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        (o.status.success(), said)
+    };
+    let (ok, said) = verify(&[&service, &timer]);
+    assert!(
+        ok && !said.contains("fabricplan-check"),
+        "systemd-analyze verify:\n{said}"
+    );
+    // the same tool on a misspelt key speaks: the check above can fail
+    let bad = tmp.path().join("fabricplan-check-bad.service");
+    std::fs::write(&bad, "[Service]\nTyp=oneshot\nExecStart=/bin/true\n").unwrap();
+    let (_, said) = verify(&[&bad]);
+    assert!(said.contains("fabricplan-check-bad"), "{said}");
+}

@@ -160,7 +160,9 @@ fn a_node_checks_itself_against_the_plan() {
     hung_probe(&b);
     drain_and_resume(&b);
     health_check_recipe(&b);
+    prolog_and_timer_recipes(&b);
     slurmd_runs_the_health_check(&b);
+    slurmd_runs_the_prolog(&b);
 
     let left = b.lab.leftovers(Duration::from_secs(5));
     assert!(left.is_empty(), "left on the hosts: {left:#?}");
@@ -558,6 +560,123 @@ fn health_check_recipe(b: &Bench) {
     assert_eq!(s.one().1, "link flapped", "{}", s.story());
 }
 
+/// The docs' text between `start` and the end of its code block.
+fn doc_block(start: &str) -> String {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/check.md"))
+            .expect("docs/src/check.md");
+    let at = doc
+        .find(start)
+        .unwrap_or_else(|| panic!("`{start}` in the docs"));
+    doc[at..at + doc[at..].find("```").expect("its end")].to_string()
+}
+
+/// The `Prolog`/`Epilog` script and the systemd service's `ExecStart` of docs/src/check.md, as
+/// written there (only the site's paths set to the lab's), with `SLURMD_NODENAME` set as slurmd
+/// sets it for a prolog: the prolog passes on a
+/// healthy node and drains it on a flap, exiting non-zero as a failing prolog must; the
+/// service's command passes and writes its metrics. The `Prolog=` and `Epilog=` lines name the
+/// script the prolog's comment names.
+fn prolog_and_timer_recipes(b: &Bench) {
+    let script = doc_block("#!/bin/sh\n# /usr/local/sbin/fabricplan-prolog");
+    let conf = doc_block("Prolog=/usr/local/sbin/fabricplan-prolog");
+    assert_eq!(
+        conf.lines().collect::<Vec<_>>(),
+        [
+            "Prolog=/usr/local/sbin/fabricplan-prolog",
+            "Epilog=/usr/local/sbin/fabricplan-prolog"
+        ]
+    );
+    let dir = b.lab.dir().join("recipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let state = dir.join("prolog-spark-2.json");
+    let site = |text: &str| {
+        text.replace("/etc/fabricplan/site.toml", &b.plan.display().to_string())
+            .replace(
+                "/var/lib/fabricplan/check-site.json",
+                &state.display().to_string(),
+            )
+    };
+    let path = dir.join("fabricplan-prolog");
+    std::fs::write(&path, site(&script)).unwrap();
+    if !dir.join("fabricplan").exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabricplan"), dir.join("fabricplan"))
+            .unwrap();
+    }
+    let prolog = || {
+        b.lab.exec(
+            "spark-2",
+            &format!(
+                "SLURMD_NODENAME=spark-2 SLURM_CONF='{}' PATH='{}':\"$PATH\" sh '{}'",
+                b.lab.slurm_conf().display(),
+                dir.display(),
+                path.display()
+            ),
+        )
+    };
+    let o = prolog();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(state.exists(), "the prolog's state");
+    b.exec_ok(
+        "spark-2",
+        "ip link set enp1s0f1np1 down && ip link set enp1s0f1np1 up",
+    );
+    b.wait_carrier("spark-2", "enp1s0f1np1");
+    b.wait_carrier("spark-1", "enp1s0f0np0");
+    let o = prolog();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let drained = slurm_state(b, "spark-2");
+    assert!(
+        drained.starts_with("drain") && drained.contains("|fabricplan check: link flapped cable "),
+        "{drained}"
+    );
+    let o = b.lab.slurm("scontrol update nodename=spark-2 state=resume");
+    assert!(o.status.success(), "{o:?}");
+    let back = lab::wait(Duration::from_secs(10), || {
+        !slurm_state(b, "spark-2").starts_with("drain")
+    });
+    assert!(back, "{}", slurm_state(b, "spark-2"));
+    // spark-1 saw the same flap at its end: its own check takes it in before the next step
+    let s = b.check("spark-1");
+    assert_eq!(s.one().1, "link flapped", "{}", s.story());
+
+    // the systemd service's command, on spark-3
+    let unit = doc_block("[Unit]\nDescription=fabricplan: this node");
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("ExecStart");
+    let metrics = dir.join("timer-spark-3.prom");
+    let cmd = site(exec)
+        .replace(
+            "/usr/local/bin/fabricplan",
+            env!("CARGO_BIN_EXE_fabricplan"),
+        )
+        .replace(
+            "/var/lib/node_exporter/textfile/fabricplan.prom",
+            &metrics.display().to_string(),
+        )
+        .replace(
+            &state.display().to_string(),
+            &dir.join("timer-spark-3.json").display().to_string(),
+        );
+    assert!(
+        !cmd.contains("/etc/") && !cmd.contains("/var/lib/"),
+        "{cmd}"
+    );
+    let o = b.lab.exec(
+        "spark-3",
+        &format!("SLURM_CONF='{}' {cmd}", b.lab.slurm_conf().display()),
+    );
+    // spark-3's first check against its own state: nothing since, all healthy
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let prom = std::fs::read_to_string(&metrics).expect("the service's metrics");
+    assert!(
+        prom.contains("fabricplan_check_status{node=\"spark-3\",plan=\"ring3-lab\"} 0"),
+        "{prom}"
+    );
+}
+
 /// slurmd itself runs the docs' health-check script (`HealthCheckProgram`, every 2 s here; the
 /// state per host, as `/var/lib` is on a real node): a flapped cable drains both its nodes with the
 /// finding within an interval or two, the third stays in service, and the next checks return them.
@@ -631,6 +750,73 @@ fn slurmd_runs_the_health_check(b: &Bench) {
     assert!(back, "{:?}", NODES.map(|n| slurm_state(b, n)));
     std::fs::write(&conf, original).unwrap();
     let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
+}
+
+/// slurmd itself runs the docs' `Prolog` script before a job on a node (the site's paths set to
+/// the lab's, the state per host): a healthy node runs the job; after a flap of one of its
+/// cables the prolog fails, the job does not run there and the node is drained.
+fn slurmd_runs_the_prolog(b: &Bench) {
+    let script = doc_block("#!/bin/sh\n# /usr/local/sbin/fabricplan-prolog");
+    let dir = b.lab.dir().join("recipe");
+    std::fs::create_dir_all(&dir).unwrap();
+    if !dir.join("fabricplan").exists() {
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabricplan"), dir.join("fabricplan"))
+            .unwrap();
+    }
+    let conf = b.lab.slurm_conf();
+    let mut lines: Vec<String> = Vec::new();
+    for l in script.lines() {
+        lines.push(
+            l.replace(
+                "/etc/fabricplan/site.toml",
+                &format!("'{}'", b.plan.display()),
+            )
+            .replace(
+                "/var/lib/fabricplan/check-site.json",
+                &format!("'{}'/prolog-$(hostname).json", dir.display()),
+            ),
+        );
+        if l.starts_with("#!") {
+            lines.push(format!("export SLURM_CONF='{}'", conf.display()));
+            lines.push(format!("export PATH='{}':\"$PATH\"", dir.display()));
+        }
+    }
+    let path = dir.join("fabricplan-prolog-slurmd");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let original = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, format!("{original}Prolog={}\n", path.display())).unwrap();
+    let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
+    let o = b.lab.slurm("timeout 60 srun -w spark-3 true");
+    assert!(o.status.success(), "a healthy node runs the job: {o:?}");
+    assert!(dir.join("prolog-spark-3.json").exists(), "the prolog ran");
+    b.exec_ok(
+        "spark-3",
+        "ip link set enp1s0f1np1 down && ip link set enp1s0f1np1 up",
+    );
+    b.wait_carrier("spark-3", "enp1s0f1np1");
+    b.wait_carrier("spark-2", "enp1s0f0np0");
+    let o = b.lab.slurm("timeout 60 srun -w spark-3 true");
+    assert!(!o.status.success(), "the job ran on a flapped node: {o:?}");
+    let drained = lab::wait(Duration::from_secs(10), || {
+        slurm_state(b, "spark-3").starts_with("drain")
+    });
+    // drained by the prolog's check with its finding (Slurm's own drain for a failed prolog
+    // keeps a reason already set; `Prolog error` would still say the node is out)
+    let state = slurm_state(b, "spark-3");
+    assert!(
+        drained
+            && (state.contains("|fabricplan check: link flapped cable ")
+                || state.contains("Prolog")),
+        "{state}"
+    );
+    std::fs::write(&conf, original).unwrap();
+    let o = b.lab.slurm("scontrol reconfigure");
+    assert!(o.status.success(), "{o:?}");
+    let o = b.lab.slurm("scontrol update nodename=spark-3 state=resume");
     assert!(o.status.success(), "{o:?}");
 }
 

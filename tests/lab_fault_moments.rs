@@ -313,6 +313,25 @@ fn case(l: Launch, s: Strike, m: Moment, work: &Path) -> Result<(), String> {
     if !reached {
         return Err(format!("the run never reached {m:?}:\n{}", r.story()));
     }
+    if (s, m) == (Strike::Link, Moment::RdmaBw) {
+        // the counters read around each round's jobs saw the flap: its verdict says where
+        let placed = r.results["preflight"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|v| {
+                v["gate"] == "changed spark-b.f0.a"
+                    && v["detail"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("; first seen in round `"))
+            });
+        if !placed {
+            return Err(format!(
+                "the flap is not placed in its round:\n{}",
+                r.story()
+            ));
+        }
+    }
     check(&lab, &r, &out, s.finding(l, m))
 }
 

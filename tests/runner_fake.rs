@@ -538,7 +538,7 @@ async fn readiness_does_not_wait_for_the_counters() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let snapshots = A::new(AtomicUsize::new(0));
     let seen_by_ready = A::new(std::sync::Mutex::new(Vec::new()));
-    let needle = "dump counter \"$p\"/counters/*";
+    let needle = "dump counter \"$p\"/ports/1/counters/*";
     let (s1, s2, seen) = (snapshots.clone(), snapshots.clone(), seen_by_ready.clone());
     let t = FakeTransport::new()
         .rule(move |_, script| {

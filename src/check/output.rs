@@ -5,6 +5,9 @@
 use super::Checked;
 use crate::gate::judge::Outcome;
 use crate::results::Finding;
+use crate::results::counters::{
+    CARRIER_FAMILY, CARRIER_HELP, PORT_COUNTER_FAMILY, PORT_COUNTER_HELP,
+};
 use crate::results::service::REASON_PREFIX;
 
 /// `check spark-1: FAIL: cable spark-1.f0 -- spark-2.f1 (1 finding, 4 halves checked)`.
@@ -205,26 +208,35 @@ fn half_metrics(c: &Checked, base: &str, family: &mut Family<'_>) {
             .filter_map(|h| Some((of(h), h.mtu?.to_string())))
             .collect(),
     );
+    // the names and help texts `run --metrics` writes too (`source` tells them apart)
     family(
-        "fabricplan_half_port_counter_total",
+        PORT_COUNTER_FAMILY,
         "counter",
-        "The half's port error and retransmission counters as read (ethtool -S by meaning, the RDMA counters by name)",
+        PORT_COUNTER_HELP,
         c.halves
             .iter()
             .flat_map(|h| {
                 h.port_counters.iter().map(move |(k, v)| {
-                    (format!("{},counter=\"{}\"", of(h), label(k)), v.to_string())
+                    (
+                        format!("{},counter=\"{}\",source=\"check\"", of(h), label(k)),
+                        v.to_string(),
+                    )
                 })
             })
             .collect(),
     );
     family(
-        "fabricplan_half_carrier_changes_total",
+        CARRIER_FAMILY,
         "counter",
-        "The netdev's carrier changes since it was created (a flap adds two)",
+        CARRIER_HELP,
         c.halves
             .iter()
-            .filter_map(|h| Some((of(h), h.carrier_changes?.to_string())))
+            .filter_map(|h| {
+                Some((
+                    format!("{},source=\"check\"", of(h)),
+                    h.carrier_changes?.to_string(),
+                ))
+            })
             .collect(),
     );
 }

@@ -56,6 +56,8 @@ pub struct Comparison {
     /// Measured only by the new run.
     pub only_new: Vec<Key>,
     pub notes: Vec<String>,
+    /// Each half's port counters both runs read: their growth during each run.
+    pub counters: Vec<super::counters::CounterRow>,
 }
 
 impl Comparison {
@@ -138,6 +140,7 @@ pub fn compare(old: &RunResults, new: &RunResults, t: &Thresholds) -> Comparison
         only_old,
         only_new,
         notes,
+        counters: super::counters::rows(old, new, t.default_pct),
     }
 }
 

@@ -4,12 +4,14 @@
 use serde_json::json;
 
 use super::baseline::{fmt_change, fmt_val};
+use super::counters::{CounterRow, CounterSeries, thousands};
 use super::diff::{Comparison, Row};
 use super::entry::{Key, Quantity};
 use super::explain::{Explained, explain};
 use super::history::History;
 use super::threshold::Thresholds;
 use crate::results::RunResults;
+use crate::results::counters::CounterKind;
 use crate::text::inert;
 use crate::text::width::{columns, pad, rpad};
 
@@ -56,6 +58,8 @@ pub fn comparison_json(
         "only_old": c.only_old,
         "only_new": c.only_new,
         "notes": c.notes,
+        "counters": c.counters,
+        "counters_grew": c.counters.iter().filter(|r| r.grew).count(),
     })
 }
 
@@ -246,6 +250,9 @@ fn causes_text(
             wrap_into(s, "  ", &regression_line(&c.rows[*i], &shown), 6, w);
         }
     }
+    for (i, l) in counter_lines(c, new, &shown).iter().enumerate() {
+        wrap_into(s, if i == 0 { "" } else { "  " }, l, 6, w);
+    }
 }
 
 /// The lead lines of a comparison, unwrapped: one per finding of the new run, then the parts
@@ -262,15 +269,20 @@ fn cause_lines(
     let mut out = Vec::new();
     for cause in &e.causes {
         let head = format!("{} ({})", esc(&cause.name), esc(&cause.trap));
-        out.push(match cause.headline(c) {
-            Some(r) => format!(
+        let none = match n {
+            0 => String::new(),
+            n => format!("; explains none of the {n} regression(s)"),
+        };
+        out.push(match (cause.headline(c), counter_of(c, &cause.name)) {
+            (Some(r), _) => format!(
                 "{head}: {} -> {} {} explains {} of {n} regression(s)",
                 fmt_val(r.old),
                 fmt_val(r.new),
                 esc(&r.unit),
                 cause.rows.len()
             ),
-            None => format!(
+            (None, Some(k)) => format!("{head}: {}{none}", esc(&k.line())),
+            (None, None) => format!(
                 "{head}: {} in the new run; explains none of the {n} regression(s)",
                 cause.outcome.as_str()
             ),
@@ -297,6 +309,51 @@ fn cause_lines(
                 c.rows.len()
             ),
         });
+    }
+    out
+}
+
+/// The error counter of a finding's part (its half or cable) that grew most, if one did.
+fn counter_of<'c>(c: &'c Comparison, part: &str) -> Option<&'c CounterRow> {
+    c.counters
+        .iter()
+        .filter(|r| r.grew && r.kind == CounterKind::Error && r.about(part))
+        .fold(None, |best: Option<&CounterRow>, r| match best {
+            Some(b) if r.new_per_s <= b.new_per_s => Some(b),
+            _ => Some(r),
+        })
+}
+
+/// The port counters that grew (faster than during the old run) about which no finding of the
+/// new run leads: a heading line, then one line each; nothing when there are none.
+fn counter_lines(c: &Comparison, new: &RunResults, esc: &dyn Fn(&str) -> String) -> Vec<String> {
+    let led: Vec<&CounterRow> = new
+        .findings
+        .iter()
+        .filter_map(|f| counter_of(c, &f.name))
+        .collect();
+    let grew: Vec<&CounterRow> = c
+        .counters
+        .iter()
+        .filter(|r| r.grew && r.kind != CounterKind::Informative)
+        .filter(|r| !led.iter().any(|l| std::ptr::eq(*l, *r)))
+        .collect();
+    if grew.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![format!(
+        "port counters that grew faster than during the old run ({}):",
+        grew.len()
+    )];
+    for r in grew {
+        let mut l = r.line();
+        if let Some(cable) = &r.cable {
+            l.push_str(&format!(", {cable}"));
+        }
+        if r.kind == CounterKind::Congestion {
+            l.push_str(" [congestion]");
+        }
+        out.push(esc(&l));
     }
     out
 }
@@ -412,6 +469,13 @@ pub fn comparison_markdown(
             s.push_str(&format!("- {}\n", regression_line(&c.rows[*i], &cell)));
         }
     }
+    let counters = counter_lines(c, new.run, &cell);
+    if let Some((head, rest)) = counters.split_first() {
+        s.push_str(&format!("\n{head}\n\n"));
+        for l in rest {
+            s.push_str(&format!("- {l}\n"));
+        }
+    }
     s.push('\n');
     s.push_str("| round | measurement | old | new | change | |\n|---|---|---:|---:|---:|---|\n");
     for r in &c.rows {
@@ -523,7 +587,64 @@ pub fn history_text_with(h: &History, dir: &str, t: &Thresholds, v: &TextView) -
     }
     s.push('\n');
     s.push_str(&history_table(h, w, v.all));
+    history_counters(&mut s, h, t, v, w);
     s
+}
+
+/// The runs whose values a counter line shows: the newest eight, or every run with `all`.
+const COUNTER_RUNS_SHOWN: usize = 8;
+
+/// Each half's port counters that grew in any run (every one with `v.all`, corrected bits
+/// included): their growth during each run, oldest first, and whether they are rising.
+fn history_counters(s: &mut String, h: &History, t: &Thresholds, v: &TextView, w: usize) {
+    let shown_series: Vec<&CounterSeries> = h
+        .counters
+        .iter()
+        .filter(|x| {
+            v.all
+                || (x.kind != CounterKind::Informative && x.values.iter().flatten().any(|d| *d > 0))
+        })
+        .collect();
+    if h.counters.is_empty() {
+        return;
+    }
+    let rising = h.counters.iter().filter(|x| x.rising).count();
+    s.push('\n');
+    wrap_into(
+        s,
+        "port counters: ",
+        &format!(
+            "{rising} rising, {} of {} grew in a run (growth during each run, oldest first; \
+             rising: the newest run's rate per second worse than the oldest's by more than {}%, \
+             from none any growth){}",
+            shown_series.len(),
+            h.counters.len(),
+            t.default_pct,
+            if v.all { "" } else { "; --all shows every one" }
+        ),
+        15,
+        w,
+    );
+    let n = h.runs.len();
+    let first = if v.all || n <= COUNTER_RUNS_SHOWN {
+        0
+    } else {
+        n - COUNTER_RUNS_SHOWN
+    };
+    for x in shown_series {
+        let vals: Vec<String> = x.values[first..]
+            .iter()
+            .map(|d| d.map(thousands).unwrap_or_else(|| "-".into()))
+            .collect();
+        let text = format!(
+            "{}: {}{}{}",
+            x.label(),
+            if first > 0 { "... " } else { "" },
+            vals.join(", "),
+            if x.rising { "  RISING" } else { "" }
+        );
+        wrap_into(s, "  ", &shown(&text), 4, w);
+    }
 }
 
 /// One line per measurement: its unit, its value in each run shown (the newest that leave the
@@ -598,6 +719,8 @@ pub fn history_json(h: &History, dir: &str) -> serde_json::Value {
         "runs": h.runs,
         "series": h.series,
         "declining": h.series.iter().filter(|x| x.trend.declining).count(),
+        "counters": h.counters,
+        "rising": h.counters.iter().filter(|x| x.rising).count(),
     })
 }
 

@@ -61,6 +61,8 @@ pub struct Series {
 pub struct History {
     pub runs: Vec<RunPoint>,
     pub series: Vec<Series>,
+    /// Each half's port counters: what each grew by during each run.
+    pub counters: Vec<super::counters::CounterSeries>,
 }
 
 /// Order runs oldest first: by start time, then name.
@@ -121,6 +123,7 @@ pub fn history_with(runs: &[(String, RunResults)], t: &Thresholds) -> History {
             })
             .collect(),
         series,
+        counters: super::counters::series(runs, t.default_pct),
     }
 }
 

@@ -9,6 +9,7 @@
 //! `--max-drop` says otherwise).
 
 pub mod baseline;
+mod counters;
 mod diff;
 mod entry;
 mod explain;
@@ -19,6 +20,7 @@ mod threshold;
 
 pub use crate::results::{Flow, flow_of, flow_of_verdict, node_names};
 pub use baseline::{Baseline, baseline_verdicts, is_baseline_verdict};
+pub use counters::{CounterRow, CounterSeries};
 pub use diff::{Comparison, NCCL_BANDWIDTH_REGIME_GBS, Row, change_pct, compare, is_regression};
 pub use entry::{Entry, Key, Quantity, entries};
 pub use explain::{Cause, Explained, explain};

@@ -199,6 +199,54 @@ fn by_trap(
     }
 }
 
+/// Congestion held back by flow control: on a switch, its PFC/ECN configuration (the command
+/// shows, on a host attached to it, the pause frames the switch sends); without one, the hosts'
+/// (the command shows this host's PFC and trust settings).
+fn congestion_fix(plan: &Plan, found: &Found<'_>, part: &Part) -> (Option<String>, String) {
+    let on = |m: &&crate::plan::Member| match part {
+        Part::Switch { name } => m
+            .switch
+            .and_then(|s| plan.switches.get(s.0))
+            .is_some_and(|s| s.name == *name),
+        _ => part.node_name() == Some(plan.node(m.endpoint.node).name.as_str()),
+    };
+    let members: Vec<&crate::plan::Member> = plan
+        .segments
+        .iter()
+        .flat_map(|s| &s.members)
+        .filter(|m| on(m))
+        .collect();
+    match part {
+        Part::Switch { name } => (
+            members.first().and_then(|m| {
+                per_netdev(plan, found, &plan.half_part(&m.endpoint), |n| {
+                    format!("ethtool -S {n} | grep -i -e pause -e discard")
+                })
+            }),
+            format!(
+                "flow control on switch {name} holds the traffic back: check its PFC (one lossless priority, the hosts' RoCE priority, with buffer headroom on every port of these hosts) and its ECN marking thresholds, so that ECN slows senders before PFC pauses them (the command shows the pause frames a host attached to it receives)"
+            ),
+        ),
+        _ => {
+            let node = part.node_name().unwrap_or_default();
+            let cmds: Vec<String> = members
+                .iter()
+                .filter_map(|m| {
+                    let e = &m.endpoint;
+                    found.netdev(plan, node, &e.port, &e.half)
+                })
+                .map(|n| format!("sudo mlnx_qos -i {}", q(&n)))
+                .collect();
+            (
+                remote(plan, node, &cmds),
+                format!(
+                    "the PFC/ECN configuration of {node} and the hosts it is cabled to holds the traffic back: set the same trust mode (dscp), the same PFC priority (the RoCE traffic class) and ECN on every fabric netdev at both ends of each link (e.g. `mlnx_qos -i NETDEV --trust dscp --pfc 0,0,0,1,0,0,0,0`); the command shows {node}'s"
+                ),
+            )
+        }
+    }
+}
+
 /// The fix of what happened to a run on a host rather than in what it measured: a link that
 /// flapped under it, its directory, a tool killed, flooding, or leaving processes behind.
 fn run_side(
@@ -209,6 +257,9 @@ fn run_side(
     node: &str,
 ) -> Option<(Option<String>, String)> {
     Some(match (t, part) {
+        (Trap::FlowControl, _) => {
+            congestion_fix(plan, found, part)
+        }
         (Trap::LinkFlapped, Part::Half { .. } | Part::Port { .. }) => (
             per_netdev(plan, found, part, |n| format!("ip -s link show {n}")),
             "the link of this half went down and came back: reseat or replace its cable and module (the command counts its carrier changes; the kernel log says when)".into(),

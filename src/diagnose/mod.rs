@@ -11,6 +11,7 @@
 //! The same step for every launcher, test kind and schedule: it reads results, nothing else.
 //! Pure and synchronous; idempotent (a second diagnosis of the same results changes nothing).
 
+pub mod congestion;
 pub mod cover;
 pub mod fix;
 pub mod label;
@@ -83,6 +84,7 @@ fn failing(v: &Verdict) -> bool {
 /// Diagnose `r`: fill `r.findings`, mark every failing verdict that is not a finding's first
 /// evidence as following its finding's part, and count the summary again.
 pub fn diagnose(plan: &Plan, r: &mut RunResults) {
+    congestion::judge(plan, r);
     let all = places(r);
     // a fresh start: what an earlier diagnosis (or the rounds' running count) marked is redone
     for at in &all {

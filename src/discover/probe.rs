@@ -82,7 +82,9 @@ echo "@end"
 /// How long a host has to answer the probe.
 pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Counters only, for snapshots around a job: one `@dev` block per device, no process forked.
+/// Counters only, for snapshots around a job: one `@dev` block per device (its port's counters
+/// and hw_counters, and its netdev's `carrier_changes`: a flap during the job), no process
+/// forked.
 /// A device name that cannot be a shell word (a NUL byte) is skipped.
 pub fn counters_script(devices: &[String]) -> String {
     let mut s = String::from(SHELL_HELPERS);
@@ -91,7 +93,7 @@ pub fn counters_script(devices: &[String]) -> String {
             continue;
         };
         s.push_str(&format!(
-            "echo @dev {q}; p=/sys/class/infiniband/{q}/ports/1; dump counter \"$p\"/counters/* \"$p\"/hw_counters/*\n"
+            "echo @dev {q}; p=/sys/class/infiniband/{q}; dump counter \"$p\"/ports/1/counters/* \"$p\"/ports/1/hw_counters/* \"$p\"/device/net/*/carrier_changes\n"
         ));
     }
     s.push_str("echo @end\n");

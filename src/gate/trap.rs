@@ -108,6 +108,9 @@ pub enum Trap {
     /// A link's error counters rose past `[gates.phy]`: errors FEC could not correct, or the
     /// fabric retransmitting.
     LinkErrors,
+    /// Pause frames and CNPs rose where bandwidth fell: flow control (PFC/ECN, on the switch or
+    /// the hosts) holds the traffic back.
+    FlowControl,
     /// A site-specific trap named in the plan.
     Site,
 }
@@ -162,6 +165,7 @@ impl Trap {
             Trap::LeftRunning => "the tool left processes running",
             Trap::LinkFlapped => "link flapped",
             Trap::LinkErrors => "link errors",
+            Trap::FlowControl => "flow control holds traffic back",
             Trap::Site => "site trap",
         }
     }
@@ -316,6 +320,9 @@ impl Trap {
             Trap::LinkErrors => {
                 "reseat, clean or replace the cable and its modules: its counters rose past [gates.phy] (`ethtool -S NETDEV | grep -e symbol -e crc` on either end; corrected bits alone are normal)"
             }
+            Trap::FlowControl => {
+                "check PFC and ECN where the pause frames come from: the switch's lossless priority, buffer headroom and ECN marking thresholds, or, without a switch, the hosts' trust mode, PFC priority and ECN (`mlnx_qos -i NETDEV`)"
+            }
             Trap::Site => "see the plan's gate for the fix",
             _ => "read the tool's message kept in the run directory",
         }
@@ -327,7 +334,7 @@ mod tests {
     use super::*;
 
     /// Every trap, in declaration order.
-    const ALL: [Trap; 48] = [
+    const ALL: [Trap; 49] = [
         Trap::FirmwareThrottle,
         Trap::BelowLineRate,
         Trap::HalfMissingFromHca,
@@ -375,6 +382,7 @@ mod tests {
         Trap::LeftRunning,
         Trap::LinkFlapped,
         Trap::LinkErrors,
+        Trap::FlowControl,
         Trap::Site,
     ];
 

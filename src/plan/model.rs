@@ -68,7 +68,11 @@ pub struct Plan {
 /// corrects a raw BER of 2.4e-4 to 1e-12 or better (IEEE 802.3, as Dell's ConnectX KB 000286734
 /// explains), so corrected bits are normal and never judged; mlx5's `link_down_events_phy`
 /// counts the link going down, which the driver describes as port flapping to fix by replacing
-/// the cable or transceiver.
+/// the cable or transceiver. `max-retransmits-per-s` (1) is fabricplan's own choice, not a
+/// vendor's figure (none publishes a health threshold for these counters): on a lossless RoCE
+/// fabric they should not move between runs at all, one a second leaves room for the odd
+/// retransmission of a busy node, far below where a driver gives up on a connection (WinOF-2's
+/// `EXT_QP_MAX_RETRY_LIMIT`, default 50 within its period).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PhyGates {
     pub max_effective_ber: f64,

@@ -32,9 +32,27 @@ pub enum Fault {
     /// (both ends of a direct link) and link-down events grow.
     Flap(Vec<Endpoint>),
     /// These halves' ports count symbol errors FEC did not correct after discovery, at this
-    /// many per second (at least one).
+    /// many per simulated second (each read of the node's probe or counters after discovery is
+    /// one; at least one error).
     PhyErrors(Vec<Endpoint>, f64),
+    /// Congestion that flow control holds back: on a switch (`congestion:SWITCH`, its PFC/ECN
+    /// misconfigured or its buffers short) every half attached to it is paused and gets CNPs;
+    /// on a node (`congestion:NODE`, no switch: the hosts' PFC/ECN configuration) its halves
+    /// send pause frames and CNPs. Flows through them crawl at [`CONGESTED_GBPS`].
+    Congestion(Vec<Endpoint>, CongestionRole),
 }
+
+/// What a congested half does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CongestionRole {
+    /// It is paused (the switch sends it pause frames) and handles CNPs.
+    Paused,
+    /// It sends pause frames and CNPs (its receive side is held back).
+    Sends,
+}
+
+/// What a flow through a congested half carries, Gb/s.
+pub const CONGESTED_GBPS: f64 = 40.0;
 
 /// The symbol errors per second of `phy-errors` without `=RATE`.
 pub const PHY_ERRORS_PER_S: f64 = 100.0;
@@ -81,6 +99,7 @@ pub fn parse(plan: &Plan, text: &str) -> Result<Fault, String> {
             };
             Fault::PhyErrors(spec.halves()?, rate)
         }
+        "congestion" => spec.congestion()?,
         "dead-host" => Fault::DeadHost(spec.node_of(target)?),
         "server-dies" => Fault::ServerDies(spec.node_of(target)?),
         "nccl-socket" => Fault::NcclSocket(spec.node_of(target)?),
@@ -98,6 +117,31 @@ struct Spec<'a> {
 }
 
 impl Spec<'_> {
+    /// `congestion:SWITCH` (the halves attached to it, paused) or `congestion:NODE` (its
+    /// halves, sending).
+    fn congestion(&self) -> Result<Fault, String> {
+        let plan = self.plan;
+        if let Some(sw) = plan.switches.iter().position(|s| s.name == self.target) {
+            let halves = plan
+                .segments
+                .iter()
+                .flat_map(|s| &s.members)
+                .filter(|m| m.switch.is_some_and(|x| x.0 == sw))
+                .map(|m| m.endpoint.clone())
+                .collect();
+            return Ok(Fault::Congestion(halves, CongestionRole::Paused));
+        }
+        let node = self.node_of(self.target)?;
+        let halves = plan
+            .segments
+            .iter()
+            .flat_map(|s| &s.members)
+            .filter(|m| m.endpoint.node == node)
+            .map(|m| m.endpoint.clone())
+            .collect();
+        Ok(Fault::Congestion(halves, CongestionRole::Sends))
+    }
+
     /// The node named `name`.
     fn node_of(&self, name: &str) -> Result<NodeId, String> {
         self.plan.node_by_name(name).map(|n| n.id).ok_or_else(|| {

@@ -24,6 +24,7 @@
 mod fault;
 mod kind;
 pub(crate) mod noise;
+mod phy;
 mod physical;
 mod shell;
 pub(crate) mod world;
@@ -160,8 +161,14 @@ struct State {
     rates: Option<Rates>,
     /// The neighbour entries pings left, per node: (netdev, destination).
     neighbours: HashMap<NodeId, Vec<(String, Ipv4Addr)>>,
-    /// When each node was first probed (discovery): `flap` and `phy-errors` show after it.
-    probed: HashMap<NodeId, std::time::Instant>,
+    /// The simulated seconds since each node was first probed (discovery): every later read of
+    /// its probe or counters is one more. `flap`, `phy-errors` and `congestion` show after
+    /// discovery, their counts at their rates over these seconds (never the wall clock: the same
+    /// run counts the same).
+    probed: HashMap<NodeId, u64>,
+    /// How often a flapped device's counters were read around jobs (its flap shows at the
+    /// second reading).
+    flap_reads: HashMap<(NodeId, String), u32>,
 }
 
 /// The rates of a round's live flows (rate, packet_seq_err growth), per job id.
@@ -220,10 +227,11 @@ impl SimTransport {
         {
             let mut st = self.lock();
             let lldp = physical::lldp_json(w, node);
-            let later = st.probed.get(&node).map(|t| t.elapsed().as_secs_f64());
-            st.probed
-                .entry(node)
-                .or_insert_with(std::time::Instant::now);
+            let later = st.probed.get_mut(&node).map(|t| {
+                *t += 1;
+                *t as f64
+            });
+            st.probed.entry(node).or_insert(0);
             return Ok(Output::ok(w.probe(node, &st.counters, &lldp, later)));
         }
         if script.contains("hw_counters") && script.contains("@dev") {
@@ -233,7 +241,8 @@ impl SimTransport {
                 .filter(|c| c.get(1).map(String::as_str) == Some("@dev"))
                 .filter_map(|c| c.get(2).cloned())
                 .collect();
-            let st = self.lock();
+            let mut st = self.lock();
+            phy::faults_show(w, &mut st, node, &devs);
             return Ok(Output::ok(w.counters_dump(node, &devs, &st.counters)));
         }
         if script.contains("@machine-id") {
@@ -462,6 +471,9 @@ impl SimTransport {
         if cdev.throttled || sdev.throttled {
             r = THROTTLE_GBPS;
         }
+        if cdev.congestion.is_some() || sdev.congestion.is_some() {
+            r = r.min(fault::CONGESTED_GBPS);
+        }
         if w.isl_hops(cdev, sdev)
             .iter()
             .any(|(i, _)| w.isl_blocked(*i))
@@ -522,6 +534,9 @@ impl SimTransport {
             }
             if c.throttled || s.throttled {
                 return Some((THROTTLE_GBPS, 0));
+            }
+            if c.congestion.is_some() || s.congestion.is_some() {
+                return Some((fault::CONGESTED_GBPS, 0));
             }
             None
         };

@@ -70,6 +70,8 @@ pub(crate) struct Dev {
     pub flapped: bool,
     /// Symbol errors per second its port counts after discovery (`phy-errors`).
     pub phy_errors_per_s: Option<f64>,
+    /// Flow control holds it back (`congestion`): paused by its switch, or sending pauses.
+    pub congestion: Option<super::fault::CongestionRole>,
 }
 
 impl Dev {
@@ -142,6 +144,9 @@ const COUNTERS: [&str; 12] = [
     "port_xmit_wait",
     "symbol_error",
 ];
+
+/// A netdev's carrier changes, kept among its device's counters.
+pub const CARRIER: &str = "carrier_changes";
 
 const HW_COUNTERS: [&str; 10] = [
     "duplicate_request",
@@ -293,6 +298,7 @@ fn build_devs(
                     ifindex,
                     flapped: false,
                     phy_errors_per_s: None,
+                    congestion: None,
                 });
                 apply_port_faults(faults, devs.last_mut());
                 ifindex += 1;
@@ -324,6 +330,7 @@ fn apply_port_faults(faults: &[Fault], dev: Option<&mut Dev>) {
     for f in faults {
         match f {
             Fault::Flap(es) if es.contains(&d.endpoint) => d.flapped = true,
+            Fault::Congestion(es, role) if es.contains(&d.endpoint) => d.congestion = Some(*role),
             Fault::PhyErrors(es, rate) if es.contains(&d.endpoint) => {
                 d.phy_errors_per_s = Some(*rate)
             }
@@ -511,6 +518,8 @@ impl World {
             for k in COUNTERS.iter().chain(HW_COUNTERS.iter()) {
                 c.insert(k.to_string(), 0u64);
             }
+            // its netdev's carrier count: up once since it was created
+            c.insert(CARRIER.to_string(), if d.active() { 2 } else { 0 });
             if d.active() {
                 let words = r.range(1 << 24, 1 << 34);
                 c.insert("port_xmit_data".into(), words);
@@ -613,7 +622,7 @@ impl World {
 
     /// Whether `d`'s link flapped: its own `flap`, or the far end's on a direct link (a cable
     /// going down is seen at both its ends).
-    fn flapped(&self, d: &Dev) -> bool {
+    pub fn flapped(&self, d: &Dev) -> bool {
         d.flapped
             || d.wired.as_ref().is_some_and(|(_, seg)| {
                 let on: Vec<&Dev> = self.wired_to(*seg).collect();
@@ -622,8 +631,8 @@ impl World {
     }
 
     /// The carrier counts and `ethtool -S` physical-layer counters of node `n`'s netdevs;
-    /// `later` (seconds since the node was first probed, `None` for the first probe) shows what
-    /// `flap` and `phy-errors` did since.
+    /// `later` (simulated seconds since the node was first probed: one per read of it since;
+    /// `None` for the first probe) shows what `flap`, `phy-errors` and `congestion` did since.
     fn port_counters(&self, s: &mut String, n: NodeId, later: Option<f64>) {
         s.push_str("@carrier\n");
         let flapped = |d: &Dev| later.is_some() && self.flapped(d);
@@ -636,9 +645,19 @@ impl World {
                 (Some(t), Some(r)) => ((r * t).ceil() as u64).max(1),
                 _ => 0,
             };
+            // congestion: pause frames at 2,000 a second since discovery, received by a
+            // paused half, sent by a sending one
+            let pauses = match (later, d.congestion) {
+                (Some(t), Some(_)) => ((2000.0 * t).ceil() as u64).max(1),
+                _ => 0,
+            };
+            let (rx_pause, tx_pause) = match d.congestion {
+                Some(super::fault::CongestionRole::Sends) => (0, pauses),
+                _ => (pauses, 0),
+            };
             let _ = writeln!(
                 s,
-                "@ethtool {}\nNIC statistics:\n     rx_crc_errors_phy: 0\n     rx_symbol_err_phy: {symbols}\n     rx_corrected_bits_phy: 0\n     link_down_events_phy: {}",
+                "@ethtool {}\nNIC statistics:\n     rx_crc_errors_phy: 0\n     rx_symbol_err_phy: {symbols}\n     rx_corrected_bits_phy: 0\n     link_down_events_phy: {}\n     rx_pause_ctrl_phy: {rx_pause}\n     tx_pause_ctrl_phy: {tx_pause}",
                 d.netdev,
                 u64::from(flapped(d))
             );
@@ -732,6 +751,17 @@ impl World {
         }
         if let Some(c) = counters.get(&(d.node, d.name.clone())) {
             for (k, v) in c {
+                if k == CARRIER {
+                    // the counters script reads it beside the device's (the probe: `@carrier`)
+                    if !full {
+                        let _ = writeln!(
+                            s,
+                            "@counter /sys/class/infiniband/{}/device/net/{}/{CARRIER}:{v}",
+                            d.name, d.netdev
+                        );
+                    }
+                    continue;
+                }
                 let dir = if HW_COUNTERS.contains(&k.as_str()) {
                     "hw_counters"
                 } else {

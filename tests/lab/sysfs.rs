@@ -142,6 +142,12 @@ fn write_pci_function(root: &Path, d: &DeviceState<'_>) -> Result<(), String> {
         &format!("../../.drivers/{DRIVER}"),
         &function.join("driver"),
     )?;
+    // the netdev's own counters, as on a real host where `device/net/NETDEV` is the netdev's
+    // directory: its carrier count is the namespace's real one (a flapped veth counts)
+    link(
+        &format!("/sys/class/net/{}/carrier_changes", d.netdev),
+        &function.join("net").join(d.netdev).join("carrier_changes"),
+    )?;
     put(&function.join("current_link_speed"), &d.pcie.speed)?;
     put(
         &function.join("current_link_width"),

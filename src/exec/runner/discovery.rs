@@ -68,7 +68,12 @@ pub(crate) async fn changed(ctx: &mut Ctx<'_>, results: &mut RunResults) {
     // the port counters' rates are over the run: from its start (discovery) to now
     let seconds = crate::results::now_ms().saturating_sub(results.started_unix_ms) as f64 / 1000.0;
     let span = crate::discover::changes::Span::run_of(seconds);
-    for v in crate::discover::changes::verdicts_over(ctx.plan, &ctx.resolutions, &after, &span) {
+    let (before, plan) = (&ctx.resolutions, ctx.plan);
+    results.port_counters =
+        crate::results::counters::over_run(plan, before, &after, seconds, &results.jobs);
+    let mut changed = crate::discover::changes::verdicts_over(plan, before, &after, &span);
+    crate::results::counters::place(&mut changed, &results.port_counters);
+    for v in changed {
         ctx.emit(Event::Preflight(v.clone()));
         results.preflight.push(v);
     }

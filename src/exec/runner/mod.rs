@@ -197,6 +197,7 @@ fn empty_results(
         summary: Default::default(),
         keep_evidence: Some(keep),
         counter_totals: Vec::new(),
+        port_counters: Vec::new(),
         keep_evidence_chosen: Some(if opts.keep_evidence.is_some() {
             KeepChosen::Option
         } else {

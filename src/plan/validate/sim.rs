@@ -6,7 +6,7 @@ use crate::plan::model::*;
 use crate::plan::raw::*;
 
 /// Fault kinds the simulated fabric understands, with the grammar of their target.
-pub const SIM_FAULT_GRAMMAR: [(&str, &str); 12] = [
+pub const SIM_FAULT_GRAMMAR: [(&str, &str); 13] = [
     ("throttle", "NODE[.PORT[.HALF]]"),
     ("mtu1500", "NODE[.PORT[.HALF]]"),
     ("crossed", "NODE.PORT"),
@@ -19,11 +19,12 @@ pub const SIM_FAULT_GRAMMAR: [(&str, &str); 12] = [
     ("swapped", "NODE.PORT=NODE.PORT"),
     ("flap", "NODE[.PORT[.HALF]]"),
     ("phy-errors", "NODE[.PORT[.HALF]][=RATE]"),
+    ("congestion", "SWITCH|NODE"),
 ];
 
 /// Fault kinds the simulated fabric understands.
-pub const SIM_FAULTS: [&str; 12] = {
-    let mut out = [""; 12];
+pub const SIM_FAULTS: [&str; 13] = {
+    let mut out = [""; 13];
     let mut i = 0;
     while i < out.len() {
         out[i] = SIM_FAULT_GRAMMAR[i].0;
@@ -43,7 +44,7 @@ pub fn sim_fault_list() -> String {
 
 /// `--sim-fault`'s help: the same list as [`sim_fault_list`], written out for clap (a test
 /// holds the two equal).
-pub const SIM_FAULT_HELP: &str = "With --sim: inject a fault, `KIND:TARGET` (repeatable), e.g. `throttle:spark-a.f0.a`. Faults: throttle:NODE[.PORT[.HALF]], mtu1500:NODE[.PORT[.HALF]], crossed:NODE.PORT, dead-host:NODE, server-dies:NODE, rstp-block:SWITCH-SWITCH, nccl-socket:NODE, pcie-degraded:NODE[.PORT[.HALF]], firmware:NODE=VERSION, swapped:NODE.PORT=NODE.PORT, flap:NODE[.PORT[.HALF]], phy-errors:NODE[.PORT[.HALF]][=RATE]";
+pub const SIM_FAULT_HELP: &str = "With --sim: inject a fault, `KIND:TARGET` (repeatable), e.g. `throttle:spark-a.f0.a`. Faults: throttle:NODE[.PORT[.HALF]], mtu1500:NODE[.PORT[.HALF]], crossed:NODE.PORT, dead-host:NODE, server-dies:NODE, rstp-block:SWITCH-SWITCH, nccl-socket:NODE, pcie-degraded:NODE[.PORT[.HALF]], firmware:NODE=VERSION, swapped:NODE.PORT=NODE.PORT, flap:NODE[.PORT[.HALF]], phy-errors:NODE[.PORT[.HALF]][=RATE], congestion:SWITCH|NODE";
 
 pub(super) fn sim(
     ctx: &mut Ctx,
@@ -111,6 +112,14 @@ pub fn check_sim_fault(f: &str, nodes: &[Node], switches: &[Switch]) -> Result<(
         };
         let _ = (a, b);
         return Ok(());
+    }
+    if kind == "congestion" {
+        if switches.iter().any(|s| s.name == target) || nodes.iter().any(|n| n.name == target) {
+            return Ok(());
+        }
+        return Err(format!(
+            "fault `{f}`: `{target}` is not a declared switch or node"
+        ));
     }
     let declared = |node: &str| {
         if nodes.iter().any(|n| n.name == node) {

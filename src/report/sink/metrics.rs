@@ -160,7 +160,50 @@ pub fn render(r: &RunResults) -> String {
     w.family(&finding_family(r));
     w.families(&kind_families(r));
     w.family(&counter_family(r));
+    w.families(&port_counter_families(r));
     w.out
+}
+
+/// Each planned half's port counters once the rounds were done (the family names, labels and
+/// help texts `check --metrics` writes, with `source="run"`), and how much each grew during
+/// the run.
+fn port_counter_families(r: &RunResults) -> Vec<Family> {
+    use crate::results::counters::{
+        CARRIER_CHANGES, CARRIER_FAMILY, CARRIER_HELP, PORT_COUNTER_FAMILY, PORT_COUNTER_HELP,
+    };
+    let mut read = Family::new(PORT_COUNTER_FAMILY, "counter", PORT_COUNTER_HELP);
+    let mut carrier = Family::new(CARRIER_FAMILY, "counter", CARRIER_HELP);
+    let mut grew = Family::new(
+        "fabricplan_half_port_counter_run_growth",
+        "gauge",
+        "How much a half's port counter (or its netdev's carrier_changes) grew during the run, from discovery to the probe once the rounds were done",
+    );
+    for h in &r.port_counters {
+        let half = || {
+            vec![
+                plan_label(r),
+                ("node", h.node.clone()),
+                ("half", h.half.clone()),
+                ("netdev", h.netdev.clone().unwrap_or_default()),
+            ]
+        };
+        for (k, v) in &h.after {
+            let mut l = half();
+            if k == CARRIER_CHANGES {
+                l.push(("source", "run".into()));
+                carrier.add(l, *v as f64);
+            } else {
+                l.extend([("counter", k.clone()), ("source", "run".into())]);
+                read.add(l, *v as f64);
+            }
+        }
+        for (k, d) in h.grew() {
+            let mut l = half();
+            l.push(("counter", k.to_string()));
+            grew.add(l, d as f64);
+        }
+    }
+    vec![read, carrier, grew]
 }
 
 /// The `plan` label every series carries.
