@@ -28,7 +28,7 @@ const SHELL_HELPERS: &str = shell_helpers!();
 /// sysfs (the PCI function and its driver are the targets of `device` and `device/driver`,
 /// resolved by `cd -P`, not `readlink`); the only processes it starts are the three `ip`
 /// listings and, where installed, one `lldpcli` and one `ethtool -S` per RDMA netdev (its
-/// port's physical-layer counters: [`crate::parse::ethtool`]).
+/// port's physical-layer counters: [`crate::tools::ethtool::parse`]).
 pub const PROBE_SCRIPT: &str = concat!(
     shell_helpers!(),
     r#"rd /proc/sys/kernel/hostname; h=$v; [ -n "$h" ] || h=$(hostname); echo "@host $h"
@@ -231,7 +231,7 @@ pub struct Interface {
     pub carrier_changes: Option<u64>,
     /// Its port's documented `ethtool -S` counters, by meaning (an RDMA netdev, where ethtool
     /// is installed and answered).
-    pub phy: BTreeMap<crate::parse::ethtool::Meaning, u64>,
+    pub phy: BTreeMap<crate::tools::ethtool::parse::Meaning, u64>,
 }
 
 /// What one node's probe found.
@@ -358,7 +358,7 @@ pub fn parse(text: &str) -> Probe {
         p.lldp = Some(crate::parse::lldp::parse(&lldp));
     }
     for (name, out) in ethtool {
-        let stats = crate::parse::ethtool::parse(&out);
+        let stats = crate::tools::ethtool::parse::parse(&out);
         if !name.is_empty() && stats.status == crate::parse::Status::Ok {
             iface_mut(&mut p.interfaces, &name).phy = stats.known;
         }

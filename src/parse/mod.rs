@@ -37,13 +37,13 @@
 //! | 2 | [`EXIT_UNREADABLE`] | usage error or a file that cannot be read (decided by the CLI before parsing) |
 
 pub mod ceiling;
-pub mod ethtool;
 mod invariants;
 pub mod lldp;
 pub mod mpirun;
 pub mod neigh;
 pub(crate) mod text;
 
+use crate::tools::ethtool::parse as ethtool;
 use crate::tools::nccl_tests::parse as nccl_tests;
 use crate::tools::perftest::parse as perftest;
 use crate::tools::ping::parse as ping;

@@ -655,12 +655,15 @@ impl World {
                 Some(super::fault::CongestionRole::Sends) => (0, pauses),
                 _ => (pauses, 0),
             };
-            let _ = writeln!(
-                s,
-                "@ethtool {}\nNIC statistics:\n     rx_crc_errors_phy: 0\n     rx_symbol_err_phy: {symbols}\n     rx_corrected_bits_phy: 0\n     link_down_events_phy: {}\n     rx_pause_ctrl_phy: {rx_pause}\n     tx_pause_ctrl_phy: {tx_pause}",
-                d.netdev,
-                u64::from(flapped(d))
-            );
+            let _ = writeln!(s, "@ethtool {}", d.netdev);
+            s.push_str(&crate::tools::ethtool::sim::stats(
+                &crate::tools::ethtool::sim::Phy {
+                    symbol_errors: symbols,
+                    link_down_events: u64::from(flapped(d)),
+                    rx_pause,
+                    tx_pause,
+                },
+            ));
         }
     }
 

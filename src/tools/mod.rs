@@ -3,6 +3,7 @@
 //! typed, never guessed) and `sim` (its half of the simulated fabric). Test kinds (`crate::kinds`)
 //! say when a tool runs and what its numbers must reach; they point at the tools they run.
 
+pub mod ethtool;
 pub mod nccl_tests;
 pub mod perftest;
 pub mod ping;

@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::text::{clean_line, is_blank, reject};
-use super::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_ROWS, Rejected, Status, ToolError};
+use crate::parse::text::{clean_line, is_blank, reject};
+use crate::parse::{ErrorKind, MAX_LINE_BYTES, MAX_STORED_ROWS, Rejected, Status, ToolError};
 
 /// What a counter means, where the driver documents it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -99,7 +99,7 @@ pub struct EthtoolStats {
     pub not_stored: usize,
 }
 
-impl super::Report for EthtoolStats {
+impl crate::parse::Report for EthtoolStats {
     fn status(&self) -> Status {
         self.status
     }
