@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use fabricplan::gate::judge::Outcome;
+use fabricplan::gate::trap::Trap;
 use fabricplan::plan::Plan;
 use fabricplan::results::RunResults;
 
@@ -464,9 +465,30 @@ async fn every_fault_kind_on_every_plan_and_example_is_one_finding() {
             ));
             cases.push((
                 format!("phy-errors:{half}=0.5"),
-                cable.unwrap_or(half.clone()),
+                cable.clone().unwrap_or(half.clone()),
                 true,
             ));
+            // a flap (FAIL) and errors (WARN) on one direct cable's two ends: one finding about
+            // the cable, a FAIL, named for what failed (the flap), the errors following it
+            if direct && let Some(cable) = &cable {
+                let far = plan
+                    .member_of(&m.endpoint)
+                    .and_then(|(seg, me)| seg.members.iter().find(|o| o != &me))
+                    .map(|o| plan.endpoint_name(&o.endpoint));
+                if let Some(far) = far {
+                    let faults = [format!("flap:{half}"), format!("phy-errors:{far}")];
+                    let faults: Vec<&str> = faults.iter().map(String::as_str).collect();
+                    let r = run_plan(&plan, &faults).await;
+                    let got: Vec<(String, Outcome, Option<Trap>)> = r
+                        .findings
+                        .iter()
+                        .map(|f| (f.name.clone(), f.outcome, f.trap))
+                        .collect();
+                    if got != [(cable.clone(), Outcome::Fail, Some(Trap::LinkFlapped))] {
+                        wrong.push(format!("{} {faults:?}: findings {got:?}", p.display()));
+                    }
+                }
+            }
             if nccl {
                 cases.push((
                     format!("nccl-socket:{node}"),

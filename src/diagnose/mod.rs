@@ -125,7 +125,7 @@ pub fn diagnose(plan: &Plan, r: &mut RunResults) {
         .iter()
         .map(|c| {
             let ats: Vec<At> = c.explains.iter().map(|i| bad[*i]).collect();
-            let head = head_of(&ats, &lists, &bad, &c.part);
+            let head = head_of(&ats, &lists, &bad, &c.part, |a| get(r, a).outcome);
             (finding(plan, &found, r, c, &ats, head), ats, head)
         })
         .collect();
@@ -146,21 +146,39 @@ pub fn diagnose(plan: &Plan, r: &mut RunResults) {
     r.summarize();
 }
 
-/// The verdict a finding is first evidence of: the first that names its part alone (a half
-/// slow against its own loopback), else the first that names it first, else the first it
-/// explains.
-fn head_of(ats: &[At], lists: &[Vec<Part>], bad: &[At], part: &Part) -> At {
+/// The verdict a finding is first evidence of: of its worst verdicts (a FAIL heads a finding
+/// its WARNs also explain, so the finding is named for what failed), the first that names its
+/// part alone (a half slow against its own loopback), else the first that names it first,
+/// else the first.
+fn head_of(
+    ats: &[At],
+    lists: &[Vec<Part>],
+    bad: &[At],
+    part: &Part,
+    outcome: impl Fn(At) -> Outcome,
+) -> At {
     let list = |at: &At| bad.iter().position(|b| b == at).map(|i| &lists[i]);
     let is = |p: &Part| p == part || p.within(part);
-    let alone = ats
+    let worst = ats.iter().map(|a| outcome(*a)).max();
+    let worst: Vec<At> = ats
+        .iter()
+        .copied()
+        .filter(|a| Some(outcome(*a)) == worst)
+        .collect();
+    let alone = worst
         .iter()
         .copied()
         .find(|at| list(at).is_some_and(|l| !l.is_empty() && l.iter().all(is)));
-    let first = ats
-        .iter()
-        .copied()
-        .find(|at| list(at).and_then(|l| l.first()).is_some_and(is));
-    alone.or(first).unwrap_or(ats[0])
+    let first = || {
+        worst
+            .iter()
+            .copied()
+            .find(|at| list(at).and_then(|l| l.first()).is_some_and(is))
+    };
+    alone
+        .or_else(first)
+        .or_else(|| worst.first().copied())
+        .unwrap_or(ats[0])
 }
 
 /// One finding from a chosen part and the verdicts it explains.
