@@ -8,6 +8,7 @@
 //! `max-drop`, `--max-drop`, else 10%); from nothing, any growth. History judges its newest run
 //! against its oldest that read the counter, as it judges a decline.
 
+use crate::text::thousands;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -84,23 +85,12 @@ fn label(half: &str, counter: &str, cable: Option<&str>) -> String {
     }
 }
 
-/// `1,204`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `13.4/s`, `0/s`, `2.1e-3/s`.
+/// `13.4/s`, `0/s`, `2.1e-3/s`, `8,636,364/s`.
 pub fn per_s(v: f64) -> String {
     if v == 0.0 {
         "0/s".into()
+    } else if v >= 1000.0 {
+        format!("{}/s", crate::text::thousands(v.round() as u64))
     } else if v >= 0.1 {
         format!("{v:.1}/s")
     } else {
@@ -216,5 +206,6 @@ mod tests {
         assert_eq!(thousands(1204), "1,204");
         assert_eq!(per_s(13.44), "13.4/s");
         assert_eq!(per_s(0.0021), "2.1e-3/s");
+        assert_eq!(per_s(8_636_363.6), "8,636,364/s");
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::baseline::{fmt_change, fmt_val};
-use super::counters::{CounterRow, CounterSeries, thousands};
+use super::counters::{CounterRow, CounterSeries};
 use super::diff::{Comparison, Row};
 use super::entry::{Key, Quantity};
 use super::explain::{Explained, explain};
@@ -13,6 +13,7 @@ use super::threshold::Thresholds;
 use crate::results::RunResults;
 use crate::results::counters::CounterKind;
 use crate::text::inert;
+use crate::text::thousands;
 use crate::text::width::{columns, pad, rpad};
 
 /// Format version of the JSON of `compare` and `history`.

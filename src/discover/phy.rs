@@ -12,6 +12,7 @@ use crate::gate::judge::{Outcome, Verdict};
 use crate::gate::part::Part;
 use crate::gate::trap::Trap;
 use crate::plan::Plan;
+use crate::text::thousands;
 
 use super::changes::{Span, gate};
 use super::resolve::HalfResolution;
@@ -63,19 +64,6 @@ pub fn link_down(
         )
         .about(cable_or_half(plan, b)),
     )
-}
-
-/// `1,204`.
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `0.4`, `90`.
@@ -141,16 +129,4 @@ pub fn errors(
         )
         .about(cable_or_half(plan, b)),
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_are_grouped() {
-        assert_eq!(thousands(1204), "1,204");
-        assert_eq!(thousands(12), "12");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 }
