@@ -650,7 +650,12 @@ fn name_comparisons(code: &str) -> Vec<(usize, String)> {
             }
         }
         for name in ["ssh", "slurm"] {
-            for pat in [format!("==\"{name}\""), format!("\"{name}\"==")] {
+            for pat in [
+                format!("==\"{name}\""),
+                format!("\"{name}\"=="),
+                format!("!=\"{name}\""),
+                format!("\"{name}\"!="),
+            ] {
                 if squeezed.contains(&pat) && !out.iter().any(|(l, _)| *l == i + 1) {
                     out.push((i + 1, line.trim().to_string()));
                 }
@@ -684,9 +689,9 @@ fn no_launcher_is_decided_by_its_name() {
 
 #[test]
 fn the_name_comparison_checker_sees_comparisons_not_uses() {
-    let code = "let a = style.name() == \"slurm\";\nlet b = if kind == \"ssh\" { 1 } else { 2 };\nlet c = style.name();\nlet d = v.name() == other;\n";
+    let code = "let a = style.name() == \"slurm\";\nlet b = if kind == \"ssh\" { 1 } else { 2 };\nlet c = style.name();\nlet d = v.name() == other;\nif r.transport != \"slurm\" {}\n";
     let lines: Vec<usize> = name_comparisons(code).into_iter().map(|x| x.0).collect();
-    assert_eq!(lines, [1, 2]);
+    assert_eq!(lines, [1, 2, 5]);
 }
 
 /// Where `code` splits a gate's name back into its flow's ends (`split_once(" -> ")` and

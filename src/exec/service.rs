@@ -29,12 +29,12 @@ pub fn exclude_paths(path: &Path) -> [PathBuf; 2] {
 
 /// Take the actions `req` asks for on a diagnosed run and write the exclude list, all said in
 /// `r.service`; what could not be written is returned (the run's evidence is then incomplete).
-/// Nothing is done (nor `r.service` set) when nothing was asked and there is no Slurm drain to
-/// say.
-pub async fn take(r: &mut RunResults, req: &Requested) -> Vec<String> {
+/// Nothing is done (nor `r.service` set) when nothing was asked and there is no drain to say
+/// (`scheduled`: the run's nodes are Slurm's, whose drains are said unasked).
+pub async fn take(r: &mut RunResults, req: &Requested, scheduled: bool) -> Vec<String> {
     let asked = req.asked;
     let wanted = asked.drain || asked.resume_passed || req.exclude_file.is_some();
-    if !wanted && (r.transport != "slurm" || service::blamed(r).is_empty()) {
+    if !wanted && (!scheduled || service::blamed(r).is_empty()) {
         return Vec::new();
     }
     let control = slurm_conf().map(SlurmControl::new);

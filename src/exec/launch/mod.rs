@@ -81,6 +81,12 @@ pub trait Launcher: Send + Sync {
     /// True when the commands are answered by a model rather than real hosts.
     fn simulated(&self) -> bool;
 
+    /// True when the nodes are a scheduler's (Slurm's): taking a blamed node out of service is
+    /// the scheduler's drain, said after every run that blames one even when not asked.
+    fn nodes_are_scheduled(&self) -> bool {
+        false
+    }
+
     /// The part a failure to reach `host` with `trap` is about: over SSH its sshd (or what the
     /// trap names); a launcher whose commands ride something else says so.
     fn reach_part(&self, host: &str, trap: crate::gate::trap::Trap) -> crate::gate::part::Part {

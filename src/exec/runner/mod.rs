@@ -421,7 +421,8 @@ async fn session(
         crate::compare::baseline::judge(&mut results, b);
     }
     crate::diagnose::diagnose(&cfg.plan, &mut results);
-    let mut lost = super::service::take(&mut results, &cfg.service).await;
+    let scheduled = cfg.launcher.nodes_are_scheduled();
+    let mut lost = super::service::take(&mut results, &cfg.service, scheduled).await;
     lost.splice(0..0, cfg.evidence.errors());
     results.summary.evidence_lost(&lost);
     results

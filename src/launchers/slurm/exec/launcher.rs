@@ -314,6 +314,10 @@ impl Launcher for SlurmLauncher {
         "slurm"
     }
 
+    fn nodes_are_scheduled(&self) -> bool {
+        true
+    }
+
     /// Every command on a node rides its session step: a host lost is its slurmd's.
     fn reach_part(&self, host: &str, trap: crate::gate::trap::Trap) -> Part {
         match trap {
