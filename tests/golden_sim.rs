@@ -5,6 +5,8 @@
 //! one of them as it was; a change that means to alter what a person or a machine reads updates
 //! them on purpose (`INSTA_UPDATE=always` or `cargo insta review`), and the diff is reviewed.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -140,21 +142,10 @@ fn unclock_keeps_the_kind_and_drops_count_and_interval() {
 /// Every plan and example, healthy.
 #[test]
 fn every_plan_healthy() {
-    let mut plans: Vec<PathBuf> = ["plans", "examples"]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(manifest().join(d)).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    plans.sort();
+    let plans = support::shipped_plans();
     assert!(plans.len() >= 8, "{plans:?}");
     for p in plans {
-        let rel = p
-            .strip_prefix(manifest())
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        keep(&rel, "healthy", &[]);
+        keep(&p.to_string_lossy(), "healthy", &[]);
     }
 }
 

@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use support::*;
@@ -14,21 +14,6 @@ use support::*;
 use fabricplan::results::counters::{
     CARRIER_FAMILY, CARRIER_HELP, PORT_COUNTER_FAMILY, PORT_COUNTER_HELP,
 };
-
-/// Every shipped plan and example.
-fn plans() -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for dir in ["plans", "examples"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .collect();
-        files.sort();
-        out.extend(files);
-    }
-    out
-}
 
 /// A measured half on a node that is not the first, its cable's name, and whether its link is
 /// direct (a flap is then seen at both ends: the finding is about the cable).
@@ -91,7 +76,7 @@ fn rows_grown(v: &Value) -> Vec<(String, String)> {
 fn a_cable_taking_more_errors_run_after_run_is_seen_on_every_plan() {
     let tmp = tempfile::tempdir().unwrap();
     let mut wrong = Vec::new();
-    for (i, plan) in plans().iter().enumerate() {
+    for (i, plan) in shipped_plans().iter().enumerate() {
         let p = plan.to_string_lossy().into_owned();
         let runs = tmp.path().join(format!("runs{i}"));
         let (h, o) = sim_run(&runs, "1-healthy", &p, &[]);
@@ -216,7 +201,7 @@ fn a_cable_taking_more_errors_run_after_run_is_seen_on_every_plan() {
 fn a_flap_is_tied_to_its_round_and_compare_leads_with_it_on_every_plan() {
     let tmp = tempfile::tempdir().unwrap();
     let mut wrong = Vec::new();
-    for (i, plan) in plans().iter().enumerate() {
+    for (i, plan) in shipped_plans().iter().enumerate() {
         let p = plan.to_string_lossy().into_owned();
         let (h, _) = sim_run(tmp.path(), &format!("h{i}"), &p, &[]);
         let healthy = json(&h.join("results.json"));

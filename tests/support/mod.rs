@@ -68,6 +68,24 @@ pub fn scale_gate(results: &mut serde_json::Value, gate: &str, factor: f64) {
     assert!(found, "no gate `{gate}`");
 }
 
+/// Every shipped plan and example, `plans/` then `examples/`, each sorted, as paths relative to
+/// the package root (where tests run).
+pub fn shipped_plans() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for dir in ["plans", "examples"] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+            .map(|p| Path::new(dir).join(p.file_name().unwrap()))
+            .collect();
+        files.sort();
+        out.extend(files);
+    }
+    out
+}
+
 /// `plans/NAME.toml` under the package root.
 pub fn plan_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
